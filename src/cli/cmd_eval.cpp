@@ -1,0 +1,100 @@
+// `ddpx eval`: logits of a batch of images for given weights, and the mean cross-entropy when labels are given.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "data/npy_dataset.hpp"
+#include "io/npy.hpp"
+#include "io/safetensors.hpp"
+#include "model/vit_cpu.hpp"
+#include "train/step_engine.hpp"
+
+namespace ddpx::cli {
+namespace {
+
+struct EvalOptions {
+  std::string model = "vit_tiny_test", weights, images, labels, out, device = "cpu", precision = "fp32";
+  int64_t batch = 64;
+};
+
+int run_eval(const EvalOptions& e) {
+  const ParamLayout layout(parse_model_spec(e.model));
+  const VitConfig& c = layout.config();
+  std::vector<float> params(layout.buffer_size(), 0.f);
+  load_params_safetensors(e.weights, layout, params.data());
+  HostTensor images = read_npy(e.images);
+  DDPX_REQUIRE(images.shape.size() == 4 && images.shape[1] == c.channels && images.shape[2] == c.image_size &&
+                   images.shape[3] == c.image_size,
+               "--images {}: shape {} does not match the model's input [N, {}, {}, {}]", e.images,
+               shape_string(images.shape), c.channels, c.image_size, c.image_size);
+  const int64_t n = images.shape[0];
+  std::vector<float> pixels = images.to_float32();
+
+  TrainOptions engine_options;
+  engine_options.device = e.device;
+  engine_options.precision = e.precision;
+  engine_options.batch = std::min<int64_t>(e.batch, n);
+  std::unique_ptr<StepEngine> engine;
+  if (e.device == "cpu") {
+    engine = make_cpu_engine(layout, engine_options);
+  } else if (e.device == "cuda") {
+#ifdef DDPX_HAVE_CUDA
+    engine = make_cuda_engine(layout, engine_options, 0);
+#else
+    fail("--device cuda: this ddpx was built without CUDA; use --device cpu");
+#endif
+  } else {
+    fail("--device '{}' is not known; choose cpu or cuda", e.device);
+  }
+  engine->upload_params(params.data());
+  std::vector<float> logits = engine->eval_logits(pixels.data(), n);
+
+  if (!e.out.empty()) {
+    write_npy(e.out, HostTensor::from_values<float>({n, c.num_classes}, logits));
+    fmt::print("logits [{}, {}] written to {}\n", n, c.num_classes, e.out);
+  } else {
+    for (int64_t i = 0; i < std::min<int64_t>(n, 8); ++i) {
+      const float* row = logits.data() + i * c.num_classes;
+      const int64_t best = std::max_element(row, row + c.num_classes) - row;
+      fmt::print("image {:>4}: class {:>4} (logit {:.4f})\n", i, best, row[best]);
+    }
+    if (n > 8) fmt::print("... ({} images; --out FILE.npy writes all logits)\n", n);
+  }
+  if (!e.labels.empty()) {
+    HostTensor label_tensor = read_npy(e.labels);
+    DDPX_REQUIRE(label_tensor.shape.size() == 1 && label_tensor.shape[0] == n,
+                 "--labels {}: shape {} does not match the {} images (expected [{}])", e.labels,
+                 shape_string(label_tensor.shape), n, n);
+    std::vector<int64_t> wide = label_tensor.to_int64();
+    std::vector<int32_t> labels(wide.begin(), wide.end());
+    const float loss = softmax_cross_entropy<float>(logits.data(), labels.data(), n, c.num_classes, nullptr);
+    int64_t correct = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = logits.data() + i * c.num_classes;
+      correct += (std::max_element(row, row + c.num_classes) - row) == labels[static_cast<size_t>(i)];
+    }
+    fmt::print("mean cross-entropy {:.6f} | accuracy {:.2f}% ({} of {})\n", loss, 100.0 * correct / n, correct, n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App& app) {
+  auto e = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand("eval", "Logits (and mean cross-entropy with --labels) for a batch of images");
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("--model", e->model, "model shape the weights belong to (see `ddpx model --help`)");
+  cmd->add_option("--weights", e->weights, ".safetensors with torchvision names")->required();
+  cmd->add_option("--images", e->images, ".npy images [N, C, H, W] float32")->required();
+  cmd->add_option("--labels", e->labels, ".npy labels [N] int64/int32: also print mean cross-entropy and accuracy");
+  cmd->add_option("--out", e->out, "write logits [N, classes] float32 to this .npy");
+  cmd->add_option("--device", e->device, "cpu | cuda");
+  cmd->add_option("--precision", e->precision, "fp32 | tf32 | bf16 (cuda)");
+  cmd->add_option("--batch", e->batch, "images per forward pass");
+  return {cmd, [e] { return run_eval(*e); }};
+}
+
+}  // namespace ddpx::cli

@@ -1,0 +1,105 @@
+// `ddpx train`: flags -> TrainOptions -> run_training (or, with --nproc-per-node N, start N workers that do).
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/launch.hpp"
+#include "train/trainer.hpp"
+
+namespace ddpx::cli {
+
+Command add_train_command(CLI::App& app) {
+  auto o = std::make_shared<TrainOptions>();
+  auto nproc = std::make_shared<int>(0);
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train a ViT, data-parallel when started on several ranks.\n"
+      "Prints a progress line every --log-every steps and, at the end, a summary and the step breakdown\n"
+      "(data wait, forward, backward, exposed communication, optimizer) with a verdict on what bounds the step.");
+  cmd->set_config("--config", "", "read flags from a file (key = value per line, e.g. written by `ddpx tune`)");
+  cmd->option_defaults()->always_capture_default();
+
+  auto* what = "What to train";
+  cmd->add_option("--device", o->device, "cpu (fp32 reference engine, OpenBLAS) or cuda")->group(what);
+  cmd->add_option("--model", o->model, "vit_b_16 | vit_b_32 | vit_l_16 | vit_l_32 | vit_h_14 | vit_tiny_test | "
+                                       "vit_small_test | NAME:key=value,... | custom:image=..,patch=..,...")
+      ->group(what);
+  cmd->add_option("--precision", o->precision,
+                  "fp32 (true fp32, the seed's setting) | tf32 (TF32 matrix units) | bf16 (bf16 compute, fp32 "
+                  "master weights and gradients, like autocast); cuda only")
+      ->group(what);
+  cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
+  cmd->add_option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)")->group(what);
+  cmd->add_option("--warmup", o->warmup_steps, "steps excluded from throughput and the breakdown")->group(what);
+  cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
+
+  auto* data = "Data";
+  cmd->add_option("--data", o->data,
+                  "synthetic (the seed's: normal random images, random labels) | learnable (labels a ViT can learn, "
+                  "for convergence checks) | synthetic-device (generated on the GPU, to separate input cost)")
+      ->group(data);
+  cmd->add_option("--images", o->images, ".npy images [N, C, H, W] float32, taken in order (with --labels)")
+      ->group(data);
+  cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);
+  cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory")->group(data);
+  cmd->add_option("--prefetch", o->prefetch, "batches prepared ahead (ring slots)")->group(data);
+
+  auto* opt = "Optimizer";
+  cmd->add_option("--optimizer", o->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);
+  cmd->add_option("--lr", o->lr, "learning rate")->group(opt);
+  cmd->add_option("--momentum", o->momentum, "SGD momentum")->group(opt);
+  cmd->add_flag("--nesterov", o->nesterov, "SGD Nesterov momentum")->group(opt);
+  cmd->add_option("--weight-decay", o->weight_decay, "SGD L2 / AdamW decoupled weight decay")->group(opt);
+  cmd->add_option("--beta1", o->beta1, "AdamW beta1")->group(opt);
+  cmd->add_option("--beta2", o->beta2, "AdamW beta2")->group(opt);
+  cmd->add_option("--eps", o->eps, "AdamW epsilon")->group(opt);
+
+  auto* ckpt = "Weights and checkpoints";
+  cmd->add_option("--load", o->load, "start from these weights (.safetensors with torchvision names)")->group(ckpt);
+  cmd->add_option("--save", o->save, "write the final weights here (.safetensors, torchvision names)")->group(ckpt);
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir, "directory for resumable checkpoints (written atomically)")
+      ->group(ckpt);
+  cmd->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint every K steps (and at the end)")->group(ckpt);
+  cmd->add_option("--resume", o->resume, "continue from the checkpoint in this directory")->group(ckpt);
+
+  auto* dp = "Data parallelism";
+  cmd->add_option("--nproc-per-node", *nproc, "start this many worker processes on this node (one per GPU)")
+      ->group(dp);
+  cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
+      ->group(dp);
+  cmd->add_option("--backend", o->backend, "auto (nccl on cuda, mpi on cpu) | nccl | mpi")->group(dp);
+  cmd->add_option("--comm-hook", o->comm_hook,
+                  "allreduce | fp16 | bf16 (cast, halve bytes) | powersgd:R (rank-R compression, error feedback)")
+      ->group(dp);
+  cmd->add_option("--bucket-mb", o->bucket_mb, "gradient bucket cap in MB (smaller buckets overlap backward more)")
+      ->group(dp);
+  cmd->add_option("--first-bucket-mb", o->first_bucket_mb, "cap of the first bucket (launched earliest)")->group(dp);
+  cmd->add_flag("--no-overlap", o->no_overlap, "reduce everything after the backward pass (the seed's 2 GB bucket)")
+      ->group(dp);
+  cmd->add_option("--grad-accum", o->grad_accum, "micro-batches per optimizer step; no communication on the first K-1")
+      ->group(dp);
+  cmd->add_option("--powersgd-start", o->powersgd_start, "plain all-reduce before this step (PowerSGD warm-up)")
+      ->group(dp);
+  cmd->add_option("--comm-timeout", o->comm_timeout_s, "seconds before a stalled collective aborts the job")
+      ->group(dp);
+
+  auto* an = "Execution and analysis";
+  cmd->add_option("--cuda-graph", o->cuda_graph, "auto | on | off: capture the whole step after warm-up")->group(an);
+  cmd->add_option("--profile-steps", o->profile_steps,
+                  "A:B: cudaProfilerStart/Stop around steps A..B (nsys --capture-range=cudaProfilerApi)")
+      ->group(an);
+  cmd->add_option("--report", o->report, "write the run report (config, per-step breakdown, buckets) as JSON")
+      ->group(an);
+  cmd->add_option("--trace", o->trace, "write a Chrome-trace/Perfetto timeline (all ranks merged)")->group(an);
+  cmd->add_option("--log-every", o->log_every, "progress line every K steps")->group(an);
+  cmd->add_flag("--quiet", o->quiet, "no progress lines")->group(an);
+
+  return {cmd, [o, nproc] {
+            if (*nproc > 1 && !running_as_worker()) return launch_workers(*nproc, *o);
+            run_training(*o);
+            return 0;
+          }};
+}
+
+}  // namespace ddpx::cli

@@ -1,0 +1,37 @@
+// The registry of ddpx subcommands. Each cmd_*.cpp adds its CLI11 subcommand with its flags and returns the
+// function that runs it; main() runs the one the user picked.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <vector>
+
+namespace ddpx::cli {
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+struct CommandSet {
+  std::vector<Command> commands;
+  int run(const CLI::App& root) const {
+    for (const auto& c : commands)
+      if (c.app->parsed()) return c.run();
+    return 2;
+  }
+};
+
+Command add_model_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
+
+inline CommandSet register_commands(CLI::App& app) {
+  CommandSet set;
+  set.commands.push_back(add_model_command(app));
+  set.commands.push_back(add_eval_command(app));
+  set.commands.push_back(add_train_command(app));
+  return set;
+}
+
+}  // namespace ddpx::cli

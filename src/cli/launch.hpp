@@ -1,0 +1,11 @@
+// Starting a job's workers from `ddpx train --nproc-per-node N`.
+#pragma once
+#include "train/train_options.hpp"
+
+namespace ddpx::cli {
+// True when this process was started as one rank of a job (by ddpx, mpirun, srun or torchrun).
+bool running_as_worker();
+// Re-runs this command line as N workers (CUDA: N processes, one per GPU; CPU: under mpirun), supervises them and
+// returns the job's exit status.
+int launch_workers(int nproc, const TrainOptions& options);
+}  // namespace ddpx::cli

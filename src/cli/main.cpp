@@ -1,0 +1,40 @@
+// ddpx command-line entry point: parses the subcommand and its flags (CLI11), runs it, and turns every
+// ddpx::Error into "ddpx: error: <message>" with exit status 2. Subcommands live one per file (cmd_*.cpp).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "ddpx: data-parallel ViT training in C++/CUDA, with the communication analysis built in.\n"
+      "One process per GPU, gradients all-reduced in buckets that overlap the backward pass, compression hooks,\n"
+      "and a per-step breakdown that says where the time goes and what to change."};
+  app.require_subcommand(1);
+  app.footer(
+      "Examples:\n"
+      "  ddpx model --model vit_l_32                         tensor table and parameter count\n"
+      "  ddpx train --device cpu --model vit_small_test --data learnable --steps 100\n"
+      "  ddpx train --device cuda --model vit_l_32 --precision bf16 --steps 100\n"
+      "  ddpx train --device cuda --nproc-per-node 2 --comm-hook bf16 --bucket-mb 25 --report r.json\n"
+      "  ddpx eval --model vit_tiny_test --weights w.safetensors --images x.npy --labels y.npy\n"
+      "Run 'ddpx <command> --help' for the flags of one command.");
+  ddpx::cli::CommandSet commands = ddpx::cli::register_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    return commands.run(app);
+  } catch (const ddpx::Error& e) {
+    fmt::print(stderr, "ddpx: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ddpx: internal error: {}\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,131 @@
+// CpuEngine: the fp32 CPU reference model (VitCpu<float>) with the fused CPU optimizers, as a StepEngine.
+// Guarantee: deterministic for a given thread count of OpenBLAS; everything is synchronous, phase times are
+// steady_clock measurements.
+#include <chrono>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "model/vit_cpu.hpp"
+#include "optim/adamw.hpp"
+#include "optim/sgd.hpp"
+#include "train/step_engine.hpp"
+
+namespace ddpx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+class CpuEngine : public StepEngine {
+ public:
+  CpuEngine(const ParamLayout& layout, const TrainOptions& options)
+      : layout_(layout),
+        options_(options),
+        model_(layout, options.batch),
+        params_(layout.buffer_size(), 0.f),
+        grads_(layout.buffer_size(), 0.f),
+        logits_(static_cast<size_t>(options.batch * layout.config().num_classes)),
+        dlogits_(logits_.size()) {
+    if (options.optimizer == "sgd") {
+      state_.buffers.push_back({"momentum", std::vector<float>(layout.buffer_size(), 0.f)});
+    } else if (options.optimizer == "adamw") {
+      state_.buffers.push_back({"exp_avg", std::vector<float>(layout.buffer_size(), 0.f)});
+      state_.buffers.push_back({"exp_avg_sq", std::vector<float>(layout.buffer_size(), 0.f)});
+    } else {
+      fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
+    }
+  }
+
+  std::string describe() const override { return "cpu (fp32, OpenBLAS)"; }
+  bool is_cuda() const override { return false; }
+  float* grad_buffer() override { return grads_.data(); }
+  void* compute_stream() override { return nullptr; }
+
+  void upload_params(const float* host) override { std::memcpy(params_.data(), host, params_.size() * 4); }
+  void download_params(float* host) override { std::memcpy(host, params_.data(), params_.size() * 4); }
+  HostOptimizerState download_optimizer_state() override { return state_; }
+  void upload_optimizer_state(const HostOptimizerState& state) override {
+    DDPX_REQUIRE(state.buffers.size() == state_.buffers.size(), "optimizer state has {} buffers, expected {}",
+                 state.buffers.size(), state_.buffers.size());
+    for (size_t i = 0; i < state.buffers.size(); ++i)
+      DDPX_REQUIRE(state.buffers[i].first == state_.buffers[i].first &&
+                       state.buffers[i].second.size() == state_.buffers[i].second.size(),
+                   "optimizer state buffer '{}' does not match '{}'", state.buffers[i].first, state_.buffers[i].first);
+    state_ = state;
+  }
+  void* allocate_host_batch(size_t bytes) override { return ::operator new(bytes); }
+  void free_host_batch(void* p) override { ::operator delete(p); }
+
+  void set_batch(const HostBatch& batch) override { batch_ = &batch; }
+  void batch_consumed(const HostBatch&) override { batch_ = nullptr; }
+  void zero_grads() override { std::fill(grads_.begin(), grads_.end(), 0.f); }
+
+  void forward_backward(float grad_scale, const ReadyFn& on_ready) override {
+    DDPX_REQUIRE(batch_ != nullptr, "internal: forward_backward without a batch");
+    const int64_t classes = layout_.config().num_classes;
+    auto t0 = Clock::now();
+    model_.forward(params_.data(), batch_->images, batch_->batch, logits_.data());
+    loss_ = softmax_cross_entropy<float>(logits_.data(), batch_->labels, batch_->batch, classes, dlogits_.data(),
+                                         grad_scale);
+    times_.forward = ms_since(t0);
+    auto t1 = Clock::now();
+    model_.backward(params_.data(), dlogits_.data(), grads_.data(), on_ready);
+    times_.backward = ms_since(t1);
+  }
+
+  void optimizer_step(int64_t step) override {
+    auto t0 = Clock::now();
+    const size_t n = params_.size();
+    if (options_.optimizer == "sgd") {
+      SgdOptions o;
+      o.lr = static_cast<float>(options_.lr);
+      o.momentum = static_cast<float>(options_.momentum);
+      o.weight_decay = static_cast<float>(options_.weight_decay);
+      o.nesterov = options_.nesterov;
+      sgd_step_cpu(o, params_.data(), grads_.data(), state_.buffers[0].second.data(), n, step);
+    } else {
+      AdamWOptions o;
+      o.lr = static_cast<float>(options_.lr);
+      o.beta1 = static_cast<float>(options_.beta1);
+      o.beta2 = static_cast<float>(options_.beta2);
+      o.eps = static_cast<float>(options_.eps);
+      o.weight_decay = static_cast<float>(options_.weight_decay);
+      adamw_step_cpu(o, params_.data(), grads_.data(), state_.buffers[0].second.data(),
+                     state_.buffers[1].second.data(), n, step);
+    }
+    state_.step = step;
+    times_.optimizer = ms_since(t0);
+  }
+
+  float last_loss() override { return loss_; }
+
+  std::vector<float> eval_logits(const float* images, int64_t batch) override {
+    std::vector<float> logits(static_cast<size_t>(batch * layout_.config().num_classes));
+    for (int64_t start = 0; start < batch; start += options_.batch) {
+      const int64_t n = std::min(options_.batch, batch - start);
+      model_.forward(params_.data(), images + start * layout_.config().image_numel(), n,
+                     logits.data() + start * layout_.config().num_classes);
+    }
+    return logits;
+  }
+
+  EnginePhaseTimes last_phase_times() override { return times_; }
+
+ private:
+  const ParamLayout& layout_;
+  TrainOptions options_;
+  VitCpu<float> model_;
+  std::vector<float> params_, grads_, logits_, dlogits_;
+  HostOptimizerState state_;
+  const HostBatch* batch_ = nullptr;
+  float loss_ = 0;
+  EnginePhaseTimes times_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options) {
+  return std::make_unique<CpuEngine>(layout, options);
+}
+
+}  // namespace ddpx

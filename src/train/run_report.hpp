@@ -1,0 +1,39 @@
+// RunRecorder: turns the trainer's per-step measurements into profile/ records (StepRecord, RunReport), and at the
+// end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON.
+// Guarantee: measuring never synchronizes the device in the hot path (the engine hands over times of completed
+// steps only); warm-up steps are not recorded.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/param_layout.hpp"
+#include "profile/step_record.hpp"
+#include "train/dist_setup.hpp"
+#include "train/train_options.hpp"
+
+namespace ddpx {
+
+class StepEngine;
+struct TrainSummary;
+
+class RunRecorder {
+ public:
+  RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout);
+  void begin_step(int64_t step);
+  void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
+                DistContext& dist);
+  // Prints the breakdown and verdict (when print is true) and writes the report/trace files.
+  void finish(const TrainSummary& summary, bool print);
+
+  const RankRun& rank_run() const { return run_; }
+
+ private:
+  const TrainOptions& options_;
+  const DistContext& dist_;
+  RunConfig config_;
+  RankRun run_;
+  int64_t first_measured_step_;
+  double run_start_ms_ = 0;
+};
+
+}  // namespace ddpx

@@ -1,0 +1,68 @@
+// StepEngine: one rank's model + optimizer on one device (CPU or CUDA), behind the few calls the training loop
+// makes. The loop (trainer.cpp) owns data, communication and reporting; an engine owns parameters, gradients,
+// optimizer state and activations.
+// Guarantees: grad_buffer() has the ParamLayout's backward order (so a Reducer can work on it in place);
+// forward_backward() ADDS scaled gradients into it and reports final spans through on_ready in buffer order;
+// on CUDA all work is enqueued on compute_stream() without host synchronization unless a call says it syncs.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/batch_loader.hpp"
+#include "model/param_layout.hpp"
+#include "train/train_options.hpp"
+
+namespace ddpx {
+
+using ReadyFn = std::function<void(size_t begin, size_t end)>;
+
+// Optimizer state as host vectors (for checkpoints): name -> flat buffer of the layout's size.
+struct HostOptimizerState {
+  int64_t step = 0;
+  std::vector<std::pair<std::string, std::vector<float>>> buffers;
+};
+
+// Phase times of one step (ms), measured by the engine (CPU clocks or CUDA events).
+struct EnginePhaseTimes {
+  double h2d_copy = 0, forward = 0, backward = 0, optimizer = 0;
+};
+
+class StepEngine {
+ public:
+  virtual ~StepEngine() = default;
+  virtual std::string describe() const = 0;
+  virtual bool is_cuda() const = 0;
+  virtual float* grad_buffer() = 0;    // host (CPU) or device (CUDA)
+  virtual void* compute_stream() = 0;  // cudaStream_t, nullptr on CPU
+
+  virtual void upload_params(const float* host_params) = 0;
+  virtual void download_params(float* host_params) = 0;
+  virtual HostOptimizerState download_optimizer_state() = 0;
+  virtual void upload_optimizer_state(const HostOptimizerState& state) = 0;
+  virtual void* allocate_host_batch(size_t bytes) = 0;  // pinned on CUDA
+  virtual void free_host_batch(void* p) = 0;
+
+  // Stages a micro-batch (CPU: uses it in place; CUDA: async copy on the copy stream). The batch's slot may be
+  // returned to the loader once batch_consumed() has returned.
+  virtual void set_batch(const HostBatch& batch) = 0;
+  virtual void batch_consumed(const HostBatch& batch) = 0;
+  virtual void zero_grads() = 0;
+  virtual void forward_backward(float grad_scale, const ReadyFn& on_ready) = 0;
+  virtual void optimizer_step(int64_t step) = 0;  // step counts from 1
+  // Mean loss of the last forward_backward (synchronizes on CUDA).
+  virtual float last_loss() = 0;
+  // Logits of images (host, NCHW) for evaluation.
+  virtual std::vector<float> eval_logits(const float* images, int64_t batch) = 0;
+  virtual EnginePhaseTimes last_phase_times() = 0;
+  virtual void synchronize() {}
+};
+
+std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options);
+#ifdef DDPX_HAVE_CUDA
+std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device);
+#endif
+
+}  // namespace ddpx

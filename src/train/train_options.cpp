@@ -1,0 +1,41 @@
+// Validation of TrainOptions; every message names the flag and the accepted range.
+#include "train/train_options.hpp"
+
+#include "core/error.hpp"
+
+namespace ddpx {
+
+void TrainOptions::validate() const {
+  DDPX_REQUIRE(device == "cpu" || device == "cuda", "--device '{}' is not known; choose cpu or cuda", device);
+  DDPX_REQUIRE(precision == "fp32" || precision == "tf32" || precision == "bf16",
+               "--precision '{}' is not known; choose fp32, tf32 or bf16", precision);
+  DDPX_REQUIRE(device == "cuda" || precision == "fp32",
+               "--precision {} needs --device cuda (the CPU engine computes in fp32)", precision);
+  DDPX_REQUIRE(batch > 0, "--batch must be a positive number of images per rank, got {}", batch);
+  DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
+  DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
+  DDPX_REQUIRE(workers >= 1 && workers <= 256, "--workers must be in [1, 256], got {}", workers);
+  DDPX_REQUIRE(prefetch >= 2 && prefetch <= 64, "--prefetch must be in [2, 64], got {}", prefetch);
+  DDPX_REQUIRE(lr > 0, "--lr must be positive, got {}", lr);
+  DDPX_REQUIRE(grad_accum >= 1, "--grad-accum must be >= 1, got {}", grad_accum);
+  DDPX_REQUIRE(bucket_mb > 0, "--bucket-mb must be positive, got {}", bucket_mb);
+  DDPX_REQUIRE(first_bucket_mb > 0, "--first-bucket-mb must be positive, got {}", first_bucket_mb);
+  DDPX_REQUIRE(comm_timeout_s > 0, "--comm-timeout must be positive seconds, got {}", comm_timeout_s);
+  DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);
+  DDPX_REQUIRE(checkpoint_every == 0 || !checkpoint_dir.empty(),
+               "--checkpoint-every {} needs --checkpoint-dir DIR", checkpoint_every);
+  DDPX_REQUIRE(log_every >= 1, "--log-every must be >= 1, got {}", log_every);
+  DDPX_REQUIRE(images.empty() == labels.empty(), "--images and --labels must be given together");
+  DDPX_REQUIRE(data == "synthetic" || data == "learnable" || data == "synthetic-device" || data == "npy",
+               "--data '{}' is not known; choose synthetic, learnable, synthetic-device (cuda), or give "
+               "--images/--labels",
+               data);
+  DDPX_REQUIRE(data != "synthetic-device" || device == "cuda", "--data synthetic-device needs --device cuda");
+  DDPX_REQUIRE(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
+               "--cuda-graph '{}' is not known; choose auto, on or off", cuda_graph);
+  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi",
+               "--backend '{}' is not known; choose auto, nccl or mpi", backend);
+  DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"), "--backend nccl needs --device cuda (CPU training uses mpi)");
+}
+
+}  // namespace ddpx

@@ -1,0 +1,199 @@
+// The training loop; see trainer.hpp for the guarantees.
+#include "train/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "core/error.hpp"
+#include "data/batch_loader.hpp"
+#include "data/dataset.hpp"
+#include "io/checkpoint.hpp"
+#include "io/safetensors.hpp"
+#include "model/param_layout.hpp"
+#include "model/vit_init.hpp"
+#include "train/dist_setup.hpp"
+#include "train/run_report.hpp"
+#include "train/step_engine.hpp"
+
+namespace ddpx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::unique_ptr<StepEngine> make_engine(const ParamLayout& layout, const TrainOptions& options, int local_rank) {
+  if (options.device == "cpu") return make_cpu_engine(layout, options);
+#ifdef DDPX_HAVE_CUDA
+  return make_cuda_engine(layout, options, local_rank);
+#else
+  (void)local_rank;
+  fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
+#endif
+}
+
+// Initial parameters: --resume checkpoint, else --load weights, else torchvision's initialization from --seed.
+struct StartState {
+  std::vector<float> params;
+  int64_t step = 0;  // optimizer steps already done
+  std::optional<HostOptimizerState> optimizer;
+};
+
+StartState initial_state(const ParamLayout& layout, const TrainOptions& options) {
+  StartState start;
+  start.params.assign(layout.buffer_size(), 0.f);
+  if (!options.resume.empty()) {
+    LoadedCheckpoint ckpt = load_checkpoint(options.resume, layout, options.optimizer, start.params.data());
+    start.step = ckpt.step;
+    start.optimizer = std::move(ckpt.optimizer);
+    return start;
+  }
+  if (!options.load.empty()) {
+    load_params_safetensors(options.load, layout, start.params.data());
+  } else {
+    init_vit_params(layout, start.params.data(), options.seed);
+  }
+  return start;
+}
+
+}  // namespace
+
+TrainSummary run_training(const TrainOptions& options) {
+  options.validate();
+  const VitConfig config = parse_model_spec(options.model);
+  const ParamLayout layout(config);
+  DistContext dist = setup_distributed(options, layout);
+  const bool lead = dist.rank == 0 && !options.quiet;
+  auto log = [&](const std::string& line) {
+    if (lead) fmt::print("{}\n", line), std::fflush(stdout);
+  };
+
+  std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.local_rank);
+  StartState start = initial_state(layout, options);
+  if (dist.communicator) broadcast_initial_parameters(dist, layout, start.params.data());
+  engine->upload_params(start.params.data());
+  if (start.optimizer) engine->upload_optimizer_state(*start.optimizer);
+  DDPX_REQUIRE(start.step < options.steps,
+               "--resume {}: the checkpoint is at step {}, which is not below --steps {}; raise --steps",
+               options.resume, start.step, options.steps);
+  if (dist.communicator) attach_reducer(dist, options, layout, *engine);
+
+  DatasetOptions data_options;
+  data_options.kind = options.data;
+  data_options.images_path = options.images;
+  data_options.labels_path = options.labels;
+  data_options.seed = options.seed;
+  std::unique_ptr<Dataset> dataset =
+      make_dataset(data_options, DataShape{config.channels, config.image_size, config.num_classes});
+  BatchLoader::Options loader_options;
+  loader_options.workers = options.workers;
+  loader_options.depth = options.prefetch;
+  loader_options.allocate = [&](size_t bytes) { return engine->allocate_host_batch(bytes); };
+  loader_options.deallocate = [&](void* p) { engine->free_host_batch(p); };
+  const int64_t micro_per_step = options.grad_accum;
+  BatchLoader loader(*dataset, dist.rank, dist.world, options.batch, start.step * micro_per_step, loader_options);
+
+  log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}",
+                  config.spec(), engine->describe(), layout.num_params(), options.batch, dist.world,
+                  micro_per_step > 1 ? fmt::format(" x {} accumulation", micro_per_step) : "",
+                  dataset->describe(), options.optimizer,
+                  dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
+  if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
+
+  RunRecorder recorder(options, dist, layout);
+  TrainSummary summary;
+  summary.world_size = dist.world;
+  const auto run_start = Clock::now();
+  Clock::time_point measure_start = run_start;
+  int64_t measured_steps = 0;
+  double measured_wait = 0;
+  auto interval_start = Clock::now();
+  int64_t interval_steps = 0;
+
+  for (int64_t step = start.step + 1; step <= options.steps; ++step) {
+    if (step == start.step + 1 + options.warmup_steps) {
+      engine->synchronize();
+      measure_start = Clock::now();
+      measured_wait = 0;
+    }
+    recorder.begin_step(step);
+    const auto step_start = Clock::now();
+    double data_wait_ms = 0;
+    engine->zero_grads();
+    for (int64_t micro = 0; micro < micro_per_step; ++micro) {
+      const auto wait_start = Clock::now();
+      const HostBatch& batch = loader.acquire();
+      data_wait_ms += seconds_since(wait_start) * 1e3;
+      engine->set_batch(batch);
+      const bool sync = micro + 1 == micro_per_step;
+      if (dist.reducer) dist.reducer_begin(sync, engine->compute_stream());
+      ReadyFn on_ready;
+      if (dist.reducer && sync) on_ready = [&](size_t begin, size_t end) { dist.reducer_mark_ready(begin, end); };
+      engine->forward_backward(1.0f / static_cast<float>(micro_per_step), on_ready);
+      engine->batch_consumed(batch);
+      loader.release(batch);
+    }
+    const auto comm_wait_start = Clock::now();
+    if (dist.reducer) dist.reducer_finish();
+    const double comm_wait_ms = seconds_since(comm_wait_start) * 1e3;
+    engine->optimizer_step(step);
+    recorder.end_step(step, data_wait_ms, comm_wait_ms, seconds_since(step_start) * 1e3, *engine, dist);
+    if (step > start.step + options.warmup_steps) {
+      ++measured_steps;
+      measured_wait += data_wait_ms / 1e3;
+    }
+
+    ++interval_steps;
+    const bool last = step == options.steps;
+    if (step % options.log_every == 0 || last || step == start.step + 1) {
+      const float loss = engine->last_loss();  // synchronizes on CUDA
+      if (step == start.step + 1) summary.first_loss = loss;
+      summary.final_loss = loss;
+      const double elapsed = seconds_since(interval_start);
+      const double rate = interval_steps / std::max(elapsed, 1e-9);
+      log(fmt::format("step {:>6}/{} | loss {:.4f} | {:8.2f} steps/s | {:9.1f} images/s", step, options.steps, loss,
+                      rate, rate * options.batch * micro_per_step * dist.world));
+      interval_start = Clock::now();
+      interval_steps = 0;
+    }
+    const bool checkpoint_due =
+        !options.checkpoint_dir.empty() &&
+        ((options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || last);
+    if (checkpoint_due && dist.rank == 0) {
+      std::vector<float> params(layout.buffer_size());
+      engine->download_params(params.data());
+      save_checkpoint(options.checkpoint_dir, layout, params.data(), options.optimizer,
+                      engine->download_optimizer_state(), step, config.spec());
+      if (step % (options.log_every * 10) == 0 || last) log(fmt::format("checkpoint: {} (step {})", options.checkpoint_dir, step));
+    }
+  }
+  engine->synchronize();
+  summary.steps_run = options.steps - start.step;
+  summary.seconds = seconds_since(run_start);
+  const double measured_seconds = seconds_since(measure_start);
+  if (measured_steps == 0) {  // run shorter than the warm-up: report over everything
+    measured_steps = summary.steps_run;
+  }
+  summary.steps_per_s = measured_steps / std::max(measured_seconds, 1e-9);
+  summary.images_per_s = summary.steps_per_s * options.batch * micro_per_step * dist.world;
+  summary.data_wait_fraction = measured_wait / std::max(measured_seconds, 1e-9);
+
+  if (!options.save.empty() && dist.rank == 0) {
+    std::vector<float> params(layout.buffer_size());
+    engine->download_params(params.data());
+    save_params_safetensors(options.save, layout, params.data(), {{"ddpx.model", config.spec()}});
+    log(fmt::format("saved weights: {}", options.save));
+  }
+  log(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s (after {} warm-up steps) | "
+                  "loss {:.4f} -> {:.4f} | data wait {:.1f}% of the step",
+                  summary.steps_run, summary.seconds, summary.steps_per_s, summary.images_per_s,
+                  std::min(options.warmup_steps, summary.steps_run), summary.first_loss, summary.final_loss,
+                  summary.data_wait_fraction * 100));
+  recorder.finish(summary, lead);
+  return summary;
+}
+
+}  // namespace ddpx
