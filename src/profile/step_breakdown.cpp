@@ -1,0 +1,182 @@
+// Summaries of step records (see step_breakdown.hpp).
+#include "profile/step_breakdown.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace ddpx {
+
+using nlohmann::json;
+
+std::string_view phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::data_wait: return "data_wait";
+    case Phase::h2d_copy: return "h2d_copy";
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::comm: return "comm";
+    case Phase::exposed_comm: return "exposed_comm";
+    case Phase::optimizer: return "optimizer";
+    case Phase::total: return "total";
+  }
+  return "unknown";
+}
+
+double phase_ms(const PhaseTimes& t, Phase phase) {
+  switch (phase) {
+    case Phase::data_wait: return t.data_wait_ms;
+    case Phase::h2d_copy: return t.h2d_copy_ms;
+    case Phase::forward: return t.forward_ms;
+    case Phase::backward: return t.backward_ms;
+    case Phase::comm: return t.comm_ms;
+    case Phase::exposed_comm: return t.exposed_comm_ms;
+    case Phase::optimizer: return t.optimizer_ms;
+    case Phase::total: return t.total_ms;
+  }
+  return 0;
+}
+
+double median_of(std::vector<double> values) {
+  DDPX_REQUIRE(!values.empty(), "median of an empty set of values: a rank recorded no steps");
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + mid);
+  return 0.5 * (lower + upper);
+}
+
+Spread spread_of(const std::vector<double>& values) {
+  DDPX_REQUIRE(!values.empty(), "spread of an empty set of values: a rank recorded no steps");
+  auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return Spread{*lo, median_of(values), *hi};
+}
+
+namespace {
+
+RankBreakdown summarize_rank(const RankRun& run) {
+  RankBreakdown out;
+  out.rank = run.info.rank;
+  out.device_name = run.info.device_name;
+  out.steps = run.steps.size();
+  DDPX_REQUIRE(!run.steps.empty(), "rank {} recorded no measured steps: run more steps than --warmup", out.rank);
+  std::vector<double> values(run.steps.size());
+  for (Phase phase : kAllPhases) {
+    for (size_t s = 0; s < run.steps.size(); ++s) values[s] = phase_ms(run.steps[s].phases, phase);
+    out.phases[static_cast<size_t>(phase)] = spread_of(values);
+  }
+  for (size_t s = 0; s < run.steps.size(); ++s) {
+    const PhaseTimes& t = run.steps[s].phases;
+    DDPX_REQUIRE(t.total_ms > 0, "rank {} step {}: total_ms must be positive, got {}", out.rank,
+                 run.steps[s].step, t.total_ms);
+    values[s] = std::abs(t.serial_sum_ms() - t.total_ms) / t.total_ms;
+  }
+  out.parts_mismatch = median_of(values);
+  return out;
+}
+
+std::string rank_label(int rank, const std::string& device) {
+  return device.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} ({})", rank, device);
+}
+
+}  // namespace
+
+StepBreakdown summarize_steps(const RunReport& report) {
+  DDPX_REQUIRE(!report.ranks.empty(), "step breakdown: the run report has no ranks");
+  StepBreakdown out;
+  out.config = report.config;
+  for (const RankRun& run : report.ranks) out.ranks.push_back(summarize_rank(run));
+
+  std::vector<double> medians(out.ranks.size());
+  for (Phase phase : kAllPhases) {
+    for (size_t r = 0; r < out.ranks.size(); ++r) medians[r] = out.ranks[r][phase].median;
+    out.across_ranks[static_cast<size_t>(phase)] = spread_of(medians);
+  }
+  const RankBreakdown* straggler = &out.ranks.front();
+  for (const RankBreakdown& rank : out.ranks) {
+    if (rank[Phase::total].median > (*straggler)[Phase::total].median) straggler = &rank;
+    out.parts_mismatch = std::max(out.parts_mismatch, rank.parts_mismatch);
+  }
+  out.straggler_rank = straggler->rank;
+  out.straggler = rank_label(straggler->rank, straggler->device_name);
+  out.step_ms = (*straggler)[Phase::total].median;
+  out.steps_per_s = 1000.0 / out.step_ms;
+  out.images_per_s = out.steps_per_s * static_cast<double>(report.config.images_per_step());
+  out.parts_add_up = out.parts_mismatch <= StepBreakdown::kPartsTolerance;
+  return out;
+}
+
+std::string format_breakdown(const StepBreakdown& b) {
+  const RunConfig& c = b.config;
+  std::string out;
+  out += fmt::format("# ddpx step breakdown: {}, batch {} per GPU, {}, {} rank{}, {}\n", c.model, c.batch,
+                     c.precision, c.world, c.world == 1 ? "" : "s",
+                     c.ddp ? fmt::format("hook {}, bucket {} MB (first {} MB), overlap {}, grad_accum {}", c.hook,
+                                         c.bucket_mb, c.first_bucket_mb, c.overlap ? "on" : "off", c.grad_accum)
+                           : std::string("no DDP"));
+  out += fmt::format("# {} measured steps on rank 0; median over steps per rank, then min / median / max across "
+                     "ranks\n#\n",
+                     b.ranks.front().steps);
+  out += fmt::format("# {:>14} {:>11} {:>10} {:>10} {:>10}\n", "phase", "median(ms)", "min(ms)", "max(ms)",
+                     "% of step");
+  const double total = b[Phase::total].median;
+  for (Phase phase : kAllPhases) {
+    const Spread& s = b[phase];
+    std::string note = phase == Phase::comm ? "  (overlaps backward; not a serial part)" : "";
+    out += fmt::format("  {:>14} {:>11.3f} {:>10.3f} {:>10.3f} {:>10.1f}{}\n", phase_name(phase), s.median, s.min,
+                       s.max, 100.0 * s.median / total, note);
+  }
+  double serial = 0;
+  for (Phase phase : {Phase::data_wait, Phase::h2d_copy, Phase::forward, Phase::backward, Phase::exposed_comm,
+                      Phase::optimizer})
+    serial += b[phase].median;
+  out += fmt::format("  {:>14} {:>11.3f} {:>10} {:>10} {:>10.1f}  (total - serial parts)\n", "other",
+                     total - serial, "-", "-", 100.0 * (total - serial) / total);
+  out += fmt::format("#\n# {:>4} {:<24} {:>6} {:>11} {:>15} {:>12}\n", "rank", "device", "steps", "total(ms)",
+                     "exposed comm(ms)", "data wait(ms)");
+  for (const RankBreakdown& r : b.ranks)
+    out += fmt::format("  {:>4} {:<24} {:>6} {:>11.3f} {:>15.3f} {:>12.3f}\n", r.rank,
+                       r.device_name.empty() ? "-" : r.device_name, r.steps, r[Phase::total].median,
+                       r[Phase::exposed_comm].median, r[Phase::data_wait].median);
+  out += fmt::format("# straggler: {}, median step {:.3f} ms\n", b.straggler, b.step_ms);
+  out += fmt::format("# steps/s: {:.3f}   images/s: {:.1f}   ({} images per step)\n", b.steps_per_s,
+                     b.images_per_s, c.images_per_step());
+  out += fmt::format("# parts add up: {} (serial phases differ from the total by {:.1f}% on the worst rank; "
+                     "tolerance {:.0f}%)\n",
+                     b.parts_add_up ? "yes" : "NO, some time is not measured", 100.0 * b.parts_mismatch,
+                     100.0 * StepBreakdown::kPartsTolerance);
+  return out;
+}
+
+void to_json(json& j, const Spread& v) { j = json{{"min", v.min}, {"median", v.median}, {"max", v.max}}; }
+
+void to_json(json& j, const StepBreakdown& b) {
+  json across = json::object();
+  for (Phase phase : kAllPhases) across[std::string(phase_name(phase)) + "_ms"] = b[phase];
+  json ranks = json::array();
+  for (const RankBreakdown& r : b.ranks) {
+    json phases = json::object();
+    for (Phase phase : kAllPhases) phases[std::string(phase_name(phase)) + "_ms"] = r[phase];
+    ranks.push_back(json{{"rank", r.rank},
+                         {"device_name", r.device_name},
+                         {"steps", r.steps},
+                         {"phases", phases},
+                         {"parts_mismatch", r.parts_mismatch}});
+  }
+  j = json{{"config", b.config},
+           {"across_ranks", across},
+           {"ranks", ranks},
+           {"straggler_rank", b.straggler_rank},
+           {"straggler", b.straggler},
+           {"step_ms", b.step_ms},
+           {"steps_per_s", b.steps_per_s},
+           {"images_per_s", b.images_per_s},
+           {"parts_mismatch", b.parts_mismatch},
+           {"parts_add_up", b.parts_add_up}};
+}
+
+}  // namespace ddpx

@@ -1,0 +1,189 @@
+// JSON conversion and comm-phase helpers for the step records (see step_record.hpp).
+#include "profile/step_record.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "profile/json_fields.hpp"
+
+namespace ddpx {
+
+using nlohmann::json;
+namespace jf = json_fields;
+
+double PhaseTimes::serial_sum_ms() const {
+  return data_wait_ms + h2d_copy_ms + forward_ms + backward_ms + exposed_comm_ms + optimizer_ms;
+}
+
+double comm_window_ms(const std::vector<BucketRecord>& buckets) {
+  if (buckets.empty()) return 0;
+  double first_launch = buckets.front().launch_ms;
+  double last_end = buckets.front().end_ms;
+  for (const BucketRecord& bucket : buckets) {
+    first_launch = std::min(first_launch, bucket.launch_ms);
+    last_end = std::max(last_end, bucket.end_ms);
+  }
+  return std::max(0.0, last_end - first_launch);
+}
+
+double exposed_comm_ms(const std::vector<BucketRecord>& buckets, double backward_end_ms, double serial_comm_ms) {
+  DDPX_REQUIRE(serial_comm_ms >= 0, "exposed_comm_ms: serial comm time must be >= 0 ms, got {}", serial_comm_ms);
+  double last_end = backward_end_ms;
+  for (const BucketRecord& bucket : buckets) last_end = std::max(last_end, bucket.end_ms);
+  return (last_end - backward_end_ms) + serial_comm_ms;
+}
+
+void fill_comm_phases(StepRecord& step, double backward_end_ms, double serial_comm_ms) {
+  step.phases.comm_ms = comm_window_ms(step.buckets) + serial_comm_ms;
+  step.phases.exposed_comm_ms = exposed_comm_ms(step.buckets, backward_end_ms, serial_comm_ms);
+}
+
+void to_json(json& j, const PhaseTimes& v) {
+  j = json{{"data_wait_ms", v.data_wait_ms}, {"h2d_copy_ms", v.h2d_copy_ms},
+           {"forward_ms", v.forward_ms},     {"backward_ms", v.backward_ms},
+           {"comm_ms", v.comm_ms},           {"exposed_comm_ms", v.exposed_comm_ms},
+           {"optimizer_ms", v.optimizer_ms}, {"total_ms", v.total_ms}};
+}
+
+void from_json(const json& j, PhaseTimes& v) {
+  const char* record = "step phases";
+  jf::optional(j, record, "data_wait_ms", v.data_wait_ms);
+  jf::optional(j, record, "h2d_copy_ms", v.h2d_copy_ms);
+  jf::require(j, record, "forward_ms", v.forward_ms);
+  jf::require(j, record, "backward_ms", v.backward_ms);
+  jf::optional(j, record, "comm_ms", v.comm_ms);
+  jf::optional(j, record, "exposed_comm_ms", v.exposed_comm_ms);
+  jf::optional(j, record, "optimizer_ms", v.optimizer_ms);
+  jf::require(j, record, "total_ms", v.total_ms);
+}
+
+void to_json(json& j, const BucketRecord& v) {
+  j = json{{"index", v.index},         {"bytes", v.bytes},           {"elements", v.elements},
+           {"hook", v.hook},           {"collective", v.collective}, {"launch_ms", v.launch_ms},
+           {"start_ms", v.start_ms},   {"end_ms", v.end_ms},         {"stream", v.stream}};
+}
+
+void from_json(const json& j, BucketRecord& v) {
+  const char* record = "bucket record";
+  jf::require(j, record, "index", v.index);
+  jf::require(j, record, "bytes", v.bytes);
+  jf::optional(j, record, "elements", v.elements);
+  jf::optional(j, record, "hook", v.hook);
+  jf::optional(j, record, "collective", v.collective);
+  jf::require(j, record, "launch_ms", v.launch_ms);
+  jf::require(j, record, "start_ms", v.start_ms);
+  jf::require(j, record, "end_ms", v.end_ms);
+  jf::optional(j, record, "stream", v.stream);
+  DDPX_REQUIRE(v.launch_ms <= v.start_ms && v.start_ms <= v.end_ms,
+               "bucket record {}: times must satisfy launch <= start <= end, got {} / {} / {} ms", v.index,
+               v.launch_ms, v.start_ms, v.end_ms);
+}
+
+void to_json(json& j, const StepRecord& v) {
+  j = json{{"step", v.step}, {"start_ms", v.start_ms}, {"phases", v.phases}, {"buckets", v.buckets}};
+  j["gpu_busy_ms"] = v.gpu_busy_ms ? json(*v.gpu_busy_ms) : json(nullptr);
+}
+
+void from_json(const json& j, StepRecord& v) {
+  const char* record = "step record";
+  jf::require(j, record, "step", v.step);
+  jf::optional(j, record, "start_ms", v.start_ms);
+  jf::require(j, record, "phases", v.phases);
+  jf::optional(j, record, "buckets", v.buckets);
+  v.gpu_busy_ms.reset();
+  if (auto it = j.find("gpu_busy_ms"); it != j.end() && !it->is_null()) {
+    double busy = 0;
+    jf::read_value(*it, record, "gpu_busy_ms", busy);
+    v.gpu_busy_ms = busy;
+  }
+}
+
+void to_json(json& j, const RankInfo& v) {
+  j = json{{"rank", v.rank},
+           {"device_name", v.device_name},
+           {"precision", v.precision},
+           {"world_size", v.world_size},
+           {"transport", v.transport}};
+}
+
+void from_json(const json& j, RankInfo& v) {
+  const char* record = "rank info";
+  jf::require(j, record, "rank", v.rank);
+  jf::optional(j, record, "device_name", v.device_name);
+  jf::optional(j, record, "precision", v.precision);
+  jf::require(j, record, "world_size", v.world_size);
+  jf::optional(j, record, "transport", v.transport);
+}
+
+void to_json(json& j, const RunConfig& v) {
+  j = json{{"model", v.model},         {"batch", v.batch},
+           {"precision", v.precision}, {"hook", v.hook},
+           {"bucket_mb", v.bucket_mb}, {"first_bucket_mb", v.first_bucket_mb},
+           {"overlap", v.overlap},     {"grad_accum", v.grad_accum},
+           {"world", v.world},         {"ddp", v.ddp},
+           {"workers", v.workers}};
+}
+
+void from_json(const json& j, RunConfig& v) {
+  const char* record = "run config";
+  jf::optional(j, record, "model", v.model);
+  jf::require(j, record, "batch", v.batch);
+  jf::require(j, record, "precision", v.precision);
+  jf::optional(j, record, "hook", v.hook);
+  jf::optional(j, record, "bucket_mb", v.bucket_mb);
+  jf::optional(j, record, "first_bucket_mb", v.first_bucket_mb);
+  jf::optional(j, record, "overlap", v.overlap);
+  jf::optional(j, record, "grad_accum", v.grad_accum);
+  jf::require(j, record, "world", v.world);
+  jf::optional(j, record, "ddp", v.ddp);
+  jf::optional(j, record, "workers", v.workers);
+  DDPX_REQUIRE(v.batch > 0 && v.grad_accum > 0 && v.world > 0,
+               "run config: batch ({}), grad_accum ({}) and world ({}) must be positive", v.batch, v.grad_accum,
+               v.world);
+}
+
+void to_json(json& j, const RankRun& v) { j = json{{"info", v.info}, {"steps", v.steps}}; }
+
+void from_json(const json& j, RankRun& v) {
+  jf::require(j, "rank run", "info", v.info);
+  jf::require(j, "rank run", "steps", v.steps);
+}
+
+void to_json(json& j, const RunReport& v) { j = json{{"config", v.config}, {"ranks", v.ranks}}; }
+
+void from_json(const json& j, RunReport& v) {
+  jf::require(j, "run report", "config", v.config);
+  jf::require(j, "run report", "ranks", v.ranks);
+}
+
+RunReport load_run_report(const std::string& path) {
+  std::ifstream in(path);
+  DDPX_REQUIRE(in.good(), "cannot open run report '{}': check the path (written by `ddpx train --report FILE`)",
+               path);
+  RunReport report;
+  try {
+    report = json::parse(in).get<RunReport>();
+  } catch (const json::exception& e) {
+    fail("run report '{}' is not valid JSON: {}", path, e.what());
+  } catch (const Error& e) {
+    fail("run report '{}': {}", path, e.what());
+  }
+  DDPX_REQUIRE(!report.ranks.empty(), "run report '{}' has no ranks", path);
+  for (size_t k = 0; k < report.ranks.size(); ++k) {
+    DDPX_REQUIRE(report.ranks[k].info.rank == static_cast<int>(k),
+                 "run report '{}': ranks must be listed in order 0..{}, entry {} is rank {}", path,
+                 report.ranks.size() - 1, k, report.ranks[k].info.rank);
+    DDPX_REQUIRE(!report.ranks[k].steps.empty(), "run report '{}': rank {} has no measured steps", path, k);
+  }
+  return report;
+}
+
+void save_run_report(const RunReport& report, const std::string& path) {
+  std::ofstream out(path);
+  DDPX_REQUIRE(out.good(), "cannot write run report '{}': check that the folder exists and is writable", path);
+  out << json(report).dump(1) << '\n';
+  DDPX_REQUIRE(out.good(), "writing run report '{}' failed (disk full?)", path);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,241 @@
+// Chrome-trace / Perfetto writer, merger and checker (see trace_writer.hpp).
+#include "profile/trace_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "core/error.hpp"
+#include "profile/comm_stats.hpp"
+
+namespace ddpx {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kComputeTid = 1;
+constexpr int kCopyTid = 2;
+constexpr int kCommTid = 3;
+
+int64_t to_ns(double ms) { return std::llround(ms * 1e6); }
+
+json metadata(const char* what, int pid, int tid, const std::string& name) {
+  return json{{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}};
+}
+
+json sort_index(const char* what, int pid, int tid, int index) {
+  return json{{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", index}}}};
+}
+
+}  // namespace
+
+void TraceWriter::add_process(int pid) {
+  DDPX_REQUIRE(pid >= 0, "trace: rank must be >= 0, got {}", pid);
+  auto& threads = threads_[pid];
+  if (threads.empty()) {
+    threads["compute"] = kComputeTid;
+    threads["copy"] = kCopyTid;
+    threads["comm"] = kCommTid;
+  }
+}
+
+int TraceWriter::thread_id(int pid, const std::string& thread) {
+  add_process(pid);
+  auto& threads = threads_[pid];
+  auto it = threads.find(thread);
+  if (it != threads.end()) return it->second;
+  const int tid = static_cast<int>(threads.size()) + 1;
+  threads[thread] = tid;
+  return tid;
+}
+
+void TraceWriter::add_event(int pid, const std::string& thread, const std::string& name, double start_ms,
+                            double duration_ms, json args) {
+  DDPX_REQUIRE(duration_ms >= 0, "trace event '{}' on rank {}: duration must be >= 0 ms, got {}", name, pid,
+               duration_ms);
+  events_.push_back(Event{pid, thread_id(pid, thread), name, to_ns(start_ms), to_ns(duration_ms), std::move(args)});
+}
+
+void TraceWriter::add_rank(const RankInfo& info, const std::vector<StepRecord>& steps) {
+  const int pid = info.rank;
+  DDPX_REQUIRE(ranks_added_.insert(pid).second, "trace: rank {} was added twice; every rank's steps go in once",
+               pid);
+  add_process(pid);
+  for (const StepRecord& step : steps) {
+    const PhaseTimes& t = step.phases;
+    const int64_t step_start = to_ns(step.start_ms);
+    const int64_t step_end = step_start + to_ns(std::max(t.total_ms, 0.0));
+    events_.push_back(Event{pid, kComputeTid, fmt::format("Batch {}", step.step), step_start, step_end - step_start,
+                            json{{"step", step.step}, {"total_ms", t.total_ms}}});
+    // The seed's phases, back to back from the step start, clipped to the step.
+    const std::pair<const char*, double> phases[] = {{"get batch", t.data_wait_ms + t.h2d_copy_ms},
+                                                     {"forward", t.forward_ms},
+                                                     {"backward", t.backward_ms},
+                                                     {"wait for gradients", t.exposed_comm_ms},
+                                                     {"optimizer step", t.optimizer_ms}};
+    int64_t cursor = step_start;
+    for (const auto& [name, ms] : phases) {
+      const int64_t begin = std::min(cursor, step_end);
+      const int64_t end = std::min(cursor + to_ns(std::max(ms, 0.0)), step_end);
+      cursor = end;
+      if (end > begin) events_.push_back(Event{pid, kComputeTid, name, begin, end - begin, json::object()});
+    }
+    if (t.h2d_copy_ms > 0) {
+      const int64_t copy_start = step_start + to_ns(t.data_wait_ms);
+      events_.push_back(Event{pid, kCopyTid, "h2d copy", copy_start, to_ns(t.h2d_copy_ms), json::object()});
+    }
+    for (const BucketRecord& bucket : step.buckets) {
+      const double ms = bucket.end_ms - bucket.start_ms;
+      json args{{"bytes", bucket.bytes},
+                {"hook", bucket.hook},
+                {"busbw_GBps", busbw_GBps(parse_collective(bucket.collective), info.world_size, bucket.bytes, ms)},
+                {"elements", bucket.elements},
+                {"queued_ms", bucket.start_ms - bucket.launch_ms}};
+      const std::string thread = bucket.stream.empty() ? "comm" : bucket.stream;
+      events_.push_back(Event{pid, thread_id(pid, thread), fmt::format("bucket {}", bucket.index),
+                              step_start + to_ns(bucket.start_ms), to_ns(ms), std::move(args)});
+    }
+  }
+}
+
+void TraceWriter::add_report(const RunReport& report) {
+  for (const RankRun& rank : report.ranks) add_rank(rank.info, rank.steps);
+}
+
+json TraceWriter::to_json() const {
+  json events = json::array();
+  for (const auto& [pid, threads] : threads_) {
+    events.push_back(metadata("process_name", pid, 0, fmt::format("rank {}", pid)));
+    events.push_back(sort_index("process_sort_index", pid, 0, pid));
+    for (const auto& [name, tid] : threads) {
+      events.push_back(metadata("thread_name", pid, tid, name));
+      events.push_back(sort_index("thread_sort_index", pid, tid, tid));
+    }
+  }
+  std::vector<const Event*> sorted;
+  for (const Event& e : events_) sorted.push_back(&e);
+  // Parents before children: by thread, start, then longer first.
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Event* a, const Event* b) {
+    if (a->pid != b->pid) return a->pid < b->pid;
+    if (a->tid != b->tid) return a->tid < b->tid;
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
+    return a->duration_ns > b->duration_ns;
+  });
+  for (const Event* e : sorted) {
+    json event{{"ph", "X"},
+               {"name", e->name},
+               {"pid", e->pid},
+               {"tid", e->tid},
+               {"ts", static_cast<double>(e->start_ns) / 1e3},
+               {"dur", static_cast<double>(e->duration_ns) / 1e3}};
+    if (!e->args.empty()) event["args"] = e->args;
+    events.push_back(std::move(event));
+  }
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+void TraceWriter::write(const std::string& path) const {
+  std::ofstream out(path);
+  DDPX_REQUIRE(out.good(), "cannot write trace '{}' (--trace): check that the folder exists and is writable", path);
+  out << to_json().dump() << '\n';
+  DDPX_REQUIRE(out.good(), "writing trace '{}' failed (disk full?)", path);
+}
+
+std::vector<std::string> check_trace(const json& trace) {
+  std::vector<std::string> problems;
+  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
+    problems.push_back("the trace is not an object with a \"traceEvents\" array");
+    return problems;
+  }
+  struct Span {
+    double start, end;
+    std::string name;
+  };
+  std::map<std::pair<int64_t, int64_t>, std::vector<Span>> by_thread;
+  size_t index = 0;
+  for (const json& e : trace["traceEvents"]) {
+    const std::string where = fmt::format("event {}", index++);
+    if (!e.is_object() || !e.contains("ph") || !e["ph"].is_string()) {
+      problems.push_back(where + " has no string \"ph\"");
+      continue;
+    }
+    if (!e.contains("pid") || !e["pid"].is_number_integer() || !e.contains("tid") || !e["tid"].is_number_integer()) {
+      problems.push_back(where + " has no integer \"pid\" and \"tid\"");
+      continue;
+    }
+    if (e["ph"] != "X") continue;
+    if (!e.contains("name") || !e["name"].is_string()) problems.push_back(where + " (\"X\") has no string \"name\"");
+    if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number() ||
+        e["dur"].get<double>() < 0) {
+      problems.push_back(where + " (\"X\") needs numeric \"ts\" and \"dur\" >= 0");
+      continue;
+    }
+    const double ts = e["ts"].get<double>();
+    by_thread[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].push_back(
+        Span{ts, ts + e["dur"].get<double>(), e.value("name", std::string("?"))});
+  }
+  constexpr double kSlackUs = 1e-3;  // 1 ns: ts/dur are printed from whole nanoseconds
+  for (auto& [thread, spans] : by_thread) {
+    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+      return a.start != b.start ? a.start < b.start : a.end > b.end;
+    });
+    std::vector<const Span*> open;
+    for (const Span& span : spans) {
+      while (!open.empty() && open.back()->end <= span.start + kSlackUs) open.pop_back();
+      if (!open.empty() && span.end > open.back()->end + kSlackUs) {
+        problems.push_back(fmt::format("pid {} tid {}: \"{}\" ({:.3f}-{:.3f} us) overlaps \"{}\" ({:.3f}-{:.3f} us) "
+                                       "without nesting inside it",
+                                       thread.first, thread.second, span.name, span.start, span.end,
+                                       open.back()->name, open.back()->start, open.back()->end));
+      }
+      open.push_back(&span);
+    }
+  }
+  return problems;
+}
+
+json merge_traces(const std::vector<json>& traces) {
+  json events = json::array();
+  std::set<int64_t> seen_pids;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const json& trace = traces[i];
+    DDPX_REQUIRE(trace.is_object() && trace.contains("traceEvents") && trace["traceEvents"].is_array(),
+                 "trace merge: input {} is not a trace (no \"traceEvents\" array)", i);
+    std::set<int64_t> pids;
+    for (const json& e : trace["traceEvents"]) {
+      if (e.is_object() && e.contains("pid") && e["pid"].is_number_integer()) pids.insert(e["pid"].get<int64_t>());
+      events.push_back(e);
+    }
+    for (int64_t pid : pids) {
+      DDPX_REQUIRE(seen_pids.insert(pid).second,
+                   "trace merge: rank {} (pid {}) appears in more than one input (input {} again); pass each "
+                   "rank's trace once",
+                   pid, pid, i);
+    }
+  }
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+void merge_trace_files(const std::vector<std::string>& inputs, const std::string& output) {
+  std::vector<json> traces;
+  for (const std::string& path : inputs) {
+    std::ifstream in(path);
+    DDPX_REQUIRE(in.good(), "cannot open trace '{}' for merging: check the path", path);
+    try {
+      traces.push_back(json::parse(in));
+    } catch (const json::exception& e) {
+      fail("trace '{}' is not valid JSON: {}", path, e.what());
+    }
+  }
+  json merged = merge_traces(traces);
+  std::ofstream out(output);
+  DDPX_REQUIRE(out.good(), "cannot write merged trace '{}': check that the folder exists and is writable", output);
+  out << merged.dump() << '\n';
+  DDPX_REQUIRE(out.good(), "writing merged trace '{}' failed (disk full?)", output);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,188 @@
+// The verdict rules (see verdict.hpp and docs/verdict.md).
+#include "profile/verdict.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "profile/step_breakdown.hpp"
+
+namespace ddpx {
+
+using nlohmann::json;
+
+std::string_view bound_name(Bound bound) {
+  switch (bound) {
+    case Bound::communication: return "communication";
+    case Bound::input: return "input";
+    case Bound::launch: return "launch";
+    case Bound::compute: return "compute";
+  }
+  return "unknown";
+}
+
+std::string Verdict::text() const {
+  std::string out = finding + ": " + advice + ".";
+  for (const std::string& note : notes) out += " " + note;
+  return out;
+}
+
+namespace {
+
+std::string pct(double fraction) {
+  const double percent = 100.0 * fraction;
+  return percent < 9.95 ? fmt::format("{:.1f}%", percent) : fmt::format("{:.0f}%", percent);
+}
+
+std::string ms(double value) { return value < 1.0 ? fmt::format("{:.2f}", value) : fmt::format("{:.1f}", value); }
+
+enum class LinkSpeed { slow, fast, unknown };
+
+struct Link {
+  LinkSpeed speed = LinkSpeed::unknown;
+  std::string description;
+};
+
+Link classify_link(const RunReport& report) {
+  std::string transport;
+  for (const RankRun& rank : report.ranks)
+    if (!rank.info.transport.empty()) {
+      transport = rank.info.transport;
+      break;
+    }
+  auto has = [&](std::string_view what) { return transport.find(what) != std::string::npos; };
+  if (transport.empty()) return {LinkSpeed::unknown, "the link is unknown"};
+  if (has("SHM")) return {LinkSpeed::slow, "the link is host shared memory (SHM)"};
+  if (has("NET") || has("Socket") || has("IB")) return {LinkSpeed::slow, fmt::format("the link is the network ({})", transport)};
+  if (transport.rfind("NV", 0) == 0) return {LinkSpeed::fast, fmt::format("the link is NVLink ({})", transport)};
+  if (has("P2P")) return {LinkSpeed::fast, fmt::format("the link is GPU peer-to-peer ({})", transport)};
+  return {LinkSpeed::unknown, fmt::format("the link is {}", transport)};
+}
+
+bool is_plain_allreduce(const std::string& hook) { return hook.empty() || hook == "allreduce" || hook == "none"; }
+bool is_cast_hook(const std::string& hook) { return hook == "fp16" || hook == "bf16"; }
+
+std::string communication_advice(const RunConfig& c, const Link& link, size_t buckets_per_step) {
+  const bool one_bucket = buckets_per_step <= 1;
+  const std::string more_accum =
+      fmt::format("try --grad-accum {} (one all-reduce per {} micro-batches) or a larger --batch", 2 * c.grad_accum,
+                  2 * c.grad_accum);
+  if (link.speed == LinkSpeed::slow) {
+    if (is_plain_allreduce(c.hook)) return "try --comm-hook powersgd:4, or --comm-hook bf16 --bucket-mb 25";
+    if (is_cast_hook(c.hook) && one_bucket)
+      return "try --bucket-mb 25 so the compressed buckets overlap the backward pass, or --comm-hook powersgd:4";
+    if (is_cast_hook(c.hook)) return "try --comm-hook powersgd:4";
+    return more_accum;
+  }
+  if (one_bucket) return "all gradients travel in one bucket after the backward pass: try --bucket-mb 25 so "
+                         "communication overlaps it";
+  if (is_plain_allreduce(c.hook)) return "try --comm-hook bf16 (half the bytes), or --grad-accum 2";
+  return more_accum;
+}
+
+}  // namespace
+
+Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictThresholds& th) {
+  const StepBreakdown b = summarize_steps(report);
+  const RunConfig& c = report.config;
+  const double T = b[Phase::total].median;
+  const double E = b[Phase::exposed_comm].median;
+  const double data_wait = b[Phase::data_wait].median;
+  const double copy = b[Phase::h2d_copy].median;
+  const double I = data_wait + copy;
+  const double C = b[Phase::forward].median + b[Phase::backward].median + b[Phase::optimizer].median;
+
+  std::vector<double> busy;
+  bool all_busy = true;
+  for (const RankRun& rank : report.ranks)
+    for (const StepRecord& step : rank.steps) {
+      if (step.gpu_busy_ms) busy.push_back(*step.gpu_busy_ms);
+      else all_busy = false;
+    }
+  const bool have_busy = all_busy && !busy.empty();
+  const double gpu_busy = have_busy ? median_of(busy) : 0;
+  const double G = have_busy ? std::max(0.0, T - gpu_busy - E - I) : 0;
+
+  Verdict v;
+  v.bound = Bound::compute;
+  v.fraction = C / T;
+  const std::pair<Bound, double> candidates[] = {{Bound::communication, E / T >= th.exposed_comm ? E / T : -1},
+                                                 {Bound::input, I / T >= th.input ? I / T : -1},
+                                                 {Bound::launch, have_busy && G / T >= th.launch ? G / T : -1}};
+  double best = 0;
+  for (const auto& [bound, share] : candidates)
+    if (share > best) {
+      best = share;
+      v.bound = bound;
+      v.fraction = share;
+    }
+
+  const bool ddp_on_one_gpu = c.world == 1 && c.ddp;
+  const Link link = classify_link(report);
+  const size_t buckets_per_step = report.ranks.front().steps.front().buckets.size();
+  switch (v.bound) {
+    case Bound::communication:
+      if (ddp_on_one_gpu) {
+        v.finding = fmt::format("DDP on one GPU costs {} of the step ({} of {} ms)", pct(E / T), ms(E), ms(T));
+        v.advice = "run without --ddp";
+      } else if (!c.overlap) {
+        v.finding = fmt::format("--no-overlap is set and communication is {} of the step ({} of {} ms)", pct(E / T),
+                                ms(E), ms(T));
+        v.advice = "drop it, so buckets overlap the backward pass";
+      } else {
+        v.finding = fmt::format("Exposed communication is {} of the step ({} of {} ms) and {}", pct(E / T), ms(E),
+                                ms(T), link.description);
+        v.advice = communication_advice(c, link, buckets_per_step);
+      }
+      break;
+    case Bound::input:
+      v.finding = fmt::format("Waiting for input is {} of the step ({} of {} ms: {} data wait, {} copy)", pct(I / T),
+                              ms(I), ms(T), ms(data_wait), ms(copy));
+      v.advice = data_wait >= copy ? fmt::format("raise --workers (now {})", c.workers)
+                                   : "the host-to-device copy is not hidden: let the copy stream run a batch ahead "
+                                     "from pinned memory";
+      break;
+    case Bound::launch:
+      v.finding = fmt::format("The GPU is idle {} of the step between kernels ({} of {} ms; kernels run {} ms)",
+                              pct(G / T), ms(G), ms(T), ms(gpu_busy));
+      v.advice = "the CPU cannot launch kernels fast enough: try --cuda-graph to replay the captured step";
+      break;
+    case Bound::compute:
+      v.finding = fmt::format(
+          "Compute bounds the step: forward, backward and optimizer are {} of it ({} of {} ms; exposed "
+          "communication {}, input {})",
+          pct(C / T), ms(C), ms(T), pct(E / T), pct(I / T));
+      v.advice = c.precision == "bf16"
+                     ? "communication and input are hidden; only faster kernels or a larger --batch raise throughput"
+                     : fmt::format("try --precision bf16 (tensor cores; now {})", c.precision);
+      break;
+  }
+
+  if (ddp_on_one_gpu && v.bound != Bound::communication)
+    v.notes.push_back(fmt::format("DDP on one GPU costs {} ({} of {} ms): run without --ddp.", pct(E / T), ms(E),
+                                  ms(T)));
+  const double median_rank_total = b[Phase::total].median;
+  if (b.ranks.size() > 1 && b.step_ms > (1 + th.straggler) * median_rank_total)
+    v.notes.push_back(fmt::format("{} is {} slower than the median rank ({} vs {} ms): every all-reduce waits for it.",
+                                  b.straggler, pct(b.step_ms / median_rank_total - 1), ms(b.step_ms),
+                                  ms(median_rank_total)));
+  if (!b.parts_add_up)
+    v.notes.push_back(fmt::format("The measured phases miss the step total by {} on the worst rank: some time is "
+                                  "not attributed to any phase.",
+                                  pct(b.parts_mismatch)));
+  if (peak && !peak->empty() && v.bound == Bound::communication && c.world > 1) {
+    const StepCommStats comm = run_comm_stats(report, peak);
+    if (comm.pct_of_peak && *comm.pct_of_peak < th.low_pct_of_peak)
+      v.notes.push_back(fmt::format("The buckets reach only {:.0f}% of the link's measured peak bus bandwidth "
+                                    "({:.1f} GB/s): small buckets pay latency, a larger --bucket-mb may help.",
+                                    *comm.pct_of_peak, comm.busbw_GBps));
+  }
+  return v;
+}
+
+void to_json(json& j, const Verdict& v) {
+  j = json{{"bound", bound_name(v.bound)}, {"fraction", v.fraction}, {"finding", v.finding},
+           {"advice", v.advice},           {"notes", v.notes},       {"text", v.text()}};
+}
+
+}  // namespace ddpx

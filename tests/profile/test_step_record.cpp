@@ -1,0 +1,94 @@
+// Step records: comm-phase arithmetic and JSON round trips with field-naming errors.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "profile/step_record.hpp"
+
+namespace ddpx {
+namespace {
+
+BucketRecord bucket(int index, double launch, double start, double end) {
+  BucketRecord b;
+  b.index = index;
+  b.bytes = 100 << 20;
+  b.elements = 25 << 20;
+  b.launch_ms = launch;
+  b.start_ms = start;
+  b.end_ms = end;
+  return b;
+}
+
+TEST(StepRecord, CommWindowRunsFromFirstLaunchToLastEnd) {
+  std::vector<BucketRecord> buckets = {bucket(0, 10, 11, 14), bucket(1, 20, 20, 26), bucket(2, 30, 31, 38)};
+  EXPECT_DOUBLE_EQ(comm_window_ms(buckets), 28.0);
+  EXPECT_DOUBLE_EQ(comm_window_ms({}), 0.0);
+}
+
+TEST(StepRecord, ExposedCommIsWhatRunsPastBackwardPlusSerialComm) {
+  std::vector<BucketRecord> buckets = {bucket(0, 10, 11, 14), bucket(1, 30, 31, 38)};
+  EXPECT_DOUBLE_EQ(exposed_comm_ms(buckets, 35.0), 3.0);       // 38 - 35
+  EXPECT_DOUBLE_EQ(exposed_comm_ms(buckets, 40.0), 0.0);       // fully hidden: clipped at 0
+  EXPECT_DOUBLE_EQ(exposed_comm_ms(buckets, 40.0, 2.5), 2.5);  // plus serial comm
+  StepRecord step;
+  step.buckets = buckets;
+  fill_comm_phases(step, 35.0, 1.0);
+  EXPECT_DOUBLE_EQ(step.phases.comm_ms, 29.0);  // 38 - 10 + 1
+  EXPECT_DOUBLE_EQ(step.phases.exposed_comm_ms, 4.0);
+  EXPECT_THROW(exposed_comm_ms(buckets, 35.0, -1.0), Error);
+}
+
+TEST(StepRecord, ReportRoundTripsThroughJson) {
+  RunReport report;
+  report.config.world = 2;
+  report.config.hook = "bf16";
+  report.config.overlap = false;
+  for (int r = 0; r < 2; ++r) {
+    RankRun run;
+    run.info = RankInfo{r, "NVIDIA H200", "bf16", 2, "P2P/CUMEM/read"};
+    StepRecord step;
+    step.step = 10 + r;
+    step.start_ms = 123.5;
+    step.phases = PhaseTimes{0.1, 0.2, 10, 20, 8, 3, 1.5, 34.8};
+    step.buckets = {bucket(0, 1, 2, 3), bucket(1, 4, 5, 6)};
+    step.buckets[1].hook = "bf16";
+    if (r == 1) step.gpu_busy_ms = 30.25;
+    run.steps.push_back(step);
+    report.ranks.push_back(run);
+  }
+  const nlohmann::json j = report;
+  EXPECT_EQ(j["ranks"][0]["steps"][0]["gpu_busy_ms"], nullptr);
+  EXPECT_EQ(j.get<RunReport>(), report);
+}
+
+TEST(StepRecord, MissingOrMistypedFieldsAreNamed) {
+  nlohmann::json phases = {{"forward_ms", 1.0}, {"backward_ms", 1.0}, {"total_ms", 2.0}};
+  EXPECT_EQ(phases.get<PhaseTimes>().data_wait_ms, 0.0);  // optional phases default to 0
+  nlohmann::json missing = {{"forward_ms", 1.0}, {"backward_ms", 1.0}};
+  try {
+    missing.get<PhaseTimes>();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'total_ms'"), std::string::npos) << e.what();
+  }
+  nlohmann::json mistyped = {{"forward_ms", "fast"}, {"backward_ms", 1.0}, {"total_ms", 2.0}};
+  try {
+    mistyped.get<PhaseTimes>();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'forward_ms'"), std::string::npos) << e.what();
+  }
+  nlohmann::json bad_order = nlohmann::json(bucket(3, 5, 4, 6));
+  EXPECT_THROW(bad_order.get<BucketRecord>(), Error);  // start before launch
+}
+
+TEST(StepRecord, LoadNamesTheFile) {
+  try {
+    load_run_report("/nonexistent/report.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/report.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ddpx
