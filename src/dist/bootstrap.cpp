@@ -1,0 +1,166 @@
+// Bootstrap: environment detection and backend construction.
+#include "dist/bootstrap.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/error.hpp"
+#include "dist/self_communicator.hpp"
+#include "dist/tcp_rendezvous.hpp"
+#ifdef DDPX_HAVE_MPI
+#include <mpi.h>
+
+#include "dist/mpi_communicator.hpp"
+#include "dist/mpi_session.hpp"
+#endif
+#ifdef DDPX_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "dist/nccl_communicator.hpp"
+#endif
+
+namespace ddpx {
+namespace {
+
+struct LauncherVariables {
+  const char* launcher;
+  const char* rank;
+  const char* size;
+  const char* local_rank;  // may be absent from the environment
+};
+
+constexpr LauncherVariables kLaunchers[] = {
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+};
+
+int parse_int(const EnvLookup& env, const std::string& name, int fallback) {
+  std::optional<std::string> text = env(name);
+  if (!text) return fallback;
+  int value = 0;
+  auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  DDPX_REQUIRE(error == std::errc() && end == text->data() + text->size() && value >= 0,
+               "environment variable {}='{}' is not a non-negative integer", name, *text);
+  return value;
+}
+
+}  // namespace
+
+EnvLookup process_environment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+bool launched_as_worker(const EnvLookup& env) {
+  for (const LauncherVariables& vars : kLaunchers)
+    if (env(vars.rank) && env(vars.size)) return true;
+  return false;
+}
+
+WorldInfo detect_world(const EnvLookup& env) {
+  WorldInfo world;
+  for (const LauncherVariables& vars : kLaunchers) {
+    if (!env(vars.rank) || !env(vars.size)) continue;
+    world.launcher = vars.launcher;
+    world.rank = parse_int(env, vars.rank, 0);
+    world.world_size = parse_int(env, vars.size, 1);
+    world.local_rank = parse_int(env, vars.local_rank, 0);
+    DDPX_REQUIRE(world.world_size >= 1 && world.rank < world.world_size,
+                 "{} environment: {}={} is not below {}={} (every rank must be in 0..world size - 1)",
+                 world.launcher, vars.rank, world.rank, vars.size, world.world_size);
+    DDPX_REQUIRE(world.local_rank < world.world_size, "{} environment: {}={} is not below {}={}", world.launcher,
+                 vars.local_rank, world.local_rank, vars.size, world.world_size);
+    break;
+  }
+  world.master_addr = env("MASTER_ADDR").value_or("");
+  world.master_port = parse_int(env, "MASTER_PORT", 0);
+  DDPX_REQUIRE(world.master_port < 65536, "MASTER_PORT={} is not a TCP port (1..65535)", world.master_port);
+  world.job_token = env("DDPX_JOB_TOKEN").value_or("");
+  if (world.job_token.empty())
+    world.job_token = "port" + std::to_string(world.master_port) + "-world" + std::to_string(world.world_size);
+  return world;
+}
+
+#ifdef DDPX_HAVE_CUDA
+namespace {
+
+NcclUniqueIdBytes share_nccl_id(const WorldInfo& world, std::chrono::milliseconds timeout) {
+  NcclUniqueIdBytes id{};
+  if (world.rank == 0) id = NcclCommunicator::new_unique_id();
+  if (world.world_size == 1) return id;
+#ifdef DDPX_HAVE_MPI
+  if (MpiSession::initialized() && MpiSession::world_size() == world.world_size &&
+      MpiSession::world_rank() == world.rank) {
+    MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
+    return id;
+  }
+#endif
+  DDPX_REQUIRE(!world.master_addr.empty() && world.master_port > 0,
+               "rank {}: the NCCL backend with {} ranks needs MASTER_ADDR and MASTER_PORT (or MPI) to exchange "
+               "its unique id; launch with `ddpx ... --nproc N` or torchrun, or set both variables",
+               world.rank, world.world_size);
+  RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
+                          timeout};
+  std::vector<uint8_t> bytes = rendezvous_broadcast(config, std::vector<uint8_t>(id.begin(), id.end()));
+  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the rendezvous delivered {} bytes instead of a {}-byte NCCL id",
+               world.rank, bytes.size(), id.size());
+  std::memcpy(id.data(), bytes.data(), id.size());
+  return id;
+}
+
+std::unique_ptr<Communicator> make_nccl(const WorldInfo& world, std::chrono::milliseconds timeout) {
+  int devices = 0;
+  cudaError_t status = cudaGetDeviceCount(&devices);
+  DDPX_REQUIRE(status == cudaSuccess && devices > 0, "rank {}: the nccl backend needs a CUDA GPU but none is "
+                                                     "usable here ({}); use --backend mpi on CPUs",
+               world.rank, cudaGetErrorString(status));
+  DDPX_REQUIRE(world.local_rank < devices,
+               "rank {}: local rank {} has no GPU of its own ({} visible); start at most {} ranks per node",
+               world.rank, world.local_rank, devices, devices);
+  status = cudaSetDevice(world.local_rank);
+  DDPX_REQUIRE(status == cudaSuccess, "rank {}: cudaSetDevice({}) failed: {}", world.rank, world.local_rank,
+               cudaGetErrorString(status));
+  NcclUniqueIdBytes id = share_nccl_id(world, timeout);
+  return std::make_unique<NcclCommunicator>(id, world.rank, world.world_size, world.local_rank);
+}
+
+}  // namespace
+#endif
+
+std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
+                                                std::chrono::milliseconds rendezvous_timeout) {
+  if (backend == "self") {
+    DDPX_REQUIRE(world.world_size == 1, "backend 'self' runs one process but the {} environment says world size {}; "
+                                        "use --backend mpi or nccl", world.launcher, world.world_size);
+    return std::make_unique<SelfCommunicator>();
+  }
+  if (backend == "mpi") {
+#ifdef DDPX_HAVE_MPI
+    auto comm = std::make_unique<MpiCommunicator>();
+    DDPX_REQUIRE(comm->size() == world.world_size,
+                 "MPI reports {} ranks but the {} environment says {}: start the job with mpirun -np N (without "
+                 "RANK/WORLD_SIZE set) or use --backend nccl", comm->size(), world.launcher, world.world_size);
+    return comm;
+#else
+    fail("backend 'mpi' is not available: this ddpx was built without MPI (install libopenmpi-dev and rebuild)");
+#endif
+  }
+  if (backend == "nccl") {
+#ifdef DDPX_HAVE_CUDA
+    return make_nccl(world, rendezvous_timeout);
+#else
+    (void)rendezvous_timeout;
+    fail("backend 'nccl' is not available: this ddpx was built without CUDA; use --backend mpi");
+#endif
+  }
+  fail("unknown communication backend '{}' (--backend): expected nccl, mpi or self", backend);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,49 @@
+// Bootstrap: who am I in the job (rank, world size, local rank), and the communicator for a backend name.
+// Guarantees:
+//  - detect_world() reads, in this order of precedence: torchrun style (RANK, WORLD_SIZE, LOCAL_RANK,
+//    MASTER_ADDR, MASTER_PORT; what ddpx's own launcher sets), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK),
+//    PMI (PMI_RANK/PMI_SIZE, MPI_LOCALRANKID), Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID); none of them:
+//    a single process (rank 0 of 1). torchrun's variables win because a launcher inside an mpirun/Slurm
+//    allocation sets them per worker. A malformed or inconsistent variable is a ddpx::Error naming it.
+//  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
+//    reject processes of another job.
+//  - make_communicator("nccl") shares the NCCL unique id over MPI_Bcast when MPI is initialized and spans the
+//    same world, else over the TCP rendezvous at MASTER_ADDR:MASTER_PORT; it selects CUDA device = local rank.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dist/communicator.hpp"
+
+namespace ddpx {
+
+struct WorldInfo {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string launcher = "none";  // "torchrun", "Open MPI", "PMI", "Slurm" or "none"
+  std::string master_addr;        // empty unless set
+  int master_port = 0;            // 0 unless set
+  std::string job_token;
+};
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// getenv(), as an EnvLookup.
+EnvLookup process_environment();
+
+WorldInfo detect_world(const EnvLookup& env = process_environment());
+
+// True when this process was started as one worker of a multi-process job (any launcher above set a rank).
+bool launched_as_worker(const EnvLookup& env = process_environment());
+
+// backend: "nccl", "mpi" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world size 1.
+std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
+                                                std::chrono::milliseconds rendezvous_timeout =
+                                                    std::chrono::seconds(120));
+
+}  // namespace ddpx

@@ -1,0 +1,50 @@
+// MpiCommunicator: the CPU backend, collectives of Open MPI over host buffers.
+// Guarantees:
+//  - Works on its own duplicate of the given communicator (default MPI_COMM_WORLD), so its traffic never matches
+//    another library's messages. Needs MPI initialized with thread support (see mpi_session.hpp).
+//  - All collectives are MPI's own (no hand-written algorithms); calls block until the buffer holds the result;
+//    `stream` is ignored. Counts beyond INT_MAX are split into several calls.
+//  - f16/bf16 are reduced by MPI user operations that widen each pair to float, add (or max) and round back to
+//    nearest even, the way NCCL reduces 16-bit data. avg is sum followed by a division by size() in the dtype.
+//  - abort() prints nothing itself and calls MPI_Abort: the whole job ends (mpirun reports it, exit non-zero).
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+
+#include "dist/communicator.hpp"
+
+namespace ddpx {
+
+class MpiCommunicator : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm parent = MPI_COMM_WORLD, int local_rank = -1);  // -1: from MPI's split
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  std::string backend_name() const override { return "mpi"; }
+  BufferMemory buffer_memory() const override { return BufferMemory::host; }
+
+  void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
+  void broadcast(void* buf, size_t count, CommDType dtype, int root, void* stream) override;
+  void all_gather(const void* send, void* recv, size_t count_per_rank, CommDType dtype, void* stream) override;
+  void barrier() override;
+  void abort(std::string_view reason) override;
+
+ private:
+  MPI_Datatype mpi_type(CommDType dtype) const;
+  MPI_Op mpi_op(CommDType dtype, ReduceOp op) const;
+  void check(int status, std::string_view operation) const;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  MPI_Datatype f16_type_ = MPI_DATATYPE_NULL, bf16_type_ = MPI_DATATYPE_NULL;
+  MPI_Op f16_sum_ = MPI_OP_NULL, f16_max_ = MPI_OP_NULL, bf16_sum_ = MPI_OP_NULL, bf16_max_ = MPI_OP_NULL;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace ddpx

@@ -1,0 +1,55 @@
+// MpiSession: MPI initialization with thread support and single finalization.
+#include "dist/mpi_session.hpp"
+
+#include <mpi.h>
+
+#include "core/error.hpp"
+
+namespace ddpx {
+
+bool MpiSession::initialized() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+int MpiSession::world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int MpiSession::world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+void require_mpi_thread_support() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  DDPX_REQUIRE(provided >= MPI_THREAD_SERIALIZED,
+               "MPI was initialized with thread level {} but ddpx needs MPI_THREAD_SERIALIZED ({}) or higher: "
+               "initialize it with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or let ddpx::MpiSession do it",
+               provided, MPI_THREAD_SERIALIZED);
+}
+
+MpiSession::MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  DDPX_REQUIRE(!finalized, "MPI was already finalized in this process; it cannot be started again");
+  if (!initialized()) {
+    int provided = MPI_THREAD_SINGLE;
+    int status = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    DDPX_REQUIRE(status == MPI_SUCCESS, "MPI_Init_thread failed with code {}", status);
+    owns_ = true;
+  }
+  require_mpi_thread_support();
+}
+
+MpiSession::~MpiSession() {
+  if (owns_ && initialized()) MPI_Finalize();
+}
+
+}  // namespace ddpx

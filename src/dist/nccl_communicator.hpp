@@ -1,0 +1,50 @@
+// NcclCommunicator: the GPU backend, NCCL collectives on device buffers (built only with CUDA).
+// Guarantees:
+//  - Created collectively: every rank passes the same unique id (from new_unique_id() on rank 0, distributed by
+//    the bootstrap) and its own rank; the communicator uses the CUDA device current at construction.
+//  - Each collective is enqueued on the given stream (nullptr: the legacy default stream) and returns without a
+//    host synchronization, so calls can be captured in a CUDA graph. avg uses ncclAvg.
+//  - abort() calls ncclCommAbort (safe from the watchdog thread while kernels hang); every later call throws.
+//    The destructor calls ncclCommDestroy unless aborted. Errors quote ncclGetErrorString and NCCL's last error.
+#pragma once
+#include <array>
+#include <atomic>
+
+#include "dist/communicator.hpp"
+
+namespace ddpx {
+
+using NcclUniqueIdBytes = std::array<char, 128>;  // NCCL_UNIQUE_ID_BYTES
+
+class NcclCommunicator : public Communicator {
+ public:
+  static NcclUniqueIdBytes new_unique_id();
+
+  NcclCommunicator(const NcclUniqueIdBytes& id, int rank, int size, int local_rank);
+  ~NcclCommunicator() override;
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  std::string backend_name() const override { return "nccl"; }
+  BufferMemory buffer_memory() const override { return BufferMemory::cuda; }
+
+  void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
+  void broadcast(void* buf, size_t count, CommDType dtype, int root, void* stream) override;
+  void all_gather(const void* send, void* recv, size_t count_per_rank, CommDType dtype, void* stream) override;
+  void barrier() override;
+  void abort(std::string_view reason) override;
+
+  // NCCL's asynchronous error state ("" when healthy), for the watchdog.
+  std::string async_error() const;
+
+ private:
+  void check(int result, std::string_view operation) const;
+  void* comm_ = nullptr;  // ncclComm_t
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace ddpx

@@ -1,0 +1,48 @@
+// SelfCommunicator: world size 1; see the header for what each collective does.
+#include "dist/self_communicator.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+#ifdef DDPX_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace ddpx {
+
+void SelfCommunicator::require_alive(std::string_view operation) const {
+  DDPX_REQUIRE(!aborted_, "self communicator: {} called after abort()", operation);
+}
+
+void SelfCommunicator::all_reduce(void*, size_t, CommDType, ReduceOp, void*) { require_alive("all_reduce"); }
+
+void SelfCommunicator::broadcast(void*, size_t, CommDType, int root, void*) {
+  require_alive("broadcast");
+  DDPX_REQUIRE(root == 0, "self communicator: broadcast root {} does not exist (world size is 1)", root);
+}
+
+void SelfCommunicator::all_gather(const void* send, void* recv, size_t count_per_rank, CommDType dtype,
+                                  void* stream) {
+  require_alive("all_gather");
+  if (send == recv || count_per_rank == 0) return;
+  size_t bytes = count_per_rank * comm_dtype_size(dtype);
+  if (memory_ == BufferMemory::host) {
+    std::memmove(recv, send, bytes);
+    return;
+  }
+#ifdef DDPX_HAVE_CUDA
+  cudaError_t status = cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice,
+                                       static_cast<cudaStream_t>(stream));
+  DDPX_REQUIRE(status == cudaSuccess, "self communicator: all_gather copy of {} bytes failed: {}", bytes,
+               cudaGetErrorString(status));
+#else
+  (void)stream;
+  fail("self communicator: device buffers need a CUDA build of ddpx");
+#endif
+}
+
+void SelfCommunicator::barrier() { require_alive("barrier"); }
+
+void SelfCommunicator::abort(std::string_view) { aborted_ = true; }
+
+}  // namespace ddpx

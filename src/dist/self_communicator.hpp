@@ -1,0 +1,34 @@
+// SelfCommunicator: a group of one rank, for "DDP on one process" (the seed's 1-GPU DDP row).
+// Guarantees: reductions and broadcasts leave the buffer untouched (the mean of one rank is itself) and cost
+// nothing; all_gather copies send to recv only when they differ (cudaMemcpyAsync on `stream` for device memory).
+// Works on host or device buffers as chosen at construction.
+#pragma once
+#include <atomic>
+
+#include "dist/communicator.hpp"
+
+namespace ddpx {
+
+class SelfCommunicator : public Communicator {
+ public:
+  explicit SelfCommunicator(BufferMemory memory = BufferMemory::host) : memory_(memory) {}
+
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int local_rank() const override { return 0; }
+  std::string backend_name() const override { return "self"; }
+  BufferMemory buffer_memory() const override { return memory_; }
+
+  void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
+  void broadcast(void* buf, size_t count, CommDType dtype, int root, void* stream) override;
+  void all_gather(const void* send, void* recv, size_t count_per_rank, CommDType dtype, void* stream) override;
+  void barrier() override;
+  void abort(std::string_view reason) override;
+
+ private:
+  void require_alive(std::string_view operation) const;
+  BufferMemory memory_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace ddpx
