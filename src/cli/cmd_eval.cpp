@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "data/npy_dataset.hpp"
 #include "io/npy.hpp"
-#include "io/safetensors.hpp"
+#include "io/param_safetensors.hpp"
 #include "model/vit_cpu.hpp"
 #include "train/step_engine.hpp"
 

@@ -48,7 +48,7 @@ Command add_train_command(CLI::App& app) {
   auto* opt = "Optimizer";
   cmd->add_option("--optimizer", o->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);
   cmd->add_option("--lr", o->lr, "learning rate")->group(opt);
-  cmd->add_option("--momentum", o->momentum, "SGD momentum")->group(opt);
+  cmd->add_option("--momentum", o->momentum, "SGD momentum (0: the seed's plain SGD)")->group(opt);
   cmd->add_flag("--nesterov", o->nesterov, "SGD Nesterov momentum")->group(opt);
   cmd->add_option("--weight-decay", o->weight_decay, "SGD L2 / AdamW decoupled weight decay")->group(opt);
   cmd->add_option("--beta1", o->beta1, "AdamW beta1")->group(opt);

@@ -28,6 +28,7 @@ struct HostOptimizerState {
 // Phase times of one step (ms), measured by the engine (CPU clocks or CUDA events).
 struct EnginePhaseTimes {
   double h2d_copy = 0, forward = 0, backward = 0, optimizer = 0;
+  double device_total = 0;  // CUDA: first to last event of the step (0 on the CPU)
 };
 
 class StepEngine {

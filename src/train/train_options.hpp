@@ -22,7 +22,7 @@ struct TrainOptions {
   int prefetch = 4;
   // optimizer
   std::string optimizer = "sgd";
-  double lr = 0.01, momentum = 0.9, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double lr = 0.01, momentum = 0.0, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool nesterov = false;
   // weights and checkpoints
   std::string load, save, checkpoint_dir, resume;

@@ -6,18 +6,20 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/error.hpp"
 #include "data/batch_loader.hpp"
 #include "data/dataset.hpp"
-#include "io/checkpoint.hpp"
-#include "io/safetensors.hpp"
+#include "io/param_safetensors.hpp"
+#include "train/checkpointing.hpp"
 #include "model/param_layout.hpp"
 #include "model/vit_init.hpp"
 #include "train/dist_setup.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
+#include "train/step_graphs.hpp"
 
 namespace ddpx {
 namespace {
@@ -46,7 +48,7 @@ StartState initial_state(const ParamLayout& layout, const TrainOptions& options)
   StartState start;
   start.params.assign(layout.buffer_size(), 0.f);
   if (!options.resume.empty()) {
-    LoadedCheckpoint ckpt = load_checkpoint(options.resume, layout, options.optimizer, start.params.data());
+    LoadedCheckpoint ckpt = load_training_checkpoint(options.resume, layout, options, start.params.data());
     start.step = ckpt.step;
     start.optimizer = std::move(ckpt.optimizer);
     return start;
@@ -104,6 +106,8 @@ TrainSummary run_training(const TrainOptions& options) {
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
   RunRecorder recorder(options, dist, layout);
+  StepGraphs graphs(options, *engine, start.step);
+  if (graphs.enabled) log(fmt::format("CUDA graph: the whole step is captured at step {} and replayed after", graphs.first_step));
   TrainSummary summary;
   summary.world_size = dist.world;
   const auto run_start = Clock::now();
@@ -122,24 +126,43 @@ TrainSummary run_training(const TrainOptions& options) {
     recorder.begin_step(step);
     const auto step_start = Clock::now();
     double data_wait_ms = 0;
-    engine->zero_grads();
-    for (int64_t micro = 0; micro < micro_per_step; ++micro) {
-      const auto wait_start = Clock::now();
-      const HostBatch& batch = loader.acquire();
-      data_wait_ms += seconds_since(wait_start) * 1e3;
-      engine->set_batch(batch);
-      const bool sync = micro + 1 == micro_per_step;
+    // The calls of one step after its batch is staged; captured once into a CUDA graph where that is exact.
+    auto step_calls = [&](bool sync) {
       if (dist.reducer) dist.reducer_begin(sync, engine->compute_stream());
       ReadyFn on_ready;
       if (dist.reducer && sync) on_ready = [&](size_t begin, size_t end) { dist.reducer_mark_ready(begin, end); };
       engine->forward_backward(1.0f / static_cast<float>(micro_per_step), on_ready);
+    };
+    double comm_wait_ms = 0;
+    if (graphs.enabled && step >= graphs.first_step) {
+      const auto wait_start = Clock::now();
+      const HostBatch& batch = loader.acquire();
+      data_wait_ms += seconds_since(wait_start) * 1e3;
+      engine->set_batch(batch);
+      graphs.run(step, [&] {
+        engine->zero_grads();
+        step_calls(true);
+        if (dist.reducer) dist.reducer_finish();
+        engine->optimizer_step(step);
+      });
       engine->batch_consumed(batch);
       loader.release(batch);
+    } else {
+      engine->zero_grads();
+      for (int64_t micro = 0; micro < micro_per_step; ++micro) {
+        const auto wait_start = Clock::now();
+        const HostBatch& batch = loader.acquire();
+        data_wait_ms += seconds_since(wait_start) * 1e3;
+        engine->set_batch(batch);
+        step_calls(micro + 1 == micro_per_step);
+        engine->batch_consumed(batch);
+        loader.release(batch);
+      }
+      const auto comm_wait_start = Clock::now();
+      if (dist.reducer) dist.reducer_finish();
+      comm_wait_ms = seconds_since(comm_wait_start) * 1e3;
+      engine->optimizer_step(step);
     }
-    const auto comm_wait_start = Clock::now();
-    if (dist.reducer) dist.reducer_finish();
-    const double comm_wait_ms = seconds_since(comm_wait_start) * 1e3;
-    engine->optimizer_step(step);
     recorder.end_step(step, data_wait_ms, comm_wait_ms, seconds_since(step_start) * 1e3, *engine, dist);
     if (step > start.step + options.warmup_steps) {
       ++measured_steps;
@@ -165,8 +188,8 @@ TrainSummary run_training(const TrainOptions& options) {
     if (checkpoint_due && dist.rank == 0) {
       std::vector<float> params(layout.buffer_size());
       engine->download_params(params.data());
-      save_checkpoint(options.checkpoint_dir, layout, params.data(), options.optimizer,
-                      engine->download_optimizer_state(), step, config.spec());
+      save_training_checkpoint(options.checkpoint_dir, layout, params.data(), options,
+                               engine->download_optimizer_state(), step);
       if (step % (options.log_every * 10) == 0 || last) log(fmt::format("checkpoint: {} (step {})", options.checkpoint_dir, step));
     }
   }

@@ -1,0 +1,65 @@
+// Bridges engine optimizer state (HostOptimizerState) and io/checkpoint's Optimizer-based format.
+#include "train/checkpointing.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "io/checkpoint.hpp"
+
+namespace ddpx {
+
+std::unique_ptr<Optimizer> make_host_optimizer(const TrainOptions& o, size_t num_elements) {
+  OptimizerFlags flags;
+  flags.lr = static_cast<float>(o.lr);
+  flags.weight_decay = static_cast<float>(o.weight_decay);
+  if (o.optimizer == "sgd") {
+    flags.momentum = static_cast<float>(o.momentum);
+    flags.nesterov = o.nesterov;
+  } else if (o.optimizer == "adamw") {
+    flags.beta1 = static_cast<float>(o.beta1);
+    flags.beta2 = static_cast<float>(o.beta2);
+    flags.eps = static_cast<float>(o.eps);
+  }
+  return Optimizer::make(o.optimizer, flags, num_elements);
+}
+
+void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
+                              const TrainOptions& options, const HostOptimizerState& state, int64_t step) {
+  auto optimizer = make_host_optimizer(options, layout.buffer_size());
+  for (const auto& [name, values] : state.buffers) {
+    auto target = optimizer->state(name);
+    DDPX_REQUIRE(target.size() == values.size(), "optimizer state '{}' has {} elements, expected {}", name,
+                 values.size(), target.size());
+    std::copy(values.begin(), values.end(), target.begin());
+  }
+  optimizer->set_step_count(step);
+  CheckpointState ckpt;
+  ckpt.step = step;
+  ckpt.extra = {{"seed", options.seed}, {"data", options.data}, {"batch", options.batch}};
+  save_checkpoint(dir, layout, params, *optimizer, ckpt);
+}
+
+LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout,
+                                          const TrainOptions& options, float* params) {
+  auto optimizer = make_host_optimizer(options, layout.buffer_size());
+  CheckpointState ckpt = load_checkpoint(dir, layout, params, *optimizer);
+  if (ckpt.extra.is_object()) {
+    DDPX_REQUIRE(!ckpt.extra.contains("batch") || ckpt.extra["batch"] == options.batch,
+                 "--resume {}: the checkpoint was trained with --batch {}, this run has --batch {}; resume with the "
+                 "same batch so the data stream continues",
+                 dir.string(), ckpt.extra["batch"].dump(), options.batch);
+    DDPX_REQUIRE(!ckpt.extra.contains("seed") || ckpt.extra["seed"] == options.seed,
+                 "--resume {}: the checkpoint was trained with --seed {}, this run has --seed {}", dir.string(),
+                 ckpt.extra["seed"].dump(), options.seed);
+  }
+  LoadedCheckpoint loaded;
+  loaded.step = ckpt.step;
+  loaded.optimizer.step = optimizer->step_count();
+  for (const auto& name : optimizer->state_names()) {
+    auto values = optimizer->state(name);
+    loaded.optimizer.buffers.push_back({name, std::vector<float>(values.begin(), values.end())});
+  }
+  return loaded;
+}
+
+}  // namespace ddpx

@@ -1,0 +1,280 @@
+// CudaEngine: VitCuda (cuBLASLt + fused kernels) with a copy stream, double-buffered device inputs, pinned host
+// batches, CUDA-event phase timing and whole-step CUDA graphs, as a StepEngine.
+// Guarantees:
+//  - Host->device copies run on their own stream into input buffer (micro-batch parity); the compute stream waits
+//    on the copy's event, and the copy of the next micro-batch waits until the compute stream has consumed the
+//    buffer it overwrites. No host synchronization in the step except batch_consumed() (waits for the copy of
+//    that batch only, so the pinned slot can be refilled) and last_loss().
+//  - Phase times are read from events of a step two steps old, so reading them never stalls the pipeline.
+//  - CUDA graphs: capture_begin()/capture_end() around one whole step (zero grads, forward, backward, reducer,
+//    optimizer); one graph per input parity; replay() launches it. The optimizer's step number is frozen in the
+//    graph, so the trainer only captures where that is exact (SGD after step 1).
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/vit_cuda.hpp"
+#include "kernels/synthetic_data.hpp"
+#include "train/cuda_engine.hpp"
+
+namespace ddpx {
+namespace {
+
+constexpr int kEventRing = 4;
+
+enum PhaseEvent { kStepStart, kCopyDone, kForwardEnd, kBackwardEnd, kOptimizerStart, kStepEnd, kNumPhaseEvents };
+
+class CudaEngine : public CudaStepEngine {
+ public:
+  CudaEngine(const ParamLayout& layout, const TrainOptions& options, int device)
+      : layout_(layout), options_(options), device_(device) {
+    int count = 0;
+    DDPX_REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
+                 "--device cuda: no CUDA GPU is visible here (cudaGetDeviceCount found none); use --device cpu");
+    DDPX_REQUIRE(device < count, "rank with local rank {} needs GPU {}, but only {} GPU(s) are visible", device,
+                 device, count);
+    DDPX_CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    DDPX_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    device_name_ = prop.name;
+    DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+    model_ = std::make_unique<VitCuda>(layout, options.batch, parse_precision(options.precision), compute_);
+    const int64_t image_numel = layout.config().image_numel();
+    for (int p = 0; p < 2; ++p) {
+      images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel));
+      labels_[p] = DeviceBuffer<int32_t>(static_cast<size_t>(options.batch));
+      DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&copy_done_[p], cudaEventDisableTiming));
+      DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&input_free_[p], cudaEventDisableTiming));
+      DDPX_CUDA_CHECK(cudaEventRecord(input_free_[p], compute_));
+    }
+    loss_ = DeviceBuffer<float>(1);
+    for (auto& ring : events_)
+      for (auto& e : ring) DDPX_CUDA_CHECK(cudaEventCreate(&e));
+    if (options.optimizer != "sgd" && options.optimizer != "adamw")
+      fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
+  }
+
+  ~CudaEngine() override {
+    cudaDeviceSynchronize();
+    for (auto& g : graphs_)
+      if (g) cudaGraphExecDestroy(g);
+    for (int p = 0; p < 2; ++p) cudaEventDestroy(copy_done_[p]), cudaEventDestroy(input_free_[p]);
+    for (auto& ring : events_)
+      for (auto& e : ring) cudaEventDestroy(e);
+    model_.reset();
+    cudaStreamDestroy(copy_);
+    cudaStreamDestroy(compute_);
+  }
+
+  std::string describe() const override {
+    return fmt::format("cuda:{} ({}, {})", device_, device_name_, options_.precision);
+  }
+  bool is_cuda() const override { return true; }
+  float* grad_buffer() override { return model_->grads(); }
+  void* compute_stream() override { return compute_; }
+  std::string device_name() const override { return device_name_; }
+
+  void upload_params(const float* host) override {
+    DDPX_CUDA_CHECK(cudaMemcpy(model_->params(), host, layout_.buffer_size() * 4, cudaMemcpyHostToDevice));
+    model_->sync_low_precision_weights();
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  }
+  void download_params(float* host) override {
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    DDPX_CUDA_CHECK(cudaMemcpy(host, model_->params(), layout_.buffer_size() * 4, cudaMemcpyDeviceToHost));
+  }
+  HostOptimizerState download_optimizer_state() override {
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    HostOptimizerState state;
+    state.step = step_;
+    for (const auto& [name, ptr] : model_->optimizer_state()) {
+      std::vector<float> values(layout_.buffer_size());
+      DDPX_CUDA_CHECK(cudaMemcpy(values.data(), ptr, values.size() * 4, cudaMemcpyDeviceToHost));
+      state.buffers.push_back({name, std::move(values)});
+    }
+    return state;
+  }
+  void upload_optimizer_state(const HostOptimizerState& state) override {
+    auto device_state = model_->optimizer_state();
+    for (const auto& [name, values] : state.buffers) {
+      bool found = false;
+      for (const auto& [dname, ptr] : device_state)
+        if (dname == name) {
+          DDPX_CUDA_CHECK(cudaMemcpy(ptr, values.data(), values.size() * 4, cudaMemcpyHostToDevice));
+          found = true;
+        }
+      DDPX_REQUIRE(found, "checkpoint optimizer state '{}' has no place in the CUDA {} optimizer", name,
+                   options_.optimizer);
+    }
+    step_ = state.step;
+  }
+  void* allocate_host_batch(size_t bytes) override {
+    void* p = nullptr;
+    DDPX_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+    return p;
+  }
+  void free_host_batch(void* p) override { cudaFreeHost(p); }
+
+  void set_batch(const HostBatch& batch) override {
+    parity_ = micro_counter_++ % 2;
+    batch_size_ = batch.batch;
+    if (options_.data == "synthetic-device") {
+      generate_synthetic_batch(images_[parity_].data(), labels_[parity_].data(), batch.batch,
+                               layout_.config().image_numel(), layout_.config().num_classes, options_.seed,
+                               static_cast<uint64_t>(batch.step), copy_);
+    } else {
+      DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
+      DDPX_CUDA_CHECK(cudaMemcpyAsync(images_[parity_].data(), batch.images, images_[parity_].bytes(),
+                                      cudaMemcpyHostToDevice, copy_));
+      DDPX_CUDA_CHECK(cudaMemcpyAsync(labels_[parity_].data(), batch.labels, batch.batch * sizeof(int32_t),
+                                      cudaMemcpyHostToDevice, copy_));
+    }
+    DDPX_CUDA_CHECK(cudaEventRecord(copy_done_[parity_], copy_));
+  }
+  void batch_consumed(const HostBatch&) override { DDPX_CUDA_CHECK(cudaEventSynchronize(copy_done_[parity_])); }
+
+  void zero_grads() override {
+    record(kStepStart);
+    model_->zero_grads();
+  }
+
+  void forward_backward(float grad_scale, const ReadyFn& on_ready) override {
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
+    record(kCopyDone);
+    bool first_span = true;
+    model_->forward_backward(images_[parity_].data(), labels_[parity_].data(), batch_size_, grad_scale, loss_.data(),
+                             [&](size_t begin, size_t end) {
+                               if (first_span) record(kForwardEnd), first_span = false;
+                               if (on_ready) on_ready(begin, end);
+                             });
+    record(kBackwardEnd);
+    DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
+  }
+
+  void optimizer_step(int64_t step) override {
+    record(kOptimizerStart);
+    if (options_.optimizer == "sgd") {
+      SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
+                  static_cast<float>(options_.weight_decay), options_.nesterov};
+      model_->sgd_step(p, step);
+    } else {
+      AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
+                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
+                    static_cast<float>(options_.weight_decay)};
+      model_->adamw_step(p, step);
+    }
+    record(kStepEnd);
+    step_ = step;
+    if (!capturing_) ++ring_pos_;
+  }
+
+  float last_loss() override {
+    float loss = 0;
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(&loss, loss_.data(), sizeof(float), cudaMemcpyDeviceToHost, compute_));
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    return loss;
+  }
+
+  std::vector<float> eval_logits(const float* images, int64_t batch) override {
+    const int64_t classes = layout_.config().num_classes, numel = layout_.config().image_numel();
+    std::vector<float> logits(static_cast<size_t>(batch * classes));
+    DeviceBuffer<float> d_logits(static_cast<size_t>(options_.batch * classes));
+    for (int64_t start = 0; start < batch; start += options_.batch) {
+      const int64_t n = std::min(options_.batch, batch - start);
+      DDPX_CUDA_CHECK(cudaMemcpy(images_[0].data(), images + start * numel, n * numel * 4, cudaMemcpyHostToDevice));
+      model_->forward(images_[0].data(), n, d_logits.data());
+      DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+      DDPX_CUDA_CHECK(
+          cudaMemcpy(logits.data() + start * classes, d_logits.data(), n * classes * 4, cudaMemcpyDeviceToHost));
+    }
+    return logits;
+  }
+
+  EnginePhaseTimes last_phase_times() override {
+    // Events of the step before the previous one: complete by now in a steady pipeline (query, don't wait).
+    EnginePhaseTimes t;
+    if (ring_pos_ < 2 || graph_mode_) return graph_mode_ ? graph_times_ : t;
+    auto& e = events_[(ring_pos_ - 2) % kEventRing];
+    if (cudaEventQuery(e[kStepEnd]) != cudaSuccess) DDPX_CUDA_CHECK(cudaEventSynchronize(e[kStepEnd]));
+    auto ms = [&](int a, int b) {
+      float v = 0;
+      cudaEventElapsedTime(&v, e[a], e[b]);
+      return static_cast<double>(v);
+    };
+    t.h2d_copy = ms(kStepStart, kCopyDone);
+    t.forward = ms(kCopyDone, kForwardEnd);
+    t.backward = ms(kForwardEnd, kBackwardEnd);
+    t.optimizer = ms(kOptimizerStart, kStepEnd);
+    t.device_total = ms(kStepStart, kStepEnd);
+    graph_times_ = t;
+    return t;
+  }
+
+  void synchronize() override {
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(copy_));
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  }
+
+  // CUDA graphs.
+  int input_parity() const override { return parity_; }
+  bool has_graph(int parity) const override { return graphs_[parity] != nullptr; }
+  void capture_begin() override {
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
+    DDPX_CUDA_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeRelaxed));
+    capturing_ = true;
+  }
+  void capture_end() override {
+    cudaGraph_t graph = nullptr;
+    DDPX_CUDA_CHECK(cudaStreamEndCapture(compute_, &graph));
+    capturing_ = false;
+    DDPX_CUDA_CHECK(cudaGraphInstantiate(&graphs_[parity_], graph, 0));
+    DDPX_CUDA_CHECK(cudaGraphDestroy(graph));
+    graph_mode_ = true;
+  }
+  void replay(int64_t step) override {
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
+    DDPX_CUDA_CHECK(cudaGraphLaunch(graphs_[parity_], compute_));
+    DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
+    step_ = step;
+  }
+
+ private:
+  void record(PhaseEvent which) {
+    if (capturing_) return;  // events inside a graph are not timed; graph steps report the eager breakdown
+    DDPX_CUDA_CHECK(cudaEventRecord(events_[ring_pos_ % kEventRing][which], compute_));
+  }
+
+  const ParamLayout& layout_;
+  TrainOptions options_;
+  int device_;
+  std::string device_name_;
+  cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  std::unique_ptr<VitCuda> model_;
+  std::array<DeviceBuffer<float>, 2> images_;
+  std::array<DeviceBuffer<int32_t>, 2> labels_;
+  std::array<cudaEvent_t, 2> copy_done_{}, input_free_{};
+  DeviceBuffer<float> loss_;
+  std::array<std::array<cudaEvent_t, kNumPhaseEvents>, kEventRing> events_{};
+  int64_t ring_pos_ = 0;
+  int parity_ = 0;
+  int64_t micro_counter_ = 0;
+  int64_t batch_size_ = 0;
+  int64_t step_ = 0;
+  bool capturing_ = false, graph_mode_ = false;
+  std::array<cudaGraphExec_t, 2> graphs_{};
+  EnginePhaseTimes graph_times_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device) {
+  return std::make_unique<CudaEngine>(layout, options, device);
+}
+
+}  // namespace ddpx
