@@ -1,0 +1,189 @@
+// Atomic training checkpoints (see checkpoint.hpp for the file layout and the guarantees).
+#include "io/checkpoint.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <bit>
+#include <charconv>
+
+#include "core/error.hpp"
+#include "io/param_safetensors.hpp"
+#include "io/posix_file.hpp"
+#include "io/safetensors.hpp"
+
+namespace ddpx {
+
+namespace {
+
+constexpr std::string_view kVersion = "1";
+constexpr std::string_view kTemporaryName = ".checkpoint.tmp";
+
+std::string state_prefix(std::string_view state_name) { return fmt::format("optimizer.{}.", state_name); }
+
+nlohmann::json rng_to_json(const Rng::State& rng) {
+  return {{"state", std::to_string(rng.state)},
+          {"inc", std::to_string(rng.inc)},
+          {"spare_bits", std::to_string(std::bit_cast<uint64_t>(rng.spare))},
+          {"has_spare", rng.has_spare}};
+}
+
+// Reads checkpoint metadata with errors that name the file and the key.
+class MetadataReader {
+ public:
+  MetadataReader(const TensorMetadata& metadata, const std::filesystem::path& path)
+      : metadata_(metadata), path_(path) {}
+
+  const std::string& text(const std::string& key) const {
+    const auto it = metadata_.find(key);
+    DDPX_REQUIRE(it != metadata_.end(), "checkpoint '{}' lacks metadata '{}'; it was not written by ddpx or is damaged",
+                 path_.string(), key);
+    return it->second;
+  }
+  template <typename Integer>
+  Integer integer(std::string_view context, const std::string& digits) const {
+    Integer value{};
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    DDPX_REQUIRE(error == std::errc{} && end == digits.data() + digits.size(),
+                 "checkpoint '{}': {} must be a decimal integer, got '{}'", path_.string(), context, digits);
+    return value;
+  }
+  int64_t integer(const std::string& key) const { return integer<int64_t>(key, text(key)); }
+  nlohmann::json json(const std::string& key) const {
+    try {
+      return nlohmann::json::parse(text(key));
+    } catch (const nlohmann::json::exception& e) {
+      fail("checkpoint '{}': metadata '{}' is not valid JSON ({})", path_.string(), key, e.what());
+    }
+  }
+  Rng::State rng(const nlohmann::json& item, size_t index) const {
+    const std::string context = fmt::format("rng_states[{}]", index);
+    DDPX_REQUIRE(item.is_object() && item.contains("state") && item.contains("inc") && item.contains("spare_bits") &&
+                     item.contains("has_spare") && item["state"].is_string() && item["inc"].is_string() &&
+                     item["spare_bits"].is_string() && item["has_spare"].is_boolean(),
+                 "checkpoint '{}': {} must be {{\"state\", \"inc\", \"spare_bits\": decimal strings, \"has_spare\": "
+                 "bool}}, got {}",
+                 path_.string(), context, item.dump());
+    Rng::State rng{};
+    rng.state = integer<uint64_t>(context + ".state", item["state"].get<std::string>());
+    rng.inc = integer<uint64_t>(context + ".inc", item["inc"].get<std::string>());
+    rng.spare = std::bit_cast<double>(integer<uint64_t>(context + ".spare_bits", item["spare_bits"].get<std::string>()));
+    rng.has_spare = item["has_spare"].get<bool>();
+    return rng;
+  }
+
+ private:
+  const TensorMetadata& metadata_;
+  const std::filesystem::path& path_;
+};
+
+CheckpointInfo parse_info(const SafetensorsReader& reader) {
+  const MetadataReader metadata(reader.metadata(), reader.path());
+  const std::string& version = metadata.text("ddpx_checkpoint_version");
+  DDPX_REQUIRE(version == kVersion, "checkpoint '{}' has format version {}; this ddpx reads version {}",
+               reader.path().string(), version, kVersion);
+  CheckpointInfo info;
+  info.model_spec = metadata.text("model");
+  info.optimizer = metadata.text("optimizer");
+  info.optimizer_options = metadata.json("optimizer_options");
+  const nlohmann::json state_names = metadata.json("optimizer_state");
+  DDPX_REQUIRE(state_names.is_array(), "checkpoint '{}': metadata 'optimizer_state' must be a JSON array, got {}",
+               reader.path().string(), state_names.dump());
+  for (const auto& name : state_names) {
+    DDPX_REQUIRE(name.is_string(), "checkpoint '{}': metadata 'optimizer_state' must hold strings, got {}",
+                 reader.path().string(), state_names.dump());
+    info.optimizer_state.push_back(name.get<std::string>());
+  }
+  info.optimizer_step = metadata.integer("optimizer_step");
+  info.state.step = metadata.integer("step");
+  const nlohmann::json rng_states = metadata.json("rng_states");
+  DDPX_REQUIRE(rng_states.is_array(), "checkpoint '{}': metadata 'rng_states' must be a JSON array, got {}",
+               reader.path().string(), rng_states.dump());
+  for (size_t i = 0; i < rng_states.size(); ++i) info.state.rng_states.push_back(metadata.rng(rng_states[i], i));
+  info.state.data_position = metadata.json("data_position");
+  info.state.extra = metadata.json("extra");
+  return info;
+}
+
+void require_optimizer_size(const ParamLayout& layout, const Optimizer& optimizer) {
+  DDPX_REQUIRE(optimizer.num_elements() == layout.buffer_size(),
+               "the {} optimizer holds state for {} elements but --model {} has a parameter buffer of {}",
+               optimizer.name(), optimizer.num_elements(), layout.config().spec(), layout.buffer_size());
+}
+
+}  // namespace
+
+std::filesystem::path checkpoint_file(const std::filesystem::path& dir) { return dir / "checkpoint.safetensors"; }
+
+bool checkpoint_exists(const std::filesystem::path& dir) { return std::filesystem::is_regular_file(checkpoint_file(dir)); }
+
+void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
+                     const Optimizer& optimizer, const CheckpointState& state) {
+  require_optimizer_size(layout, optimizer);
+  nlohmann::json rng_states = nlohmann::json::array();
+  for (const Rng::State& rng : state.rng_states) rng_states.push_back(rng_to_json(rng));
+  const TensorMetadata metadata = {
+      {"format", "pt"},
+      {"ddpx_checkpoint_version", std::string(kVersion)},
+      {"model", layout.config().spec()},
+      {"optimizer", std::string(optimizer.name())},
+      {"optimizer_options", optimizer.options_json().dump()},
+      {"optimizer_state", nlohmann::json(optimizer.state_names()).dump()},
+      {"optimizer_step", std::to_string(optimizer.step_count())},
+      {"step", std::to_string(state.step)},
+      {"rng_states", rng_states.dump()},
+      {"data_position", state.data_position.dump()},
+      {"extra", state.extra.dump()},
+  };
+  std::vector<TensorView> views = layout_tensor_views(layout, "", params);
+  for (const std::string& name : optimizer.state_names()) {
+    std::vector<TensorView> state_views = layout_tensor_views(layout, state_prefix(name), optimizer.state(name).data());
+    views.insert(views.end(), state_views.begin(), state_views.end());
+  }
+  const std::filesystem::path target = checkpoint_file(dir);
+  try {
+    std::filesystem::create_directories(dir);
+    replace_file_atomically(target, dir / kTemporaryName,
+                            [&](OutputFile& file) { write_safetensors(file, views, metadata); });
+  } catch (const std::exception& e) {
+    fail("saving checkpoint '{}' failed; the previous checkpoint there (if any) is unchanged: {}", target.string(),
+         e.what());
+  }
+}
+
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir) {
+  return parse_info(SafetensorsReader(checkpoint_file(dir)));
+}
+
+CheckpointState load_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, float* params,
+                                Optimizer& optimizer) {
+  const SafetensorsReader reader(checkpoint_file(dir));
+  const std::string where = reader.path().string();
+  CheckpointInfo info = parse_info(reader);
+  const std::string model = layout.config().spec();
+  DDPX_REQUIRE(info.model_spec == model,
+               "checkpoint '{}' was saved with --model {} but this run has --model {}; resume with --model {} or "
+               "use another checkpoint directory",
+               where, info.model_spec, model, info.model_spec);
+  DDPX_REQUIRE(info.optimizer == optimizer.name(),
+               "checkpoint '{}' was saved with --optimizer {} but this run has --optimizer {}; resume with "
+               "--optimizer {} or use another checkpoint directory",
+               where, info.optimizer, optimizer.name(), info.optimizer);
+  DDPX_REQUIRE(info.optimizer_state == optimizer.state_names(),
+               "checkpoint '{}' holds {} optimizer state [{}] (options {}) but this run's {} keeps [{}] (options {}); "
+               "resume with the checkpoint's optimizer flags (e.g. --momentum)",
+               where, info.optimizer, fmt::join(info.optimizer_state, ", "), info.optimizer_options.dump(),
+               optimizer.name(), fmt::join(optimizer.state_names(), ", "), optimizer.options_json().dump());
+  require_optimizer_size(layout, optimizer);
+  std::vector<LayoutBufferTarget> targets = {{"", params}};
+  for (const std::string& name : optimizer.state_names())
+    targets.push_back({state_prefix(name), optimizer.state(name).data()});
+  read_layout_buffers(reader, layout, targets, LoadDTypes::f32_only,
+                      fmt::format("The checkpoint does not fit --model {}; resume with the model it was saved for or "
+                                  "use another checkpoint directory.",
+                                  model));
+  optimizer.set_step_count(info.optimizer_step);
+  return std::move(info.state);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,60 @@
+// Training checkpoints for resume: one safetensors file <dir>/checkpoint.safetensors holding
+//  - the parameters under torchvision names (F32; the file loads as a torchvision state_dict after dropping the
+//    "optimizer." tensors),
+//  - the optimizer state, one F32 tensor per parameter and state buffer: "optimizer.<state>.<torchvision name>"
+//    (state: "momentum" for sgd, "exp_avg" / "exp_avg_sq" for adamw),
+//  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "1", "model" (VitConfig::spec()),
+//    "optimizer" (name), "optimizer_options" (JSON), "optimizer_state" (JSON array of state names),
+//    "optimizer_step" (decimal), "step" (decimal), "rng_states" (JSON array of {"state", "inc", "spare_bits"
+//    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON).
+// Guarantees: saving is atomic (write <dir>/.checkpoint.tmp, fsync, rename, fsync <dir>): a crash at any point
+// leaves the previous checkpoint loadable, and a failed save throws and leaves it untouched. A save/load round
+// trip restores parameters, optimizer state, step counts and RNG states bit for bit. Loading checks the model
+// spec and optimizer against this run's and reports a mismatch naming both values and the flag.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "model/param_layout.hpp"
+#include "optim/optimizer.hpp"
+
+namespace ddpx {
+
+// What the trainer saves beyond parameters and optimizer state, and gets back on resume.
+struct CheckpointState {
+  int64_t step = 0;                     // the trainer's step counter
+  std::vector<Rng::State> rng_states;   // e.g. one per rank or per data worker, in the trainer's order
+  nlohmann::json data_position;         // where the data loader resumes (free-form; null if unused)
+  nlohmann::json extra;                 // anything else the trainer wants back (free-form; null if unused)
+};
+
+// Everything a checkpoint's metadata says, readable without loading tensors (for reports and option checks).
+struct CheckpointInfo {
+  std::string model_spec;
+  std::string optimizer;
+  nlohmann::json optimizer_options;
+  std::vector<std::string> optimizer_state;  // state buffer names
+  int64_t optimizer_step = 0;
+  CheckpointState state;
+};
+
+std::filesystem::path checkpoint_file(const std::filesystem::path& dir);  // dir / "checkpoint.safetensors"
+bool checkpoint_exists(const std::filesystem::path& dir);
+
+// Creates dir if needed. optimizer.num_elements() must equal layout.buffer_size().
+void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
+                     const Optimizer& optimizer, const CheckpointState& state);
+
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir);
+
+// Fills params (layout.buffer_size() floats) and the optimizer's state and step count. The checkpoint's model
+// spec must equal layout.config().spec() (--model) and its optimizer name and state buffers the optimizer's
+// (--optimizer); options such as --lr may differ (the run's values are kept; compare with read_checkpoint_info).
+CheckpointState load_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, float* params,
+                                Optimizer& optimizer);
+
+}  // namespace ddpx

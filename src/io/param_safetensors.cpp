@@ -1,0 +1,114 @@
+// Layout-aware parameter files (see param_safetensors.hpp for the guarantees).
+#include "io/param_safetensors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace ddpx {
+
+namespace {
+
+constexpr size_t kMaxListedProblems = 8;
+
+bool dtype_allowed(TensorDType dtype, LoadDTypes dtypes) {
+  if (dtypes == LoadDTypes::f32_only) return dtype == TensorDType::f32;
+  return is_floating(dtype);
+}
+
+struct PlannedRead {
+  const SafetensorsEntry* entry;
+  const TensorSlot* slot;
+  float* buffer;
+};
+
+}  // namespace
+
+std::vector<TensorView> layout_tensor_views(const ParamLayout& layout, std::string_view prefix, const float* buffer) {
+  std::vector<TensorView> views;
+  views.reserve(layout.tensors().size());
+  for (const TensorSlot& slot : layout.tensors())
+    views.push_back({std::string(prefix) + slot.name, TensorDType::f32, slot.shape, buffer + slot.offset});
+  return views;
+}
+
+void read_layout_buffers(const SafetensorsReader& reader, const ParamLayout& layout,
+                         std::span<const LayoutBufferTarget> targets, LoadDTypes dtypes, std::string_view remedy) {
+  const std::string model = layout.config().spec();
+  std::vector<std::string> problems;
+  std::vector<PlannedRead> reads;
+  std::set<std::string, std::less<>> expected;
+  for (const LayoutBufferTarget& target : targets) {
+    for (const TensorSlot& slot : layout.tensors()) {
+      const std::string name = target.prefix + slot.name;
+      expected.insert(name);
+      const SafetensorsEntry* entry = reader.find(name);
+      if (entry == nullptr) {
+        problems.push_back(fmt::format("missing tensor '{}': --model {} expects shape {}", name, model,
+                                       shape_string(slot.shape)));
+      } else if (entry->shape != slot.shape) {
+        problems.push_back(fmt::format("tensor '{}' has shape {} but --model {} expects {}", name,
+                                       shape_string(entry->shape), model, shape_string(slot.shape)));
+      } else if (!dtype_allowed(entry->dtype, dtypes)) {
+        problems.push_back(fmt::format("tensor '{}' is {} but {} is needed", name,
+                                       safetensors_dtype_name(entry->dtype),
+                                       dtypes == LoadDTypes::f32_only ? "F32" : "F32, F64, F16 or BF16"));
+      } else {
+        reads.push_back({entry, &slot, target.buffer});
+      }
+    }
+  }
+  for (const SafetensorsEntry& entry : reader.entries())
+    if (!expected.contains(entry.name))
+      problems.push_back(fmt::format("unexpected tensor '{}' {} that --model {} does not have", entry.name,
+                                     shape_string(entry.shape), model));
+  if (!problems.empty()) {
+    std::string listed;
+    for (size_t i = 0; i < std::min(problems.size(), kMaxListedProblems); ++i) listed += "\n  " + problems[i];
+    if (problems.size() > kMaxListedProblems)
+      listed += fmt::format("\n  ... and {} more", problems.size() - kMaxListedProblems);
+    const auto saved_model = reader.metadata().find("model");
+    const std::string saved_hint = saved_model != reader.metadata().end() && saved_model->second != model
+                                       ? fmt::format(" (its metadata says it was saved for --model {})",
+                                                     saved_model->second)
+                                       : "";
+    fail("'{}'{} does not match --model {}:{}\n{}", reader.path().string(), saved_hint, model, listed, remedy);
+  }
+  for (const LayoutBufferTarget& target : targets) std::fill_n(target.buffer, layout.buffer_size(), 0.f);
+  std::vector<std::byte> staging;
+  for (const PlannedRead& read : reads) {
+    float* destination = read.buffer + read.slot->offset;
+    if (read.entry->dtype == TensorDType::f32) {
+      reader.read_bytes(*read.entry, reinterpret_cast<std::byte*>(destination));
+    } else {
+      staging.resize(read.entry->nbytes());
+      reader.read_bytes(*read.entry, staging.data());
+      convert_to_float32(read.entry->dtype, staging.data(), read.slot->numel, destination);
+    }
+  }
+}
+
+void save_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, const float* params,
+                             const TensorMetadata& metadata) {
+  TensorMetadata full_metadata = metadata;
+  full_metadata.try_emplace("format", "pt");
+  full_metadata.try_emplace("model", layout.config().spec());
+  const std::vector<TensorView> views = layout_tensor_views(layout, "", params);
+  const std::filesystem::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
+  replace_file_atomically(path, temporary,
+                          [&](OutputFile& file) { write_safetensors(file, views, full_metadata); });
+}
+
+void load_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, float* params) {
+  const SafetensorsReader reader(path);
+  const LayoutBufferTarget target{"", params};
+  read_layout_buffers(reader, layout, {&target, 1}, LoadDTypes::convert_floats,
+                      fmt::format("Pass the --model the file was saved for, or save the weights of a model shaped "
+                                  "like --model {}.",
+                                  layout.config().spec()));
+}
+
+}  // namespace ddpx

@@ -1,0 +1,49 @@
+// ParamLayout-shaped flat buffers <-> safetensors files, one tensor per layout slot under torchvision's names
+// (so a parameter file loads in Python with torchvision's vit_*().load_state_dict(safetensors.torch.load_file(f))).
+// Guarantees:
+//  - Loading validates the whole file against the model before any buffer is written: every missing tensor,
+//    unexpected tensor, wrong shape and unusable dtype is listed in one ddpx::Error that names the file, each
+//    tensor, both shapes, the --model and what to do. Padding between slots is set to zero.
+//  - save_params_safetensors replaces the file atomically (no half-written file is ever visible at `path`).
+#pragma once
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/safetensors.hpp"
+#include "model/param_layout.hpp"
+
+namespace ddpx {
+
+// Views of a layout-shaped fp32 buffer, one per slot, named prefix + slot.name (buffer must outlive the views).
+std::vector<TensorView> layout_tensor_views(const ParamLayout& layout, std::string_view prefix, const float* buffer);
+
+// One layout-shaped fp32 buffer (layout.buffer_size() floats) to fill from tensors named prefix + slot.name.
+struct LayoutBufferTarget {
+  std::string prefix;
+  float* buffer = nullptr;
+};
+
+enum class LoadDTypes {
+  f32_only,        // bit-exact loads (checkpoints)
+  convert_floats,  // F32 as is; F64, F16, BF16 converted to fp32 (F64 rounds to nearest)
+};
+
+// Requires the file to hold exactly the targets' tensors (none missing, none extra, shapes equal, dtypes allowed),
+// then zeroes each target buffer and reads the tensors into it. `remedy` ends the error message.
+void read_layout_buffers(const SafetensorsReader& reader, const ParamLayout& layout,
+                         std::span<const LayoutBufferTarget> targets, LoadDTypes dtypes, std::string_view remedy);
+
+// Writes the parameters as F32 tensors under torchvision names. metadata gains "format": "pt" and "model":
+// layout.config().spec() unless it sets them.
+void save_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, const float* params,
+                             const TensorMetadata& metadata = {});
+
+// Loads parameters saved by save_params_safetensors or by PyTorch (safetensors.torch.save_file of a torchvision
+// ViT state_dict); F32, F64, F16 and BF16 tensors are accepted (converted to fp32). params holds
+// layout.buffer_size() floats.
+void load_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, float* params);
+
+}  // namespace ddpx

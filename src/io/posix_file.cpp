@@ -1,0 +1,130 @@
+// POSIX file wrappers (see posix_file.hpp for the guarantees).
+#include "io/posix_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace ddpx {
+
+namespace {
+
+[[noreturn]] void fail_errno(std::string_view what, const std::filesystem::path& path) {
+  const int error = errno;
+  fail("cannot {} '{}': {}", what, path.string(), std::strerror(error));
+}
+
+}  // namespace
+
+InputFile::InputFile(std::filesystem::path path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail_errno("open", path_);
+  struct stat info{};
+  if (::fstat(fd_, &info) != 0) {
+    ::close(fd_);
+    fail_errno("stat", path_);
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd_);
+    fail("'{}' is not a regular file", path_.string());
+  }
+  size_ = static_cast<uint64_t>(info.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+InputFile::InputFile(InputFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_), size_(other.size_) {
+  other.fd_ = -1;
+}
+
+void InputFile::read_at(uint64_t offset, void* destination, size_t n) const {
+  DDPX_REQUIRE(offset <= size_ && n <= size_ - offset,
+               "'{}' is truncated: reading {} bytes at offset {} needs {} bytes but the file has {}", path_.string(),
+               n, offset, offset + n, size_);
+  auto* out = static_cast<char*>(destination);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail_errno("read", path_);
+    DDPX_REQUIRE(got > 0, "'{}' shrank while being read (no data at offset {})", path_.string(), offset);
+    out += got;
+    offset += static_cast<uint64_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+}
+
+OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail_errno("create", path_);
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void OutputFile::write(const void* data, size_t n) {
+  DDPX_REQUIRE(fd_ >= 0, "'{}' is already closed", path_.string());
+  const auto* in = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t put = ::write(fd_, in, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) fail_errno("write", path_);
+    in += put;
+    n -= static_cast<size_t>(put);
+    bytes_written_ += static_cast<uint64_t>(put);
+  }
+}
+
+void OutputFile::sync() {
+  DDPX_REQUIRE(fd_ >= 0, "'{}' is already closed", path_.string());
+  if (::fsync(fd_) != 0) fail_errno("fsync", path_);
+}
+
+void OutputFile::close() {
+  if (fd_ < 0) return;
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail_errno("close", path_);
+}
+
+void sync_directory(const std::filesystem::path& directory) {
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail_errno("open directory", directory);
+  const int result = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  errno = error;
+  if (result != 0) fail_errno("fsync directory", directory);
+}
+
+void replace_file_atomically(const std::filesystem::path& target, const std::filesystem::path& temporary,
+                             const std::function<void(OutputFile&)>& write) {
+  DDPX_REQUIRE(target.parent_path() == temporary.parent_path(),
+               "replace_file_atomically: '{}' and '{}' must be in one directory for rename to be atomic",
+               target.string(), temporary.string());
+  try {
+    OutputFile file(temporary);
+    write(file);
+    file.sync();
+    file.close();
+    if (::rename(temporary.c_str(), target.c_str()) != 0) {
+      const int error = errno;
+      fail("cannot rename '{}' to '{}': {}", temporary.string(), target.string(), std::strerror(error));
+    }
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
+  const std::filesystem::path directory = target.parent_path().empty() ? "." : target.parent_path();
+  sync_directory(directory);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,61 @@
+// Thin POSIX file wrappers for tensor files: positioned reads, checked writes, fsync, and atomic replacement.
+// Guarantees: every failing system call throws ddpx::Error naming the file and the OS reason; a short read is
+// an error (never silently fewer bytes). replace_file_atomically() leaves either the old file or the complete
+// new one at the target path, even if the process dies at any point (write temp, fsync, rename, fsync dir).
+// Objects are single-owner (movable, not copyable) and not shared between threads.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+
+namespace ddpx {
+
+class InputFile {
+ public:
+  explicit InputFile(std::filesystem::path path);  // throws if the file cannot be opened
+  ~InputFile();
+  InputFile(InputFile&& other) noexcept;
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  InputFile& operator=(InputFile&&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  uint64_t size() const { return size_; }
+  // Reads exactly n bytes at offset; throws naming the file when fewer are available.
+  void read_at(uint64_t offset, void* destination, size_t n) const;
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+class OutputFile {
+ public:
+  explicit OutputFile(std::filesystem::path path);  // creates or truncates
+  ~OutputFile();                                     // closes if close() was not called; errors there are lost
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+  void write(const void* data, size_t n);
+  void sync();   // fsync: the bytes written so far are on stable storage when it returns
+  void close();  // reports a failing close (e.g. a deferred write error)
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  uint64_t bytes_written_ = 0;
+};
+
+// fsync on a directory, so that a rename inside it is durable.
+void sync_directory(const std::filesystem::path& directory);
+
+// Calls write(file) on `temporary`, fsyncs it, renames it over `target`, and fsyncs the directory. On any error
+// the temporary is removed and the error rethrown; `target` is untouched. Both paths must be in one directory.
+void replace_file_atomically(const std::filesystem::path& target, const std::filesystem::path& temporary,
+                             const std::function<void(OutputFile&)>& write);
+
+}  // namespace ddpx
