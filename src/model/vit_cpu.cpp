@@ -195,7 +195,7 @@ void VitCpu<T>::forward(const T* params, const T* images, int64_t batch, T* logi
       }
 
   // Tokens: [class_token, patch embeddings] + pos_embedding.
-  T* x = blocks_.empty() ? encoder_out_.data() : blocks_[0].input.data();
+  T* x = blocks_[0].input.data();  // validate() guarantees at least one layer
   const T* conv_weight = params + layout_.conv_weight;
   const T* conv_bias = params + layout_.conv_bias;
   const T* pos = params + layout_.pos_embedding;
