@@ -1,0 +1,2 @@
+// Timing tool for the CUDA ViT step (being written).
+int main() { return 0; }

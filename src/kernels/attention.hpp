@@ -1,0 +1,30 @@
+// Fused multi-head self-attention for short sequences (ViT: 50 tokens at /32, 197 at /16), forward and backward.
+// Guarantees:
+//  - qkv is [batch*seq, 3*heads*head_dim] row-major, each row q | k | v with heads concatenated (torchvision's
+//    packed in_proj order); out / d_out are [batch*seq, heads*head_dim]. softmax(q k^T * scale) v per (image,
+//    head); fp32 arithmetic whatever the storage type T.
+//  - Forward writes out and the per-query log-sum-exp lse [batch, heads, seq] (fp32), which is all the backward
+//    needs besides qkv and out: probabilities are recomputed, never stored.
+//  - Backward writes (not adds) d_qkv in the qkv layout. No atomics: bit-identical run to run.
+//  - One kernel each, enqueued on `stream`; nothing allocated. Limits (checked, error names the shape):
+//    head_dim <= 128, seq * head_dim <= 32768, and the shared memory the sequence needs must fit the GPU.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ddpx {
+
+struct AttentionShape {
+  int64_t batch = 0, seq = 0, heads = 0, head_dim = 0;
+  float scale = 1.f;  // usually 1/sqrt(head_dim)
+};
+
+template <typename T>
+void attention_forward(const AttentionShape& shape, const T* qkv, T* out, float* lse, cudaStream_t stream);
+
+template <typename T>
+void attention_backward(const AttentionShape& shape, const T* qkv, const T* out, const float* lse, const T* d_out,
+                        T* d_qkv, cudaStream_t stream);
+
+}  // namespace ddpx

@@ -1,0 +1,98 @@
+// Deterministic two-stage column sums; see column_sum.hpp.
+// Stage 1: block (32 columns x 8 row lanes) sums one row range ("split") of 32 columns; stage 2 adds the splits in
+// order. With one split, stage 1 adds into the output directly.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "cuda/cuda_check.hpp"
+#include "kernels/column_sum.hpp"
+#include "kernels/device_utils.cuh"
+
+namespace ddpx {
+namespace {
+
+constexpr int kColumnsPerBlock = 32;
+constexpr int kRowLanes = 8;
+constexpr int64_t kTargetBlocks = 264;
+constexpr int64_t kMinRowsPerSplit = 64;
+
+__device__ __forceinline__ void add_to_output(float* out, int64_t split, float* out_second, int64_t col, float v) {
+  if (col < split) out[col] += v;
+  else out_second[col - split] += v;
+}
+
+template <typename In>
+__global__ void column_sum_stage1(const In* in, int64_t ld, int64_t rows, int64_t cols, int64_t rows_per_split,
+                                  float* partial, float* out, int64_t split, float* out_second) {
+  __shared__ float sums[kRowLanes][kColumnsPerBlock + 1];
+  const int lane = threadIdx.x, row_lane = threadIdx.y;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnsPerBlock + lane;
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_split;
+  const int64_t end = min(rows, begin + rows_per_split);
+  float acc = 0.f;
+  if (col < cols) {
+#pragma unroll 4
+    for (int64_t r = begin + row_lane; r < end; r += kRowLanes) acc += kernels::to_float(in[r * ld + col]);
+  }
+  sums[row_lane][lane] = acc;
+  __syncthreads();
+  if (row_lane == 0 && col < cols) {
+    float total = 0.f;
+#pragma unroll
+    for (int i = 0; i < kRowLanes; ++i) total += sums[i][lane];
+    if (partial) partial[static_cast<int64_t>(blockIdx.y) * cols + col] = total;
+    else add_to_output(out, split, out_second, col, total);
+  }
+}
+
+__global__ void column_sum_stage2(const float* partial, int64_t splits, int64_t cols, float* out, int64_t split,
+                                  float* out_second) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  float total = 0.f;
+  for (int64_t s = 0; s < splits; ++s) total += partial[s * cols + col];
+  add_to_output(out, split, out_second, col, total);
+}
+
+}  // namespace
+
+size_t column_sum_scratch_floats(int64_t cols) {
+  return static_cast<size_t>(kTargetBlocks * kColumnsPerBlock + cols);
+}
+
+template <typename In>
+void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
+  if (a.rows <= 0 || a.cols <= 0) return;
+  const int64_t split = a.split < 0 ? a.cols : a.split;
+  DDPX_REQUIRE(split == a.cols || a.out_second != nullptr, "column_sum_add: split {} of {} columns needs out_second",
+               split, a.cols);
+  const int64_t column_blocks = (a.cols + kColumnsPerBlock - 1) / kColumnsPerBlock;
+  int64_t splits = (kTargetBlocks + column_blocks - 1) / column_blocks;
+  splits = std::max<int64_t>(1, std::min(splits, (a.rows + kMinRowsPerSplit - 1) / kMinRowsPerSplit));
+  const int64_t rows_per_split = (a.rows + splits - 1) / splits;
+  splits = (a.rows + rows_per_split - 1) / rows_per_split;
+  float* partial = nullptr;
+  if (splits > 1) {
+    DDPX_REQUIRE(static_cast<size_t>(splits * a.cols) <= a.scratch_floats && a.scratch != nullptr,
+                 "column_sum_add: scratch of {} floats is too small for {} x {} partial sums", a.scratch_floats,
+                 splits, a.cols);
+    partial = a.scratch;
+  }
+  dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(splits));
+  column_sum_stage1<In><<<grid, dim3(kColumnsPerBlock, kRowLanes), 0, stream>>>(
+      a.in, a.ld, a.rows, a.cols, rows_per_split, partial, a.out, split, a.out_second);
+  DDPX_CHECK_LAUNCH("column_sum_stage1");
+  if (partial) {
+    const int threads = 256;
+    column_sum_stage2<<<static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0, stream>>>(
+        partial, splits, a.cols, a.out, split, a.out_second);
+    DDPX_CHECK_LAUNCH("column_sum_stage2");
+  }
+}
+
+template void column_sum_add<float>(const ColumnSumArgs<float>&, cudaStream_t);
+template void column_sum_add<__nv_bfloat16>(const ColumnSumArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace ddpx

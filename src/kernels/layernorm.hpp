@@ -1,0 +1,61 @@
+// LayerNorm over the last dimension, forward and backward, for the fp32 residual stream.
+// Guarantees:
+//  - Forward: y = (x - mean) * rstd * gamma + beta with biased variance, rstd = 1/sqrt(var + eps); x is fp32, y is
+//    Out-typed (fp32 or bf16: the next matmul's operand type); mean and rstd (fp32, one per row) are kept for the
+//    backward pass. Rows may be strided (ld_x, ld_y), e.g. the class-token rows of the encoder output.
+//  - Backward: dx = (accumulate ? dx : 0) + dLN/dx (fp32, in place on the residual-gradient stream), dx_copy (if
+//    not nullptr) = the new dx in Out type for the next matmul; dgamma and dbeta are ADDED to (gradient
+//    accumulation). Parameter-gradient sums use per-block partials and a fixed-order column sum: deterministic.
+//  - dim must be a multiple of 4 and the leading dimensions too (16-byte vector access). gamma/beta are fp32.
+//  - Each call enqueues its kernels on `stream` and allocates nothing; scratch comes from the caller.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ddpx {
+
+template <typename Out>
+struct LayerNormForwardArgs {
+  const float* x = nullptr;
+  int64_t ld_x = 0;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  Out* y = nullptr;
+  int64_t ld_y = 0;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+  int64_t rows = 0, dim = 0;
+  float eps = 1e-6f;
+};
+
+template <typename Out>
+struct LayerNormBackwardArgs {
+  const float* x = nullptr;  // forward input
+  int64_t ld_x = 0;
+  const float* mean = nullptr;
+  const float* rstd = nullptr;
+  const float* gamma = nullptr;
+  const float* dy = nullptr;  // gradient of y, fp32
+  int64_t ld_dy = 0;
+  float* dx = nullptr;        // fp32, ld_dx
+  Out* dx_copy = nullptr;     // optional Out-typed copy of dx, ld_dx
+  int64_t ld_dx = 0;
+  bool accumulate = true;
+  float* dgamma = nullptr;    // += sum over rows of dy * xhat
+  float* dbeta = nullptr;     // += sum over rows of dy
+  int64_t rows = 0, dim = 0;
+  float* scratch = nullptr;   // layernorm_backward_scratch_floats(rows, dim) floats
+  size_t scratch_floats = 0;
+};
+
+size_t layernorm_backward_scratch_floats(int64_t rows, int64_t dim);
+
+template <typename Out>
+void layernorm_forward(const LayerNormForwardArgs<Out>& args, cudaStream_t stream);
+
+template <typename Out>
+void layernorm_backward(const LayerNormBackwardArgs<Out>& args, cudaStream_t stream);
+
+}  // namespace ddpx

@@ -1,0 +1,37 @@
+// Fused optimizer updates over the flat fp32 parameter buffer: SGD (momentum, dampening, weight decay, Nesterov)
+// and AdamW, exactly torch.optim's formulas (see src/optim/sgd.hpp, adamw.hpp for the CPU twins), plus the
+// fp32 -> bf16 cast that keeps the low-precision weight copy in step.
+// Guarantees: one pass over the buffers per step (16-byte vector access, n a multiple of 4); when `low_copy` is not
+// nullptr the updated parameter is also written there as bf16 in the same kernel. Step-dependent scalars (first
+// step, bias corrections) are kernel arguments: a CUDA graph that captures an update replays those values.
+// Buffers must not alias. One kernel per call on `stream`, nothing allocated.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ddpx {
+
+struct SgdUpdate {
+  float lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool first_step = true;  // momentum buffer := gradient (torch's first step) instead of the running update
+};
+
+struct AdamWUpdate {
+  float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0;
+  float bias_correction1 = 1, bias_correction2_sqrt = 1;  // 1 - beta1^step, sqrt(1 - beta2^step)
+};
+
+// momentum_buffer may be nullptr only when update.momentum == 0.
+void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low_copy, int64_t n,
+                const SgdUpdate& update, cudaStream_t stream);
+
+void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, __nv_bfloat16* low_copy,
+                  int64_t n, const AdamWUpdate& update, cudaStream_t stream);
+
+// out = bf16(in), round to nearest even.
+void cast_to_bf16(const float* in, __nv_bfloat16* out, int64_t n, cudaStream_t stream);
+
+}  // namespace ddpx
