@@ -118,7 +118,9 @@ TEST(VitCpu, OnReadySpansInBackwardOrderAreFinalAndCoverEveryTensor) {
   for (size_t i = 0; i < spans.size(); ++i) {
     EXPECT_EQ(spans[i].begin, expected[i].first) << "span " << i;
     EXPECT_EQ(spans[i].end, expected[i].second) << "span " << i;
-    if (i > 0) EXPECT_GE(spans[i].begin, spans[i - 1].end) << "spans overlap or go backwards at " << i;
+    if (i > 0) {
+      EXPECT_GE(spans[i].begin, spans[i - 1].end) << "spans overlap or go backwards at " << i;
+    }
     // Final when reported: nothing later in backward changed it.
     for (size_t k = 0; k < spans[i].values.size(); ++k)
       ASSERT_EQ(spans[i].values[k], grads[spans[i].begin + k]) << "span " << i << " changed after on_ready";
@@ -132,7 +134,9 @@ TEST(VitCpu, OnReadySpansInBackwardOrderAreFinalAndCoverEveryTensor) {
     std::fill(is_param.begin() + slot.offset, is_param.begin() + slot.offset + slot.numel, true);
   }
   for (size_t i = 0; i < grads.size(); ++i)
-    if (!is_param[i]) ASSERT_EQ(grads[i], 0.0) << "padding element " << i << " was written";
+    if (!is_param[i]) {
+      ASSERT_EQ(grads[i], 0.0) << "padding element " << i << " was written";
+    }
 }
 
 TEST(VitCpu, BackwardAccumulatesIntoGrads) {

@@ -93,7 +93,9 @@ TEST(InitVitParams, FollowsTorchvisionTensorByTensor) {
   for (const TensorSlot& slot : layout.tensors())
     std::fill(is_param.begin() + slot.offset, is_param.begin() + slot.offset + slot.numel, true);
   for (size_t i = 0; i < params.size(); ++i)
-    if (!is_param[i]) ASSERT_EQ(params[i], 0.0f) << "padding element " << i;
+    if (!is_param[i]) {
+      ASSERT_EQ(params[i], 0.0f) << "padding element " << i;
+    }
 }
 
 TEST(InitVitParams, SameSeedSameValuesOtherSeedOtherValues) {
