@@ -1,0 +1,41 @@
+// BucketLauncher: where and when a ready bucket's hook runs, and how a step's communication completes.
+// Two implementations, chosen by the reducer from its device:
+//  - host (host_bucket_launcher.cpp): one communication thread per reducer runs hooks in launch order, so the
+//    caller's backward pass overlaps the collectives; finish_step() waits for it and rethrows a hook's error.
+//  - CUDA (cuda_bucket_launcher.cpp): launch() records an event on the compute stream, the communication stream
+//    waits on it and the hook is enqueued there; finish_step() makes the compute stream wait on the
+//    communication stream. No host synchronization: a whole step can be captured into a CUDA graph.
+// Guarantees: launches happen in bucket order (the reducer ensures it) and every rank launches the same buckets
+// in the same order, so the collectives inside hooks match across ranks. progress() is thread-safe (watchdog).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ddp/bucket_timing.hpp"
+#include "ddp/bucket_view.hpp"
+#include "ddp/comm_hook.hpp"
+#include "dist/watchdog.hpp"
+
+namespace ddpx {
+
+class BucketLauncher {
+ public:
+  virtual ~BucketLauncher() = default;
+  virtual void begin_step(int64_t step, void* compute_stream) = 0;
+  // `bucket` must stay valid until finish_step() has returned.
+  virtual void launch(BucketView& bucket, int64_t step) = 0;
+  virtual void finish_step() = 0;
+  virtual CommProgress progress() const = 0;
+  // Per launched bucket of the last finished step; CUDA waits for that step's events (a host sync).
+  virtual std::vector<BucketTiming> timings() = 0;
+};
+
+std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm);
+#ifdef DDPX_HAVE_CUDA
+// comm_stream: nullptr makes the launcher create (and own) a non-blocking stream.
+std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
+                                                   void* comm_stream);
+#endif
+
+}  // namespace ddpx

@@ -1,0 +1,31 @@
+// CommHook: what happens to one bucket of gradients between "final on this rank" and "averaged over all ranks".
+// Guarantees every hook keeps:
+//  - run() leaves the AVERAGE over ranks (or a documented approximation of it) in the bucket, in place.
+//  - run() is called for every bucket of a synchronized step in bucket order, with the same spans every step;
+//    on CPU from the reducer's communication thread, on CUDA from the caller's thread with `stream` the
+//    communication stream: all device work is enqueued there and nothing waits on the host, except the first
+//    call for a bucket, which may allocate (so capture CUDA graphs after one eager step).
+//  - `step` counts synchronized steps from 0 (hooks that change behaviour over time key on it).
+// make_comm_hook() parses --comm-hook: "allreduce", "fp16", "bf16", "powersgd:R" or "powersgd:R:START"
+// (R = matrix approximation rank, START = first compressed step, default 2).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ddp/bucket_view.hpp"
+#include "dist/communicator.hpp"
+
+namespace ddpx {
+
+class CommHook {
+ public:
+  virtual ~CommHook() = default;
+  virtual std::string name() const = 0;
+  virtual void run(BucketView& bucket, Communicator& comm, void* stream, int64_t step) = 0;
+};
+
+std::unique_ptr<CommHook> make_comm_hook(std::string_view spec);
+
+}  // namespace ddpx

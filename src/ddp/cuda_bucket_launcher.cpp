@@ -1,0 +1,140 @@
+// CUDA launcher: compute -> comm stream dependencies by events; hooks enqueued on the comm stream.
+// Dependency events (timing disabled) are recorded plainly, so under stream capture they become graph edges;
+// timing events are recorded with cudaEventRecordExternal, so they stay real event nodes in a captured graph
+// and timings() reads the replayed step too.
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+#include "core/error.hpp"
+#include "ddp/bucket_launcher.hpp"
+
+namespace ddpx {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  DDPX_REQUIRE(status == cudaSuccess, "reducer (CUDA): {} failed: {}", what, cudaGetErrorString(status));
+}
+
+cudaEvent_t new_event(unsigned flags) {
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, flags), "cudaEventCreate");
+  return event;
+}
+
+class CudaBucketLauncher : public BucketLauncher {
+ public:
+  CudaBucketLauncher(CommHook& hook, Communicator& comm, size_t num_buckets, void* comm_stream)
+      : hook_(hook), comm_(comm), comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
+    if (!comm_stream_) {
+      check(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      owns_stream_ = true;
+    }
+    step_begin_ = new_event(cudaEventDefault);
+    done_ = new_event(cudaEventDisableTiming);
+    buckets_.resize(num_buckets);
+    for (BucketEvents& events : buckets_) {
+      events.ready_dependency = new_event(cudaEventDisableTiming);
+      events.ready = new_event(cudaEventDefault);
+      events.start = new_event(cudaEventDefault);
+      events.end = new_event(cudaEventDefault);
+    }
+  }
+
+  ~CudaBucketLauncher() override {
+    for (BucketEvents& events : buckets_)
+      for (cudaEvent_t event : {events.ready_dependency, events.ready, events.start, events.end})
+        cudaEventDestroy(event);
+    cudaEventDestroy(step_begin_);
+    cudaEventDestroy(done_);
+    if (owns_stream_) cudaStreamDestroy(comm_stream_);
+  }
+
+  void begin_step(int64_t, void* compute_stream) override {
+    compute_stream_ = static_cast<cudaStream_t>(compute_stream);
+    launched_.clear();
+    done_recorded_ = false;
+    launched_count_ = 0;
+    check(cudaEventRecordWithFlags(step_begin_, compute_stream_, cudaEventRecordExternal), "record step begin");
+  }
+
+  void launch(BucketView& bucket, int64_t step) override {
+    BucketEvents& events = buckets_[bucket.index];
+    check(cudaEventRecord(events.ready_dependency, compute_stream_), "record bucket ready");
+    check(cudaEventRecordWithFlags(events.ready, compute_stream_, cudaEventRecordExternal), "record ready time");
+    check(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0), "comm stream wait");
+    check(cudaEventRecordWithFlags(events.start, comm_stream_, cudaEventRecordExternal), "record start time");
+    try {
+      hook_.run(bucket, comm_, comm_stream_, step);
+    } catch (const std::exception& e) {
+      fail("communication hook '{}' failed in bucket {} of step {}: {}", hook_.name(), bucket.index, step, e.what());
+    }
+    check(cudaEventRecordWithFlags(events.end, comm_stream_, cudaEventRecordExternal), "record end time");
+    launched_.push_back(&bucket);
+    ++launched_count_;
+  }
+
+  void finish_step() override {
+    check(cudaEventRecord(done_, comm_stream_), "record step done");
+    check(cudaStreamWaitEvent(compute_stream_, done_, 0), "compute stream wait");
+    done_recorded_ = true;
+  }
+
+  CommProgress progress() const override {
+    if (!done_recorded_) return {false, first_incomplete_bucket()};
+    if (cudaEventQuery(done_) == cudaSuccess) return {true, -1};
+    return {false, first_incomplete_bucket()};
+  }
+
+  std::vector<BucketTiming> timings() override {
+    std::vector<BucketTiming> result;
+    if (launched_.empty()) return result;
+    check(cudaEventSynchronize(buckets_[launched_.back()->index].end), "wait for the step's last bucket");
+    for (const BucketView* bucket : launched_) {
+      const BucketEvents& events = buckets_[bucket->index];
+      BucketTiming timing{bucket->index, bucket->numel(), bucket->numel() * sizeof(float), 0, 0, 0};
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, step_begin_, events.ready), "bucket ready time");
+      timing.ready_ms = ms;
+      check(cudaEventElapsedTime(&ms, step_begin_, events.start), "bucket start time");
+      timing.start_ms = ms;
+      check(cudaEventElapsedTime(&ms, step_begin_, events.end), "bucket end time");
+      timing.end_ms = ms;
+      result.push_back(timing);
+    }
+    return result;
+  }
+
+ private:
+  struct BucketEvents {
+    cudaEvent_t ready_dependency = nullptr, ready = nullptr, start = nullptr, end = nullptr;
+  };
+
+  // Called from the watchdog thread: only atomics and event queries.
+  int64_t first_incomplete_bucket() const {
+    const size_t launched = launched_count_.load();
+    for (size_t b = 0; b < launched && b < buckets_.size(); ++b)
+      if (cudaEventQuery(buckets_[b].end) != cudaSuccess) return static_cast<int64_t>(b);
+    return static_cast<int64_t>(launched);
+  }
+
+  CommHook& hook_;
+  Communicator& comm_;
+  cudaStream_t comm_stream_ = nullptr;
+  bool owns_stream_ = false;
+  cudaStream_t compute_stream_ = nullptr;
+  cudaEvent_t step_begin_ = nullptr, done_ = nullptr;
+  std::vector<BucketEvents> buckets_;
+  std::vector<BucketView*> launched_;
+  std::atomic<size_t> launched_count_{0};
+  std::atomic<bool> done_recorded_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
+                                                   void* comm_stream) {
+  return std::make_unique<CudaBucketLauncher>(hook, comm, num_buckets, comm_stream);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,133 @@
+// Host launcher: a communication thread that runs hooks in FIFO order; steady_clock timings.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "core/error.hpp"
+#include "ddp/bucket_launcher.hpp"
+
+namespace ddpx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+class HostBucketLauncher : public BucketLauncher {
+ public:
+  HostBucketLauncher(CommHook& hook, Communicator& comm) : hook_(hook), comm_(comm) {
+    worker_ = std::thread([this] { work(); });
+  }
+
+  ~HostBucketLauncher() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    work_ready_.notify_all();
+    worker_.join();
+  }
+
+  void begin_step(int64_t, void*) override {
+    std::lock_guard lock(mutex_);
+    step_begin_ = Clock::now();
+    timings_.clear();
+    launched_ = completed_ = 0;
+    finishing_ = false;
+    current_bucket_ = -1;
+  }
+
+  void launch(BucketView& bucket, int64_t step) override {
+    {
+      std::lock_guard lock(mutex_);
+      timings_.push_back({bucket.index, bucket.numel(), bucket.numel() * sizeof(float),
+                          ms_between(step_begin_, Clock::now()), 0, 0});
+      queue_.push_back({&bucket, step, timings_.size() - 1});
+      ++launched_;
+    }
+    work_ready_.notify_one();
+  }
+
+  void finish_step() override {
+    std::unique_lock lock(mutex_);
+    finishing_ = true;
+    all_done_.wait(lock, [this] { return completed_.load() == launched_.load(); });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+  CommProgress progress() const override {
+    return {finishing_.load() && completed_.load() == launched_.load(), current_bucket_.load()};
+  }
+
+  std::vector<BucketTiming> timings() override {
+    std::lock_guard lock(mutex_);
+    return timings_;
+  }
+
+ private:
+  struct Task {
+    BucketView* bucket;
+    int64_t step;
+    size_t timing_slot;
+  };
+
+  void work() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      Task task = queue_.front();
+      queue_.pop_front();
+      const bool skip = error_ != nullptr;  // after a failure, later buckets would only hang
+      lock.unlock();
+      current_bucket_ = static_cast<int64_t>(task.bucket->index);
+      const Clock::time_point start = Clock::now();
+      std::exception_ptr failure;
+      if (!skip) {
+        try {
+          hook_.run(*task.bucket, comm_, nullptr, task.step);
+        } catch (const std::exception& e) {
+          failure = std::make_exception_ptr(Error(fmt::format("communication hook '{}' failed in bucket {} of step "
+                                                              "{}: {}", hook_.name(), task.bucket->index,
+                                                              task.step, e.what())));
+        }
+      }
+      const Clock::time_point end = Clock::now();
+      lock.lock();
+      if (failure && !error_) error_ = failure;
+      timings_[task.timing_slot].start_ms = ms_between(step_begin_, start);
+      timings_[task.timing_slot].end_ms = ms_between(step_begin_, end);
+      ++completed_;
+      all_done_.notify_all();
+    }
+  }
+
+  CommHook& hook_;
+  Communicator& comm_;
+  std::thread worker_;
+  std::mutex mutex_;
+  std::condition_variable work_ready_, all_done_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  Clock::time_point step_begin_ = Clock::now();
+  std::vector<BucketTiming> timings_;
+  std::atomic<size_t> launched_{0}, completed_{0};
+  std::atomic<bool> finishing_{false};
+  std::atomic<int64_t> current_bucket_{-1};
+};
+
+}  // namespace
+
+std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm) {
+  return std::make_unique<HostBucketLauncher>(hook, comm);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,68 @@
+// PowerSgdHook: the sequence of PowerSGD steps around three collectives; the math is PowerSgdBucketMath's.
+#include "ddp/powersgd_hook.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace ddpx {
+
+PowerSgdHook::PowerSgdHook(const PowerSgdOptions& options) : options_(options) {
+  DDPX_REQUIRE(options.rank >= 1, "--comm-hook powersgd:R needs a rank R >= 1, got {}", options.rank);
+  DDPX_REQUIRE(options.start_step >= 0, "--comm-hook powersgd: the start step must be >= 0, got {}",
+               options.start_step);
+  DDPX_REQUIRE(options.min_compression_rate >= 1.0, "PowerSGD min_compression_rate must be >= 1, got {}",
+               options.min_compression_rate);
+}
+
+std::string PowerSgdHook::name() const { return fmt::format("powersgd:{}:{}", options_.rank, options_.start_step); }
+
+PowerSgdHook::BucketState& PowerSgdHook::state_for(const BucketView& bucket) {
+  if (states_.size() <= bucket.index) states_.resize(bucket.index + 1);
+  std::unique_ptr<BucketState>& state = states_[bucket.index];
+  if (!state) {
+    state = std::make_unique<BucketState>();
+    state->begin = bucket.begin;
+    state->end = bucket.end;
+    state->layout = plan_compression(bucket, options_.rank, options_.min_compression_rate);
+    state->math = make_powersgd_math(state->layout, bucket.device);
+  }
+  DDPX_REQUIRE(state->begin == bucket.begin && state->end == bucket.end,
+               "PowerSGD: bucket {} changed from elements [{}, {}) to [{}, {}); the hook keeps error feedback per "
+               "bucket and needs the same bucket plan every step", bucket.index, state->begin, state->end,
+               bucket.begin, bucket.end);
+  return *state;
+}
+
+void PowerSgdHook::run(BucketView& bucket, Communicator& comm, void* stream, int64_t step) {
+  if (step < options_.start_step) {
+    comm.all_reduce(bucket.data, bucket.numel(), CommDType::f32, ReduceOp::avg, stream);
+    return;
+  }
+  BucketState& state = state_for(bucket);
+  PowerSgdBucketMath& math = *state.math;
+  const CompressionLayout& layout = state.layout;
+
+  math.apply_error_feedback(bucket.data, stream);
+  if (layout.uncompressed_elements > 0) {
+    math.pack_uncompressed(bucket.data, stream);
+    comm.all_reduce(math.packed(), layout.uncompressed_elements, CommDType::f32, ReduceOp::avg, stream);
+    math.unpack_uncompressed(bucket.data, stream);
+  }
+  if (!layout.matrices.empty()) {
+    if (!state.q_initialized || !options_.warm_start) {
+      math.set_q(powersgd_initial_q(layout, options_.seed, bucket.index, options_.warm_start ? 0 : step), stream);
+      state.q_initialized = true;
+    }
+    math.orthogonalize_q(stream);
+    math.compute_p(bucket.data, stream);
+    comm.all_reduce(math.p(), layout.p_elements, CommDType::f32, ReduceOp::avg, stream);
+    math.orthogonalize_p(stream);
+    math.compute_q(bucket.data, stream);
+    comm.all_reduce(math.q(), layout.q_elements, CommDType::f32, ReduceOp::avg, stream);
+    math.write_approximation(bucket.data, stream);
+  }
+  math.update_error(bucket.data, stream);
+}
+
+}  // namespace ddpx

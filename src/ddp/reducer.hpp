@@ -1,0 +1,85 @@
+// Reducer: averages the flat gradient buffer over ranks, bucket by bucket, as the backward pass makes it final.
+// Contract with the model (it knows nothing else of the model):
+//  - begin_step(sync, compute_stream) opens a step. sync=false is an accumulation micro-batch (PyTorch's
+//    no_sync): spans are still checked, nothing is communicated and the buffer is left as the model wrote it.
+//  - mark_ready(begin, end) says grad_buffer[begin, end) is final for this step. Spans arrive in buffer order
+//    (= backward order), each element at most once per step; gaps that hold no tensor (padding) are fine.
+//  - finish_step() launches what is left and completes the step: CPU, the averaged gradients are in the buffer
+//    when it returns; CUDA, the compute stream waits for them (no host sync) — the optimizer can be enqueued.
+// Guarantees:
+//  - With overlap, a bucket's hook is launched as soon as all its tensors are final (buckets in order: a bucket
+//    never starts before the ones before it). Without overlap every bucket is launched in finish_step() (the
+//    seed's bucket_cap_mb=2000 behaviour, with any plan).
+//  - Misuse is a ddpx::Error saying what happened and what to do: a span marked twice or out of order, a step
+//    ending with tensors never marked, begin/mark/finish out of sequence, a hook's failure (bucket and step).
+//  - On CUDA, begin/mark/finish never synchronize the host, so a synchronized step can be captured in a CUDA graph
+//    once every hook has run one eager step.
+//  - With a watchdog, each synchronized step's communication is watched from its first launch (see watchdog.hpp).
+//  - The reducer owns the hook and (CUDA, if not given one) the communication stream; the communicator, the
+//    gradient buffer and the watchdog must outlive it. Not thread-safe: one caller thread.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ddp/bucket_launcher.hpp"
+#include "ddp/bucket_plan.hpp"
+#include "ddp/bucket_timing.hpp"
+#include "ddp/bucket_view.hpp"
+#include "ddp/comm_hook.hpp"
+#include "dist/communicator.hpp"
+#include "dist/watchdog.hpp"
+
+namespace ddpx {
+
+struct ReducerOptions {
+  bool overlap = true;
+  GradDevice device = GradDevice::cpu;
+  void* comm_stream = nullptr;          // CUDA: the stream hooks run on; nullptr: the reducer creates one
+  CommWatchdog* watchdog = nullptr;     // optional (--comm-timeout)
+};
+
+class Reducer {
+ public:
+  Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, std::vector<GradTensor> tensors,
+          BucketPlan plan, std::unique_ptr<CommHook> hook, ReducerOptions options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  void begin_step(bool sync, void* compute_stream = nullptr);
+  void mark_ready(size_t begin, size_t end);
+  void finish_step();
+
+  const BucketPlan& plan() const { return plan_; }
+  const CommHook& hook() const { return *hook_; }
+  int64_t synchronized_steps() const { return synchronized_steps_; }
+  // Per bucket of the last synchronized step (CUDA: waits for that step's events).
+  std::vector<BucketTiming> bucket_timings() { return launcher_->timings(); }
+
+ private:
+  void launch_ready_buckets();
+  void launch(size_t bucket_index);
+  [[noreturn]] void fail_unmarked();
+
+  Communicator& comm_;
+  float* grad_buffer_;
+  size_t buffer_elems_;
+  BucketPlan plan_;
+  std::unique_ptr<CommHook> hook_;
+  ReducerOptions options_;
+  std::vector<BucketView> views_;
+  std::unique_ptr<BucketLauncher> launcher_;
+
+  bool in_step_ = false;
+  bool sync_ = false;
+  int64_t synchronized_steps_ = 0;  // also the index of the current synchronized step
+  size_t marked_end_ = 0;           // every element below is marked (or padding)
+  size_t next_tensor_ = 0;          // first tensor not fully marked
+  std::vector<size_t> tensor_marked_;  // elements marked per tensor
+  std::vector<size_t> bucket_marked_;  // tensor elements marked per bucket
+  size_t next_launch_ = 0;             // first bucket not launched
+};
+
+}  // namespace ddpx
