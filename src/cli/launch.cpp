@@ -2,19 +2,40 @@
 #include "cli/launch.hpp"
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "dist/bootstrap.hpp"
+#include "dist/launcher.hpp"
 
 namespace ddpx::cli {
-
-bool running_as_worker() {
-  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
-    if (std::getenv(var)) return true;
-  return false;
+namespace {
+std::vector<std::string>& command_line() {
+  static std::vector<std::string> args;
+  return args;
 }
+}  // namespace
 
-int launch_workers(int nproc, const TrainOptions&) {
-  fail("--nproc-per-node {}: the launcher is not built into this ddpx yet", nproc);
+void remember_command_line(int argc, char** argv) { command_line().assign(argv, argv + argc); }
+
+bool running_as_worker() { return launched_as_worker(); }
+
+int launch_workers(int nproc, const TrainOptions& options) {
+  // The workers run the same command line without --nproc-per-node (both "--nproc-per-node N" and "=N" forms).
+  std::vector<std::string> args;
+  const auto& all = command_line();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i] == "--nproc-per-node") {
+      ++i;
+      continue;
+    }
+    if (all[i].rfind("--nproc-per-node=", 0) == 0) continue;
+    args.push_back(all[i]);
+  }
+  DDPX_REQUIRE(nproc <= 1024, "--nproc-per-node {} is not a plausible number of local workers", nproc);
+  if (options.device == "cuda") return launch_local_workers(nproc, args);
+  return launch_under_mpirun(nproc, args);
 }
 
 }  // namespace ddpx::cli

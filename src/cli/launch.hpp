@@ -3,6 +3,8 @@
 #include "train/train_options.hpp"
 
 namespace ddpx::cli {
+// Keeps argv so launch_workers can re-run the same command line.
+void remember_command_line(int argc, char** argv);
 // True when this process was started as one rank of a job (by ddpx, mpirun, srun or torchrun).
 bool running_as_worker();
 // Re-runs this command line as N workers (CUDA: N processes, one per GPU; CPU: under mpirun), supervises them and

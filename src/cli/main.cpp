@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "cli/commands.hpp"
+#include "cli/launch.hpp"
 #include "core/error.hpp"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
       "  ddpx train --device cuda --nproc-per-node 2 --comm-hook bf16 --bucket-mb 25 --report r.json\n"
       "  ddpx eval --model vit_tiny_test --weights w.safetensors --images x.npy --labels y.npy\n"
       "Run 'ddpx <command> --help' for the flags of one command.");
+  ddpx::cli::remember_command_line(argc, argv);
   ddpx::cli::CommandSet commands = ddpx::cli::register_commands(app);
   try {
     app.parse(argc, argv);

@@ -13,11 +13,17 @@ namespace ddpx {
 class StepEngine;
 class Communicator;
 class Reducer;
+class CommWatchdog;
+class MpiSession;
 
 struct DistContext {
+  std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (declared first: destroyed last)
   int rank = 0, world = 1, local_rank = 0;
   std::shared_ptr<Communicator> communicator;  // null: single process without DDP
   std::shared_ptr<Reducer> reducer;            // null: no gradient reduction
+  std::shared_ptr<CommWatchdog> watchdog;      // aborts the job when a collective stalls (--comm-timeout)
+  std::string launcher = "none";
+  bool overlap = true;
 
   void reducer_begin(bool sync, void* compute_stream);
   void reducer_mark_ready(size_t begin, size_t end);

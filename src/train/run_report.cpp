@@ -5,9 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 #include "core/error.hpp"
+#include "ddp/reducer.hpp"
+#include "dist/communicator.hpp"
+#include "profile/step_breakdown.hpp"
+#include "profile/trace_writer.hpp"
+#include "profile/verdict.hpp"
+#include "train/gather_strings.hpp"
 #include "train/step_engine.hpp"
 #include "train/trainer.hpp"
 
@@ -36,6 +41,7 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   run_.info.world_size = dist.world;
   run_.info.precision = options.precision;
   run_.info.device_name = options.device;
+  if (dist.communicator) run_.info.transport = dist.communicator->backend_name();
   run_start_ms_ = now_ms();
 }
 
@@ -45,53 +51,76 @@ void RunRecorder::begin_step(int64_t step) {
 
 void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms,
                            StepEngine& engine, DistContext& dist) {
-  (void)dist;
+  config_.ddp = dist.reducer != nullptr;
   if (step < first_measured_step_) return;
   StepRecord record;
   record.step = step;
   record.start_ms = now_ms() - run_start_ms_ - host_total_ms;
-  EnginePhaseTimes t = engine.last_phase_times();
-  record.phases.data_wait_ms = data_wait_ms;
-  record.phases.h2d_copy_ms = t.h2d_copy;
-  record.phases.forward_ms = t.forward;
-  record.phases.backward_ms = t.backward;
-  record.phases.optimizer_ms = t.optimizer;
-  record.phases.comm_ms = comm_wait_ms;
-  record.phases.exposed_comm_ms = comm_wait_ms;
-  record.phases.total_ms = host_total_ms;
+  const EnginePhaseTimes t = engine.last_phase_times();
+  PhaseTimes& p = record.phases;
+  p.data_wait_ms = data_wait_ms;
+  p.h2d_copy_ms = t.h2d_copy;
+  p.forward_ms = t.forward;
+  p.backward_ms = t.backward;
+  p.optimizer_ms = t.optimizer;
+  if (engine.is_cuda() && t.device_total > 0) {
+    // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
+    // exposed communication. Device time plus the host's wait for data is the step.
+    p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+    p.total_ms = std::max(host_total_ms, t.device_total + data_wait_ms);
+  } else {
+    p.exposed_comm_ms = comm_wait_ms;
+    p.total_ms = host_total_ms;
+  }
+  // Bucket timings synchronize with the step's last bucket: sample them only at progress lines.
+  const bool sample_buckets = dist.reducer && (step % options_.log_every == 0 || !engine.is_cuda());
+  if (sample_buckets) {
+    for (const BucketTiming& b : dist.reducer->bucket_timings()) {
+      BucketRecord r;
+      r.index = static_cast<int>(b.bucket);
+      r.bytes = static_cast<int64_t>(b.bytes);
+      r.elements = static_cast<int64_t>(b.elements);
+      r.hook = options_.comm_hook;
+      r.launch_ms = b.ready_ms;
+      r.start_ms = b.start_ms;
+      r.end_ms = b.end_ms;
+      record.buckets.push_back(r);
+    }
+    p.comm_ms = comm_window_ms(record.buckets);
+  } else {
+    p.comm_ms = p.exposed_comm_ms;
+  }
+  if (!engine.is_cuda()) p.comm_ms = std::max(p.comm_ms, comm_wait_ms);
   run_.steps.push_back(std::move(record));
 }
 
 void RunRecorder::finish(const TrainSummary& summary, bool print) {
   (void)summary;
-  if (print && !run_.steps.empty()) {
-    auto median = [&](auto field) {
-      std::vector<double> v;
-      for (const auto& s : run_.steps) v.push_back(field(s.phases));
-      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-      return v[v.size() / 2];
-    };
-    const double total = median([](const PhaseTimes& p) { return p.total_ms; });
-    fmt::print("step breakdown (median of {} measured steps, rank 0):\n", run_.steps.size());
-    auto row = [&](const char* name, double ms) {
-      fmt::print("  {:<22} {:9.3f} ms  {:5.1f}%\n", name, ms, total > 0 ? 100 * ms / total : 0.0);
-    };
-    row("data wait", median([](const PhaseTimes& p) { return p.data_wait_ms; }));
-    row("forward", median([](const PhaseTimes& p) { return p.forward_ms; }));
-    row("backward", median([](const PhaseTimes& p) { return p.backward_ms; }));
-    row("exposed communication", median([](const PhaseTimes& p) { return p.exposed_comm_ms; }));
-    row("optimizer", median([](const PhaseTimes& p) { return p.optimizer_ms; }));
-    row("step total", total);
-  }
-  if (!options_.report.empty() && dist_.rank == 0) {
-    RunReport report;
-    report.config = config_;
+  RunReport report;
+  report.config = config_;
+  if (dist_.communicator && dist_.world > 1) {
+    nlohmann::json mine;
+    to_json(mine, run_);
+    for (const std::string& text : gather_strings(*dist_.communicator, mine.dump())) {
+      RankRun r;
+      from_json(nlohmann::json::parse(text), r);
+      report.ranks.push_back(std::move(r));
+    }
+  } else {
     report.ranks.push_back(run_);
-    nlohmann::json j;
-    to_json(j, report);
-    std::ofstream out(options_.report);
-    DDPX_REQUIRE(out.good(), "--report {}: cannot open for writing", options_.report);
-    out << j.dump(1) << "\n";
+  }
+  if (dist_.rank != 0) return;
+  const bool have_steps = std::any_of(report.ranks.begin(), report.ranks.end(),
+                                      [](const RankRun& r) { return !r.steps.empty(); });
+  if (print && have_steps) {
+    fmt::print("\n{}\n", format_breakdown(summarize_steps(report)));
+    fmt::print("verdict: {}\n", diagnose(report).text());
+  }
+  if (!options_.report.empty()) save_run_report(report, options_.report);
+  if (!options_.trace.empty()) {
+    TraceWriter trace;
+    trace.add_report(report);
+    trace.write(options_.trace);
   }
 }
 
