@@ -27,7 +27,7 @@ class CpuEngine : public StepEngine {
         logits_(static_cast<size_t>(options.batch * layout.config().num_classes)),
         dlogits_(logits_.size()) {
     if (options.optimizer == "sgd") {
-      state_.buffers.push_back({"momentum", std::vector<float>(layout.buffer_size(), 0.f)});
+      if (options.momentum != 0) state_.buffers.push_back({"momentum", std::vector<float>(layout.buffer_size(), 0.f)});
     } else if (options.optimizer == "adamw") {
       state_.buffers.push_back({"exp_avg", std::vector<float>(layout.buffer_size(), 0.f)});
       state_.buffers.push_back({"exp_avg_sq", std::vector<float>(layout.buffer_size(), 0.f)});
@@ -82,7 +82,9 @@ class CpuEngine : public StepEngine {
       o.momentum = static_cast<float>(options_.momentum);
       o.weight_decay = static_cast<float>(options_.weight_decay);
       o.nesterov = options_.nesterov;
-      sgd_step_cpu(o, params_.data(), grads_.data(), state_.buffers[0].second.data(), n, step);
+      validate(o);
+      float* momentum = state_.buffers.empty() ? nullptr : state_.buffers[0].second.data();
+      sgd_step_cpu(o, params_.data(), grads_.data(), momentum, n, step);
     } else {
       AdamWOptions o;
       o.lr = static_cast<float>(options_.lr);
@@ -90,6 +92,7 @@ class CpuEngine : public StepEngine {
       o.beta2 = static_cast<float>(options_.beta2);
       o.eps = static_cast<float>(options_.eps);
       o.weight_decay = static_cast<float>(options_.weight_decay);
+      validate(o);
       adamw_step_cpu(o, params_.data(), grads_.data(), state_.buffers[0].second.data(),
                      state_.buffers[1].second.data(), n, step);
     }

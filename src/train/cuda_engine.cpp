@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/precision.hpp"
 #include "cuda/vit_cuda.hpp"
 #include "kernels/synthetic_data.hpp"
 #include "train/cuda_engine.hpp"
@@ -93,7 +94,7 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     HostOptimizerState state;
     state.step = step_;
-    for (const auto& [name, ptr] : model_->optimizer_state()) {
+    for (const auto& [name, ptr] : optimizer_state()) {
       std::vector<float> values(layout_.buffer_size());
       DDPX_CUDA_CHECK(cudaMemcpy(values.data(), ptr, values.size() * 4, cudaMemcpyDeviceToHost));
       state.buffers.push_back({name, std::move(values)});
@@ -101,7 +102,7 @@ class CudaEngine : public CudaStepEngine {
     return state;
   }
   void upload_optimizer_state(const HostOptimizerState& state) override {
-    auto device_state = model_->optimizer_state();
+    auto device_state = optimizer_state();
     for (const auto& [name, values] : state.buffers) {
       bool found = false;
       for (const auto& [dname, ptr] : device_state)
@@ -219,6 +220,15 @@ class CudaEngine : public CudaStepEngine {
   void synchronize() override {
     DDPX_CUDA_CHECK(cudaStreamSynchronize(copy_));
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  }
+
+  // Device optimizer state by the names io/checkpoint uses (allocated on first use, before any capture).
+  std::vector<std::pair<std::string, float*>> optimizer_state() {
+    if (options_.optimizer == "sgd") {
+      if (options_.momentum == 0) return {};
+      return {{"momentum", model_->momentum_buffer()}};
+    }
+    return {{"exp_avg", model_->exp_avg()}, {"exp_avg_sq", model_->exp_avg_sq()}};
   }
 
   // CUDA graphs.
