@@ -1,0 +1,262 @@
+// Checkpoints: bit-identical save/load of parameters, optimizer state, step counts and RNG states; resuming gives
+// exactly the uninterrupted run; mismatches name both values and the flag; a crash or a failing write during a
+// save leaves the previous checkpoint loadable.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "io/checkpoint.hpp"
+#include "io/io_test_support.hpp"
+#include "io/safetensors.hpp"
+
+namespace ddpx {
+namespace {
+
+using testing::expect_error;
+using testing::TempDir;
+
+struct TrainingRun {
+  ParamLayout layout;
+  std::vector<float> params;
+  std::unique_ptr<Optimizer> optimizer;
+  Rng grad_rng{99};
+
+  TrainingRun(std::string_view model, std::string_view optimizer_name, const OptimizerFlags& flags)
+      : layout(parse_model_spec(model)), params(layout.buffer_size(), 0.f) {
+    optimizer = Optimizer::make(optimizer_name, flags, layout.buffer_size());
+    Rng init(5);
+    for (const TensorSlot& slot : layout.tensors())
+      for (size_t i = 0; i < slot.numel; ++i) params[slot.offset + i] = static_cast<float>(0.1 * init.normal());
+  }
+  // One training step with pseudo-random gradients (zero in the padding, like the real gradient buffer).
+  void step() {
+    std::vector<float> grads(layout.buffer_size(), 0.f);
+    for (const TensorSlot& slot : layout.tensors())
+      for (size_t i = 0; i < slot.numel; ++i) grads[slot.offset + i] = static_cast<float>(grad_rng.normal());
+    optimizer->step(params.data(), grads.data(), grads.size());
+  }
+};
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+CheckpointState sample_state() {
+  CheckpointState state;
+  state.step = 1234;
+  Rng a(1), b(2);
+  a.normal();  // leaves a spare value in the state
+  state.rng_states = {a.save(), b.save(), Rng::State{~0ULL, 1, -0.0, true},
+                      Rng::State{0, 3, std::numeric_limits<double>::denorm_min(), false}};
+  state.data_position = {{"epoch", 2}, {"index", 4096}};
+  state.extra = {{"seed", 7}, {"note", "resume me"}};
+  return state;
+}
+
+TEST(Checkpoint, RoundTripIsBitIdentical) {
+  for (const std::string name : {"sgd", "adamw"}) {
+    SCOPED_TRACE(name);
+    TempDir dir;
+    TrainingRun run("vit_tiny_test", name, {});
+    for (int i = 0; i < 3; ++i) run.step();
+    const CheckpointState state = sample_state();
+    EXPECT_FALSE(checkpoint_exists(dir.path()));
+    save_checkpoint(dir / "ckpt", run.layout, run.params.data(), *run.optimizer, state);
+    EXPECT_TRUE(checkpoint_exists(dir / "ckpt"));
+    EXPECT_FALSE(std::filesystem::exists(dir / "ckpt/.checkpoint.tmp"));
+
+    TrainingRun fresh("vit_tiny_test", name, {});
+    const CheckpointState loaded = load_checkpoint(dir / "ckpt", fresh.layout, fresh.params.data(), *fresh.optimizer);
+    EXPECT_TRUE(same_bits(fresh.params, run.params));
+    EXPECT_EQ(fresh.optimizer->step_count(), 3);
+    for (const std::string& buffer : run.optimizer->state_names())
+      EXPECT_TRUE(same_bits(fresh.optimizer->state(buffer), run.optimizer->state(buffer))) << buffer;
+    EXPECT_EQ(loaded.step, 1234);
+    ASSERT_EQ(loaded.rng_states.size(), state.rng_states.size());
+    for (size_t i = 0; i < state.rng_states.size(); ++i) {
+      EXPECT_EQ(loaded.rng_states[i].state, state.rng_states[i].state) << i;
+      EXPECT_EQ(loaded.rng_states[i].inc, state.rng_states[i].inc) << i;
+      EXPECT_EQ(std::bit_cast<uint64_t>(loaded.rng_states[i].spare), std::bit_cast<uint64_t>(state.rng_states[i].spare))
+          << i;
+      EXPECT_EQ(loaded.rng_states[i].has_spare, state.rng_states[i].has_spare) << i;
+    }
+    EXPECT_EQ(loaded.data_position, state.data_position);
+    EXPECT_EQ(loaded.extra, state.extra);
+
+    // A restored RNG continues the same stream.
+    Rng original(1), restored(0);
+    original.normal();
+    restored.restore(loaded.rng_states[0]);
+    EXPECT_EQ(original.normal(), restored.normal());
+    EXPECT_EQ(original.next_u64(), restored.next_u64());
+
+    const CheckpointInfo info = read_checkpoint_info(dir / "ckpt");
+    EXPECT_EQ(info.model_spec, "vit_tiny_test");
+    EXPECT_EQ(info.optimizer, name);
+    EXPECT_EQ(info.optimizer_options, run.optimizer->options_json());
+    EXPECT_EQ(info.optimizer_step, 3);
+  }
+}
+
+TEST(Checkpoint, FileIsATorchvisionStateDictPlusOptimizerTensors) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "adamw", {});
+  run.step();
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, {});
+  const SafetensorsReader reader(checkpoint_file(dir.path()));
+  EXPECT_EQ(reader.entries().size(), 3 * run.layout.tensors().size());
+  EXPECT_NE(reader.find("encoder.layers.encoder_layer_0.mlp.0.weight"), nullptr);
+  EXPECT_NE(reader.find("optimizer.exp_avg.class_token"), nullptr);
+  EXPECT_NE(reader.find("optimizer.exp_avg_sq.conv_proj.bias"), nullptr);
+  EXPECT_EQ(reader.metadata().at("step"), "0");
+  EXPECT_EQ(reader.metadata().at("optimizer"), "adamw");
+  EXPECT_EQ(reader.metadata().at("optimizer_state"), R"(["exp_avg","exp_avg_sq"])");
+}
+
+TEST(Checkpoint, ResumeMatchesTheUninterruptedRunBitForBit) {
+  for (const std::string name : {"sgd", "adamw"}) {
+    SCOPED_TRACE(name);
+    TempDir dir;
+    const OptimizerFlags flags{.lr = 0.05f, .weight_decay = 0.01f};
+    TrainingRun straight("vit_tiny_test", name, flags);
+    for (int i = 0; i < 5; ++i) straight.step();
+
+    TrainingRun first("vit_tiny_test", name, flags);
+    for (int i = 0; i < 2; ++i) first.step();
+    CheckpointState state;
+    state.rng_states = {first.grad_rng.save()};
+    save_checkpoint(dir.path(), first.layout, first.params.data(), *first.optimizer, state);
+
+    TrainingRun resumed("vit_tiny_test", name, flags);
+    const CheckpointState loaded = load_checkpoint(dir.path(), resumed.layout, resumed.params.data(), *resumed.optimizer);
+    resumed.grad_rng.restore(loaded.rng_states.at(0));
+    for (int i = 0; i < 3; ++i) resumed.step();
+    EXPECT_TRUE(same_bits(resumed.params, straight.params));
+    for (const std::string& buffer : straight.optimizer->state_names())
+      EXPECT_TRUE(same_bits(resumed.optimizer->state(buffer), straight.optimizer->state(buffer))) << buffer;
+  }
+}
+
+TEST(Checkpoint, MismatchesNameBothValuesAndTheFlag) {
+  TempDir dir;
+  TrainingRun saved("vit_tiny_test", "sgd", {});
+  save_checkpoint(dir.path(), saved.layout, saved.params.data(), *saved.optimizer, {});
+
+  TrainingRun other_model("vit_tiny_test:layers=3", "sgd", {});
+  expect_error([&] { load_checkpoint(dir.path(), other_model.layout, other_model.params.data(), *other_model.optimizer); },
+               {"checkpoint.safetensors", "--model vit_tiny_test", "--model custom:", "layers=3"});
+  TrainingRun other_optimizer("vit_tiny_test", "adamw", {});
+  expect_error(
+      [&] { load_checkpoint(dir.path(), other_optimizer.layout, other_optimizer.params.data(), *other_optimizer.optimizer); },
+      {"checkpoint.safetensors", "--optimizer sgd", "--optimizer adamw"});
+  TrainingRun no_momentum("vit_tiny_test", "sgd", {.momentum = 0.f});
+  expect_error([&] { load_checkpoint(dir.path(), no_momentum.layout, no_momentum.params.data(), *no_momentum.optimizer); },
+               {"checkpoint.safetensors", "[momentum]", "[]", "--momentum"});
+  // Options such as --lr may change on resume.
+  TrainingRun new_lr("vit_tiny_test", "sgd", {.lr = 0.5f});
+  EXPECT_NO_THROW(load_checkpoint(dir.path(), new_lr.layout, new_lr.params.data(), *new_lr.optimizer));
+  EXPECT_EQ(new_lr.optimizer->lr(), 0.5f);
+
+  auto wrong_size = Optimizer::make("sgd", {}, 10);
+  expect_error([&] { save_checkpoint(dir / "x", saved.layout, saved.params.data(), *wrong_size, {}); },
+               {"10 elements", "--model vit_tiny_test"});
+}
+
+TEST(Checkpoint, RefusesFilesThatAreNotDdpxCheckpoints) {
+  TempDir dir;
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "No such file"});
+  const float value = 1.f;
+  const std::vector<TensorView> plain = {{"w", TensorDType::f32, {1}, &value}};
+  write_safetensors(checkpoint_file(dir.path()), plain, {{"format", "pt"}});
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "lacks metadata"});
+
+  TensorMetadata metadata = {{"ddpx_checkpoint_version", "1"}, {"model", "vit_tiny_test"}, {"optimizer", "sgd"},
+                             {"optimizer_options", "{}"}, {"optimizer_state", "[\"momentum\"]"},
+                             {"optimizer_step", "2"}, {"step", "2x"}, {"rng_states", "[]"},
+                             {"data_position", "null"}, {"extra", "null"}};
+  write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "step", "'2x'"});
+  metadata["step"] = "2";
+  metadata["rng_states"] = R"([{"state": 5}])";
+  write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "rng_states[0]"});
+  metadata["rng_states"] = "[";
+  write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "'rng_states'", "JSON"});
+  metadata["rng_states"] = "[]";
+  metadata["ddpx_checkpoint_version"] = "9";
+  write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "version 9"});
+}
+
+TEST(Checkpoint, CrashDuringSaveLeavesThePreviousCheckpoint) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "adamw", {});
+  run.step();
+  const std::vector<float> saved_params = run.params;
+  CheckpointState first;
+  first.step = 1;
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, first);
+
+  // A process killed mid-write leaves a partial temporary file behind: the checkpoint is unaffected.
+  const std::string complete = testing::read_bytes(checkpoint_file(dir.path()));
+  testing::write_bytes(dir / ".checkpoint.tmp", complete.substr(0, complete.size() / 2));
+  TrainingRun reader("vit_tiny_test", "adamw", {});
+  EXPECT_EQ(load_checkpoint(dir.path(), reader.layout, reader.params.data(), *reader.optimizer).step, 1);
+  EXPECT_TRUE(same_bits(reader.params, saved_params));
+
+  // The next save replaces the leftover and succeeds.
+  run.step();
+  CheckpointState second;
+  second.step = 2;
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, second);
+  EXPECT_FALSE(std::filesystem::exists(dir / ".checkpoint.tmp"));
+  EXPECT_EQ(read_checkpoint_info(dir.path()).state.step, 2);
+}
+
+TEST(Checkpoint, FailingWriteThrowsAndLeavesThePreviousCheckpoint) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {});
+  run.step();
+  const std::vector<float> saved_params = run.params;
+  CheckpointState first;
+  first.step = 1;
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, first);
+  run.step();
+
+  // Inject a real write failure: cap the size of files this process may write (the kernel then fails write()
+  // with EFBIG once the temporary file reaches 4 KiB; SIGXFSZ is ignored so the failure is reported, not fatal).
+  rlimit original{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &original), 0);
+  const auto previous_handler = signal(SIGXFSZ, SIG_IGN);
+  rlimit capped = original;
+  capped.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &capped), 0);
+  CheckpointState second;
+  second.step = 2;
+  std::string message;
+  try {
+    save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, second);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &original);
+  signal(SIGXFSZ, previous_handler);
+
+  EXPECT_NE(message.find("unchanged"), std::string::npos) << message;
+  EXPECT_NE(message.find(".checkpoint.tmp"), std::string::npos) << message;
+  EXPECT_FALSE(std::filesystem::exists(dir / ".checkpoint.tmp"));
+  TrainingRun reader("vit_tiny_test", "sgd", {});
+  EXPECT_EQ(load_checkpoint(dir.path(), reader.layout, reader.params.data(), *reader.optimizer).step, 1);
+  EXPECT_TRUE(same_bits(reader.params, saved_params));
+}
+
+}  // namespace
+}  // namespace ddpx

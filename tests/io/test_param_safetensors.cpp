@@ -1,0 +1,126 @@
+// Layout-aware parameter files: torchvision names, bit-exact round trip, dtype conversion on load, and the
+// mismatch errors (missing / extra tensor, wrong shape, wrong dtype) that name the file, tensor, shapes and --model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "io/half_float.hpp"
+#include "io/io_test_support.hpp"
+#include "io/param_safetensors.hpp"
+
+namespace ddpx {
+namespace {
+
+using testing::expect_error;
+using testing::TempDir;
+
+// Random values in every slot, zeros in the padding (the layout's invariant).
+std::vector<float> random_params(const ParamLayout& layout, uint64_t seed) {
+  std::vector<float> params(layout.buffer_size(), 0.f);
+  Rng rng(seed);
+  for (const TensorSlot& slot : layout.tensors())
+    for (size_t i = 0; i < slot.numel; ++i) params[slot.offset + i] = static_cast<float>(rng.normal());
+  return params;
+}
+
+TEST(ParamSafetensors, RoundTripIsBitExactUnderTorchvisionNames) {
+  TempDir dir;
+  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const std::vector<float> params = random_params(layout, 1);
+  save_params_safetensors(dir / "w.safetensors", layout, params.data(), {{"epoch", "3"}});
+  EXPECT_FALSE(std::filesystem::exists(dir / ".w.safetensors.tmp"));
+
+  const SafetensorsReader reader(dir / "w.safetensors");
+  EXPECT_EQ(reader.metadata().at("model"), "vit_tiny_test");
+  EXPECT_EQ(reader.metadata().at("format"), "pt");
+  EXPECT_EQ(reader.metadata().at("epoch"), "3");
+  EXPECT_EQ(reader.entries().size(), layout.tensors().size());
+  EXPECT_EQ(reader.at("encoder.layers.encoder_layer_1.self_attention.in_proj_weight").shape,
+            (std::vector<int64_t>{96, 32}));
+  EXPECT_EQ(reader.at("conv_proj.weight").shape, (std::vector<int64_t>{32, 3, 4, 4}));
+  EXPECT_EQ(reader.entries().front().name, "heads.head.weight");  // written in layout (backward) order
+
+  std::vector<float> loaded(layout.buffer_size(), 123.f);  // garbage in the padding must be cleared
+  load_params_safetensors(dir / "w.safetensors", layout, loaded.data());
+  EXPECT_EQ(std::memcmp(loaded.data(), params.data(), params.size() * sizeof(float)), 0);
+}
+
+TEST(ParamSafetensors, LoadsBf16F16AndF64ByConverting) {
+  TempDir dir;
+  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const std::vector<float> params = random_params(layout, 2);
+  // Store heads.head.weight as BF16, heads.head.bias as F16, encoder.ln.weight as F64, the rest as F32.
+  std::vector<TensorView> views = layout_tensor_views(layout, "", params.data());
+  const TensorSlot& head = layout.at("heads.head.weight");
+  const TensorSlot& bias = layout.at("heads.head.bias");
+  const TensorSlot& ln = layout.at("encoder.ln.weight");
+  std::vector<uint16_t> head_bf16(head.numel), bias_f16(bias.numel);
+  std::vector<double> ln_f64(ln.numel);
+  for (size_t i = 0; i < head.numel; ++i) head_bf16[i] = float_to_bf16_bits(params[head.offset + i]);
+  for (size_t i = 0; i < bias.numel; ++i) bias_f16[i] = float_to_fp16_bits(params[bias.offset + i]);
+  for (size_t i = 0; i < ln.numel; ++i) ln_f64[i] = params[ln.offset + i];
+  for (TensorView& view : views) {
+    if (view.name == head.name) view = {view.name, TensorDType::bf16, view.shape, head_bf16.data()};
+    if (view.name == bias.name) view = {view.name, TensorDType::f16, view.shape, bias_f16.data()};
+    if (view.name == ln.name) view = {view.name, TensorDType::f64, view.shape, ln_f64.data()};
+  }
+  write_safetensors(dir / "mixed.safetensors", views);
+
+  std::vector<float> loaded(layout.buffer_size());
+  load_params_safetensors(dir / "mixed.safetensors", layout, loaded.data());
+  EXPECT_EQ(loaded[head.offset + 5], bf16_bits_to_float(head_bf16[5]));
+  EXPECT_NEAR(loaded[head.offset + 5], params[head.offset + 5], std::abs(params[head.offset + 5]) * 0x1p-8);
+  EXPECT_EQ(loaded[bias.offset + 3], fp16_bits_to_float(bias_f16[3]));
+  EXPECT_EQ(loaded[ln.offset + 7], params[ln.offset + 7]);  // f32 -> f64 -> f32 is exact
+  const TensorSlot& conv = layout.at("conv_proj.bias");
+  EXPECT_EQ(loaded[conv.offset], params[conv.offset]);
+}
+
+TEST(ParamSafetensors, MismatchesNameFileTensorShapesAndModel) {
+  TempDir dir;
+  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const std::vector<float> params = random_params(layout, 3);
+  std::vector<float> target(layout.buffer_size(), 7.f);
+
+  // A model with 5 classes: head shapes differ.
+  const ParamLayout other(parse_model_spec("vit_tiny_test:classes=5"));
+  const std::vector<float> other_params = random_params(other, 4);
+  save_params_safetensors(dir / "other.safetensors", other, other_params.data());
+  expect_error([&] { load_params_safetensors(dir / "other.safetensors", layout, target.data()); },
+               {"other.safetensors", "'heads.head.weight'", "[5, 32]", "[10, 32]", "--model vit_tiny_test",
+                "saved for --model custom:", "classes=5", "Pass the --model"});
+  EXPECT_EQ(target[0], 7.f) << "a refused file must not touch the buffer";
+
+  // A missing tensor and an extra one.
+  std::vector<TensorView> views = layout_tensor_views(layout, "", params.data());
+  views.erase(std::find_if(views.begin(), views.end(), [](const TensorView& v) { return v.name == "class_token"; }));
+  const float stray[2] = {1.f, 2.f};
+  views.push_back({"heads.pre_logits.weight", TensorDType::f32, {2}, stray});
+  write_safetensors(dir / "edited.safetensors", views);
+  expect_error([&] { load_params_safetensors(dir / "edited.safetensors", layout, target.data()); },
+               {"edited.safetensors", "missing tensor 'class_token'", "[1, 1, 32]",
+                "unexpected tensor 'heads.pre_logits.weight' [2]", "--model vit_tiny_test"});
+
+  // An integer tensor where a parameter belongs.
+  views = layout_tensor_views(layout, "", params.data());
+  std::vector<int32_t> ints(layout.at("encoder.ln.bias").numel, 1);
+  for (TensorView& view : views)
+    if (view.name == "encoder.ln.bias") view = {view.name, TensorDType::i32, view.shape, ints.data()};
+  write_safetensors(dir / "ints.safetensors", views);
+  expect_error([&] { load_params_safetensors(dir / "ints.safetensors", layout, target.data()); },
+               {"ints.safetensors", "'encoder.ln.bias' is I32", "F32, F64, F16 or BF16"});
+
+  // Many problems: the list is capped and counted.
+  const ParamLayout deeper(parse_model_spec("vit_tiny_test:layers=4"));
+  const std::vector<float> deeper_params = random_params(deeper, 5);
+  save_params_safetensors(dir / "deeper.safetensors", deeper, deeper_params.data());
+  expect_error([&] { load_params_safetensors(dir / "deeper.safetensors", layout, target.data()); },
+               {"deeper.safetensors", "unexpected tensor 'encoder.layers.encoder_layer_3.mlp.3.weight'",
+                "... and 16 more"});
+}
+
+}  // namespace
+}  // namespace ddpx
