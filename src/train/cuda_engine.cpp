@@ -43,6 +43,10 @@ class CudaEngine : public CudaStepEngine {
     cudaDeviceProp prop{};
     DDPX_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     device_name_ = prop.name;
+    DDPX_CUDA_CHECK(cudaFree(nullptr));  // create the context, then take the baseline
+    size_t free_bytes = 0, total_bytes = 0;
+    DDPX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    baseline_used_ = total_bytes - free_bytes;
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     model_ = std::make_unique<VitCuda>(layout, options.batch, parse_precision(options.precision), compute_);
@@ -222,6 +226,12 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
   }
 
+  double device_memory_gib() override {
+    size_t free_bytes = 0, total_bytes = 0;
+    DDPX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return static_cast<double>(total_bytes - free_bytes - baseline_used_) / (1024.0 * 1024 * 1024);
+  }
+
   // Device optimizer state by the names io/checkpoint uses (allocated on first use, before any capture).
   std::vector<std::pair<std::string, float*>> optimizer_state() {
     if (options_.optimizer == "sgd") {
@@ -272,6 +282,7 @@ class CudaEngine : public CudaStepEngine {
   DeviceBuffer<float> loss_;
   std::array<std::array<cudaEvent_t, kNumPhaseEvents>, kEventRing> events_{};
   int64_t ring_pos_ = 0;
+  size_t baseline_used_ = 0;
   int parity_ = 0;
   int64_t micro_counter_ = 0;
   int64_t batch_size_ = 0;

@@ -59,6 +59,8 @@ class StepEngine {
   virtual std::vector<float> eval_logits(const float* images, int64_t batch) = 0;
   virtual EnginePhaseTimes last_phase_times() = 0;
   virtual void synchronize() {}
+  // Device memory this engine holds (GiB), allocations after context creation; 0 on the CPU.
+  virtual double device_memory_gib() { return 0; }
 };
 
 std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options);

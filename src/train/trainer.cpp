@@ -215,6 +215,9 @@ TrainSummary run_training(const TrainOptions& options) {
                   summary.steps_run, summary.seconds, summary.steps_per_s, summary.images_per_s,
                   std::min(options.warmup_steps, summary.steps_run), summary.first_loss, summary.final_loss,
                   summary.data_wait_fraction * 100));
+  if (engine->is_cuda())
+    log(fmt::format("peak device memory {:.2f} GiB (allocations after context creation, cudaMemGetInfo)",
+                    engine->device_memory_gib()));
   recorder.finish(summary, lead);
   return summary;
 }
