@@ -1,0 +1,189 @@
+// GELU, softmax cross-entropy, column sums, patch embedding and synthetic data against CPU loops on fresh random
+// data. Tolerances (norm-wise relative unless stated): fp32 GELU 1e-6; bf16 GELU 8e-3 (one bf16 rounding);
+// softmax-xent loss 1e-6 absolute, gradient 1e-6; column sums 1e-6; patch/token reshapes exact; synthetic images
+// 1e-5 absolute per element against the CPU formula (GPU vs CPU log/sin/cos), labels exact.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gpu_guard.hpp"
+#include "kernel_test_utils.hpp"
+#include "kernels/column_sum.hpp"
+#include "kernels/gelu.hpp"
+#include "kernels/patch_embedding.hpp"
+#include "kernels/softmax_xent.hpp"
+#include "kernels/synthetic_data.hpp"
+
+namespace ddpx {
+namespace {
+
+using testing::random_vector;
+using testing::relative_error;
+
+template <typename T>
+void check_gelu(int64_t n, double tolerance, uint64_t seed) {
+  auto x = random_vector(n, seed, 2.0), grad = random_vector(n, seed + 1);
+  if (!std::is_same_v<T, float>) x = testing::rounded_bf16(x), grad = testing::rounded_bf16(grad);
+  std::vector<double> want_y(n), want_grad(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i], cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
+    want_y[i] = v * cdf;
+    want_grad[i] = grad[i] * (cdf + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI));
+  }
+  auto d_x = testing::to_device<T>(x), d_y = testing::to_device<T>(std::vector<float>(n, 3.f)),
+       d_grad = testing::to_device<T>(grad);
+  gelu_forward<T>(d_x.get(), d_y.get(), n, nullptr);
+  gelu_backward<T>(d_x.get(), d_grad.get(), n, nullptr);
+  EXPECT_LT(relative_error(testing::to_host(d_y), want_y), tolerance);
+  EXPECT_LT(relative_error(testing::to_host(d_grad), want_grad), tolerance);
+}
+
+TEST(Gelu, Fp32MatchesErfGelu) {
+  DDPX_REQUIRE_GPU();
+  check_gelu<float>(1600 * 4096, 1e-6, 1);
+  check_gelu<float>(36, 1e-6, 2);
+}
+
+TEST(Gelu, Bf16WithinOneRounding) {
+  DDPX_REQUIRE_GPU();
+  check_gelu<__nv_bfloat16>(100000, 8e-3, 3);
+}
+
+TEST(SoftmaxCrossEntropy, MatchesReferenceAndFlagsBadLabels) {
+  DDPX_REQUIRE_GPU();
+  const int64_t batch = 7, classes = 1000;
+  const float grad_scale = 0.25f;
+  auto logits = random_vector(batch * classes, 11, 3.0);
+  std::vector<int32_t> labels = {0, 999, 5, 17, 500, 3, 42};
+  double want_loss = 0;
+  std::vector<double> want_grad(batch * classes);
+  for (int64_t b = 0; b < batch; ++b) {
+    double mx = -1e300, sum = 0;
+    for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, static_cast<double>(logits[b * classes + c]));
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(logits[b * classes + c] - mx);
+    want_loss += (mx + std::log(sum) - logits[b * classes + labels[b]]) / batch;
+    for (int64_t c = 0; c < classes; ++c)
+      want_grad[b * classes + c] =
+          grad_scale / batch * (std::exp(logits[b * classes + c] - mx) / sum - (c == labels[b] ? 1.0 : 0.0));
+  }
+  auto d_logits = testing::to_device<float>(logits);
+  DeviceBuffer<int32_t> d_labels(batch, "labels");
+  d_labels.upload(labels);
+  DeviceBuffer<float> loss(1, "loss"), row_loss(batch, "row loss");
+  auto d_grad = testing::to_device<float>(std::vector<float>(batch * classes, 4.f));
+  softmax_cross_entropy<float>(d_logits.get(), d_labels.get(), batch, classes, grad_scale, loss.get(), d_grad.get(),
+                               row_loss.get(), nullptr);
+  EXPECT_NEAR(testing::to_host(loss)[0], want_loss, 1e-6 * std::max(1.0, want_loss));
+  EXPECT_LT(relative_error(testing::to_host(d_grad), want_grad), 1e-6);
+
+  labels[3] = 1000;  // out of range
+  d_labels.upload(labels);
+  softmax_cross_entropy<float>(d_logits.get(), d_labels.get(), batch, classes, grad_scale, loss.get(), d_grad.get(),
+                               row_loss.get(), nullptr);
+  EXPECT_TRUE(std::isnan(testing::to_host(loss)[0]));
+}
+
+TEST(ColumnSum, AddsColumnSumsDeterministically) {
+  DDPX_REQUIRE_GPU();
+  struct Shape {
+    int64_t rows, cols, ld;
+  };
+  for (Shape s : {Shape{1600, 1024, 1024}, Shape{32, 51200, 51200}, Shape{1600, 4096, 4096}, Shape{5, 3, 7},
+                  Shape{2000, 100, 130}}) {
+    auto in = random_vector(s.rows * s.ld, s.cols), start = random_vector(s.cols, s.rows);
+    std::vector<double> want(start.begin(), start.end());
+    for (int64_t r = 0; r < s.rows; ++r)
+      for (int64_t c = 0; c < s.cols; ++c) want[c] += in[r * s.ld + c];
+    auto d_in = testing::to_device<float>(in);
+    const int64_t split = s.cols / 3;
+    auto d_first = testing::to_device<float>(std::vector<float>(start.begin(), start.begin() + split));
+    auto d_second = testing::to_device<float>(std::vector<float>(start.begin() + split, start.end()));
+    DeviceBuffer<float> scratch(column_sum_scratch_floats(s.cols), "scratch");
+    ColumnSumArgs<float> args;
+    args.in = d_in.get(), args.ld = s.ld, args.rows = s.rows, args.cols = s.cols;
+    args.out = d_first.get(), args.split = split, args.out_second = d_second.get();
+    args.scratch = scratch.get(), args.scratch_floats = scratch.size();
+    column_sum_add(args, nullptr);
+    auto got = testing::to_host(d_first);
+    auto second = testing::to_host(d_second);
+    got.insert(got.end(), second.begin(), second.end());
+    EXPECT_LT(relative_error(got, want), 1e-6) << s.rows << " x " << s.cols;
+  }
+}
+
+TEST(PatchEmbedding, ReshapesMatchConvLayout) {
+  DDPX_REQUIRE_GPU();
+  const PatchShape s{2, 3, 8, 4};
+  const int64_t N = s.num_patches(), K = s.patch_dim(), D = 8, S = N + 1;
+  auto images = random_vector(s.batch * 3 * 8 * 8, 21);
+  auto d_images = testing::to_device<float>(images);
+  auto d_patches = testing::to_device<float>(std::vector<float>(s.batch * N * K, 1.f));
+  patchify<float>(d_images.get(), d_patches.get(), s, nullptr);
+  auto patches = testing::to_host(d_patches);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t py = 0; py < 2; ++py)
+      for (int64_t px = 0; px < 2; ++px)
+        for (int64_t c = 0; c < 3; ++c)
+          for (int64_t ky = 0; ky < 4; ++ky)
+            for (int64_t kx = 0; kx < 4; ++kx)
+              ASSERT_EQ(patches[(b * N + py * 2 + px) * K + (c * 4 + ky) * 4 + kx],
+                        images[((b * 3 + c) * 8 + py * 4 + ky) * 8 + px * 4 + kx]);
+
+  auto embed = random_vector(s.batch * N * D, 22), cls = random_vector(D, 23), pos = random_vector(S * D, 24);
+  auto d_embed = testing::to_device<float>(embed), d_cls = testing::to_device<float>(cls),
+       d_pos = testing::to_device<float>(pos);
+  auto d_tokens = testing::to_device<float>(std::vector<float>(s.batch * S * D, 1.f));
+  assemble_tokens(d_embed.get(), d_cls.get(), d_pos.get(), d_tokens.get(), s.batch, N, D, nullptr);
+  auto tokens = testing::to_host(d_tokens);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t t = 0; t < S; ++t)
+      for (int64_t d = 0; d < D; ++d)
+        ASSERT_EQ(tokens[(b * S + t) * D + d], (t == 0 ? cls[d] : embed[(b * N + t - 1) * D + d]) + pos[t * D + d]);
+
+  auto d_gathered = testing::to_device<float>(std::vector<float>(s.batch * N * D, 1.f));
+  gather_patch_token_grads<float>(d_tokens.get(), d_gathered.get(), s.batch, N, D, nullptr);
+  auto gathered = testing::to_host(d_gathered);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t d = 0; d < D; ++d) ASSERT_EQ(gathered[(b * N + n) * D + d], tokens[(b * S + 1 + n) * D + d]);
+}
+
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+TEST(SyntheticData, MatchesCpuFormulaAndIsStandardNormal) {
+  DDPX_REQUIRE_GPU();
+  const int64_t batch = 5, numel = 3 * 33 * 33, classes = 1000;  // odd numel: last element has no pair
+  const uint64_t seed = 77, step = 12;
+  DeviceBuffer<float> images(batch * numel, "images");
+  DeviceBuffer<int32_t> labels(batch, "labels");
+  generate_synthetic_batch(images.get(), labels.get(), batch, numel, classes, seed, step, nullptr);
+  auto got = testing::to_host(images);
+  DDPX_CUDA_CHECK(cudaDeviceSynchronize());
+  auto got_labels = labels.download();
+  auto key = [&](uint64_t stream) { return mix64(mix64(mix64(mix64(seed ^ stream) + step) + 0)); };
+  const uint64_t image_key = key(0x696d616765ULL), label_key = key(0x6c6162656cULL);
+  double sum = 0, sum_sq = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    EXPECT_EQ(got_labels[b], static_cast<int32_t>(mix64(label_key + b) % classes));
+    for (int64_t i = 0; i < numel; i += 2) {
+      const uint64_t h = mix64(image_key + static_cast<uint64_t>(b) * 0x100000000ULL + i);
+      const double u1 = (static_cast<double>(h >> 40) + 0.5) / 16777216.0;
+      const double u2 = static_cast<double>((h >> 16) & 0xFFFFFF) / 16777216.0;
+      const double r = std::sqrt(-2 * std::log(u1)), angle = 2 * M_PI * u2;
+      ASSERT_NEAR(got[b * numel + i], r * std::cos(angle), 1e-5) << b << " " << i;
+      if (i + 1 < numel) ASSERT_NEAR(got[b * numel + i + 1], r * std::sin(angle), 1e-5);
+    }
+    for (int64_t i = 0; i < numel; ++i) sum += got[b * numel + i], sum_sq += got[b * numel + i] * got[b * numel + i];
+  }
+  const double n = static_cast<double>(batch * numel);
+  EXPECT_NEAR(sum / n, 0.0, 0.03);
+  EXPECT_NEAR(sum_sq / n, 1.0, 0.05);
+}
+
+}  // namespace
+}  // namespace ddpx

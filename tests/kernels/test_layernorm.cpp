@@ -1,0 +1,118 @@
+// LayerNorm forward/backward against double CPU loops on fresh random data, including strided rows (the class-token
+// rows of the encoder output) and accumulation into existing gradients.
+// Tolerances (norm-wise relative): fp32 outputs and gradients 1e-5; bf16 outputs 8e-3 (one bf16 rounding).
+#include <gtest/gtest.h>
+
+#include "gpu_guard.hpp"
+#include "kernel_test_utils.hpp"
+#include "kernels/layernorm.hpp"
+
+namespace ddpx {
+namespace {
+
+using testing::random_vector;
+using testing::relative_error;
+
+struct LnReference {
+  std::vector<double> y, dx, dgamma, dbeta;
+};
+
+LnReference reference(const std::vector<float>& x, int64_t ld_x, const std::vector<float>& gamma,
+                      const std::vector<float>& beta, const std::vector<float>& dy, int64_t rows, int64_t dim,
+                      double eps) {
+  LnReference r;
+  r.y.assign(rows * dim, 0), r.dx.assign(rows * dim, 0), r.dgamma.assign(dim, 0), r.dbeta.assign(dim, 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* xr = x.data() + i * ld_x;
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < dim; ++c) mean += xr[c];
+    mean /= dim;
+    for (int64_t c = 0; c < dim; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+    const double rstd = 1.0 / std::sqrt(var / dim + eps);
+    double sum_g = 0, sum_gx = 0;
+    for (int64_t c = 0; c < dim; ++c) {
+      const double xhat = (xr[c] - mean) * rstd, g = dy[i * dim + c] * gamma[c];
+      r.y[i * dim + c] = xhat * gamma[c] + beta[c];
+      sum_g += g, sum_gx += g * xhat;
+      r.dgamma[c] += dy[i * dim + c] * xhat;
+      r.dbeta[c] += dy[i * dim + c];
+    }
+    for (int64_t c = 0; c < dim; ++c) {
+      const double xhat = (xr[c] - mean) * rstd, g = dy[i * dim + c] * gamma[c];
+      r.dx[i * dim + c] = rstd * (g - sum_g / dim - xhat * sum_gx / dim);
+    }
+  }
+  return r;
+}
+
+template <typename Out>
+void check_layernorm(int64_t rows, int64_t dim, int64_t ld_x, bool accumulate, double y_tolerance, uint64_t seed) {
+  auto x = random_vector(rows * ld_x, seed, 2.0);
+  for (auto& v : x) v += 0.5f;  // non-zero mean
+  auto gamma = random_vector(dim, seed + 1, 0.3), beta = random_vector(dim, seed + 2, 0.3);
+  for (auto& g : gamma) g += 1.f;
+  auto dy = random_vector(rows * dim, seed + 3);
+  auto dx_start = random_vector(rows * ld_x, seed + 4), dgamma_start = random_vector(dim, seed + 5),
+       dbeta_start = random_vector(dim, seed + 6);
+  const LnReference want = reference(x, ld_x, gamma, beta, dy, rows, dim, 1e-6);
+
+  auto d_x = testing::to_device<float>(x), d_gamma = testing::to_device<float>(gamma),
+       d_beta = testing::to_device<float>(beta), d_dy = testing::to_device<float>(dy);
+  auto d_y = testing::to_device<Out>(std::vector<float>(rows * dim, 9.f));
+  DeviceBuffer<float> mean(rows, "mean"), rstd(rows, "rstd");
+  LayerNormForwardArgs<Out> f;
+  f.x = d_x.get(), f.ld_x = ld_x, f.gamma = d_gamma.get(), f.beta = d_beta.get(), f.y = d_y.get(), f.ld_y = dim;
+  f.mean = mean.get(), f.rstd = rstd.get(), f.rows = rows, f.dim = dim, f.eps = 1e-6f;
+  layernorm_forward(f, nullptr);
+  EXPECT_LT(relative_error(testing::to_host(d_y), want.y), y_tolerance) << "forward y, rows " << rows << " dim " << dim;
+
+  auto d_dx = testing::to_device<float>(dx_start);
+  auto d_dx_copy = testing::to_device<Out>(std::vector<float>(rows * ld_x, 9.f));
+  auto d_dgamma = testing::to_device<float>(dgamma_start), d_dbeta = testing::to_device<float>(dbeta_start);
+  const size_t scratch_floats = layernorm_backward_scratch_floats(rows, dim);
+  DeviceBuffer<float> scratch(scratch_floats, "scratch");
+  LayerNormBackwardArgs<Out> b;
+  b.x = d_x.get(), b.ld_x = ld_x, b.mean = mean.get(), b.rstd = rstd.get(), b.gamma = d_gamma.get();
+  b.dy = d_dy.get(), b.ld_dy = dim, b.dx = d_dx.get(), b.dx_copy = d_dx_copy.get(), b.ld_dx = ld_x;
+  b.accumulate = accumulate, b.dgamma = d_dgamma.get(), b.dbeta = d_dbeta.get(), b.rows = rows, b.dim = dim;
+  b.scratch = scratch.get(), b.scratch_floats = scratch_floats;
+  layernorm_backward(b, nullptr);
+
+  std::vector<double> want_dx(rows * ld_x), want_dgamma(dim), want_dbeta(dim);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < ld_x; ++c)
+      want_dx[i * ld_x + c] = (c < dim ? want.dx[i * dim + c] : 0.0) + (accumulate || c >= dim ? dx_start[i * ld_x + c] : 0.0);
+  for (int64_t c = 0; c < dim; ++c)
+    want_dgamma[c] = dgamma_start[c] + want.dgamma[c], want_dbeta[c] = dbeta_start[c] + want.dbeta[c];
+  const auto got_dx = testing::to_host(d_dx);
+  EXPECT_LT(relative_error(got_dx, want_dx), 1e-5) << "dx";
+  // The copy holds the same values in Out precision on the rows' first dim columns.
+  auto copy = testing::to_host(d_dx_copy);
+  std::vector<double> copy_rows, want_rows;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < dim; ++c) copy_rows.push_back(copy[i * ld_x + c]), want_rows.push_back(got_dx[i * ld_x + c]);
+  EXPECT_LT(relative_error(copy_rows, want_rows), y_tolerance) << "dx copy";
+  EXPECT_LT(relative_error(testing::to_host(d_dgamma), want_dgamma), 1e-5) << "dgamma";
+  EXPECT_LT(relative_error(testing::to_host(d_dbeta), want_dbeta), 1e-5) << "dbeta";
+}
+
+TEST(LayerNorm, Fp32MatchesReference) {
+  DDPX_REQUIRE_GPU();
+  check_layernorm<float>(1600, 1024, 1024, true, 1e-5, 1);
+  check_layernorm<float>(37, 32, 32, false, 1e-5, 2);
+  check_layernorm<float>(13, 768, 768, true, 1e-5, 3);
+}
+
+TEST(LayerNorm, StridedRowsWithoutAccumulation) {
+  DDPX_REQUIRE_GPU();
+  check_layernorm<float>(6, 64, 64 * 17, false, 1e-5, 4);  // class-token rows of 17-token images
+}
+
+TEST(LayerNorm, Bf16OutputWithinOneRounding) {
+  DDPX_REQUIRE_GPU();
+  check_layernorm<__nv_bfloat16>(200, 1024, 1024, true, 8e-3, 5);
+  check_layernorm<__nv_bfloat16>(9, 96, 96 * 5, false, 8e-3, 6);
+}
+
+}  // namespace
+}  // namespace ddpx
