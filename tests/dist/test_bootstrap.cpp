@@ -1,0 +1,95 @@
+// detect_world(): precedence of launchers, defaults, the job token, and errors that name the variable.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.hpp"
+#include "dist/bootstrap.hpp"
+
+namespace ddpx {
+namespace {
+
+EnvLookup fake_env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(Bootstrap, NoLauncherIsOneProcess) {
+  WorldInfo world = detect_world(fake_env({}));
+  EXPECT_EQ(world.rank, 0);
+  EXPECT_EQ(world.world_size, 1);
+  EXPECT_EQ(world.launcher, "none");
+  EXPECT_FALSE(launched_as_worker(fake_env({})));
+}
+
+TEST(Bootstrap, EachLauncher) {
+  WorldInfo ompi = detect_world(fake_env(
+      {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
+  EXPECT_EQ(ompi.launcher, "Open MPI");
+  EXPECT_EQ(ompi.rank, 3);
+  EXPECT_EQ(ompi.world_size, 4);
+  EXPECT_EQ(ompi.local_rank, 1);
+  WorldInfo pmi = detect_world(fake_env({{"PMI_RANK", "2"}, {"PMI_SIZE", "5"}}));
+  EXPECT_EQ(pmi.launcher, "PMI");
+  EXPECT_EQ(pmi.rank, 2);
+  EXPECT_EQ(pmi.world_size, 5);
+  EXPECT_EQ(pmi.local_rank, 0);
+  WorldInfo slurm = detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"}}));
+  EXPECT_EQ(slurm.launcher, "Slurm");
+  EXPECT_EQ(slurm.rank, 7);
+  EXPECT_EQ(slurm.local_rank, 3);
+  EXPECT_TRUE(launched_as_worker(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}})));
+}
+
+TEST(Bootstrap, TorchrunVariablesWinOverTheAllocation) {
+  WorldInfo world = detect_world(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
+                                           {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
+                                           {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
+  EXPECT_EQ(world.launcher, "torchrun");
+  EXPECT_EQ(world.rank, 1);
+  EXPECT_EQ(world.world_size, 2);
+  EXPECT_EQ(world.master_addr, "127.0.0.1");
+  EXPECT_EQ(world.master_port, 29500);
+  EXPECT_EQ(world.job_token, "port29500-world2");  // derived when DDPX_JOB_TOKEN is absent
+}
+
+TEST(Bootstrap, JobTokenFromTheLauncher) {
+  WorldInfo world = detect_world(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"DDPX_JOB_TOKEN", "abc"}}));
+  EXPECT_EQ(world.job_token, "abc");
+}
+
+TEST(Bootstrap, ErrorsNameTheVariable) {
+  try {
+    detect_world(fake_env({{"RANK", "x1"}, {"WORLD_SIZE", "2"}}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK='x1'"), std::string::npos) << e.what();
+  }
+  try {
+    detect_world(fake_env({{"RANK", "4"}, {"WORLD_SIZE", "4"}}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK=4 is not below WORLD_SIZE=4"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(detect_world(fake_env({{"MASTER_PORT", "70000"}})), Error);
+}
+
+TEST(Bootstrap, UnknownOrMismatchedBackend) {
+  WorldInfo two;
+  two.world_size = 2;
+  two.launcher = "torchrun";
+  try {
+    make_communicator("gloo", WorldInfo{});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown communication backend 'gloo' (--backend)"), std::string::npos);
+  }
+  EXPECT_THROW(make_communicator("self", two), Error);
+  EXPECT_EQ(make_communicator("self", WorldInfo{})->size(), 1);
+}
+
+}  // namespace
+}  // namespace ddpx

@@ -1,0 +1,143 @@
+// MpiCommunicator and the agreement checks across the ranks of an mpirun job (registered as dist_mpi_4ranks).
+// Values are chosen exactly representable, so results are compared exactly, 16-bit formats included.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/error.hpp"
+#include "dist/agreement.hpp"
+#include "dist/bootstrap.hpp"
+#include "dist/half_precision.hpp"
+#include "dist/host_collectives.hpp"
+#include "dist/mpi_communicator.hpp"
+
+namespace ddpx {
+namespace {
+
+class MpiTest : public ::testing::Test {
+ protected:
+  MpiCommunicator comm;
+  int rank = comm.rank();
+  int world = comm.size();
+  double rank_sum = world * (world - 1) / 2.0;  // sum over ranks of the rank number
+};
+
+TEST_F(MpiTest, MatchesMpiWorld) {
+  int mpi_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+  EXPECT_EQ(world, mpi_size);
+  EXPECT_GE(world, 2) << "run this test with mpirun -np 4";
+  EXPECT_EQ(comm.backend_name(), "mpi");
+  EXPECT_EQ(comm.local_rank(), rank);  // one node: local rank = rank
+  WorldInfo detected = detect_world();
+  EXPECT_EQ(detected.launcher, "Open MPI");
+  EXPECT_EQ(detected.rank, rank);
+  EXPECT_EQ(make_communicator("mpi", detected)->size(), world);
+}
+
+TEST_F(MpiTest, AllReduceF32SumAvgMax) {
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = rank + 0.5f * float(i);
+  std::vector<float> sum = values, avg = values, max = values;
+  comm.all_reduce(sum.data(), sum.size(), CommDType::f32, ReduceOp::sum, nullptr);
+  comm.all_reduce(avg.data(), avg.size(), CommDType::f32, ReduceOp::avg, nullptr);
+  comm.all_reduce(max.data(), max.size(), CommDType::f32, ReduceOp::max, nullptr);
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(sum[i], float(rank_sum + world * 0.5 * i)) << i;
+    ASSERT_EQ(avg[i], float((rank_sum + world * 0.5 * i) / world)) << i;
+    ASSERT_EQ(max[i], float(world - 1 + 0.5 * i)) << i;
+  }
+}
+
+TEST_F(MpiTest, AllReduceIntegerAndDoubleTypes) {
+  std::vector<int32_t> i32{rank, 10 * rank, -rank};
+  comm.all_reduce(i32.data(), i32.size(), CommDType::i32, ReduceOp::sum, nullptr);
+  EXPECT_EQ(i32, (std::vector<int32_t>{int32_t(rank_sum), int32_t(10 * rank_sum), -int32_t(rank_sum)}));
+  std::vector<int64_t> i64{int64_t(1) << 40, rank};
+  comm.all_reduce(i64.data(), i64.size(), CommDType::i64, ReduceOp::max, nullptr);
+  EXPECT_EQ(i64, (std::vector<int64_t>{int64_t(1) << 40, world - 1}));
+  std::vector<double> f64{rank * 0.25};
+  comm.all_reduce(f64.data(), 1, CommDType::f64, ReduceOp::avg, nullptr);
+  EXPECT_EQ(f64[0], rank_sum * 0.25 / world);
+  std::vector<uint8_t> u8{uint8_t(rank), 1};
+  comm.all_reduce(u8.data(), 2, CommDType::u8, ReduceOp::sum, nullptr);
+  EXPECT_EQ(u8, (std::vector<uint8_t>{uint8_t(rank_sum), uint8_t(world)}));
+}
+
+TEST_F(MpiTest, AllReduceSixteenBitFormats) {
+  std::vector<uint16_t> f16, bf16;
+  for (int i = 0; i < 64; ++i) {
+    f16.push_back(float_to_half(rank * 0.5f + i));
+    bf16.push_back(float_to_bf16(rank * 2.0f - i));
+  }
+  std::vector<uint16_t> f16_max = f16;
+  comm.all_reduce(f16.data(), f16.size(), CommDType::f16, ReduceOp::sum, nullptr);
+  comm.all_reduce(bf16.data(), bf16.size(), CommDType::bf16, ReduceOp::avg, nullptr);
+  comm.all_reduce(f16_max.data(), f16_max.size(), CommDType::f16, ReduceOp::max, nullptr);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(half_to_float(f16[i]), float(rank_sum * 0.5 + world * i)) << i;
+    EXPECT_EQ(bf16_to_float(bf16[i]), float((rank_sum * 2.0 - world * i) / world)) << i;
+    EXPECT_EQ(half_to_float(f16_max[i]), float((world - 1) * 0.5 + i)) << i;
+  }
+}
+
+TEST_F(MpiTest, BroadcastFromANonZeroRoot) {
+  const int root = world - 1;
+  std::vector<float> values(100, float(rank));
+  comm.broadcast(values.data(), values.size(), CommDType::f32, root, nullptr);
+  EXPECT_EQ(values, std::vector<float>(100, float(root)));
+  EXPECT_THROW(comm.broadcast(values.data(), 1, CommDType::f32, world, nullptr), Error);
+}
+
+TEST_F(MpiTest, AllGatherPlacesEachRankInOrder) {
+  std::vector<int32_t> send{rank * 10, rank * 10 + 1, rank * 10 + 2};
+  std::vector<int32_t> recv(3 * world, -1);
+  comm.all_gather(send.data(), recv.data(), 3, CommDType::i32, nullptr);
+  for (int r = 0; r < world; ++r)
+    for (int j = 0; j < 3; ++j) EXPECT_EQ(recv[3 * r + j], r * 10 + j);
+  std::vector<char> bytes(2 * world);
+  char mine[2] = {char('a' + rank), char('A' + rank)};
+  all_gather_host(comm, mine, bytes.data(), 2);
+  EXPECT_EQ(bytes[2 * (world - 1)], char('a' + world - 1));
+  comm.barrier();
+}
+
+TEST_F(MpiTest, AgreementPassesWhenAllRanksAgree) {
+  EXPECT_NO_THROW(require_agreement(comm, "--model", "vit_l_32"));
+  EXPECT_NO_THROW(require_agreement(comm, "--comm-hook", ""));
+}
+
+TEST_F(MpiTest, DisagreementThrowsTheSameMessageOnEveryRank) {
+  const std::string batch = rank == 2 || rank == 3 ? "33" : "32";
+  try {
+    require_agreement(comm, "--batch", batch);
+    ADD_FAILURE() << "rank " << rank << " did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "ranks disagree on --batch: rank 0 has '32', rank 2 has '33'");
+  }
+  // Same length, different content; and a long value is quoted truncated.
+  std::string long_value(500, 'x');
+  if (rank == world - 1) long_value[499] = 'y';
+  try {
+    require_agreement(comm, "the bucket plan", long_value);
+    ADD_FAILURE() << "rank " << rank << " did not throw";
+  } catch (const Error& e) {
+    const std::string expected = "ranks disagree on the bucket plan: rank 0 has '" + std::string(197, 'x') +
+                                 "...', rank " + std::to_string(world - 1) + " has '" + std::string(197, 'x') +
+                                 "...'";
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+  EXPECT_NO_THROW(require_agreement(comm, "after a disagreement", "same"));  // the group stays usable
+}
+
+TEST_F(MpiTest, BroadcastParametersMakesRankZerosCopyEveryones) {
+  std::vector<float> params(257);
+  for (size_t i = 0; i < params.size(); ++i) params[i] = float(rank * 1000 + int(i));
+  broadcast_parameters(comm, params.data(), params.size(), nullptr);
+  for (size_t i = 0; i < params.size(); ++i) ASSERT_EQ(params[i], float(i));
+}
+
+}  // namespace
+}  // namespace ddpx

@@ -1,0 +1,69 @@
+// CommWatchdog with a fake communicator: fires with the documented message and aborts the communicator when a
+// step's communication does not complete in time; stays quiet when it completes.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "core/error.hpp"
+#include "dist/watchdog.hpp"
+
+namespace ddpx {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RecordingCommunicator : public Communicator {
+ public:
+  int rank() const override { return 2; }
+  int size() const override { return 4; }
+  int local_rank() const override { return 2; }
+  std::string backend_name() const override { return "recording"; }
+  BufferMemory buffer_memory() const override { return BufferMemory::host; }
+  void all_reduce(void*, size_t, CommDType, ReduceOp, void*) override {}
+  void broadcast(void*, size_t, CommDType, int, void*) override {}
+  void all_gather(const void*, void*, size_t, CommDType, void*) override {}
+  void barrier() override {}
+  void abort(std::string_view reason) override {
+    abort_reason = std::string(reason);
+    aborted = true;
+  }
+  std::atomic<bool> aborted{false};
+  std::string abort_reason;
+};
+
+TEST(CommWatchdog, FiresAndAbortsWhenAStepHangs) {
+  RecordingCommunicator comm;
+  CommWatchdog watchdog(comm, 100ms);
+  watchdog.arm(17, [] { return CommProgress{false, 3}; });
+  for (int i = 0; i < 200 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(comm.aborted.load());
+  const std::string expected =
+      "rank 2: communication timed out after 0.1 s in bucket 3 of step 17 (a peer rank probably died or stalled)";
+  EXPECT_EQ(watchdog.message(), expected);
+  EXPECT_EQ(comm.abort_reason, expected);
+  try {
+    watchdog.throw_if_fired();
+    FAIL() << "expected the watchdog's error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+}
+
+TEST(CommWatchdog, QuietWhenCommunicationCompletes) {
+  RecordingCommunicator comm;
+  CommWatchdog watchdog(comm, 100ms);
+  std::atomic<bool> complete{false};
+  watchdog.arm(1, [&] { return CommProgress{complete.load(), 0}; });
+  complete = true;
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(watchdog.fired());
+  watchdog.arm(2, [] { return CommProgress{false, 0}; });
+  watchdog.disarm();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(comm.aborted.load());
+  EXPECT_NO_THROW(watchdog.throw_if_fired());
+}
+
+}  // namespace
+}  // namespace ddpx
