@@ -375,6 +375,8 @@ VitCuda::VitCuda(const ParamLayout& layout, int64_t max_batch, Precision precisi
     engine_ = std::make_unique<VitCudaModel<float>>(layout_, max_batch, matmul_mode(precision_), stream_,
                                                     params_.get(), params_.get(), grads_.get());
   }
+  // The zero fills must land before the caller uploads parameters with a (legacy-stream) cudaMemcpy.
+  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 VitCuda::~VitCuda() = default;
