@@ -187,12 +187,12 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path) : file_(
       entries_.push_back(parse_entry(name, value, path));
   }
   check_data_layout(entries_, file_size - data_start_, path);
+  for (size_t i = 0; i < entries_.size(); ++i) index_.emplace(entries_[i].name, i);
 }
 
 const SafetensorsEntry* SafetensorsReader::find(std::string_view name) const {
-  for (const auto& entry : entries_)
-    if (entry.name == name) return &entry;
-  return nullptr;
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 const SafetensorsEntry& SafetensorsReader::at(std::string_view name) const {

@@ -56,6 +56,7 @@ class SafetensorsReader {
   uint64_t data_start_ = 0;
   TensorMetadata metadata_;
   std::vector<SafetensorsEntry> entries_;
+  std::map<std::string, size_t, std::less<>> index_;  // name -> position in entries_
 };
 
 // A tensor to write, pointing at bytes owned by the caller (numel(shape) * dtype_size(dtype) of them).
