@@ -124,22 +124,24 @@ std::string format_breakdown(const StepBreakdown& b) {
   out += fmt::format("# {:>14} {:>11} {:>10} {:>10} {:>10}\n", "phase", "median(ms)", "min(ms)", "max(ms)",
                      "% of step");
   const double total = b[Phase::total].median;
-  for (Phase phase : kAllPhases) {
+  auto phase_line = [&](Phase phase, const char* note) {
     const Spread& s = b[phase];
-    std::string note = phase == Phase::comm ? "  (overlaps backward; not a serial part)" : "";
-    out += fmt::format("  {:>14} {:>11.3f} {:>10.3f} {:>10.3f} {:>10.1f}{}\n", phase_name(phase), s.median, s.min,
+    return fmt::format("  {:>14} {:>11.3f} {:>10.3f} {:>10.3f} {:>10.1f}{}\n", phase_name(phase), s.median, s.min,
                        s.max, 100.0 * s.median / total, note);
-  }
+  };
   double serial = 0;
-  for (Phase phase : {Phase::data_wait, Phase::h2d_copy, Phase::forward, Phase::backward, Phase::exposed_comm,
-                      Phase::optimizer})
-    serial += b[phase].median;
+  for (Phase phase : kAllPhases) {
+    if (phase == Phase::total) continue;
+    out += phase_line(phase, phase == Phase::comm ? "  (overlaps backward; not a serial part)" : "");
+    if (phase != Phase::comm) serial += b[phase].median;
+  }
   out += fmt::format("  {:>14} {:>11.3f} {:>10} {:>10} {:>10.1f}  (total - serial parts)\n", "other",
                      total - serial, "-", "-", 100.0 * (total - serial) / total);
-  out += fmt::format("#\n# {:>4} {:<24} {:>6} {:>11} {:>15} {:>12}\n", "rank", "device", "steps", "total(ms)",
+  out += phase_line(Phase::total, "");
+  out += fmt::format("#\n# {:>4} {:<24} {:>6} {:>11} {:>17} {:>14}\n", "rank", "device", "steps", "total(ms)",
                      "exposed comm(ms)", "data wait(ms)");
   for (const RankBreakdown& r : b.ranks)
-    out += fmt::format("  {:>4} {:<24} {:>6} {:>11.3f} {:>15.3f} {:>12.3f}\n", r.rank,
+    out += fmt::format("  {:>4} {:<24} {:>6} {:>11.3f} {:>17.3f} {:>14.3f}\n", r.rank,
                        r.device_name.empty() ? "-" : r.device_name, r.steps, r[Phase::total].median,
                        r[Phase::exposed_comm].median, r[Phase::data_wait].median);
   out += fmt::format("# straggler: {}, median step {:.3f} ms\n", b.straggler, b.step_ms);

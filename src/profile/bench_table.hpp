@@ -1,0 +1,41 @@
+// BenchTable: `ddpx bench` results as Markdown, CSV, JSON and a bar chart, ddpx beside PyTorch.
+// Guarantees:
+//  - ratio = ddpx steps/s / PyTorch steps/s, when PyTorch was measured.
+//  - scaling efficiency (rows with world > 1) = steps/s at N GPUs / steps/s of the fastest 1-GPU row of the same
+//    precision. With the per-GPU batch fixed (the seed's setting) that is images/s per GPU at N over images/s on
+//    one GPU: 100% is perfect weak scaling. Absent when no 1-GPU row of that precision exists.
+//  - Every row appears in every format, in the given order; missing values print "-" (Markdown), "" (CSV) and
+//    null (JSON).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile/svg_chart.hpp"
+
+namespace ddpx {
+
+struct BenchRow {
+  std::string config;     // "fp32, bucket 2000 MB, hook bf16"
+  std::string precision;  // "fp32", "tf32", "bf16"
+  int world = 1;
+  double ddpx_steps_per_s = 0;
+  std::optional<double> pytorch_steps_per_s;
+  bool operator==(const BenchRow&) const = default;
+};
+
+// Throws ddpx::Error naming the row when a throughput is not positive or the world size is below 1.
+void validate_bench_rows(const std::vector<BenchRow>& rows);
+
+std::optional<double> pytorch_ratio(const BenchRow& row);
+std::optional<double> scaling_efficiency(const std::vector<BenchRow>& rows, size_t index);
+
+std::string bench_markdown(const std::vector<BenchRow>& rows);
+std::string bench_csv(const std::vector<BenchRow>& rows);
+nlohmann::json bench_json(const std::vector<BenchRow>& rows);
+// Categories "config (N GPUs)", series "ddpx" and (when any row has it) "PyTorch", notes "eff 93%".
+BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title);
+
+}  // namespace ddpx

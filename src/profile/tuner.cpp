@@ -1,0 +1,183 @@
+// Configuration search and config files (see tuner.hpp).
+#include "profile/tuner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "profile/json_fields.hpp"
+
+namespace ddpx {
+
+using nlohmann::json;
+
+std::string TrialConfig::flags() const {
+  return fmt::format("--bucket-mb {} --first-bucket-mb {} --comm-hook {}", bucket_mb, first_bucket_mb, comm_hook);
+}
+
+namespace {
+
+double measure(const TrialConfig& config, const TrialRunner& run_trial) {
+  double steps_per_s = 0;
+  try {
+    steps_per_s = run_trial(config);
+  } catch (const std::exception& e) {
+    fail("tune: the trial with {} failed: {}", config.flags(), e.what());
+  }
+  DDPX_REQUIRE(std::isfinite(steps_per_s) && steps_per_s > 0,
+               "tune: the trial with {} returned {} steps/s; a trial must report a positive throughput",
+               config.flags(), steps_per_s);
+  return steps_per_s;
+}
+
+void validate(const TrialConfig& c, const std::string& where) {
+  DDPX_REQUIRE(c.bucket_mb > 0 && c.first_bucket_mb > 0,
+               "{}: bucket-mb ({}) and first-bucket-mb ({}) must be positive", where, c.bucket_mb, c.first_bucket_mb);
+  DDPX_REQUIRE(!c.comm_hook.empty(), "{}: comm-hook must not be empty (e.g. allreduce, bf16, powersgd:4)", where);
+}
+
+}  // namespace
+
+TuneResult tune(const TrialConfig& default_config, const std::vector<TrialConfig>& candidates,
+                const TrialRunner& run_trial) {
+  DDPX_REQUIRE(static_cast<bool>(run_trial), "tune: no trial runner given");
+  validate(default_config, "tune: the default configuration");
+  TuneResult result;
+  result.baseline = TrialResult{default_config, measure(default_config, run_trial)};
+  result.trials.push_back(result.baseline);
+  for (const TrialConfig& candidate : candidates) {
+    validate(candidate, fmt::format("tune: candidate {}", candidate.flags()));
+    const bool seen = std::any_of(result.trials.begin(), result.trials.end(),
+                                  [&](const TrialResult& t) { return t.config == candidate; });
+    if (!seen) result.trials.push_back(TrialResult{candidate, measure(candidate, run_trial)});
+  }
+  result.best = result.trials.front();
+  for (const TrialResult& trial : result.trials)
+    if (trial.steps_per_s > result.best.steps_per_s) result.best = trial;
+  result.speedup = result.best.steps_per_s / result.baseline.steps_per_s;
+  return result;
+}
+
+std::string TuneResult::summary() const {
+  std::string out = fmt::format("# {:>10}  {}\n", "steps/s", "configuration");
+  for (const TrialResult& t : trials)
+    out += fmt::format("  {:>10.3f}  {}{}{}\n", t.steps_per_s, t.config.flags(),
+                       t.config == baseline.config ? "  (default)" : "", t.config == best.config ? "  <- fastest" : "");
+  out += fmt::format("# best: {} at {:.3f} steps/s, {:.2f}x the default ({:.3f} steps/s)\n", best.config.flags(),
+                     best.steps_per_s, speedup, baseline.steps_per_s);
+  return out;
+}
+
+std::vector<TrialConfig> candidate_grid(const std::vector<double>& bucket_mb, const std::vector<double>& first_bucket_mb,
+                                        const std::vector<std::string>& comm_hooks) {
+  std::vector<TrialConfig> out;
+  for (double bucket : bucket_mb)
+    for (double first : first_bucket_mb)
+      for (const std::string& hook : comm_hooks) {
+        TrialConfig c{bucket, first, hook};
+        validate(c, fmt::format("tune: candidate {}", c.flags()));
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      }
+  return out;
+}
+
+std::string trial_config_text(const TrialConfig& c) {
+  return fmt::format("# ddpx train settings chosen by `ddpx tune`\nbucket-mb = {}\nfirst-bucket-mb = {}\n"
+                     "comm-hook = \"{}\"\n",
+                     c.bucket_mb, c.first_bucket_mb, c.comm_hook);
+}
+
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string trim(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
+}
+
+double parse_number(const std::string& value, const std::string& path, int line, const std::string& key) {
+  try {
+    size_t used = 0;
+    const double number = std::stod(value, &used);
+    if (used == value.size()) return number;
+  } catch (const std::exception&) {
+  }
+  fail("config '{}' line {}: {} = {} is not a number", path, line, key, value);
+}
+
+}  // namespace
+
+void write_trial_config(const TrialConfig& config, const std::string& path) {
+  std::ofstream out(path);
+  DDPX_REQUIRE(out.good(), "cannot write config '{}': check that the folder exists and is writable", path);
+  if (ends_with(path, ".json")) {
+    out << json(config).dump(2) << '\n';
+  } else {
+    out << trial_config_text(config);
+  }
+  DDPX_REQUIRE(out.good(), "writing config '{}' failed (disk full?)", path);
+}
+
+TrialConfig read_trial_config(const std::string& path) {
+  std::ifstream in(path);
+  DDPX_REQUIRE(in.good(), "cannot open config '{}': check the path", path);
+  TrialConfig config;
+  if (ends_with(path, ".json")) {
+    try {
+      config = json::parse(in).get<TrialConfig>();
+    } catch (const json::exception& e) {
+      fail("config '{}' is not valid JSON: {}", path, e.what());
+    } catch (const Error& e) {
+      fail("config '{}': {}", path, e.what());
+    }
+  } else {
+    std::string text;
+    int line_number = 0;
+    while (std::getline(in, text)) {
+      ++line_number;
+      const std::string line = trim(text.substr(0, text.find('#')));
+      if (line.empty() || line.front() == '[') continue;
+      const size_t eq = line.find('=');
+      DDPX_REQUIRE(eq != std::string::npos, "config '{}' line {}: expected key = value, got '{}'", path, line_number,
+                   line);
+      const std::string key = trim(line.substr(0, eq));
+      std::string value = trim(line.substr(eq + 1));
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+      if (key == "bucket-mb") {
+        config.bucket_mb = parse_number(value, path, line_number, key);
+      } else if (key == "first-bucket-mb") {
+        config.first_bucket_mb = parse_number(value, path, line_number, key);
+      } else if (key == "comm-hook") {
+        config.comm_hook = value;
+      } else {
+        fail("config '{}' line {}: unknown key '{}'; expected bucket-mb, first-bucket-mb or comm-hook", path,
+             line_number, key);
+      }
+    }
+  }
+  validate(config, fmt::format("config '{}'", path));
+  return config;
+}
+
+void to_json(json& j, const TrialConfig& c) {
+  j = json{{"bucket-mb", c.bucket_mb}, {"first-bucket-mb", c.first_bucket_mb}, {"comm-hook", c.comm_hook}};
+}
+
+void from_json(const json& j, TrialConfig& c) {
+  json_fields::optional(j, "tuned config", "bucket-mb", c.bucket_mb);
+  json_fields::optional(j, "tuned config", "first-bucket-mb", c.first_bucket_mb);
+  json_fields::optional(j, "tuned config", "comm-hook", c.comm_hook);
+  for (const auto& [key, value] : j.items())
+    DDPX_REQUIRE(key == "bucket-mb" || key == "first-bucket-mb" || key == "comm-hook",
+                 "tuned config: unknown key '{}'; expected bucket-mb, first-bucket-mb or comm-hook", key);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,73 @@
+// Bench tables: ratio and scaling-efficiency columns, Markdown / CSV / JSON, the chart built from the rows.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "profile/bench_table.hpp"
+#include "xml_checker.hpp"
+
+namespace ddpx {
+namespace {
+
+std::vector<BenchRow> rows() {
+  return {
+      {"fp32, no DDP", "fp32", 1, 12.5, 11.9},
+      {"fp32, DDP", "fp32", 1, 12.4, 11.6},
+      {"fp32, bucket 2000 MB", "fp32", 2, 11.25, 11.06},
+      {"bf16, hook bf16, bucket 25 MB", "bf16", 2, 14.0, std::nullopt},
+  };
+}
+
+TEST(BenchTable, RatioAndScalingEfficiency) {
+  const std::vector<BenchRow> r = rows();
+  EXPECT_NEAR(*pytorch_ratio(r[0]), 12.5 / 11.9, 1e-12);
+  EXPECT_FALSE(pytorch_ratio(r[3]).has_value());
+  EXPECT_FALSE(scaling_efficiency(r, 0).has_value());              // one GPU
+  EXPECT_NEAR(*scaling_efficiency(r, 2), 11.25 / 12.5, 1e-12);     // over the fastest fp32 1-GPU row
+  EXPECT_FALSE(scaling_efficiency(r, 3).has_value());              // no bf16 1-GPU row
+}
+
+TEST(BenchTable, Markdown) {
+  const std::string md = bench_markdown(rows());
+  EXPECT_EQ(md.substr(0, md.find('\n')),
+            "| configuration | GPUs | precision | ddpx steps/s | PyTorch steps/s | ddpx / PyTorch | scaling efficiency |");
+  EXPECT_NE(md.find("| fp32, no DDP | 1 | fp32 | 12.50 | 11.90 | 1.05x | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fp32, bucket 2000 MB | 2 | fp32 | 11.25 | 11.06 | 1.02x | 90% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bf16, hook bf16, bucket 25 MB | 2 | bf16 | 14.00 | - | - | - |"), std::string::npos) << md;
+  EXPECT_EQ(std::count(md.begin(), md.end(), '\n'), 6);  // header, rule, 4 rows
+}
+
+TEST(BenchTable, CsvQuotesAndLeavesMissingEmpty) {
+  const std::string csv = bench_csv(rows());
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "config,gpus,precision,ddpx_steps_per_s,pytorch_steps_per_s,ratio,scaling_efficiency");
+  EXPECT_NE(csv.find("\"fp32, bucket 2000 MB\",2,fp32,11.2500,11.0600,1.0172,0.9000\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"bf16, hook bf16, bucket 25 MB\",2,bf16,14.0000,,,\n"), std::string::npos) << csv;
+}
+
+TEST(BenchTable, JsonUsesNullForMissing) {
+  const nlohmann::json j = bench_json(rows());
+  ASSERT_EQ(j.size(), 4u);
+  EXPECT_EQ(j[3]["pytorch_steps_per_s"], nullptr);
+  EXPECT_NEAR(j[2]["scaling_efficiency"].get<double>(), 0.9, 1e-12);
+  EXPECT_EQ(j[2]["gpus"], 2);
+}
+
+TEST(BenchTable, ChartNamesEveryRow) {
+  const BarChart chart = bench_chart(rows(), "ViT-L/32 on H200");
+  ASSERT_EQ(chart.categories.size(), 4u);
+  EXPECT_EQ(chart.categories[2], "fp32, bucket 2000 MB (2 GPUs)");
+  EXPECT_EQ(chart.categories[0], "fp32, no DDP (1 GPU)");
+  ASSERT_EQ(chart.series.size(), 2u);
+  EXPECT_EQ(chart.series[1].name, "PyTorch");
+  EXPECT_EQ(chart.notes[2], "eff 90%");
+  EXPECT_EQ(testing::check_xml(render_svg(chart)).problem, "");
+}
+
+TEST(BenchTable, RejectsBadRows) {
+  EXPECT_THROW(bench_markdown({{"x", "fp32", 1, 0.0, std::nullopt}}), Error);
+  EXPECT_THROW(bench_markdown({{"x", "fp32", 0, 1.0, std::nullopt}}), Error);
+  EXPECT_THROW(bench_csv({{"x", "fp32", 1, 1.0, -1.0}}), Error);
+}
+
+}  // namespace
+}  // namespace ddpx

@@ -1,0 +1,133 @@
+// Trace writer: the Chrome-trace shape viewers need, correct nesting, per-bucket args, merging ranks.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "profile/comm_stats.hpp"
+#include "profile/trace_writer.hpp"
+#include "profile_test_data.hpp"
+
+namespace ddpx {
+namespace {
+
+using nlohmann::json;
+
+std::vector<json> events_named(const json& trace, const std::string& name) {
+  std::vector<json> out;
+  for (const json& e : trace["traceEvents"])
+    if (e["name"] == name) out.push_back(e);
+  return out;
+}
+
+TEST(TraceWriter, RecordedRunGivesAWellFormedTrace) {
+  const RunReport report = load_run_report(testing::profile_data("comm_bound_shm.json"));
+  TraceWriter writer;
+  writer.add_report(report);
+  const json trace = writer.to_json();
+  EXPECT_EQ(check_trace(trace), std::vector<std::string>{});
+  EXPECT_EQ(trace["displayTimeUnit"], "ms");
+
+  // Processes "rank 0" and "rank 1"; threads compute / copy / comm on each.
+  std::set<std::string> process_names, thread_names;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "M") continue;
+    if (e["name"] == "process_name") process_names.insert(e["args"]["name"].get<std::string>());
+    if (e["name"] == "thread_name")
+      thread_names.insert(fmt::format("{}:{}", e["pid"].get<int>(), e["args"]["name"].get<std::string>()));
+  }
+  EXPECT_EQ(process_names, (std::set<std::string>{"rank 0", "rank 1"}));
+  EXPECT_EQ(thread_names, (std::set<std::string>{"0:comm", "0:compute", "0:copy", "1:comm", "1:compute", "1:copy"}));
+
+  // The seed's names, one per step and rank: 5 steps x 2 ranks.
+  for (const char* name : {"Batch 10", "Batch 14"}) EXPECT_EQ(events_named(trace, name).size(), 2u) << name;
+  for (const char* name : {"get batch", "forward", "backward", "wait for gradients", "optimizer step", "h2d copy"})
+    EXPECT_EQ(events_named(trace, name).size(), 10u) << name;
+  EXPECT_EQ(events_named(trace, "bucket 0").size(), 10u);
+  EXPECT_EQ(events_named(trace, "bucket 12").size(), 10u);
+}
+
+TEST(TraceWriter, PhasesNestInsideTheirStepAndBucketsCarryArgs) {
+  const RunReport report = load_run_report(testing::profile_data("comm_bound_shm.json"));
+  const StepRecord& step = report.ranks[1].steps[2];
+  TraceWriter writer;
+  writer.add_rank(report.ranks[1].info, {step});
+  const json trace = writer.to_json();
+  const json batch = events_named(trace, fmt::format("Batch {}", step.step)).at(0);
+  const json forward = events_named(trace, "forward").at(0);
+  EXPECT_EQ(batch["pid"], 1);
+  EXPECT_EQ(batch["tid"], 1);  // compute
+  EXPECT_NEAR(batch["ts"].get<double>(), step.start_ms * 1e3, 1e-3);
+  EXPECT_NEAR(batch["dur"].get<double>(), step.phases.total_ms * 1e3, 1e-3);
+  // forward starts after get batch (data wait + copy) and lasts forward_ms.
+  EXPECT_NEAR(forward["ts"].get<double>(),
+              (step.start_ms + step.phases.data_wait_ms + step.phases.h2d_copy_ms) * 1e3, 2e-3);
+  EXPECT_NEAR(forward["dur"].get<double>(), step.phases.forward_ms * 1e3, 1e-3);
+
+  const BucketRecord& bucket = step.buckets[4];
+  const json event = events_named(trace, "bucket 4").at(0);
+  EXPECT_EQ(event["tid"], 3);  // comm
+  EXPECT_NEAR(event["ts"].get<double>(), (step.start_ms + bucket.start_ms) * 1e3, 1e-3);
+  EXPECT_EQ(event["args"]["bytes"], bucket.bytes);
+  EXPECT_EQ(event["args"]["hook"], "allreduce");
+  EXPECT_NEAR(event["args"]["busbw_GBps"].get<double>(),
+              busbw_GBps(Collective::all_reduce, 2, bucket.bytes, bucket.end_ms - bucket.start_ms), 1e-9);
+}
+
+TEST(TraceWriter, PhasesLongerThanTheStepAreClippedNotOverlapping) {
+  StepRecord step;
+  step.step = 3;
+  step.phases = PhaseTimes{0, 0, 5, 8, 0, 4, 2, 15};  // parts 19 ms in a 15 ms step
+  TraceWriter writer;
+  writer.add_rank(RankInfo{0, "", "fp32", 1, ""}, {step});
+  const json trace = writer.to_json();
+  EXPECT_EQ(check_trace(trace), std::vector<std::string>{});
+  EXPECT_EQ(events_named(trace, "get batch").size(), 0u);       // zero length: left out
+  EXPECT_EQ(events_named(trace, "optimizer step").size(), 0u);  // starts at the step end: nothing left to draw
+  const json wait = events_named(trace, "wait for gradients").at(0);
+  EXPECT_NEAR(wait["ts"].get<double>(), 13000.0, 1e-9);  // after forward (5) and backward (8)
+  EXPECT_NEAR(wait["dur"].get<double>(), 2000.0, 1e-9);  // 4 ms clipped to the step's end at 15 ms
+}
+
+TEST(TraceWriter, CheckerFindsBrokenNestingAndMissingFields) {
+  json bad = {{"traceEvents",
+               {{{"ph", "X"}, {"name", "a"}, {"pid", 0}, {"tid", 1}, {"ts", 0.0}, {"dur", 10.0}},
+                {{"ph", "X"}, {"name", "b"}, {"pid", 0}, {"tid", 1}, {"ts", 5.0}, {"dur", 10.0}},
+                {{"ph", "X"}, {"name", "c"}, {"pid", 0}, {"tid", 2}, {"ts", 5.0}, {"dur", 10.0}},
+                {{"ph", "X"}, {"name", "d"}, {"pid", 0}, {"tid", 1}, {"ts", 20.0}}}}};
+  const std::vector<std::string> problems = check_trace(bad);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("\"dur\""), std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("\"b\""), std::string::npos) << problems[1];  // b overlaps a on tid 1; c is alone
+  EXPECT_EQ(check_trace(json::array()).size(), 1u);
+}
+
+TEST(TraceWriter, MergesRanksAndRefusesDuplicates) {
+  const RunReport report = load_run_report(testing::profile_data("comm_bound_nvlink.json"));
+  TraceWriter rank0, rank1;
+  rank0.add_rank(report.ranks[0].info, report.ranks[0].steps);
+  rank1.add_rank(report.ranks[1].info, report.ranks[1].steps);
+  const std::string dir = ::testing::TempDir();
+  rank0.write(dir + "ddpx_trace_rank0.json");
+  rank1.write(dir + "ddpx_trace_rank1.json");
+  merge_trace_files({dir + "ddpx_trace_rank0.json", dir + "ddpx_trace_rank1.json"}, dir + "ddpx_trace.json");
+  std::ifstream in(dir + "ddpx_trace.json");
+  const json merged = json::parse(in);
+  EXPECT_EQ(check_trace(merged), std::vector<std::string>{});
+  EXPECT_EQ(merged["traceEvents"].size(), rank0.to_json()["traceEvents"].size() * 2);
+  EXPECT_EQ(events_named(merged, "process_name").size(), 2u);
+  try {
+    merge_traces({rank0.to_json(), rank0.to_json()});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rank0.add_rank(report.ranks[0].info, {}), Error);  // rank 0 twice
+  std::remove((dir + "ddpx_trace_rank0.json").c_str());
+  std::remove((dir + "ddpx_trace_rank1.json").c_str());
+  std::remove((dir + "ddpx_trace.json").c_str());
+}
+
+}  // namespace
+}  // namespace ddpx

@@ -1,0 +1,100 @@
+// Verdict rules on recorded reports (tests/profile/data, see README.md there). The numbers in the expected
+// sentences are the across-rank medians of those files, rounded as the verdict prints them.
+#include <gtest/gtest.h>
+
+#include "profile/verdict.hpp"
+#include "profile_test_data.hpp"
+
+namespace ddpx {
+namespace {
+
+Verdict diagnose_file(const std::string& name, const PeakTable* peak = nullptr) {
+  return diagnose(load_run_report(testing::profile_data(name)), peak);
+}
+
+TEST(Verdict, CommunicationBoundOverSharedMemoryAdvisesCompression) {
+  const Verdict v = diagnose_file("comm_bound_shm.json");
+  EXPECT_EQ(v.bound, Bound::communication);
+  EXPECT_NEAR(v.fraction, 34.031 / 50.9275, 0.001);
+  EXPECT_EQ(v.text(),
+            "Exposed communication is 67% of the step (34.0 of 50.9 ms) and the link is host shared memory (SHM): "
+            "try --comm-hook powersgd:4, or --comm-hook bf16 --bucket-mb 25.");
+}
+
+TEST(Verdict, CommunicationBoundOverNvlinkWithOneBucketAdvisesSmallerBuckets) {
+  const Verdict v = diagnose_file("comm_bound_nvlink.json");
+  EXPECT_EQ(v.bound, Bound::communication);
+  EXPECT_EQ(v.finding,
+            "Exposed communication is 29% of the step (3.7 of 12.9 ms) and the link is GPU peer-to-peer "
+            "(P2P/CUMEM/read)");
+  EXPECT_EQ(v.advice,
+            "all gradients travel in one bucket after the backward pass: try --bucket-mb 25 so communication "
+            "overlaps it");
+  EXPECT_TRUE(v.notes.empty());
+}
+
+TEST(Verdict, NoOverlapIsNamedFirst) {
+  const Verdict v = diagnose_file("no_overlap.json");
+  EXPECT_EQ(v.bound, Bound::communication);
+  EXPECT_EQ(v.text(),
+            "--no-overlap is set and communication is 32% of the step (4.2 of 13.3 ms): drop it, so buckets overlap "
+            "the backward pass.");
+}
+
+TEST(Verdict, InputBoundAdvisesMoreWorkers) {
+  const Verdict v = diagnose_file("input_bound.json");
+  EXPECT_EQ(v.bound, Bound::input);
+  EXPECT_EQ(v.text(),
+            "Waiting for input is 26% of the step (21.5 of 82.8 ms: 21.1 data wait, 0.40 copy): raise --workers "
+            "(now 2).");
+}
+
+TEST(Verdict, ComputeBoundNamesTheStraggler) {
+  const Verdict v = diagnose_file("compute_bound.json");
+  EXPECT_EQ(v.bound, Bound::compute);
+  EXPECT_EQ(v.advice, "communication and input are hidden; only faster kernels or a larger --batch raise throughput");
+  EXPECT_NE(v.finding.find("Compute bounds the step: forward, backward and optimizer are 99% of it"),
+            std::string::npos)
+      << v.finding;
+  ASSERT_EQ(v.notes.size(), 1u);
+  // Rank 2's median total 67.48 ms over the median rank's (61.95 + 62.09) / 2 = 62.02 ms: 8.8% slower.
+  EXPECT_EQ(v.notes[0],
+            "rank 2 (NVIDIA H200) is 8.8% slower than the median rank (67.5 vs 62.0 ms): every all-reduce waits for "
+            "it.");
+}
+
+TEST(Verdict, DdpOnOneGpuIsReportedWithItsCost) {
+  const Verdict v = diagnose_file("ddp_one_gpu.json");
+  EXPECT_EQ(v.bound, Bound::compute);
+  EXPECT_EQ(v.advice, "try --precision bf16 (tensor cores; now fp32)");
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_EQ(v.notes[0], "DDP on one GPU costs 0.4% (0.31 of 77.7 ms): run without --ddp.");
+}
+
+TEST(Verdict, IdleGpuBetweenKernelsIsLaunchBound) {
+  const Verdict v = diagnose_file("launch_bound.json");
+  EXPECT_EQ(v.bound, Bound::launch);
+  EXPECT_NE(v.finding.find("The GPU is idle 72% of the step between kernels (44.4 of 61.5 ms; kernels run 16.8 ms)"),
+            std::string::npos)
+      << v.finding;
+  EXPECT_NE(v.advice.find("--cuda-graph"), std::string::npos);
+}
+
+TEST(Verdict, LowShareOfPeakBandwidthIsNoted) {
+  // The SHM run (28.2 GB/s busbw) judged against the NVLink peak at 94 MB (263 GB/s, interpolated) reaches 11%.
+  const PeakTable nvlink = load_peak_table(testing::profile_data("peak_nvlink_2xh200.json"));
+  const Verdict v = diagnose_file("comm_bound_shm.json", &nvlink);
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_NE(v.notes[0].find("reach only 11% of the link's measured peak"), std::string::npos) << v.notes[0];
+  const PeakTable shm = load_peak_table(testing::profile_data("peak_shm_2xh200.json"));
+  EXPECT_TRUE(diagnose_file("comm_bound_shm.json", &shm).notes.empty());
+}
+
+TEST(Verdict, JsonHasBoundAndText) {
+  const nlohmann::json j = diagnose_file("input_bound.json");
+  EXPECT_EQ(j["bound"], "input");
+  EXPECT_EQ(j["text"].get<std::string>().rfind("Waiting for input", 0), 0u);
+}
+
+}  // namespace
+}  // namespace ddpx
