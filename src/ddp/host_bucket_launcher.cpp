@@ -41,7 +41,6 @@ class HostBucketLauncher : public BucketLauncher {
     timings_.clear();
     launched_ = completed_ = 0;
     finishing_ = false;
-    current_bucket_ = -1;
   }
 
   void launch(BucketView& bucket, int64_t step) override {
@@ -62,8 +61,11 @@ class HostBucketLauncher : public BucketLauncher {
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
+  // Buckets of a step are launched 0, 1, 2, ... and complete in that order: the first incomplete one is the
+  // number completed.
   CommProgress progress() const override {
-    return {finishing_.load() && completed_.load() == launched_.load(), current_bucket_.load()};
+    const size_t completed = completed_.load();
+    return {finishing_.load() && completed == launched_.load(), static_cast<int64_t>(completed)};
   }
 
   std::vector<BucketTiming> timings() override {
@@ -87,7 +89,6 @@ class HostBucketLauncher : public BucketLauncher {
       queue_.pop_front();
       const bool skip = error_ != nullptr;  // after a failure, later buckets would only hang
       lock.unlock();
-      current_bucket_ = static_cast<int64_t>(task.bucket->index);
       const Clock::time_point start = Clock::now();
       std::exception_ptr failure;
       if (!skip) {
@@ -121,7 +122,6 @@ class HostBucketLauncher : public BucketLauncher {
   std::vector<BucketTiming> timings_;
   std::atomic<size_t> launched_{0}, completed_{0};
   std::atomic<bool> finishing_{false};
-  std::atomic<int64_t> current_bucket_{-1};
 };
 
 }  // namespace

@@ -1,0 +1,230 @@
+// Reducer on one process (SelfCommunicator): launch order and timing of launches, no_sync steps, timing
+// records, and the errors for misuse (span twice, out of order, unmarked tensors, calls out of sequence).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "core/error.hpp"
+#include "ddp/reducer.hpp"
+#include "dist/self_communicator.hpp"
+#include "toy_regression.hpp"
+
+namespace ddpx {
+namespace {
+
+using testing::ToyRegression;
+
+// Records the buckets it runs (on the reducer's communication thread) and multiplies them by 2, so a test can
+// see both that and when a hook ran.
+class RecordingHook : public CommHook {
+ public:
+  std::string name() const override { return "recording"; }
+  void run(BucketView& bucket, Communicator&, void*, int64_t step) override {
+    for (size_t i = 0; i < bucket.numel(); ++i) bucket.data[i] *= 2;
+    std::lock_guard lock(mutex);
+    runs.push_back({bucket.index, step});
+  }
+  std::vector<std::pair<size_t, int64_t>> snapshot() {
+    std::lock_guard lock(mutex);
+    return runs;
+  }
+  std::mutex mutex;
+  std::vector<std::pair<size_t, int64_t>> runs;
+};
+
+class ThrowingHook : public CommHook {
+ public:
+  std::string name() const override { return "throwing"; }
+  void run(BucketView&, Communicator&, void*, int64_t) override { throw Error("wire on fire"); }
+};
+
+struct Fixture {
+  ToyRegression model;
+  SelfCommunicator comm;
+  std::vector<float> grads = std::vector<float>(model.buffer_elems(), 1.0f);
+  RecordingHook* hook = nullptr;
+
+  // One bucket per group (weight + bias): group 4 is 208 bytes (the first cap), the largest group 1248 bytes,
+  // and no two neighbouring groups fit in 1248 bytes together.
+  std::unique_ptr<Reducer> make(bool overlap) {
+    auto recording = std::make_unique<RecordingHook>();
+    hook = recording.get();
+    BucketPlan plan(model.tensors(), BucketPlanOptions{1248, 208, 4});
+    return std::make_unique<Reducer>(comm, grads.data(), grads.size(), model.tensors(), std::move(plan),
+                                     std::move(recording), ReducerOptions{overlap});
+  }
+  // Marks group spans as the toy model's backward would (group 4 .. 0).
+  void mark_all(Reducer& reducer) {
+    const auto& t = model.tensors();
+    for (size_t i = 0; i < t.size(); i += 2) reducer.mark_ready(t[i].offset, t[i + 1].offset + t[i + 1].numel);
+  }
+};
+
+template <typename Predicate>
+bool eventually(Predicate predicate) {
+  for (int i = 0; i < 500; ++i) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return predicate();
+}
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Reducer, OverlapLaunchesABucketBeforeTheStepEnds) {
+  Fixture f;
+  auto reducer = f.make(true);
+  ASSERT_EQ(reducer->plan().size(), 5u);
+  const auto& t = f.model.tensors();
+  reducer->begin_step(true);
+  reducer->mark_ready(t[0].offset, t[1].offset + t[1].numel);  // bucket 0 complete
+  EXPECT_TRUE(eventually([&] { return f.hook->snapshot().size() == 1; }));
+  for (size_t i = 2; i < t.size(); i += 2) reducer->mark_ready(t[i].offset, t[i + 1].offset + t[i + 1].numel);
+  reducer->finish_step();
+  EXPECT_EQ(f.hook->snapshot(), (std::vector<std::pair<size_t, int64_t>>{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}}));
+  // Every bucket's span was processed exactly once (x2), padding included.
+  for (float g : f.grads) EXPECT_EQ(g, 2.0f);
+}
+
+TEST(Reducer, WithoutOverlapEverythingWaitsForFinish) {
+  Fixture f;
+  auto reducer = f.make(false);
+  reducer->begin_step(true);
+  f.mark_all(*reducer);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(f.hook->snapshot().empty());
+  reducer->finish_step();
+  EXPECT_EQ(f.hook->snapshot().size(), 5u);
+}
+
+TEST(Reducer, NoSyncStepsCommunicateNothingAndDoNotCount) {
+  Fixture f;
+  auto reducer = f.make(true);
+  for (int micro = 0; micro < 3; ++micro) {
+    reducer->begin_step(micro == 2);
+    f.mark_all(*reducer);
+    reducer->finish_step();
+  }
+  EXPECT_EQ(f.hook->snapshot().size(), 5u);
+  EXPECT_EQ(reducer->synchronized_steps(), 1);
+  reducer->begin_step(true);
+  f.mark_all(*reducer);
+  reducer->finish_step();
+  EXPECT_EQ(f.hook->snapshot().back(), (std::pair<size_t, int64_t>{4, 1}));  // the hook saw step index 1
+}
+
+TEST(Reducer, TimingRecordsPerBucket) {
+  Fixture f;
+  auto reducer = f.make(true);
+  reducer->begin_step(true);
+  f.mark_all(*reducer);
+  reducer->finish_step();
+  std::vector<BucketTiming> timings = reducer->bucket_timings();
+  ASSERT_EQ(timings.size(), 5u);
+  for (size_t b = 0; b < timings.size(); ++b) {
+    EXPECT_EQ(timings[b].bucket, b);
+    EXPECT_EQ(timings[b].elements, reducer->plan()[b].numel());
+    EXPECT_EQ(timings[b].bytes, 4 * timings[b].elements);
+    EXPECT_LE(timings[b].ready_ms, timings[b].start_ms);
+    EXPECT_LE(timings[b].start_ms, timings[b].end_ms);
+    if (b > 0) EXPECT_LE(timings[b - 1].end_ms, timings[b].start_ms);  // one communication thread, in order
+  }
+}
+
+TEST(Reducer, SpanMarkedTwiceIsExplained) {
+  Fixture f;
+  auto reducer = f.make(true);
+  const auto& t = f.model.tensors();
+  reducer->begin_step(true);
+  reducer->mark_ready(t[0].offset, t[1].offset + t[1].numel);
+  std::string error = error_of([&] { reducer->mark_ready(t[1].offset, t[1].offset + t[1].numel); });
+  EXPECT_NE(error.find("(tensor 'group4.bias') was marked ready twice in this step, or out of buffer order"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Reducer, UnmarkedTensorsAreNamedAtFinish) {
+  Fixture f;
+  auto reducer = f.make(true);
+  const auto& t = f.model.tensors();
+  reducer->begin_step(true);
+  reducer->mark_ready(t[0].offset, t[0].offset + t[0].numel);  // group4.weight only
+  reducer->mark_ready(t[2].offset, t[3].offset + t[3].numel);  // skips group4.bias
+  std::string error = error_of([&] { reducer->finish_step(); });
+  EXPECT_NE(error.find("the step ended before every gradient was marked ready: 'group4.bias' (0 of 4 elements "
+                       "marked), 'group2.weight' (0 of 96 elements marked), 'group2.bias' (0 of 8 elements "
+                       "marked) and 4 more"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("find_unused_parameters"), std::string::npos);
+  // The reducer is usable again after the failed step.
+  reducer->begin_step(true);
+  f.mark_all(*reducer);
+  EXPECT_NO_THROW(reducer->finish_step());
+}
+
+TEST(Reducer, PartialSpansAccumulateToACompleteTensor) {
+  Fixture f;
+  auto reducer = f.make(true);
+  reducer->begin_step(true);
+  const size_t end = f.model.buffer_elems();
+  for (size_t begin = 0; begin < end; begin += 7) reducer->mark_ready(begin, std::min(end, begin + 7));
+  EXPECT_NO_THROW(reducer->finish_step());
+  EXPECT_EQ(f.hook->snapshot().size(), 5u);
+}
+
+TEST(Reducer, CallsOutOfSequence) {
+  Fixture f;
+  auto reducer = f.make(true);
+  EXPECT_NE(error_of([&] { reducer->mark_ready(0, 1); }).find("outside a step: call begin_step() first"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { reducer->finish_step(); }).find("without an open step"), std::string::npos);
+  reducer->begin_step(false);
+  EXPECT_NE(error_of([&] { reducer->begin_step(false); }).find("called again before finish_step()"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { reducer->mark_ready(5, f.model.buffer_elems() + 1); }).find("outside the gradient buffer"),
+            std::string::npos);
+}
+
+TEST(Reducer, HookFailureNamesHookBucketAndStep) {
+  ToyRegression model;
+  SelfCommunicator comm;
+  std::vector<float> grads(model.buffer_elems());
+  BucketPlan plan(model.tensors(), BucketPlanOptions{});
+  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(), plan, std::make_unique<ThrowingHook>());
+  reducer.begin_step(true);
+  const auto& t = model.tensors();
+  reducer.mark_ready(0, t.back().offset + t.back().numel);
+  std::string error = error_of([&] { reducer.finish_step(); });
+  EXPECT_EQ(error, "communication hook 'throwing' failed in bucket 0 of step 0: wire on fire");
+}
+
+TEST(Reducer, RejectsMismatchedConstruction) {
+  ToyRegression model;
+  SelfCommunicator comm;
+  std::vector<float> grads(model.buffer_elems());
+  BucketPlan plan(model.tensors(), BucketPlanOptions{});
+  std::vector<GradTensor> fewer(model.tensors().begin(), model.tensors().end() - 1);
+  EXPECT_THROW(Reducer(comm, grads.data(), grads.size(), fewer, plan, make_comm_hook("allreduce")), Error);
+  EXPECT_THROW(Reducer(comm, grads.data(), 10, model.tensors(), plan, make_comm_hook("allreduce")), Error);
+  std::string error = error_of([&] {
+    Reducer(comm, grads.data(), grads.size(), model.tensors(), plan, make_comm_hook("allreduce"),
+            ReducerOptions{true, GradDevice::cuda});
+  });
+  EXPECT_NE(error.find("the gradients are in GPU memory but the 'self' backend communicates host buffers"),
+            std::string::npos)
+      << error;
+}
+
+}  // namespace
+}  // namespace ddpx
