@@ -302,7 +302,7 @@ TEST(VitCuda, GraphReplayEqualsEager) {
   expect_graph_replay_equals_eager(Precision::bf16);
 }
 
-// Mean loss of the first and last 20 of 300 steps on the learnable task.
+// Loss of the first step and mean loss of the last 20 of 300 steps on the learnable task.
 std::pair<double, double> train_learnable(Precision precision, bool adamw) {
   Trainer t("vit_tiny_test", 32, precision, 16, true, 5);
   const SgdParams sgd{0.05f, 0.9f, 0.f, 0.f, false};
@@ -316,9 +316,9 @@ std::pair<double, double> train_learnable(Precision precision, bool adamw) {
     DDPX_CUDA_CHECK(cudaStreamSynchronize(t.stream.get()));
     losses.push_back(t.loss.download()[0]);
   }
-  double first = 0, last = 0;
-  for (int i = 0; i < 20; ++i) first += losses[i] / 20, last += losses[losses.size() - 1 - i] / 20;
-  return {first, last};
+  double last = 0;
+  for (int i = 0; i < 20; ++i) last += losses[losses.size() - 1 - i] / 20;
+  return {losses[0], last};
 }
 
 TEST(VitCuda, LearnsTheLearnableTaskInEveryPrecision) {
@@ -326,9 +326,10 @@ TEST(VitCuda, LearnsTheLearnableTaskInEveryPrecision) {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16})
     for (bool adamw : {true, false}) {
       const auto [first, last] = train_learnable(p, adamw);
-      std::printf("[ measured ] %s %s: mean loss first 20 steps %.3f, last 20 steps %.3f\n",
+      std::printf("[ measured ] %s %s: loss at step 1 %.4f, mean of the last 20 of 300 steps %.4f\n",
                   std::string(precision_name(p)).c_str(), adamw ? "AdamW" : "SGD", first, last);
-      EXPECT_GT(first, 1.5) << "an untrained 10-class model starts near ln 10";
+      // torchvision init zeroes the head, so step 1 predicts uniformly: loss ln 10 (bf16 rounds the logits' inputs).
+      EXPECT_NEAR(first, std::log(10.0), 1e-3) << "step-1 loss of the zero-initialised head";
       EXPECT_LT(last, 0.3) << precision_name(p) << (adamw ? " AdamW" : " SGD") << " did not learn";
     }
 }

@@ -165,7 +165,8 @@ TEST(SyntheticData, MatchesCpuFormulaAndIsStandardNormal) {
   auto got = testing::to_host(images);
   DDPX_CUDA_CHECK(cudaDeviceSynchronize());
   auto got_labels = labels.download();
-  auto key = [&](uint64_t stream) { return mix64(mix64(mix64(mix64(seed ^ stream) + step) + 0)); };
+  // SyntheticDataset key for rank 0: mix(mix(mix(seed ^ stream) + step) + rank).
+  auto key = [&](uint64_t stream) { return mix64(mix64(mix64(seed ^ stream) + step) + 0); };
   const uint64_t image_key = key(0x696d616765ULL), label_key = key(0x6c6162656cULL);
   double sum = 0, sum_sq = 0;
   for (int64_t b = 0; b < batch; ++b) {
