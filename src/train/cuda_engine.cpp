@@ -52,13 +52,13 @@ class CudaEngine : public CudaStepEngine {
     model_ = std::make_unique<VitCuda>(layout, options.batch, parse_precision(options.precision), compute_);
     const int64_t image_numel = layout.config().image_numel();
     for (int p = 0; p < 2; ++p) {
-      images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel));
-      labels_[p] = DeviceBuffer<int32_t>(static_cast<size_t>(options.batch));
+      images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel), "input images");
+      labels_[p] = DeviceBuffer<int32_t>(static_cast<size_t>(options.batch), "input labels");
       DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&copy_done_[p], cudaEventDisableTiming));
       DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&input_free_[p], cudaEventDisableTiming));
       DDPX_CUDA_CHECK(cudaEventRecord(input_free_[p], compute_));
     }
-    loss_ = DeviceBuffer<float>(1);
+    loss_ = DeviceBuffer<float>(1, "loss");
     for (auto& ring : events_)
       for (auto& e : ring) DDPX_CUDA_CHECK(cudaEventCreate(&e));
     if (options.optimizer != "sgd" && options.optimizer != "adamw")
@@ -130,14 +130,14 @@ class CudaEngine : public CudaStepEngine {
     parity_ = micro_counter_++ % 2;
     batch_size_ = batch.batch;
     if (options_.data == "synthetic-device") {
-      generate_synthetic_batch(images_[parity_].data(), labels_[parity_].data(), batch.batch,
+      generate_synthetic_batch(images_[parity_].get(), labels_[parity_].get(), batch.batch,
                                layout_.config().image_numel(), layout_.config().num_classes, options_.seed,
                                static_cast<uint64_t>(batch.step), copy_);
     } else {
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
-      DDPX_CUDA_CHECK(cudaMemcpyAsync(images_[parity_].data(), batch.images, images_[parity_].bytes(),
+      DDPX_CUDA_CHECK(cudaMemcpyAsync(images_[parity_].get(), batch.images, images_[parity_].bytes(),
                                       cudaMemcpyHostToDevice, copy_));
-      DDPX_CUDA_CHECK(cudaMemcpyAsync(labels_[parity_].data(), batch.labels, batch.batch * sizeof(int32_t),
+      DDPX_CUDA_CHECK(cudaMemcpyAsync(labels_[parity_].get(), batch.labels, batch.batch * sizeof(int32_t),
                                       cudaMemcpyHostToDevice, copy_));
     }
     DDPX_CUDA_CHECK(cudaEventRecord(copy_done_[parity_], copy_));
@@ -153,7 +153,7 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     record(kCopyDone);
     bool first_span = true;
-    model_->forward_backward(images_[parity_].data(), labels_[parity_].data(), batch_size_, grad_scale, loss_.data(),
+    model_->forward_backward(images_[parity_].get(), labels_[parity_].get(), batch_size_, grad_scale, loss_.get(),
                              [&](size_t begin, size_t end) {
                                if (first_span) record(kForwardEnd), first_span = false;
                                if (on_ready) on_ready(begin, end);
@@ -181,7 +181,7 @@ class CudaEngine : public CudaStepEngine {
 
   float last_loss() override {
     float loss = 0;
-    DDPX_CUDA_CHECK(cudaMemcpyAsync(&loss, loss_.data(), sizeof(float), cudaMemcpyDeviceToHost, compute_));
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(&loss, loss_.get(), sizeof(float), cudaMemcpyDeviceToHost, compute_));
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     return loss;
   }
@@ -189,14 +189,14 @@ class CudaEngine : public CudaStepEngine {
   std::vector<float> eval_logits(const float* images, int64_t batch) override {
     const int64_t classes = layout_.config().num_classes, numel = layout_.config().image_numel();
     std::vector<float> logits(static_cast<size_t>(batch * classes));
-    DeviceBuffer<float> d_logits(static_cast<size_t>(options_.batch * classes));
+    DeviceBuffer<float> d_logits(static_cast<size_t>(options_.batch * classes), "eval logits");
     for (int64_t start = 0; start < batch; start += options_.batch) {
       const int64_t n = std::min(options_.batch, batch - start);
-      DDPX_CUDA_CHECK(cudaMemcpy(images_[0].data(), images + start * numel, n * numel * 4, cudaMemcpyHostToDevice));
-      model_->forward(images_[0].data(), n, d_logits.data());
+      DDPX_CUDA_CHECK(cudaMemcpy(images_[0].get(), images + start * numel, n * numel * 4, cudaMemcpyHostToDevice));
+      model_->forward(images_[0].get(), n, d_logits.get());
       DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
       DDPX_CUDA_CHECK(
-          cudaMemcpy(logits.data() + start * classes, d_logits.data(), n * classes * 4, cudaMemcpyDeviceToHost));
+          cudaMemcpy(logits.data() + start * classes, d_logits.get(), n * classes * 4, cudaMemcpyDeviceToHost));
     }
     return logits;
   }
