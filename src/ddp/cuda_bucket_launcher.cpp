@@ -1,7 +1,7 @@
 // CUDA launcher: compute -> comm stream dependencies by events; hooks enqueued on the comm stream.
 // Dependency events (timing disabled) are recorded plainly, so under stream capture they become graph edges;
-// timing events are recorded with cudaEventRecordExternal, so they stay real event nodes in a captured graph
-// and timings() reads the replayed step too.
+// timing events are recorded with cudaEventRecordExternal while the stream is being captured (the flag is
+// refused outside capture), so they stay real event nodes in the graph and timings() reads replayed steps too.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -14,6 +14,14 @@ namespace {
 
 void check(cudaError_t status, const char* what) {
   DDPX_REQUIRE(status == cudaSuccess, "reducer (CUDA): {} failed: {}", what, cudaGetErrorString(status));
+}
+
+// Records a timing event: an event node when `stream` is being captured, a plain record otherwise.
+void record_timing(cudaEvent_t event, cudaStream_t stream, const char* what) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  const unsigned flags = capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
+  check(cudaEventRecordWithFlags(event, stream, flags), what);
 }
 
 cudaEvent_t new_event(unsigned flags) {
@@ -55,21 +63,21 @@ class CudaBucketLauncher : public BucketLauncher {
     launched_.clear();
     done_recorded_ = false;
     launched_count_ = 0;
-    check(cudaEventRecordWithFlags(step_begin_, compute_stream_, cudaEventRecordExternal), "record step begin");
+    record_timing(step_begin_, compute_stream_, "record step begin");
   }
 
   void launch(BucketView& bucket, int64_t step) override {
     BucketEvents& events = buckets_[bucket.index];
     check(cudaEventRecord(events.ready_dependency, compute_stream_), "record bucket ready");
-    check(cudaEventRecordWithFlags(events.ready, compute_stream_, cudaEventRecordExternal), "record ready time");
+    record_timing(events.ready, compute_stream_, "record ready time");
     check(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0), "comm stream wait");
-    check(cudaEventRecordWithFlags(events.start, comm_stream_, cudaEventRecordExternal), "record start time");
+    record_timing(events.start, comm_stream_, "record start time");
     try {
       hook_.run(bucket, comm_, comm_stream_, step);
     } catch (const std::exception& e) {
       fail("communication hook '{}' failed in bucket {} of step {}: {}", hook_.name(), bucket.index, step, e.what());
     }
-    check(cudaEventRecordWithFlags(events.end, comm_stream_, cudaEventRecordExternal), "record end time");
+    record_timing(events.end, comm_stream_, "record end time");
     launched_.push_back(&bucket);
     ++launched_count_;
   }
