@@ -3,7 +3,9 @@
 //   - eager phases with CUDA events (median of --repeat): forward (eval), forward+backward, optimizer (SGD);
 //   - the whole step (zero_grads + forward_backward + sgd_step) captured once as a CUDA graph and replayed
 //     --steps times: steps/s from events around the replays.
+// With --single-step 1 it only runs one eager step per precision (for a kernel profiler such as ncu).
 // Usage: vit_step_timing [--model vit_l_32] [--batch 32] [--steps 50] [--repeat 10] [--precisions fp32,tf32,bf16]
+//                        [--single-step 0|1]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -29,6 +31,7 @@ struct Options {
   std::string model = "vit_l_32";
   int64_t batch = 32;
   int steps = 50, repeat = 10;
+  bool single_step = false;
   std::vector<Precision> precisions = {Precision::fp32, Precision::tf32, Precision::bf16};
 };
 
@@ -42,6 +45,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--batch") o.batch = std::stoll(value);
     else if (flag == "--steps") o.steps = std::stoi(value);
     else if (flag == "--repeat") o.repeat = std::stoi(value);
+    else if (flag == "--single-step") o.single_step = value == "1";
     else if (flag == "--precisions") {
       o.precisions.clear();
       size_t start = 0;
@@ -51,7 +55,7 @@ Options parse(int argc, char** argv) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
-    } else fail("unknown flag {} (--model, --batch, --steps, --repeat, --precisions)", flag);
+    } else fail("unknown flag {} (--model, --batch, --steps, --repeat, --precisions, --single-step)", flag);
   }
   return o;
 }
@@ -110,8 +114,9 @@ Row measure(const ParamLayout& layout, const Options& o, Precision precision, cu
     model.forward_backward(images.get(), labels.get(), o.batch, 1.f, loss.get());
     model.sgd_step(sgd, n);
   };
-  for (int i = 1; i <= 3; ++i) step(i);
+  for (int i = 1; i <= (o.single_step ? 1 : 3); ++i) step(i);
   DDPX_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (o.single_step) return Row{precision, 0, 0, 0, 0, model.peak_activation_bytes()};
 
   EventTimer timer(stream);
   Row row{precision, 0, 0, 0, 0, model.peak_activation_bytes()};

@@ -143,6 +143,7 @@ class VitCudaModel final : public VitCuda::Engine {
     ln.dy = d_final_, ln.ld_dy = D;
     ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = S * D, ln.accumulate = false;
     ln.dgamma = grads_ + layout_.final_ln_weight, ln.dbeta = grads_ + layout_.final_ln_bias;
+    ln.dx_column_sum = grads_ + layout_.blocks.back().fc2_bias;  // d(last block output) only has class rows
     ln.rows = batch, ln.dim = D;
     ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
     layernorm_backward(ln, stream_);
@@ -177,7 +178,7 @@ class VitCudaModel final : public VitCuda::Engine {
   template <typename In>
   void column_sum(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) {
     ColumnSumArgs<In> args;
-    args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.out = out;
+    args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.outputs[0] = out;
     args.scratch = scratch_, args.scratch_floats = scratch_floats_;
     column_sum_add(args, stream_);
   }
@@ -232,14 +233,15 @@ class VitCudaModel final : public VitCuda::Engine {
     layernorm_forward(ln, stream_);
   }
 
-  // d_res += LN backward of dy (fp32, [rows, D]); refreshes d_res_t; adds the LN's parameter gradients.
+  // d_res += LN backward of dy (fp32, [rows, D]); refreshes d_res_t; adds the LN's parameter gradients and, when
+  // dx_bias_grad is set, the column sums of the new d_res (the bias gradient of the linear layer producing it).
   void layer_norm_backward(const float* x, const float* mean, const float* rstd, size_t weight, size_t bias,
-                           const float* dy) {
+                           const float* dy, float* dx_bias_grad) {
     LayerNormBackwardArgs<T> ln;
     const int64_t D = config_.hidden_dim;
     ln.x = x, ln.ld_x = D, ln.mean = mean, ln.rstd = rstd, ln.gamma = params_ + weight;
     ln.dy = dy, ln.ld_dy = D, ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = D, ln.accumulate = true;
-    ln.dgamma = grads_ + weight, ln.dbeta = grads_ + bias;
+    ln.dgamma = grads_ + weight, ln.dbeta = grads_ + bias, ln.dx_column_sum = dx_bias_grad;
     ln.rows = batch_ * config_.seq_len(), ln.dim = D;
     ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
     layernorm_backward(ln, stream_);
@@ -263,24 +265,24 @@ class VitCudaModel final : public VitCuda::Engine {
     const BlockOffsets& o = layout_.blocks[l];
     const BlockActivations& a = blocks_[l];
     const int64_t D = config_.hidden_dim, M = config_.mlp_dim, rows = batch_ * config_.seq_len();
-    // MLP: d_res holds d(block output).
+    // MLP: d_res holds d(block output); its column sums (mlp.3 bias gradient) were added by the LayerNorm backward
+    // that produced it (encoder.ln or the next block's ln_1).
     weight_gradient(d_res_t_, D, a.gelu_out, M, o.fc2_weight, "mlp.3 weight gradient");
-    column_sum(d_res_, D, rows, D, grads_ + o.fc2_bias);
     input_gradient(d_res_t_, D, o.fc2_weight, M, d_wide_, false, "mlp.3 input gradient");
-    gelu_backward<T>(a.fc1_out, d_wide_, rows * M, stream_);
+    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, scratch_, scratch_floats_, stream_);
     weight_gradient(d_wide_, M, a.ln2_out, D, o.fc1_weight, "mlp.0 weight gradient");
-    column_sum(d_wide_, M, rows, M, grads_ + o.fc1_bias);
     input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, true, "mlp.0 input gradient");
-    layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_);
+    layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias);
     // Attention: d_res now holds d(mid).
     weight_gradient(d_res_t_, D, a.attn_out, D, o.proj_weight, "attention out_proj weight gradient");
-    column_sum(d_res_, D, rows, D, grads_ + o.proj_bias);
     input_gradient(d_res_t_, D, o.proj_weight, D, d_attn_, false, "attention out_proj input gradient");
     attention_backward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, d_attn_, d_qkv_, stream_);
     weight_gradient(d_qkv_, 3 * D, a.ln1_out, D, o.qkv_weight, "attention in_proj weight gradient");
     column_sum(d_qkv_, 3 * D, rows, 3 * D, grads_ + o.qkv_bias);
     input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, true, "attention in_proj input gradient");
-    layer_norm_backward(residual_[l], a.ln1_mean, a.ln1_rstd, o.ln1_weight, o.ln1_bias, d_narrow_);
+    // d(block input) is d(previous block output): its column sums are the previous block's mlp.3 bias gradient.
+    layer_norm_backward(residual_[l], a.ln1_mean, a.ln1_rstd, o.ln1_weight, o.ln1_bias, d_narrow_,
+                        l > 0 ? grads_ + layout_.blocks[l - 1].fc2_bias : nullptr);
   }
 
   void carve(Carver& c) {
@@ -311,7 +313,8 @@ class VitCudaModel final : public VitCuda::Engine {
     d_qkv_ = c.take<T>(rows * 3 * D);
     d_patch_embed_ = c.take<T>(B * N * D);
     const int64_t widest = std::max({M, 3 * D, S * D, C, 2 * D});
-    scratch_floats_ = std::max(column_sum_scratch_floats(widest), layernorm_backward_scratch_floats(rows, D));
+    scratch_floats_ = std::max({column_sum_scratch_floats(widest), layernorm_backward_scratch_floats(rows, D),
+                                gelu_backward_scratch_floats(rows, M)});
     scratch_ = c.take<float>(static_cast<int64_t>(scratch_floats_));
   }
 

@@ -1,13 +1,18 @@
-// Fused attention kernels; see attention.hpp. CUDA-core fp32 math from shared memory, sized for short sequences.
-// Forward: block = (image, head, tile of kForwardQueryTile queries); K and V of the head live in shared memory
-// (rows padded to head_dim+1 floats so lanes reading different keys hit different banks); one warp per query:
-// lanes own keys for the scores and softmax, then own head-dim columns for P @ V.
-// Backward: block = (image, head); K, V resident; queries in tiles of kBackwardQueryTile: recompute P from lse,
-// dS = P * (dO V^T - rowsum(dO * O)) * scale, dQ for the tile written directly, and dK += dS^T Q, dV += P^T dO
-// accumulated in registers, each (key, column) owned by exactly one thread, so no atomics are needed.
+// Fused attention kernels; see attention.hpp. CUDA-core fp32 math from shared memory, register-tiled:
+// a block of 256 threads = 16 x 16 threads works on 64 x 64 tiles, each thread owning a 4 x 4 sub-tile
+// (rows ty + 16a, columns tx + 16b), so every shared-memory load feeds 4 multiply-adds. Tiles of q/k/v/dO are
+// stored row-major with head_dim + 4 floats per row: the float4 loads along head_dim that different rows issue
+// in one quarter-warp then fall in different banks.
+// Forward: block = (image, head, 64 queries); keys in chunks of 64 with an online softmax (running max and sum,
+// flash-attention style), so shared memory does not grow with the sequence. Writes out and lse.
+// Backward: block = (image, head); keys in chunks of 64 (outer), queries in tiles of 64 (inner): recompute
+// P = exp(s - lse), dS = P * (dO V^T - rowsum(dO * O)) * scale; dK += dS^T Q and dV += P^T dO in registers
+// (each (key, column) owned by one thread); dQ += dS K accumulated in shared memory (written straight to
+// global memory when one key chunk covers the sequence). No atomics: bit-identical run to run.
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
@@ -19,175 +24,266 @@ namespace {
 
 using kernels::from_float;
 using kernels::to_float;
-using kernels::warp_max;
 using kernels::warp_sum;
 
-constexpr int kForwardThreads = 256;
-constexpr int kForwardQueryTile = 32;
-constexpr int kBackwardQueryTile = 16;
+constexpr int kTile = 64;
+constexpr int kThreads = 256;
+constexpr int kPad = kTile + 1;  // row length of the 64 x 64 probability / dS tiles
 
 struct HeadView {
   int64_t row_stride, model_dim, base;  // qkv element offset of (image b, token 0, head h, column 0)
+  int64_t first_token, head_col;
 };
 
 __device__ __forceinline__ HeadView head_view(const AttentionShape& s, int bh) {
   const int64_t b = bh / s.heads, h = bh % s.heads;
   const int64_t model_dim = s.heads * s.head_dim;
-  return {3 * model_dim, model_dim, b * s.seq * 3 * model_dim + h * s.head_dim};
+  return {3 * model_dim, model_dim, b * s.seq * 3 * model_dim + h * s.head_dim, b * s.seq, h * s.head_dim};
 }
 
+// dst[r][c] = src[r * stride + c] for r < rows, zero for rows..kTile-1; c < cols.
 template <typename T>
-__device__ void load_rows(float* dst, int ld_dst, const T* src, int64_t src_stride, int rows, int cols) {
-  for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+__device__ void load_tile(float* dst, int ld, const T* src, int64_t stride, int rows, int cols) {
+  for (int e = threadIdx.x; e < kTile * cols; e += kThreads) {
     const int r = e / cols, c = e % cols;
-    dst[r * ld_dst + c] = to_float(src[r * src_stride + c]);
+    dst[r * ld + c] = r < rows ? to_float(src[r * stride + c]) : 0.f;
   }
 }
 
-__device__ __forceinline__ float dot(const float* a, const float* b, int n) {
-  float acc = 0.f;
-#pragma unroll 8
-  for (int d = 0; d < n; ++d) acc += a[d] * b[d];
-  return acc;
+__device__ __forceinline__ float4 load_f4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+__device__ __forceinline__ float half_warp_max(float v) {
+#pragma unroll
+  for (int offset = 8; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+__device__ __forceinline__ float half_warp_sum(float v) {
+#pragma unroll
+  for (int offset = 8; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
 }
 
-template <typename T, int kDimChunks>
-__global__ void __launch_bounds__(kForwardThreads) attention_forward_kernel(AttentionShape s, const T* qkv, T* out,
-                                                                            float* lse) {
-  extern __shared__ float smem[];
-  const int S = static_cast<int>(s.seq), hd = static_cast<int>(s.head_dim), ldk = hd + 1;
-  float* keys = smem;
-  float* values = keys + S * ldk;
-  float* queries = values + S * ldk;
-  float* probs = queries + kForwardQueryTile * ldk;  // [tile][S]
+// acc[a][b] += sum_d x[(ty + 16a)][d] * y[(tx + 16b)][d]: the 4 x 4 block of x y^T this thread owns.
+__device__ __forceinline__ void tile_dot(float (&acc)[4][4], const float* x, const float* y, int ld, int hd,
+                                         int tx, int ty) {
+  for (int d = 0; d < hd; d += 4) {
+    float4 xv[4], yv[4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a) xv[a] = load_f4(x + (ty + 16 * a) * ld + d);
+#pragma unroll
+    for (int b = 0; b < 4; ++b) yv[b] = load_f4(y + (tx + 16 * b) * ld + d);
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) acc[a][b] += dot4(xv[a], yv[b]);
+  }
+}
+
+template <typename T, int kDims>  // head_dim <= 16 * kDims; thread owns columns tx + 16c, c < kDims
+__global__ void __launch_bounds__(kThreads) attention_forward_kernel(AttentionShape s, const T* qkv, T* out,
+                                                                     float* lse) {
+  extern __shared__ float4 smem_f4[];
+  float* smem = reinterpret_cast<float*>(smem_f4);
+  const int S = static_cast<int>(s.seq), hd = static_cast<int>(s.head_dim), ld = hd + 4;
+  float* q_tile = smem;
+  float* k_tile = q_tile + kTile * ld;
+  float* v_tile = k_tile + kTile * ld;
+  float* p_tile = v_tile + kTile * ld;  // [kTile][kPad]
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int bh = blockIdx.x;
   const HeadView view = head_view(s, bh);
-  const int q0 = blockIdx.y * kForwardQueryTile;
-  const int q_count = min(kForwardQueryTile, S - q0);
-  load_rows(keys, ldk, qkv + view.base + view.model_dim, view.row_stride, S, hd);
-  load_rows(values, ldk, qkv + view.base + 2 * view.model_dim, view.row_stride, S, hd);
-  load_rows(queries, ldk, qkv + view.base + q0 * view.row_stride, view.row_stride, q_count, hd);
-  __syncthreads();
+  const int q0 = blockIdx.y * kTile, q_valid = min(kTile, S - q0);
+  load_tile(q_tile, ld, qkv + view.base + q0 * view.row_stride, view.row_stride, q_valid, hd);
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int i = warp; i < q_count; i += kForwardThreads / 32) {
-    float* p = probs + i * S;
-    const float* q = queries + i * ldk;
-    float row_max = -INFINITY;
-    for (int j = lane; j < S; j += 32) {
-      const float score = dot(q, keys + j * ldk, hd) * s.scale;
-      p[j] = score;
-      row_max = fmaxf(row_max, score);
-    }
-    row_max = warp_max(row_max);
-    float row_sum = 0.f;
-    for (int j = lane; j < S; j += 32) {
-      const float e = expf(p[j] - row_max);
-      p[j] = e;
-      row_sum += e;
-    }
-    row_sum = warp_sum(row_sum);
-    __syncwarp();
-    float acc[kDimChunks];
+  float row_max[4], row_sum[4], acc[4][kDims];
 #pragma unroll
-    for (int c = 0; c < kDimChunks; ++c) acc[c] = 0.f;
-    for (int j = 0; j < S; ++j) {
-      const float pj = p[j];
-      const float* v = values + j * ldk;
+  for (int a = 0; a < 4; ++a) {
+    row_max[a] = -INFINITY, row_sum[a] = 0.f;
 #pragma unroll
-      for (int c = 0; c < kDimChunks; ++c)
-        if (lane + 32 * c < hd) acc[c] += pj * v[lane + 32 * c];
+    for (int c = 0; c < kDims; ++c) acc[a][c] = 0.f;
+  }
+  for (int k0 = 0; k0 < S; k0 += kTile) {
+    const int k_valid = min(kTile, S - k0);
+    __syncthreads();  // the previous chunk's readers are done
+    load_tile(k_tile, ld, qkv + view.base + view.model_dim + k0 * view.row_stride, view.row_stride, k_valid, hd);
+    load_tile(v_tile, ld, qkv + view.base + 2 * view.model_dim + k0 * view.row_stride, view.row_stride, k_valid,
+              hd);
+    __syncthreads();
+    float score[4][4] = {};
+    tile_dot(score, q_tile, k_tile, ld, hd, tx, ty);
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      float chunk_max = -INFINITY;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        score[a][b] = tx + 16 * b < k_valid ? score[a][b] * s.scale : -INFINITY;
+        chunk_max = fmaxf(chunk_max, score[a][b]);
+      }
+      const float new_max = fmaxf(row_max[a], half_warp_max(chunk_max));
+      float chunk_sum = 0.f;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const float p = expf(score[a][b] - new_max);
+        p_tile[(ty + 16 * a) * kPad + tx + 16 * b] = p;
+        chunk_sum += p;
+      }
+      const float correction = expf(row_max[a] - new_max);
+      row_sum[a] = row_sum[a] * correction + half_warp_sum(chunk_sum);
+      row_max[a] = new_max;
+#pragma unroll
+      for (int c = 0; c < kDims; ++c) acc[a][c] *= correction;
     }
-    const float inv_sum = 1.f / row_sum;
-    const int64_t token = (bh / s.heads) * s.seq + q0 + i;
-    T* o = out + token * view.model_dim + (bh % s.heads) * s.head_dim;
+    __syncthreads();
+    for (int j = 0; j < k_valid; ++j) {
+      float p[4], v[kDims];
 #pragma unroll
-    for (int c = 0; c < kDimChunks; ++c)
-      if (lane + 32 * c < hd) o[lane + 32 * c] = from_float<T>(acc[c] * inv_sum);
-    if (lane == 0) lse[static_cast<int64_t>(bh) * S + q0 + i] = row_max + logf(row_sum);
+      for (int a = 0; a < 4; ++a) p[a] = p_tile[(ty + 16 * a) * kPad + j];
+#pragma unroll
+      for (int c = 0; c < kDims; ++c) v[c] = tx + 16 * c < hd ? v_tile[j * ld + tx + 16 * c] : 0.f;
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int c = 0; c < kDims; ++c) acc[a][c] += p[a] * v[c];
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int i = ty + 16 * a;
+    if (i >= q_valid) continue;
+    const float inv_sum = 1.f / row_sum[a];
+    T* o = out + (view.first_token + q0 + i) * view.model_dim + view.head_col;
+#pragma unroll
+    for (int c = 0; c < kDims; ++c)
+      if (tx + 16 * c < hd) o[tx + 16 * c] = from_float<T>(acc[a][c] * inv_sum);
+    if (tx == 0) lse[static_cast<int64_t>(bh) * S + q0 + i] = row_max[a] + logf(row_sum[a]);
   }
 }
 
-template <typename T, int kThreads, int kOwned>
+template <typename T, int kDims>
 __global__ void __launch_bounds__(kThreads)
     attention_backward_kernel(AttentionShape s, const T* qkv, const T* out, const float* lse, const T* d_out,
                               T* d_qkv) {
-  extern __shared__ float smem[];
-  const int S = static_cast<int>(s.seq), hd = static_cast<int>(s.head_dim), ldk = hd + 1, ldp = S + 1;
-  float* keys = smem;
-  float* values = keys + S * ldk;
-  float* queries = values + S * ldk;                   // [tile][ldk]
-  float* d_outs = queries + kBackwardQueryTile * ldk;  // [tile][ldk]
-  float* probs = d_outs + kBackwardQueryTile * ldk;    // [tile][ldp]
-  float* d_scores = probs + kBackwardQueryTile * ldp;  // [tile][ldp], already times scale
-  float* row_delta = d_scores + kBackwardQueryTile * ldp;  // [tile] rowsum(dO * O)
-  float* row_lse = row_delta + kBackwardQueryTile;         // [tile]
+  extern __shared__ float4 smem_f4[];
+  float* smem = reinterpret_cast<float*>(smem_f4);
+  const int S = static_cast<int>(s.seq), hd = static_cast<int>(s.head_dim), ld = hd + 4;
+  const bool single_chunk = S <= kTile;
+  float* k_tile = smem;
+  float* v_tile = k_tile + kTile * ld;
+  float* q_tile = v_tile + kTile * ld;
+  float* g_tile = q_tile + kTile * ld;  // dO
+  float* p_tile = g_tile + kTile * ld;  // [kTile][kPad]
+  float* ds_tile = p_tile + kTile * kPad;
+  float* row_delta = ds_tile + kTile * kPad;  // [S] rowsum(dO * O)
+  float* row_lse = row_delta + S;             // [S]
+  float* dq_acc = row_lse + S;                // [S][ld], only when the keys take several chunks
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x;
   const HeadView view = head_view(s, bh);
-  const int64_t head_col = (bh % s.heads) * s.head_dim;
-  const int64_t first_token = (bh / s.heads) * s.seq;
-  load_rows(keys, ldk, qkv + view.base + view.model_dim, view.row_stride, S, hd);
-  load_rows(values, ldk, qkv + view.base + 2 * view.model_dim, view.row_stride, S, hd);
 
-  float d_key[kOwned], d_value[kOwned];
-#pragma unroll
-  for (int o = 0; o < kOwned; ++o) d_key[o] = d_value[o] = 0.f;
+  for (int i = warp; i < S; i += kThreads / 32) {
+    const int64_t offset = (view.first_token + i) * view.model_dim + view.head_col;
+    float delta = 0.f;
+    for (int d = lane; d < hd; d += 32) delta += to_float(d_out[offset + d]) * to_float(out[offset + d]);
+    delta = warp_sum(delta);
+    if (lane == 0) row_delta[i] = delta, row_lse[i] = lse[static_cast<int64_t>(bh) * S + i];
+    if (!single_chunk)
+      for (int d = lane; d < hd; d += 32) dq_acc[i * ld + d] = 0.f;
+  }
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  constexpr int kWarps = kThreads / 32;
-  for (int q0 = 0; q0 < S; q0 += kBackwardQueryTile) {
-    const int q_count = min(kBackwardQueryTile, S - q0);
-    load_rows(queries, ldk, qkv + view.base + q0 * view.row_stride, view.row_stride, q_count, hd);
-    load_rows(d_outs, ldk, d_out + (first_token + q0) * view.model_dim + head_col, view.model_dim, q_count, hd);
-    for (int i = warp; i < q_count; i += kWarps) {
-      const int64_t offset = (first_token + q0 + i) * view.model_dim + head_col;
-      float delta = 0.f;
-      for (int d = lane; d < hd; d += 32) delta += to_float(d_out[offset + d]) * to_float(out[offset + d]);
-      delta = warp_sum(delta);
-      if (lane == 0) {
-        row_delta[i] = delta;
-        row_lse[i] = lse[static_cast<int64_t>(bh) * S + q0 + i];
-      }
-    }
+  for (int k0 = 0; k0 < S; k0 += kTile) {
+    const int k_valid = min(kTile, S - k0);
     __syncthreads();
-    for (int i = warp; i < q_count; i += kWarps) {
-      const float* q = queries + i * ldk;
-      const float* g = d_outs + i * ldk;
-      for (int j = lane; j < S; j += 32) {
-        const float p = expf(dot(q, keys + j * ldk, hd) * s.scale - row_lse[i]);
-        const float dp = dot(g, values + j * ldk, hd);
-        probs[i * ldp + j] = p;
-        d_scores[i * ldp + j] = p * (dp - row_delta[i]) * s.scale;
-      }
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < q_count * hd; e += kThreads) {
-      const int i = e / hd, d = e % hd;
-      float acc = 0.f;
-      for (int j = 0; j < S; ++j) acc += d_scores[i * ldp + j] * keys[j * ldk + d];
-      d_qkv[(first_token + q0 + i) * view.row_stride + head_col + d] = from_float<T>(acc);
-    }
+    load_tile(k_tile, ld, qkv + view.base + view.model_dim + k0 * view.row_stride, view.row_stride, k_valid, hd);
+    load_tile(v_tile, ld, qkv + view.base + 2 * view.model_dim + k0 * view.row_stride, view.row_stride, k_valid,
+              hd);
+    float d_key[4][kDims] = {}, d_value[4][kDims] = {};
+    for (int q0 = 0; q0 < S; q0 += kTile) {
+      const int q_valid = min(kTile, S - q0);
+      __syncthreads();  // the previous tile's readers are done
+      load_tile(q_tile, ld, qkv + view.base + q0 * view.row_stride, view.row_stride, q_valid, hd);
+      load_tile(g_tile, ld, d_out + (view.first_token + q0) * view.model_dim + view.head_col, view.model_dim,
+                q_valid, hd);
+      __syncthreads();
+      float score[4][4] = {}, d_prob[4][4] = {};
+      tile_dot(score, q_tile, k_tile, ld, hd, tx, ty);
+      tile_dot(d_prob, g_tile, v_tile, ld, hd, tx, ty);
 #pragma unroll
-    for (int o = 0; o < kOwned; ++o) {
-      const int e = threadIdx.x + kThreads * o;
-      if (e < S * hd) {
-        const int j = e / hd, d = e % hd;
-        for (int i = 0; i < q_count; ++i) {
-          d_key[o] += d_scores[i * ldp + j] * queries[i * ldk + d];
-          d_value[o] += probs[i * ldp + j] * d_outs[i * ldk + d];
+      for (int a = 0; a < 4; ++a) {
+        const int i = ty + 16 * a;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const int j = tx + 16 * b;
+          const bool valid = i < q_valid && j < k_valid;
+          const float p = valid ? expf(score[a][b] * s.scale - row_lse[q0 + i]) : 0.f;
+          p_tile[i * kPad + j] = p;
+          ds_tile[i * kPad + j] = valid ? p * (d_prob[a][b] - row_delta[q0 + i]) * s.scale : 0.f;
         }
       }
-    }
-    __syncthreads();
-  }
+      __syncthreads();
+      // dQ rows of this tile: sum over this key chunk of dS K.
+      float d_query[4][kDims] = {};
+      for (int j = 0; j < k_valid; ++j) {
+        float ds[4], k[kDims];
 #pragma unroll
-  for (int o = 0; o < kOwned; ++o) {
-    const int e = threadIdx.x + kThreads * o;
-    if (e < S * hd) {
-      const int j = e / hd, d = e % hd;
-      T* row = d_qkv + (first_token + j) * view.row_stride + head_col + d;
-      row[view.model_dim] = from_float<T>(d_key[o]);
-      row[2 * view.model_dim] = from_float<T>(d_value[o]);
+        for (int a = 0; a < 4; ++a) ds[a] = ds_tile[(ty + 16 * a) * kPad + j];
+#pragma unroll
+        for (int c = 0; c < kDims; ++c) k[c] = tx + 16 * c < hd ? k_tile[j * ld + tx + 16 * c] : 0.f;
+#pragma unroll
+        for (int a = 0; a < 4; ++a)
+#pragma unroll
+          for (int c = 0; c < kDims; ++c) d_query[a][c] += ds[a] * k[c];
+      }
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        const int i = ty + 16 * a;
+        if (i >= q_valid) continue;
+#pragma unroll
+        for (int c = 0; c < kDims; ++c) {
+          const int d = tx + 16 * c;
+          if (d >= hd) continue;
+          if (single_chunk)
+            d_qkv[(view.first_token + q0 + i) * view.row_stride + view.head_col + d] = from_float<T>(d_query[a][c]);
+          else
+            dq_acc[(q0 + i) * ld + d] += d_query[a][c];
+        }
+      }
+      // dK, dV of this key chunk: sums over this query tile of dS^T Q and P^T dO.
+      for (int i = 0; i < q_valid; ++i) {
+        float ds[4], p[4], q[kDims], g[kDims];
+#pragma unroll
+        for (int a = 0; a < 4; ++a) ds[a] = ds_tile[i * kPad + ty + 16 * a], p[a] = p_tile[i * kPad + ty + 16 * a];
+#pragma unroll
+        for (int c = 0; c < kDims; ++c) {
+          const bool in_head = tx + 16 * c < hd;
+          q[c] = in_head ? q_tile[i * ld + tx + 16 * c] : 0.f;
+          g[c] = in_head ? g_tile[i * ld + tx + 16 * c] : 0.f;
+        }
+#pragma unroll
+        for (int a = 0; a < 4; ++a)
+#pragma unroll
+          for (int c = 0; c < kDims; ++c) d_key[a][c] += ds[a] * q[c], d_value[a][c] += p[a] * g[c];
+      }
+    }
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const int j = ty + 16 * a;
+      if (j >= k_valid) continue;
+      T* row = d_qkv + (view.first_token + k0 + j) * view.row_stride + view.head_col;
+#pragma unroll
+      for (int c = 0; c < kDims; ++c) {
+        const int d = tx + 16 * c;
+        if (d >= hd) continue;
+        row[view.model_dim + d] = from_float<T>(d_key[a][c]);
+        row[2 * view.model_dim + d] = from_float<T>(d_value[a][c]);
+      }
+    }
+  }
+  if (!single_chunk) {
+    __syncthreads();
+    for (int e = threadIdx.x; e < S * hd; e += kThreads) {
+      const int i = e / hd, d = e % hd;
+      d_qkv[(view.first_token + i) * view.row_stride + view.head_col + d] = from_float<T>(dq_acc[i * ld + d]);
     }
   }
 }
@@ -203,24 +299,31 @@ int max_shared_bytes() {
 }
 
 template <typename Kernel, typename... Args>
-void launch_with_shared(Kernel kernel, dim3 grid, int threads, size_t shared, cudaStream_t stream,
-                        const AttentionShape& s, const char* name, Args... args) {
+void launch_with_shared(Kernel kernel, dim3 grid, size_t shared, cudaStream_t stream, const AttentionShape& s,
+                        const char* name, Args... args) {
   DDPX_REQUIRE(shared <= static_cast<size_t>(max_shared_bytes()),
                "{}: sequence {} x head_dim {} needs {} bytes of shared memory, this GPU allows {}; use a larger "
                "patch size (shorter sequence)",
                name, s.seq, s.head_dim, shared, max_shared_bytes());
   DDPX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(shared)));
-  kernel<<<grid, threads, shared, stream>>>(args...);
+  kernel<<<grid, kThreads, shared, stream>>>(args...);
   DDPX_CHECK_LAUNCH(name);
 }
 
 void check_shape(const AttentionShape& s, const char* what) {
-  DDPX_REQUIRE(s.batch > 0 && s.seq > 0 && s.heads > 0 && s.head_dim > 0, "{}: empty shape (batch {}, seq {}, "
-               "heads {}, head_dim {})", what, s.batch, s.seq, s.heads, s.head_dim);
-  DDPX_REQUIRE(s.head_dim <= 128, "{}: head_dim {} is above the supported 128", what, s.head_dim);
-  DDPX_REQUIRE(s.seq * s.head_dim <= 512 * 64, "{}: seq {} x head_dim {} is above the supported 32768", what, s.seq,
+  DDPX_REQUIRE(s.batch > 0 && s.seq > 0 && s.heads > 0 && s.head_dim > 0,
+               "{}: empty shape (batch {}, seq {}, heads {}, head_dim {})", what, s.batch, s.seq, s.heads,
                s.head_dim);
+  DDPX_REQUIRE(s.head_dim <= 128 && s.head_dim % 4 == 0,
+               "{}: head_dim {} must be a multiple of 4 and at most 128", what, s.head_dim);
+}
+
+template <typename T, typename Launch>
+void dispatch_head_dim(int64_t head_dim, Launch&& launch) {
+  if (head_dim <= 32) launch(std::integral_constant<int, 2>{});
+  else if (head_dim <= 64) launch(std::integral_constant<int, 4>{});
+  else launch(std::integral_constant<int, 8>{});
 }
 
 }  // namespace
@@ -228,41 +331,28 @@ void check_shape(const AttentionShape& s, const char* what) {
 template <typename T>
 void attention_forward(const AttentionShape& s, const T* qkv, T* out, float* lse, cudaStream_t stream) {
   check_shape(s, "attention_forward");
-  const int64_t ldk = s.head_dim + 1;
-  const size_t shared = sizeof(float) * static_cast<size_t>(2 * s.seq * ldk + kForwardQueryTile * ldk +
-                                                            kForwardQueryTile * s.seq);
-  dim3 grid(static_cast<unsigned>(s.batch * s.heads),
-            static_cast<unsigned>((s.seq + kForwardQueryTile - 1) / kForwardQueryTile));
-  if (s.head_dim <= 32)
-    launch_with_shared(attention_forward_kernel<T, 1>, grid, kForwardThreads, shared, stream, s,
+  const int64_t ld = s.head_dim + 4;
+  const size_t shared = sizeof(float) * static_cast<size_t>(3 * kTile * ld + kTile * kPad);
+  const dim3 grid(static_cast<unsigned>(s.batch * s.heads), static_cast<unsigned>((s.seq + kTile - 1) / kTile));
+  dispatch_head_dim<T>(s.head_dim, [&](auto dims) {
+    launch_with_shared(attention_forward_kernel<T, decltype(dims)::value>, grid, shared, stream, s,
                        "attention_forward_kernel", s, qkv, out, lse);
-  else if (s.head_dim <= 64)
-    launch_with_shared(attention_forward_kernel<T, 2>, grid, kForwardThreads, shared, stream, s,
-                       "attention_forward_kernel", s, qkv, out, lse);
-  else
-    launch_with_shared(attention_forward_kernel<T, 4>, grid, kForwardThreads, shared, stream, s,
-                       "attention_forward_kernel", s, qkv, out, lse);
+  });
 }
 
 template <typename T>
 void attention_backward(const AttentionShape& s, const T* qkv, const T* out, const float* lse, const T* d_out,
                         T* d_qkv, cudaStream_t stream) {
   check_shape(s, "attention_backward");
-  const int64_t ldk = s.head_dim + 1, ldp = s.seq + 1;
+  const int64_t ld = s.head_dim + 4;
+  const int64_t dq_floats = s.seq <= kTile ? 0 : s.seq * ld;
   const size_t shared =
-      sizeof(float) * static_cast<size_t>(2 * s.seq * ldk + 2 * kBackwardQueryTile * ldk +
-                                          2 * kBackwardQueryTile * ldp + 2 * kBackwardQueryTile);
-  dim3 grid(static_cast<unsigned>(s.batch * s.heads));
-  const int64_t owned = s.seq * s.head_dim;
-  if (owned <= 256 * 16)
-    launch_with_shared(attention_backward_kernel<T, 256, 16>, grid, 256, shared, stream, s,
+      sizeof(float) * static_cast<size_t>(4 * kTile * ld + 2 * kTile * kPad + 2 * s.seq + dq_floats);
+  const dim3 grid(static_cast<unsigned>(s.batch * s.heads));
+  dispatch_head_dim<T>(s.head_dim, [&](auto dims) {
+    launch_with_shared(attention_backward_kernel<T, decltype(dims)::value>, grid, shared, stream, s,
                        "attention_backward_kernel", s, qkv, out, lse, d_out, d_qkv);
-  else if (owned <= 512 * 32)
-    launch_with_shared(attention_backward_kernel<T, 512, 32>, grid, 512, shared, stream, s,
-                       "attention_backward_kernel", s, qkv, out, lse, d_out, d_qkv);
-  else
-    launch_with_shared(attention_backward_kernel<T, 512, 64>, grid, 512, shared, stream, s,
-                       "attention_backward_kernel", s, qkv, out, lse, d_out, d_qkv);
+  });
 }
 
 template void attention_forward<float>(const AttentionShape&, const float*, float*, float*, cudaStream_t);

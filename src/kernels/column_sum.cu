@@ -18,14 +18,19 @@ constexpr int kRowLanes = 8;
 constexpr int64_t kTargetBlocks = 264;
 constexpr int64_t kMinRowsPerSplit = 64;
 
-__device__ __forceinline__ void add_to_output(float* out, int64_t split, float* out_second, int64_t col, float v) {
-  if (col < split) out[col] += v;
-  else out_second[col - split] += v;
+struct Outputs {
+  float* vectors[kMaxColumnSumSegments];
+  int64_t segment;
+};
+
+__device__ __forceinline__ void add_to_output(const Outputs& o, int64_t col, float v) {
+  const int64_t s = col / o.segment;
+  o.vectors[s][col - s * o.segment] += v;
 }
 
 template <typename In>
 __global__ void column_sum_stage1(const In* in, int64_t ld, int64_t rows, int64_t cols, int64_t rows_per_split,
-                                  float* partial, float* out, int64_t split, float* out_second) {
+                                  float* partial, Outputs outputs) {
   __shared__ float sums[kRowLanes][kColumnsPerBlock + 1];
   const int lane = threadIdx.x, row_lane = threadIdx.y;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnsPerBlock + lane;
@@ -43,17 +48,16 @@ __global__ void column_sum_stage1(const In* in, int64_t ld, int64_t rows, int64_
 #pragma unroll
     for (int i = 0; i < kRowLanes; ++i) total += sums[i][lane];
     if (partial) partial[static_cast<int64_t>(blockIdx.y) * cols + col] = total;
-    else add_to_output(out, split, out_second, col, total);
+    else add_to_output(outputs, col, total);
   }
 }
 
-__global__ void column_sum_stage2(const float* partial, int64_t splits, int64_t cols, float* out, int64_t split,
-                                  float* out_second) {
+__global__ void column_sum_stage2(const float* partial, int64_t splits, int64_t cols, Outputs outputs) {
   const int64_t col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (col >= cols) return;
   float total = 0.f;
   for (int64_t s = 0; s < splits; ++s) total += partial[s * cols + col];
-  add_to_output(out, split, out_second, col, total);
+  add_to_output(outputs, col, total);
 }
 
 }  // namespace
@@ -65,9 +69,15 @@ size_t column_sum_scratch_floats(int64_t cols) {
 template <typename In>
 void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
   if (a.rows <= 0 || a.cols <= 0) return;
-  const int64_t split = a.split < 0 ? a.cols : a.split;
-  DDPX_REQUIRE(split == a.cols || a.out_second != nullptr, "column_sum_add: split {} of {} columns needs out_second",
-               split, a.cols);
+  Outputs outputs{{}, a.segment < 0 ? a.cols : a.segment};
+  const int64_t segments = (a.cols + outputs.segment - 1) / outputs.segment;
+  DDPX_REQUIRE(segments <= kMaxColumnSumSegments && a.cols % outputs.segment == 0,
+               "column_sum_add: {} columns do not split into at most {} segments of {}", a.cols,
+               kMaxColumnSumSegments, outputs.segment);
+  for (int64_t s = 0; s < segments; ++s) {
+    DDPX_REQUIRE(a.outputs[s] != nullptr, "column_sum_add: output {} of {} is missing", s, segments);
+    outputs.vectors[s] = a.outputs[s];
+  }
   const int64_t column_blocks = (a.cols + kColumnsPerBlock - 1) / kColumnsPerBlock;
   int64_t splits = (kTargetBlocks + column_blocks - 1) / column_blocks;
   splits = std::max<int64_t>(1, std::min(splits, (a.rows + kMinRowsPerSplit - 1) / kMinRowsPerSplit));
@@ -82,12 +92,12 @@ void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
   }
   dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(splits));
   column_sum_stage1<In><<<grid, dim3(kColumnsPerBlock, kRowLanes), 0, stream>>>(
-      a.in, a.ld, a.rows, a.cols, rows_per_split, partial, a.out, split, a.out_second);
+      a.in, a.ld, a.rows, a.cols, rows_per_split, partial, outputs);
   DDPX_CHECK_LAUNCH("column_sum_stage1");
   if (partial) {
     const int threads = 256;
     column_sum_stage2<<<static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0, stream>>>(
-        partial, splits, a.cols, a.out, split, a.out_second);
+        partial, splits, a.cols, outputs);
     DDPX_CHECK_LAUNCH("column_sum_stage2");
   }
 }

@@ -1,7 +1,7 @@
 // Column sums of a row-major matrix added into fp32 vectors: the reduction behind every bias gradient, the
 // position-embedding and class-token gradients and LayerNorm's weight/bias gradients.
-// Guarantees: out[c] += sum over rows of in[r*ld + c] for c < split, out_second[c - split] += ... for c >= split
-// (split = cols when out_second is nullptr). The summation order is fixed by the shape alone, so results are
+// Guarantees: outputs[c / segment][c % segment] += sum over rows of in[r*ld + c] (segment = cols by default:
+// one output vector; LayerNorm's partials use 2 or 3 segments). The summation order is fixed by the shape alone, so results are
 // bit-identical run to run (no atomics). fp32 accumulation. Needs scratch of column_sum_scratch_floats(cols)
 // floats; enqueues one or two kernels on `stream`, allocates nothing.
 #pragma once
@@ -12,13 +12,14 @@
 
 namespace ddpx {
 
+constexpr int kMaxColumnSumSegments = 3;
+
 template <typename In>
 struct ColumnSumArgs {
   const In* in = nullptr;
   int64_t ld = 0, rows = 0, cols = 0;
-  float* out = nullptr;
-  int64_t split = -1;            // first column that goes to out_second; -1 = cols
-  float* out_second = nullptr;
+  int64_t segment = -1;  // width of each output segment; -1 = cols (a single output)
+  float* outputs[kMaxColumnSumSegments] = {};
   float* scratch = nullptr;
   size_t scratch_floats = 0;
 };

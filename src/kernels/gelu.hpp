@@ -1,8 +1,10 @@
-// Exact (erf) GELU, the MLP activation of torchvision's ViT: forward and the backward that rescales the incoming
-// gradient in place. Guarantees: fp32 arithmetic whatever T; n must be a multiple of 4 (4-wide vector access);
-// one kernel per call on `stream`, nothing allocated.
+// Exact (erf) GELU, the MLP activation of torchvision's ViT: forward, and the backward that rescales the incoming
+// gradient in place and adds its column sums (the preceding linear layer's bias gradient) in the same pass.
+// Guarantees: fp32 arithmetic whatever T; element / column counts must be multiples of 4 (4-wide vector access);
+// the bias-gradient sum is deterministic (per-block partials, fixed-order column sum); nothing allocated.
 //   forward:  out = x * Phi(x)                 (Phi = standard normal CDF = 0.5 * (1 + erf(x / sqrt 2)))
-//   backward: grad *= Phi(x) + x * phi(x)      (phi = standard normal density), x = the forward input
+//   backward: grad *= Phi(x) + x * phi(x)      (phi = standard normal density), x = the forward input;
+//             bias_grad[c] += sum over rows of the new grad[r][c] (when bias_grad is not nullptr)
 #pragma once
 #include <cuda_runtime.h>
 
@@ -13,7 +15,11 @@ namespace ddpx {
 template <typename T>
 void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream);
 
+// x, grad: [rows, cols] row-major. scratch: gelu_backward_scratch_floats(rows, cols) floats (when bias_grad is set).
 template <typename T>
-void gelu_backward(const T* x, T* grad, int64_t n, cudaStream_t stream);
+void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_grad, float* scratch,
+                   size_t scratch_floats, cudaStream_t stream);
+
+size_t gelu_backward_scratch_floats(int64_t rows, int64_t cols);
 
 }  // namespace ddpx

@@ -89,19 +89,22 @@ __global__ void layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
       if (a.dx_copy) store4(a.dx_copy + row * a.ld_dx + c, out);
     }
   }
-  __syncthreads();
-  float* partial = a.scratch + static_cast<int64_t>(blockIdx.x) * 2 * dim;
+  __syncthreads();  // this block's dx rows are written (and visible to the whole block)
+  const int sums = a.dx_column_sum ? 3 : 2;
+  float* partial = a.scratch + static_cast<int64_t>(blockIdx.x) * sums * dim;
   for (int c = threadIdx.x; c < dim; c += blockDim.x) {
-    float dgamma = 0.f, dbeta = 0.f;
+    float dgamma = 0.f, dbeta = 0.f, dx_sum = 0.f;
     for (int r = 0; r < kRowsPerBlock; ++r) {
       const int64_t rr = first_row + r;
       if (rr >= a.rows) break;
       const float d = a.dy[rr * a.ld_dy + c];
       dgamma += d * (a.x[rr * a.ld_x + c] - a.mean[rr]) * a.rstd[rr];
       dbeta += d;
+      if (a.dx_column_sum) dx_sum += a.dx[rr * a.ld_dx + c];
     }
     partial[c] = dgamma;
     partial[dim + c] = dbeta;
+    if (a.dx_column_sum) partial[2 * dim + c] = dx_sum;
   }
 }
 
@@ -118,7 +121,7 @@ void check_shape(int64_t rows, int64_t dim, std::initializer_list<int64_t> lds, 
 }  // namespace
 
 size_t layernorm_backward_scratch_floats(int64_t rows, int64_t dim) {
-  return static_cast<size_t>(backward_blocks(rows) * 2 * dim) + column_sum_scratch_floats(2 * dim);
+  return static_cast<size_t>(backward_blocks(rows) * 3 * dim) + column_sum_scratch_floats(3 * dim);
 }
 
 template <typename Out>
@@ -138,15 +141,17 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
   const int64_t blocks = backward_blocks(a.rows);
   layernorm_backward_kernel<Out><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
   DDPX_CHECK_LAUNCH("layernorm_backward_kernel");
-  const size_t partial_floats = static_cast<size_t>(blocks * 2 * a.dim);
+  const int64_t sums = a.dx_column_sum ? 3 : 2;
+  const size_t partial_floats = static_cast<size_t>(blocks * sums * a.dim);
   ColumnSumArgs<float> sum;
   sum.in = a.scratch;
-  sum.ld = 2 * a.dim;
+  sum.ld = sums * a.dim;
   sum.rows = blocks;
-  sum.cols = 2 * a.dim;
-  sum.out = a.dgamma;
-  sum.split = a.dim;
-  sum.out_second = a.dbeta;
+  sum.cols = sums * a.dim;
+  sum.segment = a.dim;
+  sum.outputs[0] = a.dgamma;
+  sum.outputs[1] = a.dbeta;
+  sum.outputs[2] = a.dx_column_sum;
   sum.scratch = a.scratch + partial_floats;
   sum.scratch_floats = a.scratch_floats - partial_floats;
   column_sum_add(sum, stream);

@@ -5,7 +5,9 @@
 //    backward pass. Rows may be strided (ld_x, ld_y), e.g. the class-token rows of the encoder output.
 //  - Backward: dx = (accumulate ? dx : 0) + dLN/dx (fp32, in place on the residual-gradient stream), dx_copy (if
 //    not nullptr) = the new dx in Out type for the next matmul; dgamma and dbeta are ADDED to (gradient
-//    accumulation). Parameter-gradient sums use per-block partials and a fixed-order column sum: deterministic.
+//    accumulation); dx_column_sum (if not nullptr) += the column sums of the new dx: the bias gradient of the
+//    linear layer whose output is this residual-stream gradient (fused here to save a pass over dx).
+//    Parameter-gradient sums use per-block partials and a fixed-order column sum: deterministic.
 //  - dim must be a multiple of 4 and the leading dimensions too (16-byte vector access). gamma/beta are fp32.
 //  - Each call enqueues its kernels on `stream` and allocates nothing; scratch comes from the caller.
 #pragma once
@@ -45,6 +47,7 @@ struct LayerNormBackwardArgs {
   bool accumulate = true;
   float* dgamma = nullptr;    // += sum over rows of dy * xhat
   float* dbeta = nullptr;     // += sum over rows of dy
+  float* dx_column_sum = nullptr;  // optional: += sum over rows of the new dx
   int64_t rows = 0, dim = 0;
   float* scratch = nullptr;   // layernorm_backward_scratch_floats(rows, dim) floats
   size_t scratch_floats = 0;

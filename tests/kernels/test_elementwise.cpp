@@ -1,6 +1,6 @@
 // GELU, softmax cross-entropy, column sums, patch embedding and synthetic data against CPU loops on fresh random
 // data. Tolerances (norm-wise relative unless stated): fp32 GELU 1e-6; bf16 GELU 8e-3 (one bf16 rounding);
-// softmax-xent loss 1e-6 absolute, gradient 1e-6; column sums 1e-6; patch/token reshapes exact; synthetic images
+// GELU bias-gradient sums 1e-5; softmax-xent loss 1e-6 absolute, gradient 1e-6; column sums 1e-6; patch/token reshapes exact; synthetic images
 // 1e-5 absolute per element against the CPU formula (GPU vs CPU log/sin/cos), labels exact.
 #include <gtest/gtest.h>
 
@@ -21,32 +21,39 @@ using testing::random_vector;
 using testing::relative_error;
 
 template <typename T>
-void check_gelu(int64_t n, double tolerance, uint64_t seed) {
-  auto x = random_vector(n, seed, 2.0), grad = random_vector(n, seed + 1);
+void check_gelu(int64_t rows, int64_t cols, double tolerance, uint64_t seed) {
+  const int64_t n = rows * cols;
+  auto x = random_vector(n, seed, 2.0), grad = random_vector(n, seed + 1), bias_start = random_vector(cols, seed + 2);
   if (!std::is_same_v<T, float>) x = testing::rounded_bf16(x), grad = testing::rounded_bf16(grad);
-  std::vector<double> want_y(n), want_grad(n);
+  std::vector<double> want_y(n), want_grad(n), want_bias(bias_start.begin(), bias_start.end());
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i], cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
     want_y[i] = v * cdf;
     want_grad[i] = grad[i] * (cdf + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI));
+    want_bias[i % cols] += want_grad[i];
   }
   auto d_x = testing::to_device<T>(x), d_y = testing::to_device<T>(std::vector<float>(n, 3.f)),
        d_grad = testing::to_device<T>(grad);
+  auto d_bias = testing::to_device<float>(bias_start);
+  DeviceBuffer<float> scratch(gelu_backward_scratch_floats(rows, cols), "scratch");
   gelu_forward<T>(d_x.get(), d_y.get(), n, nullptr);
-  gelu_backward<T>(d_x.get(), d_grad.get(), n, nullptr);
+  gelu_backward<T>(d_x.get(), d_grad.get(), rows, cols, d_bias.get(), scratch.get(), scratch.size(), nullptr);
   EXPECT_LT(relative_error(testing::to_host(d_y), want_y), tolerance);
   EXPECT_LT(relative_error(testing::to_host(d_grad), want_grad), tolerance);
+  // The bias gradient sums the fp32 products before they are stored as T: within 1e-5 of the double sums.
+  EXPECT_LT(relative_error(testing::to_host(d_bias), want_bias), 1e-5) << rows << " x " << cols;
 }
 
-TEST(Gelu, Fp32MatchesErfGelu) {
+TEST(Gelu, Fp32MatchesErfGeluAndSumsBiasGradient) {
   DDPX_REQUIRE_GPU();
-  check_gelu<float>(1600 * 4096, 1e-6, 1);
-  check_gelu<float>(36, 1e-6, 2);
+  check_gelu<float>(1600, 4096, 1e-6, 1);
+  check_gelu<float>(37, 12, 1e-6, 2);
+  check_gelu<float>(3, 2052, 1e-6, 3);  // columns beyond one block's 1024
 }
 
 TEST(Gelu, Bf16WithinOneRounding) {
   DDPX_REQUIRE_GPU();
-  check_gelu<__nv_bfloat16>(100000, 8e-3, 3);
+  check_gelu<__nv_bfloat16>(100, 1000, 8e-3, 4);
 }
 
 TEST(SoftmaxCrossEntropy, MatchesReferenceAndFlagsBadLabels) {
@@ -89,25 +96,29 @@ TEST(ColumnSum, AddsColumnSumsDeterministically) {
     int64_t rows, cols, ld;
   };
   for (Shape s : {Shape{1600, 1024, 1024}, Shape{32, 51200, 51200}, Shape{1600, 4096, 4096}, Shape{5, 3, 7},
-                  Shape{2000, 100, 130}}) {
+                  Shape{2000, 100, 130}, Shape{200, 3072, 3072}, Shape{7, 25, 25}}) {
     auto in = random_vector(s.rows * s.ld, s.cols), start = random_vector(s.cols, s.rows);
     std::vector<double> want(start.begin(), start.end());
     for (int64_t r = 0; r < s.rows; ++r)
       for (int64_t c = 0; c < s.cols; ++c) want[c] += in[r * s.ld + c];
     auto d_in = testing::to_device<float>(in);
-    const int64_t split = s.cols / 3;
-    auto d_first = testing::to_device<float>(std::vector<float>(start.begin(), start.begin() + split));
-    auto d_second = testing::to_device<float>(std::vector<float>(start.begin() + split, start.end()));
+    const int64_t segments = s.cols % 3 == 0 ? 3 : (s.cols % 2 == 0 ? 2 : 1), width = s.cols / segments;
+    std::vector<DeviceBuffer<float>> outputs;
+    for (int64_t k = 0; k < segments; ++k)
+      outputs.push_back(testing::to_device<float>(std::vector<float>(start.begin() + k * width,
+                                                                     start.begin() + (k + 1) * width)));
     DeviceBuffer<float> scratch(column_sum_scratch_floats(s.cols), "scratch");
     ColumnSumArgs<float> args;
-    args.in = d_in.get(), args.ld = s.ld, args.rows = s.rows, args.cols = s.cols;
-    args.out = d_first.get(), args.split = split, args.out_second = d_second.get();
+    args.in = d_in.get(), args.ld = s.ld, args.rows = s.rows, args.cols = s.cols, args.segment = width;
+    for (int64_t k = 0; k < segments; ++k) args.outputs[k] = outputs[k].get();
     args.scratch = scratch.get(), args.scratch_floats = scratch.size();
     column_sum_add(args, nullptr);
-    auto got = testing::to_host(d_first);
-    auto second = testing::to_host(d_second);
-    got.insert(got.end(), second.begin(), second.end());
-    EXPECT_LT(relative_error(got, want), 1e-6) << s.rows << " x " << s.cols;
+    std::vector<float> got;
+    for (const auto& o : outputs) {
+      auto part = testing::to_host(o);
+      got.insert(got.end(), part.begin(), part.end());
+    }
+    EXPECT_LT(relative_error(got, want), 1e-6) << s.rows << " x " << s.cols << " in " << segments << " segments";
   }
 }
 

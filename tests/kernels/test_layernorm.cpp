@@ -1,5 +1,5 @@
 // LayerNorm forward/backward against double CPU loops on fresh random data, including strided rows (the class-token
-// rows of the encoder output) and accumulation into existing gradients.
+// rows of the encoder output), accumulation into existing gradients and the fused column sums of dx.
 // Tolerances (norm-wise relative): fp32 outputs and gradients 1e-5; bf16 outputs 8e-3 (one bf16 rounding).
 #include <gtest/gtest.h>
 
@@ -69,12 +69,15 @@ void check_layernorm(int64_t rows, int64_t dim, int64_t ld_x, bool accumulate, d
   auto d_dx = testing::to_device<float>(dx_start);
   auto d_dx_copy = testing::to_device<Out>(std::vector<float>(rows * ld_x, 9.f));
   auto d_dgamma = testing::to_device<float>(dgamma_start), d_dbeta = testing::to_device<float>(dbeta_start);
+  const auto dx_sum_start = random_vector(dim, seed + 7);
+  auto d_dx_sum = testing::to_device<float>(dx_sum_start);
   const size_t scratch_floats = layernorm_backward_scratch_floats(rows, dim);
   DeviceBuffer<float> scratch(scratch_floats, "scratch");
   LayerNormBackwardArgs<Out> b;
   b.x = d_x.get(), b.ld_x = ld_x, b.mean = mean.get(), b.rstd = rstd.get(), b.gamma = d_gamma.get();
   b.dy = d_dy.get(), b.ld_dy = dim, b.dx = d_dx.get(), b.dx_copy = d_dx_copy.get(), b.ld_dx = ld_x;
   b.accumulate = accumulate, b.dgamma = d_dgamma.get(), b.dbeta = d_dbeta.get(), b.rows = rows, b.dim = dim;
+  b.dx_column_sum = d_dx_sum.get();
   b.scratch = scratch.get(), b.scratch_floats = scratch_floats;
   layernorm_backward(b, nullptr);
 
@@ -94,6 +97,10 @@ void check_layernorm(int64_t rows, int64_t dim, int64_t ld_x, bool accumulate, d
   EXPECT_LT(relative_error(copy_rows, want_rows), y_tolerance) << "dx copy";
   EXPECT_LT(relative_error(testing::to_host(d_dgamma), want_dgamma), 1e-5) << "dgamma";
   EXPECT_LT(relative_error(testing::to_host(d_dbeta), want_dbeta), 1e-5) << "dbeta";
+  std::vector<double> want_dx_sum(dx_sum_start.begin(), dx_sum_start.end());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < dim; ++c) want_dx_sum[c] += want_dx[i * ld_x + c];
+  EXPECT_LT(relative_error(testing::to_host(d_dx_sum), want_dx_sum), 1e-5) << "column sums of dx";
 }
 
 TEST(LayerNorm, Fp32MatchesReference) {
