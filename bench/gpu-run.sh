@@ -38,9 +38,9 @@ run_torch() {  # name, flags...
 run_ddpx bf16 --precision bf16
 run_ddpx fp32 --precision fp32
 run_ddpx tf32 --precision tf32
+run_ddpx bf16_nograph --precision bf16 --cuda-graph off
 if [[ "${1:-}" != quick ]]; then
   run_ddpx bf16_ddp1 --precision bf16 --ddp
-  run_ddpx bf16_nograph --precision bf16 --cuda-graph off
   run_ddpx bf16_devicedata --precision bf16 --data synthetic-device
   run_ddpx bf16_ddp1_bf16hook --precision bf16 --ddp --comm-hook bf16
   run_ddpx bf16_ddp1_powersgd4 --precision bf16 --ddp --comm-hook powersgd:4

@@ -150,7 +150,8 @@ class CudaEngine : public CudaStepEngine {
   }
 
   void forward_backward(float grad_scale, const ReadyFn& on_ready) override {
-    DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
+    // Under capture the wait on the (uncaptured) copy stream is made by capture_begin()/replay() instead.
+    if (!capturing_) DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     record(kCopyDone);
     bool first_span = true;
     model_->forward_backward(images_[parity_].get(), labels_[parity_].get(), batch_size_, grad_scale, loss_.get(),
@@ -159,7 +160,7 @@ class CudaEngine : public CudaStepEngine {
                                if (on_ready) on_ready(begin, end);
                              });
     record(kBackwardEnd);
-    DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
+    if (!capturing_) DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
   }
 
   void optimizer_step(int64_t step) override {
