@@ -7,6 +7,13 @@
 
 namespace ddpx {
 
+Reducer::~Reducer() {
+  std::lock_guard lock(probe_target_->mutex);
+  // A finished step counts as complete; one cut short (an exception mid-step) keeps its real progress.
+  probe_target_->last_progress = in_step_ ? launcher_->progress() : CommProgress{true, -1};
+  probe_target_->launcher = nullptr;
+}
+
 Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, std::vector<GradTensor> tensors,
                  BucketPlan plan, std::unique_ptr<CommHook> hook, ReducerOptions options)
     : comm_(comm),
@@ -47,10 +54,7 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
     fail("Reducer: GPU gradients need a CUDA build of ddpx");
 #endif
   }
-}
-
-Reducer::~Reducer() {
-  if (options_.watchdog) options_.watchdog->disarm();
+  probe_target_->launcher = launcher_.get();
 }
 
 void Reducer::begin_step(bool sync, void* compute_stream) {
@@ -101,8 +105,10 @@ void Reducer::launch_ready_buckets() {
 
 void Reducer::launch(size_t bucket_index) {
   if (bucket_index == 0 && options_.watchdog) {
-    BucketLauncher* launcher = launcher_.get();
-    options_.watchdog->arm(synchronized_steps_, [launcher] { return launcher->progress(); });
+    options_.watchdog->arm(synchronized_steps_, [target = probe_target_] {
+      std::lock_guard lock(target->mutex);
+      return target->launcher ? target->launcher->progress() : target->last_progress;
+    });
   }
   launcher_->launch(views_[bucket_index], synchronized_steps_);
 }

@@ -15,12 +15,15 @@
 //  - On CUDA, begin/mark/finish never synchronize the host, so a synchronized step can be captured in a CUDA graph
 //    once every hook has run one eager step.
 //  - With a watchdog, each synchronized step's communication is watched from its first launch (see watchdog.hpp).
-//  - The reducer owns the hook and (CUDA, if not given one) the communication stream; the communicator, the
-//    gradient buffer and the watchdog must outlive it. Not thread-safe: one caller thread.
+//  - The reducer owns the hook and (CUDA, if not given one) the communication stream; the communicator and the
+//    gradient buffer must outlive it. The watchdog may be destroyed before or after it (the reducer never
+//    touches it on destruction; its probe then reports a finished step as complete and a step cut short, say
+//    by an exception, with its real progress, so that one still times out). Not thread-safe: one caller thread.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "ddp/bucket_launcher.hpp"
@@ -70,7 +73,16 @@ class Reducer {
   std::unique_ptr<CommHook> hook_;
   ReducerOptions options_;
   std::vector<BucketView> views_;
-  std::unique_ptr<BucketLauncher> launcher_;
+  std::unique_ptr<BucketLauncher> launcher_;  // declared after hook_ and views_: stopped before they go
+
+  // What the watchdog's probe reads; the destructor replaces the launcher by its last progress, so a probe
+  // outliving the reducer (the watchdog is not ours) never reads freed memory.
+  struct ProbeTarget {
+    std::mutex mutex;
+    BucketLauncher* launcher = nullptr;
+    CommProgress last_progress{true, -1};
+  };
+  std::shared_ptr<ProbeTarget> probe_target_ = std::make_shared<ProbeTarget>();
 
   bool in_step_ = false;
   bool sync_ = false;
