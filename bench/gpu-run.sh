@@ -23,7 +23,7 @@ run_ddpx() {  # name, flags...
   local name=$1; shift
   echo "[bench] ddpx $name: $*"
   timeout 240 "$DDPX" train --device cuda --model vit_l_32 --batch 32 --steps "$STEPS" --warmup "$WARMUP" \
-    --data synthetic --workers 8 --log-every 20 --report "$OUT/ddpx_$name.json" "$@" >"$OUT/ddpx_$name.log" 2>&1
+    --data synthetic --workers ${WORKERS:-14} --log-every 20 --report "$OUT/ddpx_$name.json" "$@" >"$OUT/ddpx_$name.log" 2>&1
   local rc=$?
   grep -E "summary|verdict|error" "$OUT/ddpx_$name.log" | sed "s/^/    /"
   [[ $rc -ne 0 ]] && tail -5 "$OUT/ddpx_$name.log"

@@ -18,7 +18,8 @@ Command add_train_command(CLI::App& app) {
       "Prints a progress line every --log-every steps and, at the end, a summary and the step breakdown\n"
       "(data wait, forward, backward, exposed communication, optimizer) with a verdict on what bounds the step.");
   cmd->set_config("--config", "", "read flags from a file (key = value per line, e.g. written by `ddpx tune`)");
-  cmd->option_defaults()->always_capture_default();
+  // A later flag overrides an earlier one (and a --config file), as users of scripts expect.
+  cmd->option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   auto* what = "What to train";
   cmd->add_option("--device", o->device, "cpu (fp32 reference engine, OpenBLAS) or cuda")->group(what);
