@@ -15,6 +15,8 @@ std::unique_ptr<Dataset> make_dataset(const DatasetOptions& options, const DataS
     return std::make_unique<NpyDataset>(options.images_path, options.labels_path, shape);
   }
   if (options.kind == "synthetic") return std::make_unique<SyntheticDataset>(shape, options.seed, false);
+  // The CUDA engine generates synthetic-device batches itself; the host only hands over (unused) slots.
+  if (options.kind == "synthetic-device") return std::make_unique<DeviceGeneratedDataset>(shape);
   if (options.kind == "learnable") return std::make_unique<SyntheticDataset>(shape, options.seed, true);
   fail("--data '{}' is not known; choose synthetic (the seed's random images), learnable (random images whose "
        "labels a ViT can learn), or give --images X.npy --labels Y.npy",

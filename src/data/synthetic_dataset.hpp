@@ -23,6 +23,19 @@ class SyntheticDataset : public Dataset {
   std::vector<float> prototypes_;  // [classes, image_numel] when learnable
 };
 
+// Placeholder batches for --data synthetic-device: the GPU engine writes images and labels itself, so the host
+// fills nothing (the loader's cost disappears from the step, which is the point of that mode).
+class DeviceGeneratedDataset : public Dataset {
+ public:
+  explicit DeviceGeneratedDataset(const DataShape& shape) : shape_(shape) {}
+  std::string describe() const override { return "synthetic, generated on the GPU"; }
+  const DataShape& shape() const override { return shape_; }
+  void fill_batch(int64_t, int, int, int64_t, float*, int32_t*) const override {}
+
+ private:
+  DataShape shape_;
+};
+
 // Fills out[0..n) with standard normal values derived from (key, index); deterministic and thread-safe.
 void fill_hashed_normal(uint64_t key, float* out, int64_t n);
 
