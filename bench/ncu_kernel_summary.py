@@ -13,6 +13,7 @@ from collections import defaultdict
 def family(name: str) -> str:
     if re.search(r"gemm|nvjet|cutlass|xmma|sm90_", name):
         return "cublas gemm"
+    name = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "").removeprefix("void ")
     name = re.sub(r"\(.*", "", name)
     name = re.sub(r"<.*", "", name)
     return name.split("::")[-1].strip()

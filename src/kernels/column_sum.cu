@@ -16,7 +16,7 @@ namespace {
 constexpr int kColumnsPerBlock = 32;
 constexpr int kRowLanes = 8;
 constexpr int64_t kTargetBlocks = 264;
-constexpr int64_t kMinRowsPerSplit = 64;
+constexpr int64_t kMinRowsPerSplit = 256;  // fewer rows stay one kernel (no second stage)
 
 struct Outputs {
   float* vectors[kMaxColumnSumSegments];

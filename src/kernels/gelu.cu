@@ -15,7 +15,7 @@ using kernels::load4;
 using kernels::store4;
 
 constexpr int kThreads = 256;
-constexpr int64_t kRowsPerBlock = 32;
+constexpr int64_t kRowsPerBlock = 8;  // 200 row blocks for 1600 tokens: enough loads in flight
 
 __device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
 __device__ __forceinline__ float gelu_derivative(float x) {

@@ -29,12 +29,14 @@ __global__ void layernorm_forward_kernel(LayerNormForwardArgs<Out> a) {
   const float* x = a.x + row * a.ld_x;
   const int dim = static_cast<int>(a.dim);
   float sum = 0.f;
+#pragma unroll 4
   for (int c = lane * 4; c < dim; c += 128) {
     Float4 v = load4(x + c);
     sum += (v.v[0] + v.v[1]) + (v.v[2] + v.v[3]);
   }
   const float mean = warp_sum(sum) / dim;
   float sq = 0.f;
+#pragma unroll 4
   for (int c = lane * 4; c < dim; c += 128) {
     Float4 v = load4(x + c);
 #pragma unroll
@@ -42,6 +44,7 @@ __global__ void layernorm_forward_kernel(LayerNormForwardArgs<Out> a) {
   }
   const float rstd = rsqrtf(warp_sum(sq) / dim + a.eps);
   Out* y = a.y + row * a.ld_y;
+#pragma unroll 4
   for (int c = lane * 4; c < dim; c += 128) {
     Float4 v = load4(x + c), g = load4(a.gamma + c), b = load4(a.beta + c), o;
 #pragma unroll
@@ -65,7 +68,8 @@ __global__ void layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
     const float* dy = a.dy + row * a.ld_dy;
     const float mean = a.mean[row], rstd = a.rstd[row];
     float sum_g = 0.f, sum_gx = 0.f;
-    for (int c = lane * 4; c < dim; c += 128) {
+  #pragma unroll 4
+  for (int c = lane * 4; c < dim; c += 128) {
       Float4 xv = load4(x + c), dv = load4(dy + c), gv = load4(a.gamma + c);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -77,7 +81,8 @@ __global__ void layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
     sum_g = warp_sum(sum_g) / dim;
     sum_gx = warp_sum(sum_gx) / dim;
     float* dx = a.dx + row * a.ld_dx;
-    for (int c = lane * 4; c < dim; c += 128) {
+  #pragma unroll 4
+  for (int c = lane * 4; c < dim; c += 128) {
       Float4 xv = load4(x + c), dv = load4(dy + c), gv = load4(a.gamma + c);
       Float4 out = a.accumulate ? load4(dx + c) : Float4{{0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
