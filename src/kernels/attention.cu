@@ -24,7 +24,6 @@ namespace {
 
 using kernels::from_float;
 using kernels::to_float;
-using kernels::warp_sum;
 
 constexpr int kTile = 64;
 constexpr int kThreads = 256;
@@ -41,12 +40,25 @@ __device__ __forceinline__ HeadView head_view(const AttentionShape& s, int bh) {
   return {3 * model_dim, model_dim, b * s.seq * 3 * model_dim + h * s.head_dim, b * s.seq, h * s.head_dim};
 }
 
-// dst[r][c] = src[r * stride + c] for r < rows, zero for rows..kTile-1; c < cols.
+// dst[r][c] = src[r * stride + c] for r < rows, zero for rows..kTile-1; c < cols (a multiple of 4). Each thread
+// issues its 4-element vector loads (kLoadBatch of them) before storing any, so they are in flight together.
 template <typename T>
 __device__ void load_tile(float* dst, int ld, const T* src, int64_t stride, int rows, int cols) {
-  for (int e = threadIdx.x; e < kTile * cols; e += kThreads) {
-    const int r = e / cols, c = e % cols;
-    dst[r * ld + c] = r < rows ? to_float(src[r * stride + c]) : 0.f;
+  constexpr int kLoadBatch = 4;
+  const int vectors_per_row = cols / 4, total = kTile * vectors_per_row;
+  for (int first = threadIdx.x; first < total; first += kThreads * kLoadBatch) {
+    kernels::Float4 v[kLoadBatch];
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = first + u * kThreads, r = e / vectors_per_row, c = 4 * (e % vectors_per_row);
+      v[u] = e < total && r < rows ? kernels::load4(src + r * stride + c) : kernels::Float4{{0.f, 0.f, 0.f, 0.f}};
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = first + u * kThreads, r = e / vectors_per_row, c = 4 * (e % vectors_per_row);
+      if (e < total)
+        *reinterpret_cast<float4*>(dst + r * ld + c) = make_float4(v[u].v[0], v[u].v[1], v[u].v[2], v[u].v[3]);
+    }
   }
 }
 
@@ -177,18 +189,28 @@ __global__ void __launch_bounds__(kThreads)
   float* row_delta = ds_tile + kTile * kPad;  // [S] rowsum(dO * O)
   float* row_lse = row_delta + S;             // [S]
   float* dq_acc = row_lse + S;                // [S][ld], only when the keys take several chunks
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int bh = blockIdx.x;
   const HeadView view = head_view(s, bh);
 
-  for (int i = warp; i < S; i += kThreads / 32) {
-    const int64_t offset = (view.first_token + i) * view.model_dim + view.head_col;
+  // rowsum(dO * O) per query: 4-column partial dots into the (not yet used) P / dS tiles, then one sum per row.
+  float* partial_dots = p_tile;
+  const int vectors_per_row = hd / 4;
+#pragma unroll 4
+  for (int e = threadIdx.x; e < S * vectors_per_row; e += kThreads) {
+    const int i = e / vectors_per_row, c = 4 * (e % vectors_per_row);
+    const int64_t offset = (view.first_token + i) * view.model_dim + view.head_col + c;
+    const kernels::Float4 g = kernels::load4(d_out + offset), o = kernels::load4(out + offset);
+    partial_dots[e] = g.v[0] * o.v[0] + g.v[1] * o.v[1] + g.v[2] * o.v[2] + g.v[3] * o.v[3];
+  }
+  if (!single_chunk)
+    for (int e = threadIdx.x; e < S * hd; e += kThreads) dq_acc[(e / hd) * ld + e % hd] = 0.f;
+  __syncthreads();
+  for (int i = threadIdx.x; i < S; i += kThreads) {
     float delta = 0.f;
-    for (int d = lane; d < hd; d += 32) delta += to_float(d_out[offset + d]) * to_float(out[offset + d]);
-    delta = warp_sum(delta);
-    if (lane == 0) row_delta[i] = delta, row_lse[i] = lse[static_cast<int64_t>(bh) * S + i];
-    if (!single_chunk)
-      for (int d = lane; d < hd; d += 32) dq_acc[i * ld + d] = 0.f;
+    for (int c = 0; c < vectors_per_row; ++c) delta += partial_dots[i * vectors_per_row + c];
+    row_delta[i] = delta;
+    row_lse[i] = lse[static_cast<int64_t>(bh) * S + i];
   }
 
   for (int k0 = 0; k0 < S; k0 += kTile) {
@@ -344,6 +366,9 @@ template <typename T>
 void attention_backward(const AttentionShape& s, const T* qkv, const T* out, const float* lse, const T* d_out,
                         T* d_qkv, cudaStream_t stream) {
   check_shape(s, "attention_backward");
+  DDPX_REQUIRE(s.seq * s.head_dim <= 8 * kTile * kPad,
+               "attention_backward: seq {} x head_dim {} is above the supported {}", s.seq, s.head_dim,
+               8 * kTile * kPad);
   const int64_t ld = s.head_dim + 4;
   const int64_t dq_floats = s.seq <= kTile ? 0 : s.seq * ld;
   const size_t shared =
