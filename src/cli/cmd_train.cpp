@@ -44,7 +44,7 @@ Command add_train_command(CLI::App& app) {
       ->group(data);
   cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);
   cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory")->group(data);
-  cmd->add_option("--prefetch", o->prefetch, "batches prepared ahead (ring slots)")->group(data);
+  cmd->add_option("--prefetch", o->prefetch, "pinned batches in the loader ring (0: --workers + 2, so every worker has a slot)")->group(data);
 
   auto* opt = "Optimizer";
   cmd->add_option("--optimizer", o->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);

@@ -5,7 +5,8 @@
 //    on the copy's event, and the copy of the next micro-batch waits until the compute stream has consumed the
 //    buffer it overwrites. No host synchronization in the step except batch_consumed() (waits for the copy of
 //    that batch only, so the pinned slot can be refilled) and last_loss().
-//  - Phase times are read from events of a step two steps old, so reading them never stalls the pipeline.
+//  - Phase times come from CUDA events: eager steps read a ring entry two steps old (never stalls); graph steps
+//    read the event nodes of the other parity's graph, i.e. the previous step (waits for that step at most).
 //  - CUDA graphs: capture_begin()/capture_end() around one whole step (zero grads, forward, backward, reducer,
 //    optimizer); one graph per input parity; replay() launches it. The optimizer's step number is frozen in the
 //    graph, so the trainer only captures where that is exact (SGD after step 1).
@@ -61,6 +62,8 @@ class CudaEngine : public CudaStepEngine {
     loss_ = DeviceBuffer<float>(1, "loss");
     for (auto& ring : events_)
       for (auto& e : ring) DDPX_CUDA_CHECK(cudaEventCreate(&e));
+    for (auto& set : graph_events_)
+      for (auto& e : set) DDPX_CUDA_CHECK(cudaEventCreate(&e));
     if (options.optimizer != "sgd" && options.optimizer != "adamw")
       fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
   }
@@ -72,6 +75,8 @@ class CudaEngine : public CudaStepEngine {
     for (int p = 0; p < 2; ++p) cudaEventDestroy(copy_done_[p]), cudaEventDestroy(input_free_[p]);
     for (auto& ring : events_)
       for (auto& e : ring) cudaEventDestroy(e);
+    for (auto& set : graph_events_)
+      for (auto& e : set) cudaEventDestroy(e);
     model_.reset();
     cudaStreamDestroy(copy_);
     cudaStreamDestroy(compute_);
@@ -205,8 +210,17 @@ class CudaEngine : public CudaStepEngine {
   EnginePhaseTimes last_phase_times() override {
     // Events of the step before the previous one: complete by now in a steady pipeline (query, don't wait).
     EnginePhaseTimes t;
-    if (ring_pos_ < 2 || graph_mode_) return graph_mode_ ? graph_times_ : t;
-    auto& e = events_[(ring_pos_ - 2) % kEventRing];
+    const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
+    if (graph_mode_) {
+      // The previous step replayed the other parity's graph; its event nodes hold that step's times until that
+      // graph is replayed again (after this call).
+      if (!graphs_[1 - parity_]) return t;
+      events = &graph_events_[1 - parity_];
+    } else {
+      if (ring_pos_ < 2) return t;
+      events = &events_[(ring_pos_ - 2) % kEventRing];
+    }
+    const auto& e = *events;
     if (cudaEventQuery(e[kStepEnd]) != cudaSuccess) DDPX_CUDA_CHECK(cudaEventSynchronize(e[kStepEnd]));
     auto ms = [&](int a, int b) {
       float v = 0;
@@ -218,7 +232,6 @@ class CudaEngine : public CudaStepEngine {
     t.backward = ms(kForwardEnd, kBackwardEnd);
     t.optimizer = ms(kOptimizerStart, kStepEnd);
     t.device_total = ms(kStepStart, kStepEnd);
-    graph_times_ = t;
     return t;
   }
 
@@ -267,7 +280,11 @@ class CudaEngine : public CudaStepEngine {
 
  private:
   void record(PhaseEvent which) {
-    if (capturing_) return;  // events inside a graph are not timed; graph steps report the eager breakdown
+    if (capturing_) {
+      // Event nodes in the graph: every replay re-records them, so graph steps are timed like eager ones.
+      DDPX_CUDA_CHECK(cudaEventRecordWithFlags(graph_events_[parity_][which], compute_, cudaEventRecordExternal));
+      return;
+    }
     DDPX_CUDA_CHECK(cudaEventRecord(events_[ring_pos_ % kEventRing][which], compute_));
   }
 
@@ -290,7 +307,7 @@ class CudaEngine : public CudaStepEngine {
   int64_t step_ = 0;
   bool capturing_ = false, graph_mode_ = false;
   std::array<cudaGraphExec_t, 2> graphs_{};
-  EnginePhaseTimes graph_times_;
+  std::array<std::array<cudaEvent_t, kNumPhaseEvents>, 2> graph_events_{};  // per input parity's graph
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
@@ -21,6 +23,17 @@ namespace {
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+// How this rank reaches its peers, in NCCL's log vocabulary where it can be known without parsing the log:
+// NCCL_P2P_DISABLE=1 forces host shared memory (SHM), the seed's PCIe case; otherwise NCCL uses peer-to-peer
+// (NVLink or PCIe P2P) between GPUs of one node. MPI runs on host memory.
+std::string link_description(const TrainOptions& options, const DistContext& dist) {
+  if (!dist.communicator || dist.world == 1) return "";
+  if (options.device == "cpu") return "MPI (host memory)";
+  const char* p2p_disabled = std::getenv("NCCL_P2P_DISABLE");
+  if (p2p_disabled && std::string(p2p_disabled) == "1") return "SHM/direct/direct (NCCL_P2P_DISABLE=1)";
+  return "P2P (NCCL peer-to-peer, predicted)";
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
@@ -41,7 +54,7 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   run_.info.world_size = dist.world;
   run_.info.precision = options.precision;
   run_.info.device_name = options.device;
-  if (dist.communicator) run_.info.transport = dist.communicator->backend_name();
+  run_.info.transport = link_description(options, dist);
   run_start_ms_ = now_ms();
 }
 

@@ -15,7 +15,8 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
   DDPX_REQUIRE(workers >= 1 && workers <= 256, "--workers must be in [1, 256], got {}", workers);
-  DDPX_REQUIRE(prefetch >= 2 && prefetch <= 64, "--prefetch must be in [2, 64], got {}", prefetch);
+  DDPX_REQUIRE(prefetch == 0 || (prefetch >= 2 && prefetch <= 258), "--prefetch must be 0 (auto) or in [2, 258], got {}",
+               prefetch);
   DDPX_REQUIRE(lr > 0, "--lr must be positive, got {}", lr);
   DDPX_REQUIRE(grad_accum >= 1, "--grad-accum must be >= 1, got {}", grad_accum);
   DDPX_REQUIRE(bucket_mb > 0, "--bucket-mb must be positive, got {}", bucket_mb);

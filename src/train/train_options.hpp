@@ -19,7 +19,7 @@ struct TrainOptions {
   std::string data = "synthetic";  // synthetic | learnable | synthetic-device (cuda)
   std::string images, labels;      // .npy input, taken in order
   int workers = 4;
-  int prefetch = 4;
+  int prefetch = 0;  // ring slots; 0: workers + 2 (every worker busy, two batches ready)
   // optimizer
   std::string optimizer = "sgd";
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;

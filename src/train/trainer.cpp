@@ -92,7 +92,8 @@ TrainSummary run_training(const TrainOptions& options) {
       make_dataset(data_options, DataShape{config.channels, config.image_size, config.num_classes});
   BatchLoader::Options loader_options;
   loader_options.workers = options.workers;
-  loader_options.depth = options.prefetch;
+  // Each filling worker holds a slot: fewer slots than workers would leave workers idle.
+  loader_options.depth = options.prefetch > 0 ? options.prefetch : options.workers + 2;
   loader_options.allocate = [&](size_t bytes) { return engine->allocate_host_batch(bytes); };
   loader_options.deallocate = [&](void* p) { engine->free_host_batch(p); };
   const int64_t micro_per_step = options.grad_accum;
