@@ -20,6 +20,8 @@
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
 #include "train/step_graphs.hpp"
+#include "profile/nvtx.hpp"
+#include "profile/profile_window.hpp"
 
 namespace ddpx {
 namespace {
@@ -108,6 +110,10 @@ TrainSummary run_training(const TrainOptions& options) {
 
   RunRecorder recorder(options, dist, layout);
   StepGraphs graphs(options, *engine, start.step);
+  ProfileWindow profile_window = options.profile_steps.empty()
+                                     ? ProfileWindow()
+                                     : ProfileWindow(parse_profile_steps(options.profile_steps));
+  const char* phase_name = "forward";
   if (graphs.enabled) log(fmt::format("CUDA graph: the whole step is captured at step {} and replayed after", graphs.first_step));
   TrainSummary summary;
   summary.world_size = dist.world;
@@ -124,20 +130,35 @@ TrainSummary run_training(const TrainOptions& options) {
       measure_start = Clock::now();
       measured_wait = 0;
     }
+    profile_window.on_step_begin(step);
+    NvtxRange batch_range(fmt::format("Batch {}", step));
     recorder.begin_step(step);
     const auto step_start = Clock::now();
     double data_wait_ms = 0;
     // The calls of one step after its batch is staged; captured once into a CUDA graph where that is exact.
+    // NVTX ranges carry the seed's names ("forward", then "backward" from the first final gradient span on).
     auto step_calls = [&](bool sync) {
       if (dist.reducer) dist.reducer_begin(sync, engine->compute_stream());
-      ReadyFn on_ready;
-      if (dist.reducer && sync) on_ready = [&](size_t begin, size_t end) { dist.reducer_mark_ready(begin, end); };
-      engine->forward_backward(1.0f / static_cast<float>(micro_per_step), on_ready);
+      std::optional<NvtxRange> phase_range(std::in_place, "forward");
+      const bool reduce = dist.reducer && sync;
+      engine->forward_backward(1.0f / static_cast<float>(micro_per_step), [&](size_t begin, size_t end) {
+        if (phase_range && std::string_view(phase_name) == "forward") {
+          phase_range.reset();
+          phase_name = "backward";
+          phase_range.emplace("backward");
+        }
+        if (reduce) dist.reducer_mark_ready(begin, end);
+      });
+      phase_range.reset();
+      phase_name = "forward";
     };
     double comm_wait_ms = 0;
     if (graphs.enabled && step >= graphs.first_step) {
       const auto wait_start = Clock::now();
-      const HostBatch& batch = loader.acquire();
+      const HostBatch& batch = [&]() -> const HostBatch& {
+        NvtxRange get_batch_range("get batch");
+        return loader.acquire();
+      }();
       data_wait_ms += seconds_since(wait_start) * 1e3;
       engine->set_batch(batch);
       graphs.run(step, [&] {
@@ -152,7 +173,10 @@ TrainSummary run_training(const TrainOptions& options) {
       engine->zero_grads();
       for (int64_t micro = 0; micro < micro_per_step; ++micro) {
         const auto wait_start = Clock::now();
-        const HostBatch& batch = loader.acquire();
+        const HostBatch& batch = [&]() -> const HostBatch& {
+          NvtxRange get_batch_range("get batch");
+          return loader.acquire();
+        }();
         data_wait_ms += seconds_since(wait_start) * 1e3;
         engine->set_batch(batch);
         step_calls(micro + 1 == micro_per_step);
@@ -162,8 +186,10 @@ TrainSummary run_training(const TrainOptions& options) {
       const auto comm_wait_start = Clock::now();
       if (dist.reducer) dist.reducer_finish();
       comm_wait_ms = seconds_since(comm_wait_start) * 1e3;
+      NvtxRange optimizer_range("optimizer step");
       engine->optimizer_step(step);
     }
+    profile_window.on_step_end(step);
     recorder.end_step(step, data_wait_ms, comm_wait_ms, seconds_since(step_start) * 1e3, *engine, dist);
     if (step > start.step + options.warmup_steps) {
       ++measured_steps;
@@ -195,6 +221,7 @@ TrainSummary run_training(const TrainOptions& options) {
     }
   }
   engine->synchronize();
+  profile_window.finish();
   summary.steps_run = options.steps - start.step;
   summary.seconds = seconds_since(run_start);
   const double measured_seconds = seconds_since(measure_start);

@@ -116,6 +116,10 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"eval --model vit_tiny_test --weights /nonexistent/w.safetensors --images x.npy", "/nonexistent/w.safetensors"},
       {"model --model custom:image=30,patch=8", "not divisible"},
       {"train --comm-hook zip --model vit_tiny_test --ddp", "--comm-hook"},
+      {"train --model vit_tiny_test --profile-steps 5:2", "--profile-steps"},
+      {"train --model vit_tiny_test --prefetch 1", "--prefetch"},
+      {"train --model vit_tiny_test --data synthetic-device", "--data synthetic-device needs --device cuda"},
+      {"train --model vit_tiny_test --cuda-graph on", "--cuda-graph on needs --device cuda"},
   };
   for (const auto& [args, expected] : cases) {
     CliResult r = run_cli(args);
