@@ -25,12 +25,16 @@ struct CommandSet {
 Command add_model_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
+Command add_topo_command(CLI::App& app);
 
 inline CommandSet register_commands(CLI::App& app) {
   CommandSet set;
   set.commands.push_back(add_model_command(app));
   set.commands.push_back(add_eval_command(app));
   set.commands.push_back(add_train_command(app));
+  set.commands.push_back(add_report_command(app));
+  set.commands.push_back(add_topo_command(app));
   return set;
 }
 

@@ -1,0 +1,46 @@
+// One `ddpx train` run as a child process, and the throughput it reports: the measuring unit of `ddpx bench`
+// and `ddpx tune`.
+// Guarantees:
+//  - The child is `<executable> train <flags...>`, with `env` added to this process's environment, its whole
+//    output in log_path. steps/s is read from the summary line train prints ("summary: ... | 12.34 steps/s, ...",
+//    optionally behind a "[rank 0] " prefix); when that line is missing (e.g. --quiet) and report_path is set,
+//    from the run report: measured steps of rank 0 over the sum of their wall-clock times.
+//  - A run that exits non-zero, or reports no positive throughput, gives no steps/s; the log stays for the user.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddpx::cli {
+
+struct TrainTrial {
+  std::vector<std::string> flags;  // everything after "train"
+  std::vector<std::string> env;    // NAME=value
+  std::string log_path;
+  std::string report_path;         // "" for none; otherwise passed as --report
+};
+
+struct TrainTrialResult {
+  int status = 0;
+  std::optional<double> steps_per_s;
+  std::string log_path;
+  // "exit status 2: <last lines of the log>" when it failed, "" otherwise.
+  std::string failure() const;
+};
+
+TrainTrialResult run_train_trial(const std::string& executable, const TrainTrial& trial);
+
+// The steps/s of the first "summary:" line in train's output; nullopt when there is none.
+std::optional<double> parse_summary_steps_per_s(std::string_view output);
+
+// The value of --name in a flag list ("--name V" or "--name=V"; the last one wins, as in train); nullopt if absent.
+std::optional<std::string> find_flag_value(const std::vector<std::string>& flags, std::string_view name);
+bool has_flag(const std::vector<std::string>& flags, std::string_view name);
+
+// Throws ddpx::Error when `flags` (the train flags after "--") contain one of `owned`, naming the flag and the
+// option of `command` that sets it instead (owned entries: "--flag=--command-option").
+void reject_owned_flags(const std::vector<std::string>& flags, const std::vector<std::string>& owned,
+                        std::string_view command);
+
+}  // namespace ddpx::cli
