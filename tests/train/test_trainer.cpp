@@ -128,6 +128,22 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
   }
 }
 
+TEST(Cli, ReportCommandAnalysesASavedRun) {
+  const fs::path dir = fresh_dir("report");
+  const std::string report = (dir / "run.json").string(), trace = (dir / "trace.json").string();
+  CliResult trained = run_cli("train --model vit_tiny_test --steps 12 --batch 4 --ddp --quiet --report " + report);
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  CliResult r = run_cli("report " + report + " --trace " + trace);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("step breakdown"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("verdict: "), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(trace));
+  CliResult missing = run_cli("report " + (dir / "none.json").string());
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.output.find("none.json"), std::string::npos) << missing.output;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, ModelCommandPrintsTheParameterCount) {
   CliResult r = run_cli("model --model vit_l_32 --brief");
   EXPECT_EQ(r.status, 0);
