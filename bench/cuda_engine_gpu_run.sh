@@ -6,7 +6,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/cuda_out}
 mkdir -p "$OUT"
-BIN=.cuda-bin
+BIN=${DDPX_CUDA_BIN:-.cuda-bin}  # DDPX_CUDA_BIN: another carried binary dir
 export LD_LIBRARY_PATH="$PWD/$BIN:${LD_LIBRARY_PATH:-}"
 if [ ! -x "$BIN/test_cuda" ] || ldd "$BIN/test_cuda" | grep -q "not found"; then
   echo "== building on this machine"

@@ -4,7 +4,8 @@
 //             residual add is the matmul's beta*C] -> h2 = LN2(mid) [T] -> f1 = h2 W1^T + b [T] -> g = GELU(f1)
 //             [T] -> x' = mid + g W2^T + b [fp32].
 //   backward: d_res (fp32) and its T copy carry d(x'); weight gradients are matmuls accumulating (beta = 1) into
-//             the fp32 grads; bias gradients are deterministic column sums; LN backward adds into d_res in place.
+//             the fp32 grads; bias gradients are deterministic column sums (in_proj's: attention backward's
+//             per-image sums, then a sum over images); LN backward adds into d_res in place.
 #include "cuda/vit_cuda.hpp"
 
 #include <algorithm>
@@ -276,9 +277,10 @@ class VitCudaModel final : public VitCuda::Engine {
     // Attention: d_res now holds d(mid).
     weight_gradient(d_res_t_, D, a.attn_out, D, o.proj_weight, "attention out_proj weight gradient");
     input_gradient(d_res_t_, D, o.proj_weight, D, d_attn_, false, "attention out_proj input gradient");
-    attention_backward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, d_attn_, d_qkv_, stream_);
+    attention_backward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, d_attn_, d_qkv_, d_qkv_bias_per_image_,
+                          stream_);
     weight_gradient(d_qkv_, 3 * D, a.ln1_out, D, o.qkv_weight, "attention in_proj weight gradient");
-    column_sum(d_qkv_, 3 * D, rows, 3 * D, grads_ + o.qkv_bias);
+    column_sum(d_qkv_bias_per_image_, 3 * D, batch_, 3 * D, grads_ + o.qkv_bias);
     input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, true, "attention in_proj input gradient");
     // d(block input) is d(previous block output): its column sums are the previous block's mlp.3 bias gradient.
     layer_norm_backward(residual_[l], a.ln1_mean, a.ln1_rstd, o.ln1_weight, o.ln1_bias, d_narrow_,
@@ -311,6 +313,7 @@ class VitCudaModel final : public VitCuda::Engine {
     d_res_ = c.take<float>(rows * D), d_res_t_ = c.take<T>(rows * D);
     d_wide_ = c.take<T>(rows * M), d_narrow_ = c.take<float>(rows * D), d_attn_ = c.take<T>(rows * D);
     d_qkv_ = c.take<T>(rows * 3 * D);
+    d_qkv_bias_per_image_ = c.take<float>(B * 3 * D);
     d_patch_embed_ = c.take<T>(B * N * D);
     const int64_t widest = std::max({M, 3 * D, S * D, C, 2 * D});
     scratch_floats_ = std::max({column_sum_scratch_floats(widest), layernorm_backward_scratch_floats(rows, D),
@@ -343,6 +346,7 @@ class VitCudaModel final : public VitCuda::Engine {
   float* d_narrow_ = nullptr;  // [rows, D] d(LN output)
   T* d_attn_ = nullptr;      // [rows, D] d(attention output)
   T* d_qkv_ = nullptr;
+  float* d_qkv_bias_per_image_ = nullptr;  // [batch, 3D] per-image column sums of d_qkv (from attention backward)
   T* d_patch_embed_ = nullptr;
   float* scratch_ = nullptr;
   size_t scratch_floats_ = 0;

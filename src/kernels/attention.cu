@@ -1,4 +1,5 @@
-// Fused attention kernels; see attention.hpp. CUDA-core fp32 math from shared memory, register-tiled:
+// Fused attention kernels; see attention.hpp. bf16 shapes the tensor-core kernels take go there
+// (attention_tensor_core.cu); the rest runs here: CUDA-core fp32 math from shared memory, register-tiled:
 // a block of 256 threads = 16 x 16 threads works on 64 x 64 tiles, each thread owning a 4 x 4 sub-tile
 // (rows ty + 16a, columns tx + 16b), so every shared-memory load feeds 4 multiply-adds. Tiles of q/k/v/dO are
 // stored row-major with head_dim + 4 floats per row: the float4 loads along head_dim that different rows issue
@@ -17,6 +18,7 @@
 #include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/attention_tensor_core.hpp"
 #include "kernels/device_utils.cuh"
 
 namespace ddpx {
@@ -310,6 +312,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// d_bias[b][c] = sum over the image's tokens of d_qkv[b*seq + i][c]: thread per (image, column), fixed order.
+template <typename T>
+__global__ void per_image_column_sums_kernel(const T* d_qkv, int64_t seq, int64_t cols, float* d_bias) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, b = blockIdx.y;
+  if (c >= cols) return;
+  const T* image = d_qkv + b * seq * cols + c;
+  float total = 0.f;
+  for (int64_t i = 0; i < seq; ++i) total += to_float(image[i * cols]);
+  d_bias[b * cols + c] = total;
+}
+
 int max_shared_bytes() {
   static const int bytes = [] {
     int device = 0, value = 0;
@@ -353,6 +366,12 @@ void dispatch_head_dim(int64_t head_dim, Launch&& launch) {
 template <typename T>
 void attention_forward(const AttentionShape& s, const T* qkv, T* out, float* lse, cudaStream_t stream) {
   check_shape(s, "attention_forward");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (attention_tensor_core_supported(s, qkv, out, nullptr, nullptr)) {
+      attention_forward_tensor_core(s, qkv, out, lse, stream);
+      return;
+    }
+  }
   const int64_t ld = s.head_dim + 4;
   const size_t shared = sizeof(float) * static_cast<size_t>(3 * kTile * ld + kTile * kPad);
   const dim3 grid(static_cast<unsigned>(s.batch * s.heads), static_cast<unsigned>((s.seq + kTile - 1) / kTile));
@@ -364,8 +383,14 @@ void attention_forward(const AttentionShape& s, const T* qkv, T* out, float* lse
 
 template <typename T>
 void attention_backward(const AttentionShape& s, const T* qkv, const T* out, const float* lse, const T* d_out,
-                        T* d_qkv, cudaStream_t stream) {
+                        T* d_qkv, float* d_bias_per_image, cudaStream_t stream) {
   check_shape(s, "attention_backward");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (attention_tensor_core_supported(s, qkv, out, d_out, d_qkv)) {
+      attention_backward_tensor_core(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image, stream);
+      return;
+    }
+  }
   DDPX_REQUIRE(s.seq * s.head_dim <= 8 * kTile * kPad,
                "attention_backward: seq {} x head_dim {} is above the supported {}", s.seq, s.head_dim,
                8 * kTile * kPad);
@@ -378,14 +403,21 @@ void attention_backward(const AttentionShape& s, const T* qkv, const T* out, con
     launch_with_shared(attention_backward_kernel<T, decltype(dims)::value>, grid, shared, stream, s,
                        "attention_backward_kernel", s, qkv, out, lse, d_out, d_qkv);
   });
+  if (d_bias_per_image) {
+    const int64_t cols = 3 * s.heads * s.head_dim;
+    const dim3 sums_grid(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>(s.batch));
+    per_image_column_sums_kernel<T><<<sums_grid, 256, 0, stream>>>(d_qkv, s.seq, cols, d_bias_per_image);
+    DDPX_CHECK_LAUNCH("per_image_column_sums_kernel");
+  }
 }
 
 template void attention_forward<float>(const AttentionShape&, const float*, float*, float*, cudaStream_t);
 template void attention_forward<__nv_bfloat16>(const AttentionShape&, const __nv_bfloat16*, __nv_bfloat16*, float*,
                                                cudaStream_t);
 template void attention_backward<float>(const AttentionShape&, const float*, const float*, const float*,
-                                        const float*, float*, cudaStream_t);
+                                        const float*, float*, float*, cudaStream_t);
 template void attention_backward<__nv_bfloat16>(const AttentionShape&, const __nv_bfloat16*, const __nv_bfloat16*,
-                                                const float*, const __nv_bfloat16*, __nv_bfloat16*, cudaStream_t);
+                                                const float*, const __nv_bfloat16*, __nv_bfloat16*, float*,
+                                                cudaStream_t);
 
 }  // namespace ddpx

@@ -5,8 +5,13 @@
 //    head); fp32 arithmetic whatever the storage type T.
 //  - Forward writes out and the per-query log-sum-exp lse [batch, heads, seq] (fp32), which is all the backward
 //    needs besides qkv and out: probabilities are recomputed, never stored.
-//  - Backward writes (not adds) d_qkv in the qkv layout. No atomics: bit-identical run to run.
-//  - One kernel each, enqueued on `stream`; nothing allocated. Limits (checked, error names the shape):
+//  - Backward writes (not adds) d_qkv in the qkv layout and, when d_bias_per_image is not null, the column sums
+//    of d_qkv per image [batch, 3*heads*head_dim] (fp32; summed over images they are the in_proj bias gradient).
+//    No atomics: bit-identical run to run.
+//  - bf16 storage with head_dim 32/64/80 (and 16-byte aligned tensors) runs on tensor cores
+//    (attention_tensor_core.hpp: P and dS rounded to bf16 as matmul operands); everything else runs the fp32
+//    CUDA-core kernels.
+//  - One kernel each (two for the CUDA-core backward with bias sums), enqueued on `stream`; nothing allocated. Limits (checked, error names the shape):
 //    head_dim <= 128, seq * head_dim <= 32768, and the shared memory the sequence needs must fit the GPU.
 #pragma once
 #include <cuda_runtime.h>
@@ -25,6 +30,6 @@ void attention_forward(const AttentionShape& shape, const T* qkv, T* out, float*
 
 template <typename T>
 void attention_backward(const AttentionShape& shape, const T* qkv, const T* out, const float* lse, const T* d_out,
-                        T* d_qkv, cudaStream_t stream);
+                        T* d_qkv, float* d_bias_per_image, cudaStream_t stream);
 
 }  // namespace ddpx

@@ -4,6 +4,11 @@
 #include "kernels/matmul.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <utility>
 
 #include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
@@ -16,6 +21,28 @@ int pointer_alignment(const void* p) {
   int alignment = 256;
   while (alignment > 1 && address % alignment != 0) alignment /= 2;
   return alignment;
+}
+
+constexpr int kCandidates = 8;
+constexpr int kTimedRuns = 5;
+constexpr float kRequiredSpeedup = 0.97f;  // another candidate must take at most 97% of the heuristic first's time
+
+// Algorithms chosen in this process, shared by every engine (see matmul.hpp).
+struct AlgorithmChoices {
+  std::mutex mutex;
+  std::map<std::pair<int, MatmulEngine::Key>, cublasLtMatmulAlgo_t> chosen;
+};
+AlgorithmChoices& algorithm_choices() {
+  static AlgorithmChoices choices;
+  return choices;
+}
+
+bool autotune_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("DDPX_MATMUL_AUTOTUNE");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
 }
 
 }  // namespace
@@ -43,7 +70,7 @@ MatmulEngine::~MatmulEngine() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-MatmulEngine::Plan& MatmulEngine::plan_for(const MatmulCall& call, const char* what) {
+MatmulEngine::Plan& MatmulEngine::plan_for(const MatmulCall& call, cudaStream_t stream, const char* what) {
   const void* c = call.c ? call.c : call.out;
   int alignment = std::min({pointer_alignment(call.a.data), pointer_alignment(call.b.data),
                             pointer_alignment(call.out), pointer_alignment(c)});
@@ -89,11 +116,11 @@ MatmulEngine::Plan& MatmulEngine::plan_for(const MatmulCall& call, const char* w
   for (auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     cublasLtMatmulPreferenceSetAttribute(preference, attribute, &align, sizeof(align));
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int found = 0;
   cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->layout_a, plan->layout_b,
-                                                         plan->layout_c, plan->layout_c, preference, 1, &result,
-                                                         &found);
+                                                         plan->layout_c, plan->layout_c, preference, kCandidates,
+                                                         results, &found);
   cublasLtMatmulPreferenceDestroy(preference);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0)
     fail("cuBLASLt found no algorithm for matmul '{}' (m={} n={} k={}, lda={} ldb={} ldout={}, {} operands, {} "
@@ -101,14 +128,72 @@ MatmulEngine::Plan& MatmulEngine::plan_for(const MatmulCall& call, const char* w
          what, call.m, call.n, call.k, call.a.ld, call.b.ld, call.ld_out,
          mode_ == MatmulMode::bf16 ? "bf16" : "fp32", call.out_fp32 ? "fp32" : "operand-typed",
          call.bias ? "yes" : "no", alignment, detail::cublas_status_name(status));
-  plan->algo = result.algo;
+  const std::pair<int, Key> choice_key{static_cast<int>(mode_), key};
+  AlgorithmChoices& choices = algorithm_choices();
+  {
+    std::lock_guard<std::mutex> lock(choices.mutex);
+    auto chosen = choices.chosen.find(choice_key);
+    if (chosen != choices.chosen.end()) {
+      plan->algo = chosen->second;
+      return *plans_.emplace(key, std::move(plan)).first->second;
+    }
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  DDPX_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  const bool tune = autotune_enabled() && found > 1 && capture == cudaStreamCaptureStatusNone;
+  plan->algo = results[tune ? fastest_candidate(call, *plan, results, found, stream) : 0].algo;
+  {
+    std::lock_guard<std::mutex> lock(choices.mutex);
+    plan->algo = choices.chosen.emplace(choice_key, plan->algo).first->second;  // another engine may have won
+  }
   return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+int MatmulEngine::fastest_candidate(const MatmulCall& call, Plan& plan,
+                                    const cublasLtMatmulHeuristicResult_t* candidates, int count,
+                                    cudaStream_t stream) {
+  const size_t element = call.out_fp32 || mode_ != MatmulMode::bf16 ? 4 : 2;
+  const size_t bytes = element * static_cast<size_t>(call.ld_out) * static_cast<size_t>(call.m);
+  void* scratch = nullptr;
+  DDPX_CUDA_CHECK(cudaMalloc(&scratch, bytes));
+  DDPX_CUDA_CHECK(cudaMemsetAsync(scratch, 0, bytes, stream));
+  // c stays the caller's when it is a separate matrix (only read); an in-place accumulate reads the scratch.
+  const void* c = (call.beta != 0.f && call.c && call.c != call.out) ? call.c : scratch;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  DDPX_CUDA_CHECK(cudaEventCreate(&start));
+  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
+  auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(handle_, plan.desc, &call.alpha, call.b.data, plan.layout_a, call.a.data, plan.layout_b,
+                          &call.beta, c, plan.layout_c, scratch, plan.layout_c, &algo, workspace_,
+                          workspace_bytes_, stream);
+  };
+  int best = 0;
+  float first_ms = std::numeric_limits<float>::infinity(), best_ms = first_ms;
+  for (int i = 0; i < count; ++i) {
+    if (candidates[i].state != CUBLAS_STATUS_SUCCESS || launch(candidates[i].algo) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    DDPX_CUDA_CHECK(cudaEventRecord(start, stream));
+    bool ok = true;
+    for (int r = 0; r < kTimedRuns && ok; ++r) ok = launch(candidates[i].algo) == CUBLAS_STATUS_SUCCESS;
+    DDPX_CUDA_CHECK(cudaEventRecord(stop, stream));
+    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (!ok) continue;
+    if (i == 0) first_ms = ms;
+    if (ms < best_ms) best_ms = ms, best = i;
+  }
+  cudaEventDestroy(stop);
+  cudaEventDestroy(start);
+  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream));
+  DDPX_CUDA_CHECK(cudaFree(scratch));
+  return best_ms <= kRequiredSpeedup * first_ms ? best : 0;
 }
 
 void MatmulEngine::run(const MatmulCall& call, cudaStream_t stream, const char* what) {
   DDPX_REQUIRE(call.m > 0 && call.n > 0 && call.k > 0, "matmul '{}' has an empty shape m={} n={} k={}", what,
                call.m, call.n, call.k);
-  Plan& plan = plan_for(call, what);
+  Plan& plan = plan_for(call, stream, what);
   if (call.bias)
     DDPX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &call.bias,
                                                      sizeof(call.bias)));

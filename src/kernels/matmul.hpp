@@ -6,8 +6,12 @@
 //  - a and b have the engine's operand type; c, out and bias share the call's output type (fp32 or the operand
 //    type). Accumulation is fp32; the compute mode is fixed at construction (pure fp32, TF32 or bf16 inputs).
 //  - The first call of a shape (shape, leading dimensions, transposes, types, bias, pointer alignment) asks the
-//    cuBLASLt heuristic for an algorithm and caches it with its descriptors; later calls only enqueue
-//    cublasLtMatmul on the given stream, so they are capturable in a CUDA graph and allocate nothing.
+//    cuBLASLt heuristic for its top candidates and, unless the stream is being captured, times them on the stream
+//    (into a temporary output, so the call's own output is untouched; this synchronizes and allocates once) and
+//    keeps the fastest (the heuristic's first unless another is at least 3% faster). The choice is shared by all
+//    engines of the process (same shape, same mode -> same algorithm -> bit-identical results); set
+//    DDPX_MATMUL_AUTOTUNE=0 to keep the heuristic's first. Later calls only enqueue cublasLtMatmul on the given
+//    stream, so they are capturable in a CUDA graph and allocate nothing.
 //  - Not thread-safe: one engine per thread/stream owner.
 #pragma once
 #include <cublasLt.h>
@@ -55,10 +59,13 @@ class MatmulEngine {
   MatmulMode mode() const { return mode_; }
   size_t cached_plans() const { return plans_.size(); }
 
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int>;
+
  private:
   struct Plan;
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int>;
-  Plan& plan_for(const MatmulCall& call, const char* what);
+  Plan& plan_for(const MatmulCall& call, cudaStream_t stream, const char* what);
+  int fastest_candidate(const MatmulCall& call, Plan& plan, const cublasLtMatmulHeuristicResult_t* candidates,
+                        int count, cudaStream_t stream);
 
   MatmulMode mode_;
   cublasLtHandle_t handle_ = nullptr;

@@ -1,7 +1,8 @@
 // Fused attention forward/backward against a double CPU loop (softmax(q k^T * scale) v per image and head) on fresh
 // random qkv, for the three kernel sizes (seq*head_dim <= 4096, <= 16384, larger) and odd shapes.
-// Tolerances (norm-wise relative): fp32 1e-5 (out, d_qkv), lse 1e-6; bf16 storage 2e-2 against a reference fed the
-// same bf16-rounded inputs (outputs and gradients are rounded to bf16 once more).
+// Tolerances (norm-wise relative): fp32 1e-5 (out, d_qkv, per-image bias sums), lse 1e-6; bf16 storage 2e-2
+// against a reference fed the same bf16-rounded inputs (outputs and gradients are rounded to bf16 once more; the
+// tensor-core path also rounds P and dS). bf16 head_dim 32/64/80 shapes exercise the tensor-core kernels.
 #include <gtest/gtest.h>
 
 #include "gpu_guard.hpp"
@@ -87,13 +88,21 @@ void check_attention(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim
   auto d_o = testing::to_device<T>(std::vector<float>(rows * D, 5.f));
   auto d_grad = testing::to_device<T>(std::vector<float>(rows * 3 * D, 5.f));
   DeviceBuffer<float> lse(batch * heads * seq, "lse");
+  auto d_bias = testing::to_device<float>(std::vector<float>(batch * 3 * D, 5.f));
   attention_forward<T>(s, d_qkv_in.get(), d_o.get(), lse.get(), nullptr);
-  attention_backward<T>(s, d_qkv_in.get(), d_o.get(), lse.get(), d_d_out.get(), d_grad.get(), nullptr);
+  attention_backward<T>(s, d_qkv_in.get(), d_o.get(), lse.get(), d_d_out.get(), d_grad.get(), d_bias.get(),
+                        nullptr);
+  // The key section is ~0 (each softmax row's dS sums to 0): compared within the norm of all three sections.
+  std::vector<double> want_bias(batch * 3 * D, 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < seq; ++i)
+      for (int64_t c = 0; c < 3 * D; ++c) want_bias[b * 3 * D + c] += want.d_qkv[(b * seq + i) * 3 * D + c];
   const std::string where = "seq " + std::to_string(seq) + " head_dim " + std::to_string(head_dim);
   EXPECT_LT(relative_error(testing::to_host(d_o), want.out), tolerance) << "out, " << where;
   const double lse_tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-2;
   EXPECT_LT(relative_error(testing::to_host(lse), want.lse), lse_tolerance) << "lse, " << where;
   EXPECT_LT(relative_error(testing::to_host(d_grad), want.d_qkv), tolerance) << "d_qkv, " << where;
+  EXPECT_LT(relative_error(testing::to_host(d_bias), want_bias), tolerance) << "per-image bias sums, " << where;
 }
 
 TEST(Attention, Fp32MatchesReference) {
@@ -109,6 +118,10 @@ TEST(Attention, Bf16WithinRounding) {
   DDPX_REQUIRE_GPU();
   check_attention<__nv_bfloat16>(2, 50, 4, 64, 2e-2, 6);
   check_attention<__nv_bfloat16>(1, 197, 2, 64, 2e-2, 7);
+  check_attention<__nv_bfloat16>(2, 50, 3, 80, 2e-2, 8);   // tensor cores, head_dim 80 (5 k-steps)
+  check_attention<__nv_bfloat16>(3, 26, 2, 32, 2e-2, 9);   // tensor cores, head_dim 32, one partial tile
+  check_attention<__nv_bfloat16>(1, 257, 1, 80, 2e-2, 10); // tensor cores, 5 key chunks, 17 tiles per warp loop
+  check_attention<__nv_bfloat16>(2, 17, 4, 8, 2e-2, 11);   // no tensor-core kernel for head_dim 8: CUDA cores
 }
 
 }  // namespace

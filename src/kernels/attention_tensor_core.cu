@@ -1,0 +1,456 @@
+// Tensor-core attention kernels; see attention_tensor_core.hpp. Blocks of 4 warps; each warp issues
+// mma.sync.m16n8k16 (bf16 in, fp32 accumulate) on 16-row tiles held in shared memory as bf16, rows of
+// head_dim + 8 elements (fragment loads of one warp then hit 32 different banks).
+// Fragment layouts (PTX ISA, m16n8k16; g = lane / 4, t = lane % 4): A 16x16 row-major in 4 registers of bf16 pairs
+// (rows g, g+8; columns 2t, 2t+1 and +8); B 16x8 in 2 registers (k = 2t, 2t+1 and +8; n = g); C 16x8 fp32 in 4
+// (rows g, g+8; columns 2t, 2t+1). Two adjacent C tiles rounded to bf16 are an A fragment (P and dS never leave
+// the registers).
+// Forward: block = (image, head, 64 queries), warp = 16 queries; keys in chunks of 64 with an online softmax.
+// Backward: block = (image, head), the head's q, k, v, dO in shared memory. Phase 1: warp = 16 keys, loops over
+// query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 2: warp = 16
+// queries, loops over key tiles: recomputes S and dP, dQ += dS K. Per-image bias sums: each warp reduces its
+// tiles' columns into its own shared-memory row; the block adds the 4 rows in order. No atomics anywhere.
+#include "kernels/attention_tensor_core.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/error.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace ddpx {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kQueryRows = 16 * kWarps;  // forward: queries per block
+constexpr int kKeyChunk = 64;            // forward: keys per online-softmax step
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+__host__ __device__ constexpr int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+__device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+__device__ __forceinline__ uint32_t pack_pair(bf16 lo, bf16 hi) {
+  return static_cast<uint32_t>(__bfloat16_as_ushort(lo)) | (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
+}
+__device__ __forceinline__ uint32_t pack_floats(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major tile.
+template <int LD>
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const bf16* tile, int r0, int k0, int g, int t) {
+  const bf16* p = tile + (r0 + g) * LD + k0 + 2 * t;
+  a[0] = load_pair(p), a[1] = load_pair(p + 8 * LD), a[2] = load_pair(p + 8), a[3] = load_pair(p + 8 * LD + 8);
+}
+
+// B fragment (k0..k0+15) x (n0..n0+7) where B[k][n] = tile[n][k] (the tile's rows are B's columns).
+template <int LD>
+__device__ __forceinline__ void load_b_rows(uint32_t& b0, uint32_t& b1, const bf16* tile, int n0, int k0, int g,
+                                            int t) {
+  const bf16* p = tile + (n0 + g) * LD + k0 + 2 * t;
+  b0 = load_pair(p), b1 = load_pair(p + 8);
+}
+
+// B fragment (k0..k0+15) x (n0..n0+7) where B[k][n] = tile[k][n].
+template <int LD>
+__device__ __forceinline__ void load_b_columns(uint32_t& b0, uint32_t& b1, const bf16* tile, int k0, int n0, int g,
+                                               int t) {
+  const bf16* p = tile + (k0 + 2 * t) * LD + n0 + g;
+  b0 = pack_pair(p[0], p[LD]), b1 = pack_pair(p[8 * LD], p[9 * LD]);
+}
+
+// The A fragment formed by two adjacent 16x8 C tiles (columns 0..7 and 8..15), rounded to bf16.
+__device__ __forceinline__ void c_to_a(uint32_t (&a)[4], const float (&c0)[4], const float (&c1)[4]) {
+  a[0] = pack_floats(c0[0], c0[1]), a[1] = pack_floats(c0[2], c0[3]);
+  a[2] = pack_floats(c1[0], c1[1]), a[3] = pack_floats(c1[2], c1[3]);
+}
+
+// dst[r][0..HD) = src[r * stride ..] for r < rows, zero for rows..padded_rows-1; 16-byte vectors, 4 in flight.
+template <int HD>
+__device__ void load_rows(bf16* dst, const bf16* src, int64_t stride, int rows, int padded_rows) {
+  constexpr int kLd = HD + 8, kVectors = HD / 8, kBatch = 4;
+  const int total = padded_rows * kVectors;
+  for (int first = threadIdx.x; first < total; first += kThreads * kBatch) {
+    uint4 v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = first + u * kThreads, r = e / kVectors, c = 8 * (e % kVectors);
+      v[u] = e < total && r < rows ? *reinterpret_cast<const uint4*>(src + r * stride + c) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = first + u * kThreads, r = e / kVectors, c = 8 * (e % kVectors);
+      if (e < total) *reinterpret_cast<uint4*>(dst + r * kLd + c) = v[u];
+    }
+  }
+}
+
+// acc[c] += sum over the tile's valid rows (r0 + g, r0 + g + 8 below `valid`) of column c of the C tiles.
+template <int DT>
+__device__ __forceinline__ void add_column_sums(float* acc, const float (&c)[DT][4], int r0, int valid, int g,
+                                                int t) {
+  const bool low = r0 + g < valid, high = r0 + g + 8 < valid;
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float v = (low ? c[dt][e] : 0.f) + (high ? c[dt][2 + e] : 0.f);
+      v += __shfl_xor_sync(0xffffffffu, v, 4);
+      v += __shfl_xor_sync(0xffffffffu, v, 8);
+      v += __shfl_xor_sync(0xffffffffu, v, 16);
+      if (g == 0) acc[8 * dt + 2 * t + e] += v;
+    }
+}
+
+// Stores rows r0 + g, r0 + g + 8 (those below `valid`) of a 16 x HD C-tile set at dst + row * stride.
+template <int DT>
+__device__ __forceinline__ void store_rows(bf16* dst, int64_t stride, const float (&c)[DT][4], int r0, int valid,
+                                           int g, int t, float factor0 = 1.f, float factor1 = 1.f) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = r0 + g + 8 * r;
+    if (row >= valid) continue;
+    const float f = r == 0 ? factor0 : factor1;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+      *reinterpret_cast<uint32_t*>(dst + row * stride + 8 * dt + 2 * t) =
+          pack_floats(c[dt][2 * r] * f, c[dt][2 * r + 1] * f);
+  }
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kThreads) forward_kernel(AttentionShape s, const bf16* qkv, bf16* out,
+                                                           float* lse) {
+  constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8;
+  extern __shared__ uint4 smem_u4[];
+  const int S = static_cast<int>(s.seq), S64 = round_up(S, kKeyChunk);
+  bf16* q_s = reinterpret_cast<bf16*>(smem_u4);
+  bf16* k_s = q_s + kQueryRows * kLd;
+  bf16* v_s = k_s + S64 * kLd;
+  const int bh = blockIdx.x;
+  const int64_t b = bh / s.heads, h = bh % s.heads, D = s.heads * HD, W = 3 * D;
+  const bf16* head = qkv + b * S * W + h * HD;
+  const int q0 = blockIdx.y * kQueryRows;
+  load_rows<HD>(q_s, head + q0 * W, W, min(kQueryRows, S - q0), kQueryRows);
+  load_rows<HD>(k_s, head + D, W, S, S64);
+  load_rows<HD>(v_s, head + 2 * D, W, S, S64);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int r0 = 16 * warp;
+  if (q0 + r0 >= S) return;
+
+  uint32_t qa[kSteps][4];
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) load_a<kLd>(qa[kk], q_s, r0, 16 * kk, g, t);
+  float o[kDimTiles][4] = {};
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  const float scale2 = s.scale * kLog2e;
+  for (int k0 = 0; k0 < S; k0 += kKeyChunk) {
+    float sc[kKeyChunk / 8][4] = {};
+#pragma unroll
+    for (int nt = 0; nt < kKeyChunk / 8; ++nt)
+#pragma unroll
+      for (int kk = 0; kk < kSteps; ++kk) {
+        uint32_t b0, b1;
+        load_b_rows<kLd>(b0, b1, k_s, k0 + 8 * nt, 16 * kk, g, t);
+        mma(sc[nt], qa[kk], b0, b1);
+      }
+    float chunk_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < kKeyChunk / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = k0 + 8 * nt + 2 * t + (e & 1);
+        sc[nt][e] = j < S ? sc[nt][e] * scale2 : -INFINITY;
+        chunk_max[e / 2] = fmaxf(chunk_max[e / 2], sc[nt][e]);
+      }
+    float correction[2], chunk_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(0xffffffffu, chunk_max[r], 1));
+      chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(0xffffffffu, chunk_max[r], 2));
+      const float new_max = fmaxf(row_max[r], chunk_max[r]);  // finite: every chunk has a valid key
+      correction[r] = exp2f(row_max[r] - new_max);
+      row_max[r] = new_max;
+    }
+#pragma unroll
+    for (int nt = 0; nt < kKeyChunk / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        sc[nt][e] = exp2f(sc[nt][e] - row_max[e / 2]);
+        chunk_sum[e / 2] += sc[nt][e];
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + chunk_sum[r];
+#pragma unroll
+    for (int dt = 0; dt < kDimTiles; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[dt][e] *= correction[e / 2];
+#pragma unroll
+    for (int kt = 0; kt < kKeyChunk / 16; ++kt) {
+      uint32_t pa[4];
+      c_to_a(pa, sc[2 * kt], sc[2 * kt + 1]);
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt) {
+        uint32_t b0, b1;
+        load_b_columns<kLd>(b0, b1, v_s, k0 + 16 * kt, 8 * dt, g, t);
+        mma(o[dt], pa, b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+  }
+  store_rows(out + (b * S + q0) * D + h * HD, D, o, r0, S - q0, g, t, 1.f / row_sum[0], 1.f / row_sum[1]);
+  if (t == 0)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = q0 + r0 + g + 8 * r;
+      if (row < S) lse[static_cast<int64_t>(bh) * S + row] = (row_max[r] + log2f(row_sum[r])) * kLn2;
+    }
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kThreads)
+    backward_kernel(AttentionShape s, const bf16* qkv, const bf16* out, const float* lse, const bf16* d_out,
+                    bf16* d_qkv, float* d_bias) {
+  constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8;
+  extern __shared__ uint4 smem_u4[];
+  const int S = static_cast<int>(s.seq), S16 = round_up(S, 16), tiles = S16 / 16;
+  bf16* q_s = reinterpret_cast<bf16*>(smem_u4);
+  bf16* k_s = q_s + S16 * kLd;
+  bf16* v_s = k_s + S16 * kLd;
+  bf16* g_s = v_s + S16 * kLd;  // dO
+  float* row_lse2 = reinterpret_cast<float*>(g_s + S16 * kLd);  // lse * log2(e); +inf on padding rows
+  float* row_delta = row_lse2 + S16;                             // rowsum(dO * O)
+  float* bias_rows = row_delta + S16;                            // [kWarps][3][HD]
+  const int bh = blockIdx.x;
+  const int64_t b = bh / s.heads, h = bh % s.heads, D = s.heads * HD, W = 3 * D;
+  const bf16* head = qkv + b * S * W + h * HD;
+  const bf16* d_out_head = d_out + b * S * D + h * HD;
+  const bf16* out_head = out + b * S * D + h * HD;
+  bf16* d_head = d_qkv + b * S * W + h * HD;
+  load_rows<HD>(q_s, head, W, S, S16);
+  load_rows<HD>(k_s, head + D, W, S, S16);
+  load_rows<HD>(v_s, head + 2 * D, W, S, S16);
+  load_rows<HD>(g_s, d_out_head, D, S, S16);
+  for (int e = threadIdx.x; e < kWarps * 3 * HD; e += kThreads) bias_rows[e] = 0.f;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int i = warp; i < S16; i += kWarps) {
+    float dot = 0.f;
+    if (i < S)
+      for (int c = 2 * lane; c < HD; c += 64) {
+        const float2 dy = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(d_out_head + i * D + c));
+        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(out_head + i * D + c));
+        dot += dy.x * y.x + dy.y * y.y;
+      }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+    if (lane == 0) {
+      row_delta[i] = dot;
+      row_lse2[i] = i < S ? lse[static_cast<int64_t>(bh) * S + i] * kLog2e : INFINITY;
+    }
+  }
+  __syncthreads();
+  const float scale2 = s.scale * kLog2e, scale = s.scale;
+  float* my_bias = bias_rows + warp * 3 * HD;
+
+  // Phase 1: dK, dV for the key tiles of this warp.
+  for (int kt = warp; kt < tiles; kt += kWarps) {
+    const int j0 = 16 * kt;
+    uint32_t ka[kSteps][4], va[kSteps][4];
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      load_a<kLd>(ka[kk], k_s, j0, 16 * kk, g, t);
+      load_a<kLd>(va[kk], v_s, j0, 16 * kk, g, t);
+    }
+    float dk[kDimTiles][4] = {}, dv[kDimTiles][4] = {};
+    for (int i0 = 0; i0 < S16; i0 += 16) {
+      float st[2][4] = {}, dpt[2][4] = {};  // S^T, dP^T: rows = keys j0 + g (+8), columns = queries
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int kk = 0; kk < kSteps; ++kk) {
+          uint32_t b0, b1;
+          load_b_rows<kLd>(b0, b1, q_s, i0 + 8 * nt, 16 * kk, g, t);
+          mma(st[nt], ka[kk], b0, b1);
+          load_b_rows<kLd>(b0, b1, g_s, i0 + 8 * nt, 16 * kk, g, t);
+          mma(dpt[nt], va[kk], b0, b1);
+        }
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = i0 + 8 * nt + 2 * t + (e & 1);
+          const float p = exp2f(st[nt][e] * scale2 - row_lse2[i]);
+          st[nt][e] = p;
+          dpt[nt][e] = p * (dpt[nt][e] - row_delta[i]) * scale;
+        }
+      uint32_t pa[4], dsa[4];
+      c_to_a(pa, st[0], st[1]);
+      c_to_a(dsa, dpt[0], dpt[1]);
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt) {
+        uint32_t b0, b1;
+        load_b_columns<kLd>(b0, b1, g_s, i0, 8 * dt, g, t);
+        mma(dv[dt], pa, b0, b1);
+        load_b_columns<kLd>(b0, b1, q_s, i0, 8 * dt, g, t);
+        mma(dk[dt], dsa, b0, b1);
+      }
+    }
+    store_rows(d_head + j0 * W + D, W, dk, 0, S - j0, g, t);
+    store_rows(d_head + j0 * W + 2 * D, W, dv, 0, S - j0, g, t);
+    if (d_bias) {
+      add_column_sums(my_bias + HD, dk, j0, S, g, t);
+      add_column_sums(my_bias + 2 * HD, dv, j0, S, g, t);
+    }
+  }
+
+  // Phase 2: dQ for the query tiles of this warp.
+  for (int qt = warp; qt < tiles; qt += kWarps) {
+    const int i0 = 16 * qt;
+    uint32_t qa[kSteps][4], ga[kSteps][4];
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      load_a<kLd>(qa[kk], q_s, i0, 16 * kk, g, t);
+      load_a<kLd>(ga[kk], g_s, i0, 16 * kk, g, t);
+    }
+    const float lse2[2] = {row_lse2[i0 + g], row_lse2[i0 + g + 8]};
+    const float delta[2] = {row_delta[i0 + g], row_delta[i0 + g + 8]};
+    float dq[kDimTiles][4] = {};
+    for (int j0 = 0; j0 < S16; j0 += 16) {
+      float sc[2][4] = {}, dp[2][4] = {};  // rows = queries i0 + g (+8), columns = keys
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int kk = 0; kk < kSteps; ++kk) {
+          uint32_t b0, b1;
+          load_b_rows<kLd>(b0, b1, k_s, j0 + 8 * nt, 16 * kk, g, t);
+          mma(sc[nt], qa[kk], b0, b1);
+          load_b_rows<kLd>(b0, b1, v_s, j0 + 8 * nt, 16 * kk, g, t);
+          mma(dp[nt], ga[kk], b0, b1);
+        }
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int j = j0 + 8 * nt + 2 * t + (e & 1);
+          const float p = j < S ? exp2f(sc[nt][e] * scale2 - lse2[e / 2]) : 0.f;
+          dp[nt][e] = p * (dp[nt][e] - delta[e / 2]) * scale;
+        }
+      uint32_t dsa[4];
+      c_to_a(dsa, dp[0], dp[1]);
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt) {
+        uint32_t b0, b1;
+        load_b_columns<kLd>(b0, b1, k_s, j0, 8 * dt, g, t);
+        mma(dq[dt], dsa, b0, b1);
+      }
+    }
+    store_rows(d_head + i0 * W, W, dq, 0, S - i0, g, t);
+    if (d_bias) add_column_sums(my_bias, dq, i0, S, g, t);
+  }
+
+  if (!d_bias) return;  // uniform over the block
+  __syncthreads();
+  for (int e = threadIdx.x; e < 3 * HD; e += kThreads) {
+    float total = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += bias_rows[w * 3 * HD + e];
+    const int section = e / HD, d = e % HD;
+    d_bias[b * W + section * D + h * HD + d] = total;
+  }
+}
+
+size_t forward_shared_bytes(const AttentionShape& s) {
+  const int ld = static_cast<int>(s.head_dim) + 8;
+  return sizeof(bf16) * static_cast<size_t>(kQueryRows + 2 * round_up(static_cast<int>(s.seq), kKeyChunk)) * ld;
+}
+
+size_t backward_shared_bytes(const AttentionShape& s) {
+  const int ld = static_cast<int>(s.head_dim) + 8, s16 = round_up(static_cast<int>(s.seq), 16);
+  return sizeof(bf16) * static_cast<size_t>(4 * s16 * ld) +
+         sizeof(float) * static_cast<size_t>(2 * s16 + kWarps * 3 * s.head_dim);
+}
+
+int max_shared_bytes() {
+  static const int bytes = [] {
+    int device = 0, value = 0;
+    DDPX_CUDA_CHECK(cudaGetDevice(&device));
+    DDPX_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    return value;
+  }();
+  return bytes;
+}
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename Launch>
+void dispatch_head_dim(int64_t head_dim, Launch&& launch) {
+  switch (head_dim) {
+    case 32: launch(std::integral_constant<int, 32>{}); break;
+    case 64: launch(std::integral_constant<int, 64>{}); break;
+    case 80: launch(std::integral_constant<int, 80>{}); break;
+    default: fail("tensor-core attention: head_dim {} has no kernel (32, 64, 80)", head_dim);
+  }
+}
+
+template <typename Kernel>
+void set_shared(Kernel kernel, size_t shared) {
+  DDPX_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+}
+
+}  // namespace
+
+bool attention_tensor_core_supported(const AttentionShape& s, const void* qkv, const void* out, const void* d_out,
+                                     const void* d_qkv) {
+  const bool head_dim_ok = s.head_dim == 32 || s.head_dim == 64 || s.head_dim == 80;
+  if (!head_dim_ok || s.seq <= 0 || s.seq > 4096 || s.batch <= 0 || s.heads <= 0) return false;
+  if (!aligned16(qkv) || !aligned16(out) || !aligned16(d_out) || !aligned16(d_qkv)) return false;
+  const size_t limit = static_cast<size_t>(max_shared_bytes());
+  return forward_shared_bytes(s) <= limit && backward_shared_bytes(s) <= limit;
+}
+
+void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf16* out, float* lse,
+                                   cudaStream_t stream) {
+  const size_t shared = forward_shared_bytes(s);
+  const dim3 grid(static_cast<unsigned>(s.batch * s.heads),
+                  static_cast<unsigned>((s.seq + kQueryRows - 1) / kQueryRows));
+  dispatch_head_dim(s.head_dim, [&](auto hd) {
+    auto kernel = forward_kernel<decltype(hd)::value>;
+    set_shared(kernel, shared);
+    kernel<<<grid, kThreads, shared, stream>>>(s, qkv, out, lse);
+  });
+  DDPX_CHECK_LAUNCH("attention forward_kernel (tensor core)");
+}
+
+void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, const bf16* out, const float* lse,
+                                    const bf16* d_out, bf16* d_qkv, float* d_bias_per_image, cudaStream_t stream) {
+  const size_t shared = backward_shared_bytes(s);
+  const dim3 grid(static_cast<unsigned>(s.batch * s.heads));
+  dispatch_head_dim(s.head_dim, [&](auto hd) {
+    auto kernel = backward_kernel<decltype(hd)::value>;
+    set_shared(kernel, shared);
+    kernel<<<grid, kThreads, shared, stream>>>(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
+  });
+  DDPX_CHECK_LAUNCH("attention backward_kernel (tensor core)");
+}
+
+}  // namespace ddpx
