@@ -27,6 +27,7 @@ Command add_eval_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_topo_command(CLI::App& app);
+Command add_allreduce_command(CLI::App& app);
 
 inline CommandSet register_commands(CLI::App& app) {
   CommandSet set;
@@ -35,6 +36,7 @@ inline CommandSet register_commands(CLI::App& app) {
   set.commands.push_back(add_train_command(app));
   set.commands.push_back(add_report_command(app));
   set.commands.push_back(add_topo_command(app));
+  set.commands.push_back(add_allreduce_command(app));
   return set;
 }
 

@@ -1,0 +1,198 @@
+// `ddpx allreduce`: an nccl-tests-like all-reduce table (size, count, type, time, algbw, busbw, #wrong) over
+// NCCL on GPUs or MPI on CPUs, and the same measurements as a peak table (profile/comm_stats.hpp's PeakTable
+// JSON) that `ddpx train` reports compare their buckets with.
+// Every rank measures; rank 0 prints and writes the JSON. With --nproc-per-node N it starts N workers the way
+// `ddpx train` does (GPUs: N local processes; CPU: under mpirun). Exit status 2 when any element came out wrong.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include "cli/arg_lists.hpp"
+#include "cli/collective_bench.hpp"
+#include "cli/commands.hpp"
+#include "cli/cuda_devices.hpp"
+#include "cli/launch.hpp"
+#include "core/error.hpp"
+#include "dist/bootstrap.hpp"
+#include "profile/comm_stats.hpp"
+#include "profile/nccl_transport.hpp"
+#include "profile/nvml_topology.hpp"
+#ifdef DDPX_HAVE_MPI
+#include "dist/mpi_session.hpp"
+#endif
+
+namespace ddpx::cli {
+namespace {
+
+struct AllreduceFlags {
+  int nproc = 0;
+  std::string sizes;  // "" = device default
+  std::string dtype = "f32";
+  int iters = 20;
+  int warmup = 5;
+  std::string device = "cuda";
+  std::string json_out;
+};
+
+struct DtypeChoice {
+  CommDType dtype;
+  const char* type_name;  // nccl-tests' word
+};
+
+DtypeChoice parse_dtype(const std::string& name) {
+  if (name == "f32" || name == "fp32" || name == "float") return {CommDType::f32, "float"};
+  if (name == "bf16") return {CommDType::bf16, "bfloat16"};
+  if (name == "f16" || name == "fp16" || name == "half") return {CommDType::f16, "half"};
+  fail("--dtype {}: expected f32, bf16 or f16", name);
+}
+
+// The link the ranks' GPUs share ("NV18"; several differing links joined with '/'), and NCCL's predicted transport;
+// the link is "SHM" when NCCL goes through host memory (the name the recorded peak tables use). Empty when NVML or
+// the bus ids are unavailable.
+std::pair<std::string, std::string> gpu_link(int world) {
+  TopologyProbe probe = probe_topology();
+  const std::vector<std::string> bus_ids = visible_gpu_bus_ids();
+  if (!probe.table || world < 2 || static_cast<int>(bus_ids.size()) < world) return {"", ""};
+  const char* env_p2p = std::getenv("NCCL_P2P_DISABLE");
+  const bool p2p_disabled = env_p2p && std::string(env_p2p) == "1";
+  std::vector<std::string> links, transports;
+  for (int i = 0; i < world; ++i)
+    for (int j = i + 1; j < world; ++j) {
+      const int a = topology_index_of(*probe.table, bus_ids[i]), b = topology_index_of(*probe.table, bus_ids[j]);
+      if (a < 0 || b < 0) return {"", ""};
+      const std::string link = probe.table->links[a][b];
+      const std::string transport = predict_nccl_transport(link, p2p_disabled);
+      const std::string shown = transport == "SHM" ? "SHM" : link;
+      if (std::find(links.begin(), links.end(), shown) == links.end()) links.push_back(shown);
+      if (std::find(transports.begin(), transports.end(), transport) == transports.end())
+        transports.push_back(transport);
+    }
+  auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& item : items) out += (out.empty() ? "" : "/") + item;
+    return out;
+  };
+  return {join(links), join(transports)};
+}
+
+int run_allreduce(const AllreduceFlags& f) {
+  DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda (NCCL) or cpu (MPI)", f.device);
+  const DtypeChoice dtype = parse_dtype(f.dtype);
+  DDPX_REQUIRE(f.iters >= 1, "--iters {}: at least 1 timed iteration is needed", f.iters);
+  DDPX_REQUIRE(f.warmup >= 0, "--warmup {}: must be 0 or more", f.warmup);
+  const std::vector<int64_t> sizes =
+      parse_size_sweep(f.sizes.empty() ? (f.device == "cuda" ? "1K:1G" : "1K:16M") : f.sizes, "--sizes");
+  const size_t element = comm_dtype_size(dtype.dtype);
+  DDPX_REQUIRE(sizes.front() >= static_cast<int64_t>(element), "--sizes: {} bytes is smaller than one {} element",
+               sizes.front(), f.dtype);
+  if (f.nproc > 1 && !running_as_worker()) {
+    if (f.device == "cuda") {
+      const int gpus = visible_gpu_count();
+      DDPX_REQUIRE(f.nproc <= gpus, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one GPU per rank "
+                   "(use --device cpu to measure MPI)", f.nproc, gpus);
+    }
+    TrainOptions launch;
+    launch.device = f.device;
+    return launch_workers(f.nproc, launch);
+  }
+
+  const WorldInfo world = detect_world();
+  DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1,
+               "--json {}: a peak table needs at least 2 ranks (busbw is 0 by definition on one); add "
+               "--nproc-per-node 2", f.json_out);
+  const std::string backend = f.device == "cuda" ? "nccl" : world.world_size == 1 ? "self" : "mpi";
+#ifdef DDPX_HAVE_MPI
+  std::unique_ptr<MpiSession> mpi;
+  if (backend == "mpi" || world.launcher == "Open MPI" || world.launcher == "PMI") mpi = std::make_unique<MpiSession>();
+#else
+  DDPX_REQUIRE(backend != "mpi", "--device cpu with several ranks needs MPI, and this ddpx was built without it");
+#endif
+  std::unique_ptr<Communicator> comm = make_communicator(backend, world);
+  const bool lead = comm->rank() == 0;
+  std::pair<std::string, std::string> link_transport;  // rank 0 only: it alone prints and writes
+  if (lead && comm->size() > 1) link_transport = f.device == "cuda" ? gpu_link(comm->size()) : std::pair{"MPI", "MPI"};
+  const auto& [link, transport] = link_transport;
+
+  AllreduceBench bench(*comm, static_cast<size_t>(sizes.back() / element * element));
+  if (lead) {
+    fmt::print("# ddpx allreduce: {} ({}), {} rank(s){}, {}, in place, sum, {} timed iterations after {} warm-up\n",
+               comm->backend_name(), f.device, comm->size(),
+               link.empty() || f.device == "cpu" ? "" : fmt::format(", link {} (NCCL transport predicted: {})", link, transport),
+               dtype.type_name,
+               f.iters, f.warmup);
+    fmt::print("# time: mean per all-reduce, slowest rank; algbw = size / time; busbw = algbw * 2(n-1)/n "
+               "(nccl-tests); 1 GB/s = 1e9 bytes/s\n");
+    fmt::print("# {:>12} {:>12} {:>9} {:>12} {:>12} {:>12} {:>7}\n", "size (B)", "count", "type", "time (us)",
+               "algbw (GB/s)", "busbw (GB/s)", "#wrong");
+  }
+  std::vector<PeakPoint> points;
+  nlohmann::json rows = nlohmann::json::array();
+  int64_t wrong_total = 0;
+  double busbw_sum = 0;
+  for (int64_t size : sizes) {
+    const size_t count = static_cast<size_t>(size) / element;
+    const int64_t bytes = static_cast<int64_t>(count * element);
+    const CollectiveTiming t = bench.measure(count, dtype.dtype, f.warmup, f.iters);
+    const double algbw = algbw_GBps(bytes, t.time_ms);
+    const double busbw = busbw_GBps(Collective::all_reduce, comm->size(), bytes, t.time_ms);
+    wrong_total += t.wrong;
+    busbw_sum += busbw;
+    if (busbw > 0) points.push_back({bytes, busbw});
+    rows.push_back({{"bytes", bytes}, {"count", count}, {"type", f.dtype}, {"time_us", t.time_ms * 1e3},
+                    {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"wrong", t.wrong}});
+    if (lead)
+      fmt::print("  {:>12} {:>12} {:>9} {:>12.2f} {:>12.2f} {:>12.2f} {:>7}\n", bytes, count, dtype.type_name,
+                 t.time_ms * 1e3, algbw, busbw, t.wrong), std::fflush(stdout);
+  }
+  if (lead) {
+    fmt::print("# out of bounds values : {} {}\n", wrong_total, wrong_total == 0 ? "OK" : "WRONG");
+    fmt::print("# avg bus bandwidth    : {:.3f} GB/s over {} sizes\n", busbw_sum / sizes.size(), sizes.size());
+    if (comm->size() == 1)
+      fmt::print("# one rank: nothing crosses a link, so busbw is 0 by definition; use --nproc-per-node 2 or more\n");
+  }
+  DDPX_REQUIRE(wrong_total == 0, "all-reduce results were wrong in {} element(s) ({} over {} ranks): the {} backend "
+               "or the link is faulty", wrong_total, f.dtype, comm->size(), comm->backend_name());
+  if (lead && !f.json_out.empty()) {
+    DDPX_REQUIRE(!points.empty(), "--json {}: no size gave a positive bus bandwidth (timer did not tick?); use "
+                 "larger --sizes or more --iters", f.json_out);
+    nlohmann::json j = PeakTable(points, Collective::all_reduce, comm->size(), link);
+    j["dtype"] = f.dtype;
+    j["device"] = f.device;
+    j["backend"] = comm->backend_name();
+    j["transport_predicted"] = transport;
+    j["iters"] = f.iters;
+    j["warmup"] = f.warmup;
+    j["rows"] = rows;
+    std::ofstream out(f.json_out);
+    DDPX_REQUIRE(out.good(), "--json: cannot write '{}'; check that the folder exists", f.json_out);
+    out << j.dump(1) << '\n';
+    DDPX_REQUIRE(out.good(), "--json: writing '{}' failed (disk full?)", f.json_out);
+    fmt::print("wrote {} (peak table, as profile/comm_stats.hpp load_peak_table reads it)\n", f.json_out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_allreduce_command(CLI::App& app) {
+  auto f = std::make_shared<AllreduceFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "allreduce",
+      "Measure all-reduce like nccl-tests: per message size the time, algbw and busbw (NCCL on GPUs, MPI on CPUs),\n"
+      "and write the peak table that run reports compare their buckets with.");
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("--nproc-per-node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)");
+  cmd->add_option("--sizes", f->sizes,
+                  "MIN:MAX (doubling), MIN:MAX:FACTOR or a list (4K,1M,256M); default 1K:1G on cuda, 1K:16M on cpu");
+  cmd->add_option("--dtype", f->dtype, "f32 | bf16 | f16");
+  cmd->add_option("--iters", f->iters, "timed all-reduces per size");
+  cmd->add_option("--warmup", f->warmup, "untimed all-reduces per size before timing");
+  cmd->add_option("--device", f->device, "cuda (NCCL) | cpu (MPI)");
+  cmd->add_option("--json", f->json_out, "write the measurements as a peak table (JSON) for run reports");
+  return {cmd, [f] { return run_allreduce(*f); }};
+}
+
+}  // namespace ddpx::cli
