@@ -29,8 +29,10 @@ class VitCuda::Engine {
  public:
   virtual ~Engine() = default;
   virtual void forward(const float* images, int64_t batch, float* logits) = 0;
+  // grads_are_zero: the weight-gradient matmuls may write instead of add (the same values, one read less).
   virtual void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale,
-                                float* loss, const std::function<void(size_t, size_t)>& on_ready) = 0;
+                                float* loss, bool grads_are_zero,
+                                const std::function<void(size_t, size_t)>& on_ready) = 0;
   virtual size_t activation_bytes() const = 0;
 };
 
@@ -112,7 +114,8 @@ class VitCudaModel final : public VitCuda::Engine {
   }
 
   void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale, float* loss,
-                        const std::function<void(size_t, size_t)>& on_ready) override {
+                        bool grads_are_zero, const std::function<void(size_t, size_t)>& on_ready) override {
+    weight_grad_beta_ = grads_are_zero ? 0.f : 1.f;
     forward(images, batch, logits_);
     const int64_t D = config_.hidden_dim, S = config_.seq_len(), C = config_.num_classes, rows = batch * S;
     softmax_cross_entropy<T>(logits_, labels, batch, C, grad_scale, loss, dlogits_, row_loss_, stream_);
@@ -125,7 +128,7 @@ class VitCudaModel final : public VitCuda::Engine {
     head_w.m = C, head_w.n = D, head_w.k = batch;
     head_w.a = {dlogits_, C, true};
     head_w.b = {final_ln_out_, D, false};
-    head_w.out = grads_ + layout_.head_weight, head_w.ld_out = D, head_w.beta = 1.f;
+    head_w.out = grads_ + layout_.head_weight, head_w.ld_out = D, head_w.beta = weight_grad_beta_;
     matmul_.run(head_w, stream_, "classification head weight gradient");
     column_sum(dlogits_, C, batch, C, grads_ + layout_.head_bias);
     MatmulCall head_x;
@@ -162,7 +165,7 @@ class VitCudaModel final : public VitCuda::Engine {
     conv_w.m = D, conv_w.n = K, conv_w.k = batch * N;
     conv_w.a = {d_patch_embed_, D, true};
     conv_w.b = {patches_, K, false};
-    conv_w.out = grads_ + layout_.conv_weight, conv_w.ld_out = K, conv_w.beta = 1.f;
+    conv_w.out = grads_ + layout_.conv_weight, conv_w.ld_out = K, conv_w.beta = weight_grad_beta_;
     matmul_.run(conv_w, stream_, "patch embedding (conv_proj) weight gradient");
     column_sum(d_patch_embed_, D, batch * N, D, grads_ + layout_.conv_bias);
     column_sum(d_res_, S * D, batch, S * D, grads_ + layout_.pos_embedding);
@@ -205,13 +208,13 @@ class VitCudaModel final : public VitCuda::Engine {
     matmul_.run(call, stream_, what);
   }
 
-  // grads[weight] += dy^T x, with dy [rows, n] and x [rows, k] (both T).
+  // grads[weight] += dy^T x (= when the grads are zero), with dy [rows, n] and x [rows, k] (both T).
   void weight_gradient(const T* dy, int64_t n, const T* x, int64_t k, size_t weight, const char* what) {
     MatmulCall call;
     call.m = n, call.n = k, call.k = batch_ * config_.seq_len();
     call.a = {dy, n, true};
     call.b = {x, k, false};
-    call.out = grads_ + weight, call.ld_out = k, call.beta = 1.f;
+    call.out = grads_ + weight, call.ld_out = k, call.beta = weight_grad_beta_;
     matmul_.run(call, stream_, what);
   }
 
@@ -325,6 +328,7 @@ class VitCudaModel final : public VitCuda::Engine {
   const VitConfig& config_;
   int64_t max_batch_;
   int64_t batch_ = 0;
+  float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
   cudaStream_t stream_;
   MatmulEngine matmul_;
   const float* params_;  // fp32 master: LayerNorm parameters, class token, position embedding, fp32-output biases
@@ -388,7 +392,10 @@ VitCuda::VitCuda(const ParamLayout& layout, int64_t max_batch, Precision precisi
 
 VitCuda::~VitCuda() = default;
 
-void VitCuda::zero_grads() { DDPX_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), stream_)); }
+void VitCuda::zero_grads() {
+  DDPX_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), stream_));
+  grads_are_zero_ = true;
+}
 
 void VitCuda::sync_low_precision_weights() {
   if (precision_ == Precision::bf16)
@@ -401,7 +408,8 @@ void VitCuda::forward(const float* d_images, int64_t batch, float* d_logits) {
 
 void VitCuda::forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
                                float* d_loss, const std::function<void(size_t, size_t)>& on_ready) {
-  engine_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, on_ready);
+  engine_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero_, on_ready);
+  grads_are_zero_ = false;
 }
 
 float* VitCuda::lazily_allocated(DeviceBuffer<float>& buffer, const char* what) {

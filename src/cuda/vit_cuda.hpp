@@ -8,7 +8,11 @@
 //    (except where it allocates: construction and the first use of optimizer state). After one eager call of
 //    forward_backward (which picks and caches the matmul algorithms) the step allocates nothing and can be
 //    captured in a CUDA graph; captured optimizer steps replay the step number and hyper-parameters they saw.
-//  - backward ADDS into grads (gradient accumulation); zero_grads() zeroes them. on_ready(begin, end) is called
+//  - backward ADDS into grads (gradient accumulation); zero_grads() zeroes them. The first forward_backward after
+//    zero_grads() (or construction) has its weight-gradient matmuls write instead of add: the same values
+//    without reading the zeros. A captured forward_backward replays the choice it saw, so capture zero_grads()
+//    with it (as a whole step does), or capture it after another forward_backward, never alone after an eager
+//    zero_grads(). Writing into grads() between zero_grads() and forward_backward is not supported. on_ready(begin, end) is called
 //    on the host right after the kernels that finish grads[begin, end) are enqueued, in VitCpu::backward's order:
 //    [0, head_end), blocks L-1 .. 0, [embedding_begin, buffer_size).
 //  - Deterministic: the same inputs give bit-identical results (no atomics; cached algorithms).
@@ -88,6 +92,7 @@ class VitCuda {
   DeviceBuffer<__nv_bfloat16> low_precision_weights_;  // bf16 copy of params_ (bf16 mode only)
   DeviceBuffer<float> momentum_, exp_avg_, exp_avg_sq_;
   std::unique_ptr<Engine> engine_;
+  bool grads_are_zero_ = true;  // host view: no forward_backward enqueued since the last zeroing
 };
 
 }  // namespace ddpx

@@ -6,10 +6,12 @@
 // (rows g, g+8; columns 2t, 2t+1). Two adjacent C tiles rounded to bf16 are an A fragment (P and dS never leave
 // the registers).
 // Forward: block = (image, head, 64 queries), warp = 16 queries; keys in chunks of 64 with an online softmax.
-// Backward: block = (image, head), the head's q, k, v, dO in shared memory. Phase 1: warp = 16 keys, loops over
-// query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 2: warp = 16
-// queries, loops over key tiles: recomputes S and dP, dQ += dS K. Per-image bias sums: each warp reduces its
-// tiles' columns into its own shared-memory row; the block adds the 4 rows in order. No atomics anywhere.
+// Backward: block = (image, head, phase), the head's q, k, v, dO in shared memory (both phases load them, so the
+// two run side by side). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and
+// dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: recomputes
+// S and dP, dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
+// the block adds the 4 rows in order. No atomics anywhere. Both kernels are held to 128 registers (4 blocks of
+// 128 threads per SM: a ViT-L/32 layer's 512 (image, head) blocks fit one wave).
 #include "kernels/attention_tensor_core.hpp"
 
 #include <cmath>
@@ -133,7 +135,7 @@ __device__ __forceinline__ void store_rows(bf16* dst, int64_t stride, const floa
 }
 
 template <int HD>
-__global__ void __launch_bounds__(kThreads) forward_kernel(AttentionShape s, const bf16* qkv, bf16* out,
+__global__ void __launch_bounds__(kThreads, 4) forward_kernel(AttentionShape s, const bf16* qkv, bf16* out,
                                                            float* lse) {
   constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8;
   extern __shared__ uint4 smem_u4[];
@@ -227,7 +229,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(AttentionShape s, con
 }
 
 template <int HD>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     backward_kernel(AttentionShape s, const bf16* qkv, const bf16* out, const float* lse, const bf16* d_out,
                     bf16* d_qkv, float* d_bias) {
   constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8;
@@ -271,8 +273,9 @@ __global__ void __launch_bounds__(kThreads)
   const float scale2 = s.scale * kLog2e, scale = s.scale;
   float* my_bias = bias_rows + warp * 3 * HD;
 
-  // Phase 1: dK, dV for the key tiles of this warp.
-  for (int kt = warp; kt < tiles; kt += kWarps) {
+  const bool key_phase = blockIdx.y == 0;
+  // Phase 0: dK, dV for the key tiles of this warp.
+  for (int kt = warp; key_phase && kt < tiles; kt += kWarps) {
     const int j0 = 16 * kt;
     uint32_t ka[kSteps][4], va[kSteps][4];
 #pragma unroll
@@ -322,8 +325,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  // Phase 2: dQ for the query tiles of this warp.
-  for (int qt = warp; qt < tiles; qt += kWarps) {
+  // Phase 1: dQ for the query tiles of this warp.
+  for (int qt = warp; !key_phase && qt < tiles; qt += kWarps) {
     const int i0 = 16 * qt;
     uint32_t qa[kSteps][4], ga[kSteps][4];
 #pragma unroll
@@ -369,7 +372,7 @@ __global__ void __launch_bounds__(kThreads)
 
   if (!d_bias) return;  // uniform over the block
   __syncthreads();
-  for (int e = threadIdx.x; e < 3 * HD; e += kThreads) {
+  for (int e = key_phase ? threadIdx.x + HD : threadIdx.x; e < (key_phase ? 3 : 1) * HD; e += kThreads) {
     float total = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) total += bias_rows[w * 3 * HD + e];
@@ -444,7 +447,7 @@ void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf1
 void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, const bf16* out, const float* lse,
                                     const bf16* d_out, bf16* d_qkv, float* d_bias_per_image, cudaStream_t stream) {
   const size_t shared = backward_shared_bytes(s);
-  const dim3 grid(static_cast<unsigned>(s.batch * s.heads));
+  const dim3 grid(static_cast<unsigned>(s.batch * s.heads), 2);
   dispatch_head_dim(s.head_dim, [&](auto hd) {
     auto kernel = backward_kernel<decltype(hd)::value>;
     set_shared(kernel, shared);

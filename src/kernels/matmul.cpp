@@ -23,7 +23,7 @@ int pointer_alignment(const void* p) {
   return alignment;
 }
 
-constexpr int kCandidates = 8;
+constexpr int kCandidates = 16;
 constexpr int kTimedRuns = 5;
 constexpr float kRequiredSpeedup = 0.97f;  // another candidate must take at most 97% of the heuristic first's time
 

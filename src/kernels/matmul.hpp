@@ -6,7 +6,7 @@
 //  - a and b have the engine's operand type; c, out and bias share the call's output type (fp32 or the operand
 //    type). Accumulation is fp32; the compute mode is fixed at construction (pure fp32, TF32 or bf16 inputs).
 //  - The first call of a shape (shape, leading dimensions, transposes, types, bias, pointer alignment) asks the
-//    cuBLASLt heuristic for its top candidates and, unless the stream is being captured, times them on the stream
+//    cuBLASLt heuristic for its top 16 candidates and, unless the stream is being captured, times them on the stream
 //    (into a temporary output, so the call's own output is untouched; this synchronizes and allocates once) and
 //    keeps the fastest (the heuristic's first unless another is at least 3% faster). The choice is shared by all
 //    engines of the process (same shape, same mode -> same algorithm -> bit-identical results); set
