@@ -6,6 +6,8 @@
 #include <functional>
 #include <vector>
 
+#include "cli/subcommand_config.hpp"
+
 namespace ddpx::cli {
 
 struct Command {
@@ -28,15 +30,20 @@ Command add_train_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_topo_command(CLI::App& app);
 Command add_allreduce_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_tune_command(CLI::App& app);
 
 inline CommandSet register_commands(CLI::App& app) {
   CommandSet set;
   set.commands.push_back(add_model_command(app));
   set.commands.push_back(add_eval_command(app));
   set.commands.push_back(add_train_command(app));
+  read_config_for(*set.commands.back().app);  // `train --config FILE` (CLI11 2.1 ignores subcommand configs)
   set.commands.push_back(add_report_command(app));
   set.commands.push_back(add_topo_command(app));
   set.commands.push_back(add_allreduce_command(app));
+  set.commands.push_back(add_bench_command(app));
+  set.commands.push_back(add_tune_command(app));
   return set;
 }
 

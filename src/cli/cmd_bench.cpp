@@ -1,0 +1,307 @@
+// `ddpx bench`: the seed's experiment in one command. Every row of the matrix model x precision x GPU count x
+// hook x bucket size (x NCCL peer-to-peer on/off) is one `ddpx train` child (this executable) with its own
+// workers, log and run report in --out; with PyTorch importable, the PyTorch anchor (bench/pt_vit_anchor.py)
+// runs the same row for the ratio column. Writes bench.md, bench.csv, bench.json and bench.svg and prints the
+// Markdown table.
+// Rules: one-GPU rows train without DDP (one row per model and precision; hooks and buckets only matter with
+// several ranks) unless the train flags after "--" contain --ddp; GPU counts above the visible GPUs are skipped
+// with a note (the CPU runs any rank count under mpirun); P2P-off rows are added for multi-GPU rows on cuda only.
+// Exit status 0 when every row that ran succeeded; 2 when any failed (the files are written anyway and name the
+// failures and their logs).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli/arg_lists.hpp"
+#include "cli/child_process.hpp"
+#include "cli/commands.hpp"
+#include "cli/cuda_devices.hpp"
+#include "cli/train_trial.hpp"
+#include "core/error.hpp"
+#include "profile/bench_table.hpp"
+#include "profile/svg_chart.hpp"
+
+namespace ddpx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchFlags {
+  std::string device = "cuda";
+  std::string models = "vit_l_32";
+  std::string precisions;  // "" = fp32,bf16 on cuda, fp32 on cpu
+  std::string hooks = "allreduce";
+  std::string bucket_mb = "25";
+  std::string gpus;        // "" = 1 and every visible GPU (cuda), 1,2 (cpu)
+  bool p2p_disabled = false;
+  int steps = 60;
+  int warmup = 10;
+  int batch = 32;
+  std::string out = "bench-out";
+  std::string pytorch = "auto";
+  std::string pytorch_script;
+  std::vector<std::string> train_flags;
+};
+
+struct RowSpec {
+  std::string model, precision, hook;
+  double bucket_mb = 0;
+  int world = 1;
+  bool ddp = false;
+  bool p2p_off = false;
+  std::string config;  // the row's name everywhere
+};
+
+bool is_torchvision_model(const std::string& model) {
+  for (const char* name : {"vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"})
+    if (model == name) return true;
+  return false;
+}
+
+std::vector<RowSpec> plan_rows(const BenchFlags& f, const std::vector<int>& gpu_counts, bool ddp_on_one) {
+  std::vector<RowSpec> rows;
+  const std::vector<std::string> hooks = split_list(f.hooks, "--hooks");
+  const std::vector<double> buckets = parse_number_list(f.bucket_mb, "--bucket-mb");
+  for (const std::string& model : split_list(f.models, "--models"))
+    for (const std::string& precision : split_list(f.precisions, "--precisions"))
+      for (int world : gpu_counts) {
+        if (world == 1 && !ddp_on_one) {
+          rows.push_back({model, precision, "", 0, 1, false, false, fmt::format("{} {}, no DDP", model, precision)});
+          continue;
+        }
+        for (const std::string& hook : hooks)
+          for (double bucket : buckets)
+            for (bool p2p_off : {false, true}) {
+              if (p2p_off && !(f.p2p_disabled && f.device == "cuda" && world > 1)) continue;
+              rows.push_back({model, precision, hook, bucket, world, true, p2p_off,
+                              fmt::format("{} {}, hook {}, bucket {} MB{}", model, precision, hook, bucket,
+                                          p2p_off ? ", P2P off" : "")});
+            }
+      }
+  return rows;
+}
+
+std::vector<std::string> train_flags_for(const BenchFlags& f, const RowSpec& row) {
+  std::vector<std::string> flags = {"--device", f.device, "--model", row.model, "--precision", row.precision,
+                                    "--batch", std::to_string(f.batch), "--steps", std::to_string(f.steps),
+                                    "--warmup", std::to_string(f.warmup)};
+  if (row.world > 1) flags.insert(flags.end(), {"--nproc-per-node", std::to_string(row.world)});
+  if (row.ddp) flags.insert(flags.end(), {"--comm-hook", row.hook, "--bucket-mb", fmt::format("{}", row.bucket_mb)});
+  flags.insert(flags.end(), f.train_flags.begin(), f.train_flags.end());
+  return flags;
+}
+
+// The anchor script: --pytorch-script, else bench/pt_vit_anchor.py under the current directory or a folder above
+// this executable (a build folder inside the repository).
+std::string find_anchor_script(const std::string& given) {
+  if (!given.empty()) {
+    DDPX_REQUIRE(fs::exists(given), "--pytorch-script {}: no such file", given);
+    return given;
+  }
+  const fs::path relative = fs::path("bench") / "pt_vit_anchor.py";
+  if (fs::exists(relative)) return fs::absolute(relative).string();
+  for (fs::path dir = fs::path(this_executable()).parent_path(); !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path())
+    if (fs::exists(dir / relative)) return (dir / relative).string();
+  return "";
+}
+
+// steps/s from the anchor's JSON line ({"engine": "pytorch", ..., "steps_per_s": ...}); nullopt if absent.
+std::optional<double> anchor_steps_per_s(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::optional<double> found;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.front() != '{') continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("steps_per_s") && j["steps_per_s"].is_number())
+      found = j["steps_per_s"].get<double>();
+  }
+  return found;
+}
+
+std::vector<std::string> anchor_command(const BenchFlags& f, const RowSpec& row, const std::string& script) {
+  std::vector<std::string> argv = {"python3"};
+  if (row.world > 1)
+    argv.insert(argv.end(), {"-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                             std::to_string(row.world)});
+  argv.insert(argv.end(), {script, "--model", row.model, "--batch", std::to_string(f.batch), "--amp", row.precision,
+                           "--steps", std::to_string(f.steps - f.warmup), "--warmup", std::to_string(f.warmup),
+                           "--tag", row.config});
+  if (row.ddp)
+    argv.insert(argv.end(), {"--ddp", "--comm-hook", row.hook, "--bucket-mb", fmt::format("{}", row.bucket_mb)});
+  return argv;
+}
+
+std::string now_text() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char text[64] = {};
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  DDPX_REQUIRE(out.good(), "--out: cannot write '{}'", path.string());
+  out << text;
+  DDPX_REQUIRE(out.good(), "--out: writing '{}' failed (disk full?)", path.string());
+}
+
+int run_bench(BenchFlags f) {
+  DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda or cpu", f.device);
+  DDPX_REQUIRE(f.pytorch == "auto" || f.pytorch == "off", "--pytorch {}: expected auto or off", f.pytorch);
+  DDPX_REQUIRE(f.steps > f.warmup && f.warmup >= 0, "--steps {} must be larger than --warmup {} (both >= 0)", f.steps,
+               f.warmup);
+  DDPX_REQUIRE(f.batch >= 1, "--batch {}: must be at least 1", f.batch);
+  reject_owned_flags(f.train_flags,
+                     {"--device=--device", "--model=--models", "--precision=--precisions", "--comm-hook=--hooks",
+                      "--bucket-mb=--bucket-mb", "--nproc-per-node=--gpus", "--steps=--steps", "--warmup=--warmup",
+                      "--batch=--batch", "--report=--out", "--config"},
+                     "bench");
+  if (f.precisions.empty()) f.precisions = f.device == "cuda" ? "fp32,bf16" : "fp32";
+  for (const std::string& p : split_list(f.precisions, "--precisions"))
+    DDPX_REQUIRE(f.device == "cuda" || p == "fp32", "--precisions {}: the CPU engine computes in fp32 only", p);
+  const int visible = f.device == "cuda" ? visible_gpu_count() : 0;
+  if (f.gpus.empty()) f.gpus = f.device == "cpu" ? "1,2" : visible > 1 ? fmt::format("1,{}", visible) : "1";
+  std::vector<std::string> notes;
+  std::vector<int> gpu_counts;
+  for (int count : parse_count_list(f.gpus, "--gpus")) {
+    if (f.device == "cuda" && count > visible)
+      notes.push_back(fmt::format("skipped {} GPU(s): only {} visible on this machine", count, visible));
+    else
+      gpu_counts.push_back(count);
+  }
+  if (f.p2p_disabled && f.device == "cpu") notes.push_back("--p2p-disabled ignored: it concerns NCCL on GPUs");
+  const std::vector<RowSpec> plan = plan_rows(f, gpu_counts, has_flag(f.train_flags, "--ddp"));
+  DDPX_REQUIRE(!plan.empty(), "nothing to run: {}", notes.empty() ? "the matrix is empty" : notes.front());
+
+  std::string script;
+  bool with_pytorch = false;
+  if (f.pytorch == "auto" && f.device == "cuda") {
+    script = find_anchor_script(f.pytorch_script);
+    fs::create_directories(f.out);
+    const bool torch_ok = !script.empty() && run_child_process({"python3", "-c", "import torch, torchvision"}, {},
+                                                               (fs::path(f.out) / "pytorch-check.log").string()) == 0;
+    with_pytorch = torch_ok;
+    if (!torch_ok)
+      notes.push_back(script.empty() ? "PyTorch column left empty: bench/pt_vit_anchor.py not found (--pytorch-script)"
+                                     : "PyTorch column left empty: `python3 -c \"import torch, torchvision\"` failed");
+  } else if (f.pytorch == "auto") {
+    notes.push_back("PyTorch column left empty: the anchor script measures GPUs only");
+  }
+  fs::create_directories(f.out);
+
+  const std::string executable = this_executable();
+  std::vector<BenchRow> rows;
+  nlohmann::json runs = nlohmann::json::array();
+  int failures = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const RowSpec& spec = plan[i];
+    const std::string stem = fmt::format("row-{:02}", i + 1);
+    TrainTrial trial;
+    trial.flags = train_flags_for(f, spec);
+    if (spec.p2p_off) trial.env = {"NCCL_P2P_DISABLE=1"};
+    trial.log_path = (fs::path(f.out) / (stem + ".log")).string();
+    trial.report_path = (fs::path(f.out) / (stem + ".json")).string();
+    fmt::print("[{}/{}] {} ({} {}{}) ... ", i + 1, plan.size(), spec.config, spec.world,
+               f.device == "cuda" ? "GPU" : "rank", spec.world == 1 ? "" : "s");
+    std::fflush(stdout);
+    const TrainTrialResult result = run_train_trial(executable, trial);
+    nlohmann::json run = {{"config", spec.config}, {"gpus", spec.world}, {"train_flags", trial.flags},
+                          {"env", trial.env}, {"log", trial.log_path}, {"report", trial.report_path},
+                          {"status", result.status}};
+    if (!result.steps_per_s) {
+      ++failures;
+      fmt::print("failed\n{}", result.failure());
+      notes.push_back(fmt::format("{} (world {}) failed: exit status {}, see {}", spec.config, spec.world,
+                                  result.status, trial.log_path));
+      runs.push_back(run);
+      continue;
+    }
+    BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt};
+    fmt::print("{:.2f} steps/s", row.ddpx_steps_per_s);
+    if (with_pytorch && is_torchvision_model(spec.model)) {
+      const std::string anchor_log = (fs::path(f.out) / (stem + ".pytorch.log")).string();
+      const std::vector<std::string> argv = anchor_command(f, spec, script);
+      const int status = run_child_process(argv, trial.env, anchor_log);
+      row.pytorch_steps_per_s = status == 0 ? anchor_steps_per_s(anchor_log) : std::nullopt;
+      run["pytorch_command"] = argv;
+      run["pytorch_log"] = anchor_log;
+      if (row.pytorch_steps_per_s) {
+        fmt::print(", PyTorch {:.2f} steps/s", *row.pytorch_steps_per_s);
+      } else {
+        fmt::print(", PyTorch failed");
+        notes.push_back(fmt::format("{}: the PyTorch anchor failed (exit status {}), see {}", spec.config, status,
+                                    anchor_log));
+      }
+    }
+    fmt::print("\n");
+    std::fflush(stdout);
+    run["ddpx_steps_per_s"] = row.ddpx_steps_per_s;
+    run["pytorch_steps_per_s"] = row.pytorch_steps_per_s ? nlohmann::json(*row.pytorch_steps_per_s) : nullptr;
+    runs.push_back(run);
+    rows.push_back(row);
+  }
+
+  const std::string when = now_text();
+  const std::string setup = fmt::format("{} ({}), batch {} per rank, {} steps of which {} warm-up", f.device,
+                                        f.device == "cuda" ? fmt::format("{} GPU(s) visible", visible) : "MPI ranks",
+                                        f.batch, f.steps, f.warmup);
+  std::string extra;
+  for (const std::string& flag : f.train_flags) extra += " " + flag;
+  std::string markdown = fmt::format("# ddpx bench, {}\n\n{}{}\n\n", when, setup,
+                                     extra.empty() ? "" : fmt::format("; train flags:{}", extra));
+  if (!rows.empty()) markdown += bench_markdown(rows);
+  if (!notes.empty()) {
+    markdown += "\nNotes:\n";
+    for (const std::string& note : notes) markdown += "- " + note + "\n";
+  }
+  const fs::path out(f.out);
+  write_text(out / "bench.md", markdown);
+  write_text(out / "bench.csv", rows.empty() ? std::string() : bench_csv(rows));
+  nlohmann::json json = {{"date", when},       {"device", f.device}, {"batch", f.batch},
+                         {"steps", f.steps},   {"warmup", f.warmup}, {"train_flags", f.train_flags},
+                         {"rows", rows.empty() ? nlohmann::json::array() : bench_json(rows)},
+                         {"runs", runs},       {"notes", notes}};
+  write_text(out / "bench.json", json.dump(1) + "\n");
+  if (!rows.empty())
+    write_text(out / "bench.svg",
+               render_svg(bench_chart(rows, fmt::format("ddpx bench: steps/s per configuration ({})", setup))));
+  fmt::print("\n{}\nwrote {}/bench.md, bench.csv, bench.json{}\n", markdown, f.out, rows.empty() ? "" : ", bench.svg");
+  DDPX_REQUIRE(failures == 0, "{} of {} bench run(s) failed; their logs are named in {}/bench.md", failures,
+               plan.size(), f.out);
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Run the seed's experiment: precision x hook x bucket size x GPU count, each row its own `ddpx train` with\n"
+      "its own workers (plus the PyTorch anchor when torch is importable); write bench.md, bench.csv,\n"
+      "bench.json and bench.svg into --out. Flags after '--' go to every `ddpx train` run.");
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("--device", f->device, "cuda | cpu (then ranks run under mpirun, fp32 only)");
+  cmd->add_option("--models", f->models, "comma list of --model values");
+  cmd->add_option("--precisions", f->precisions, "comma list of fp32, tf32, bf16 (default fp32,bf16; cpu: fp32)");
+  cmd->add_option("--hooks", f->hooks, "comma list of --comm-hook values: allreduce, fp16, bf16, powersgd:R");
+  cmd->add_option("--bucket-mb", f->bucket_mb, "comma list of bucket caps in MB (2000: one bucket, the seed's)");
+  cmd->add_option("--gpus", f->gpus, "comma list of GPU counts (default 1 and all visible GPUs; cpu: 1,2 ranks)");
+  cmd->add_flag("--p2p-disabled", f->p2p_disabled, "also run every multi-GPU row with NCCL_P2P_DISABLE=1 (PCIe-like)");
+  cmd->add_option("--steps", f->steps, "training steps per row, warm-up included");
+  cmd->add_option("--warmup", f->warmup, "steps excluded from steps/s");
+  cmd->add_option("--batch", f->batch, "images per rank per step (the seed's 32)");
+  cmd->add_option("--out", f->out, "folder for the tables, the chart, every run's log and report");
+  cmd->add_option("--pytorch", f->pytorch, "auto (run the PyTorch anchor when torch imports) | off");
+  cmd->add_option("--pytorch-script", f->pytorch_script, "the anchor (default: bench/pt_vit_anchor.py of the repo)");
+  cmd->add_option("train_flags", f->train_flags, "flags for every `ddpx train` run, after '--'");
+  return {cmd, [f] { return run_bench(*f); }};
+}
+
+}  // namespace ddpx::cli

@@ -1,0 +1,132 @@
+// `ddpx tune`: short `ddpx train` trials over bucket size, first-bucket size and hook (PowerSGD ranks only where
+// --allow-lossy lists them), the fastest written as a config file that `ddpx train --config FILE` reads.
+// Guarantees: the default (--bucket-mb 25 --first-bucket-mb 1 --comm-hook allreduce) is always measured in the
+// same session, so the printed speedup compares like with like (profile/tuner.hpp); every trial runs the same
+// train flags (those after "--") with the trial's three flags last; a failed trial stops the tuning with its exit
+// status and the end of its log; the written file is read back and must give the winner. Trial logs and reports
+// go to a folder next to --out (FILE.trials/), kept for inspection.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/arg_lists.hpp"
+#include "cli/child_process.hpp"
+#include "cli/commands.hpp"
+#include "cli/train_trial.hpp"
+#include "core/error.hpp"
+#include "profile/tuner.hpp"
+
+namespace ddpx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TuneFlags {
+  int trial_steps = 20;
+  int warmup = -1;  // -1: a quarter of the trial, at most 5
+  std::string bucket_mb = "5,25,100";
+  std::string first_bucket_mb = "1,5";
+  std::string hooks = "allreduce,bf16";
+  std::string allow_lossy;
+  std::string out;
+  std::string executable;  // "" = this ddpx
+  std::vector<std::string> train_flags;
+};
+
+int run_tune(const TuneFlags& f) {
+  DDPX_REQUIRE(!f.out.empty(), "--out is required: the config file to write (e.g. --out best.cfg)");
+  DDPX_REQUIRE(f.trial_steps >= 2, "--trials-steps {}: at least 2 steps per trial", f.trial_steps);
+  const int warmup = f.warmup >= 0 ? f.warmup : std::min(5, f.trial_steps / 4);
+  DDPX_REQUIRE(warmup < f.trial_steps, "--warmup {} must be smaller than --trials-steps {}", warmup, f.trial_steps);
+  reject_owned_flags(f.train_flags,
+                     {"--bucket-mb=--bucket-mb", "--first-bucket-mb=--first-bucket-mb", "--comm-hook=--hooks",
+                      "--steps=--trials-steps", "--warmup=--warmup", "--report", "--trace"},
+                     "tune");
+  const std::optional<std::string> nproc = find_flag_value(f.train_flags, "--nproc-per-node");
+  DDPX_REQUIRE(has_flag(f.train_flags, "--ddp") || (nproc && *nproc != "0" && *nproc != "1"),
+               "the train flags after '--' run one process without DDP, where bucket sizes and hooks change nothing; "
+               "add --nproc-per-node N (N >= 2), or --ddp to tune the reducer on one rank");
+
+  std::vector<std::string> hooks = split_list(f.hooks, "--hooks");
+  for (const std::string& hook : hooks)
+    DDPX_REQUIRE(hook.rfind("powersgd", 0) != 0,
+                 "--hooks {}: PowerSGD changes what training computes (low-rank gradients); list it under "
+                 "--allow-lossy to let tune pick it", hook);
+  if (!f.allow_lossy.empty())
+    for (const std::string& hook : split_list(f.allow_lossy, "--allow-lossy")) {
+      DDPX_REQUIRE(hook.rfind("powersgd:", 0) == 0, "--allow-lossy {}: expected powersgd:R entries (e.g. powersgd:4)",
+                   hook);
+      hooks.push_back(hook);
+    }
+  const std::vector<TrialConfig> candidates =
+      candidate_grid(parse_number_list(f.bucket_mb, "--bucket-mb"),
+                     parse_number_list(f.first_bucket_mb, "--first-bucket-mb"), hooks);
+
+  const fs::path trials_dir = fs::path(f.out).string() + ".trials";
+  fs::create_directories(trials_dir);
+  const std::string executable = f.executable.empty() ? this_executable() : f.executable;
+  const size_t total = candidates.size() + 1;
+  int trial_number = 0;
+  const TrialRunner run_trial = [&](const TrialConfig& config) {
+    ++trial_number;
+    TrainTrial trial;
+    trial.flags = f.train_flags;
+    trial.flags.insert(trial.flags.end(),
+                       {"--steps", std::to_string(f.trial_steps), "--warmup", std::to_string(warmup), "--log-every",
+                        std::to_string(f.trial_steps), "--bucket-mb", fmt::format("{}", config.bucket_mb),
+                        "--first-bucket-mb", fmt::format("{}", config.first_bucket_mb), "--comm-hook",
+                        config.comm_hook});
+    const std::string stem = fmt::format("trial-{:02}", trial_number);
+    trial.log_path = (trials_dir / (stem + ".log")).string();
+    trial.report_path = (trials_dir / (stem + ".json")).string();
+    fmt::print("trial {}/{}: {} ... ", trial_number, total, config.flags());
+    std::fflush(stdout);
+    const TrainTrialResult result = run_train_trial(executable, trial);
+    if (!result.steps_per_s) {
+      fmt::print("failed\n");
+      fail("{}", result.failure());
+    }
+    fmt::print("{:.3f} steps/s\n", *result.steps_per_s);
+    std::fflush(stdout);
+    return *result.steps_per_s;
+  };
+  fmt::print("# ddpx tune: {} configuration(s) and the default, {} steps each ({} warm-up); logs in {}\n",
+             candidates.size(), f.trial_steps, warmup, trials_dir.string());
+  const TuneResult result = tune(TrialConfig{}, candidates, run_trial);
+  fmt::print("\n{}", result.summary());
+
+  write_trial_config(result.best.config, f.out);
+  DDPX_REQUIRE(read_trial_config(f.out) == result.best.config,
+               "internal: '{}' does not read back as the winning configuration {}", f.out, result.best.config.flags());
+  std::string extra;
+  for (const std::string& flag : f.train_flags) extra += " " + flag;
+  fmt::print("wrote {}: {}\nuse it with: ddpx train --config {}{}\n", f.out, result.best.config.flags(), f.out, extra);
+  fmt::print("speedup over the default: {:.2f}x ({:.3f} -> {:.3f} steps/s)\n", result.speedup,
+             result.baseline.steps_per_s, result.best.steps_per_s);
+  return 0;
+}
+
+}  // namespace
+
+Command add_tune_command(CLI::App& app) {
+  auto f = std::make_shared<TuneFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune",
+      "Try bucket sizes, first-bucket sizes and hooks in short `ddpx train` trials, keep the fastest and write it\n"
+      "as a config file for `ddpx train --config FILE`. Flags after '--' go to every trial (they must start\n"
+      "several ranks, e.g. --nproc-per-node 2, or use --ddp).");
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("--trials-steps", f->trial_steps, "training steps per trial, warm-up included");
+  cmd->add_option("--warmup", f->warmup, "steps of each trial excluded from steps/s (-1: a quarter, at most 5)");
+  cmd->add_option("--bucket-mb", f->bucket_mb, "comma list of bucket caps in MB to try");
+  cmd->add_option("--first-bucket-mb", f->first_bucket_mb, "comma list of first-bucket caps in MB to try");
+  cmd->add_option("--hooks", f->hooks, "comma list of lossless-enough hooks to try: allreduce, fp16, bf16");
+  cmd->add_option("--allow-lossy", f->allow_lossy, "PowerSGD ranks tune may pick too, e.g. powersgd:1,powersgd:4");
+  cmd->add_option("--out", f->out, "config file to write (key = value; .json for JSON)")->required();
+  cmd->add_option("--ddpx", f->executable, "program the trials run as `PROGRAM train ...` (default: this ddpx)");
+  cmd->add_option("train_flags", f->train_flags, "flags for every trial's `ddpx train`, after '--'");
+  return {cmd, [f] { return run_tune(*f); }};
+}
+
+}  // namespace ddpx::cli

@@ -1,0 +1,17 @@
+// Config files for subcommands: `ddpx train --config FILE` (the file `ddpx tune` writes).
+// Why: CLI11 2.1 (Debian 12) reads a --config file only for the top-level app, so a subcommand's set_config()
+// option is accepted and silently ignored. read_config_for(cmd) makes the subcommand read it itself.
+// Guarantees: after `cmd` has parsed its command line, every key = value of the file(s) (CLI11's TOML/INI
+// reader; keys are the long flag names without dashes, optionally under a [<subcommand>] section) is applied to
+// the option of that name unless the command line gave it (the command line always wins, whatever the order).
+// An unknown key or section, or a file that cannot be read, is a CLI::ConfigError naming the file and the key
+// (ddpx prints it and exits 2). With a CLI11 that reads subcommand config files itself, the options it filled
+// count as given and are not applied twice.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace ddpx::cli {
+
+void read_config_for(CLI::App& cmd);
+
+}  // namespace ddpx::cli
