@@ -126,7 +126,7 @@ std::optional<double> anchor_steps_per_s(const std::string& log_path) {
 
 std::vector<std::string> anchor_command(const BenchFlags& f, const RowSpec& row, const std::string& script) {
   std::vector<std::string> argv = {"python3"};
-  if (row.world > 1)
+  if (row.ddp)  // DDP needs torchrun's environment, also on one GPU
     argv.insert(argv.end(), {"-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
                              std::to_string(row.world)});
   argv.insert(argv.end(), {script, "--model", row.model, "--batch", std::to_string(f.batch), "--amp", row.precision,

@@ -7,6 +7,7 @@
 // go to a folder next to --out (FILE.trials/), kept for inspection.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -66,7 +67,9 @@ int run_tune(const TuneFlags& f) {
   const fs::path trials_dir = fs::path(f.out).string() + ".trials";
   fs::create_directories(trials_dir);
   const std::string executable = f.executable.empty() ? this_executable() : f.executable;
-  const size_t total = candidates.size() + 1;
+  const size_t others = static_cast<size_t>(
+      std::count_if(candidates.begin(), candidates.end(), [](const TrialConfig& c) { return !(c == TrialConfig{}); }));
+  const size_t total = others + 1;  // the default runs once, also when it is a candidate
   int trial_number = 0;
   const TrialRunner run_trial = [&](const TrialConfig& config) {
     ++trial_number;
@@ -91,8 +94,8 @@ int run_tune(const TuneFlags& f) {
     std::fflush(stdout);
     return *result.steps_per_s;
   };
-  fmt::print("# ddpx tune: {} configuration(s) and the default, {} steps each ({} warm-up); logs in {}\n",
-             candidates.size(), f.trial_steps, warmup, trials_dir.string());
+  fmt::print("# ddpx tune: the default and {} other configuration(s), {} steps each ({} warm-up); logs in {}\n",
+             others, f.trial_steps, warmup, trials_dir.string());
   const TuneResult result = tune(TrialConfig{}, candidates, run_trial);
   fmt::print("\n{}", result.summary());
 

@@ -1,0 +1,55 @@
+// Running the ddpx executable from tests: the command line, its exit status and everything it printed.
+#pragma once
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ddpx::testing {
+
+struct CliResult {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+// `ddpx <args>` through the shell (args are quoted by the caller where needed).
+inline CliResult run_ddpx(const std::string& args) {
+  // mpirun as root (CI containers) needs these; scripts/test.sh sets them too.
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  const std::string command = std::string(DDPX_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  CliResult result;
+  if (pipe == nullptr) return result;
+  std::array<char, 512> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
+  const int status = ::pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ddpx_test_cli_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string recorded(const std::string& file) {
+  return std::string(DDPX_SOURCE_DIR) + "/tests/profile/data/" + file;
+}
+
+}  // namespace ddpx::testing

@@ -1,0 +1,123 @@
+// The CLI's helpers: list and size flags, train output parsing, owned-flag checks, the all-reduce check values,
+// PCI bus id matching and child processes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cli/arg_lists.hpp"
+#include "cli/child_process.hpp"
+#include "cli/collective_bench.hpp"
+#include "cli/cuda_devices.hpp"
+#include "cli/train_trial.hpp"
+#include "cli_runner.hpp"
+#include "core/error.hpp"
+
+namespace ddpx::cli {
+namespace {
+
+template <typename F>
+std::string error_of(F&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ArgLists, ListsAreTrimmedDeduplicatedAndKeepOrder) {
+  EXPECT_EQ(split_list(" bf16, fp32,,bf16 ", "--precisions"), (std::vector<std::string>{"bf16", "fp32"}));
+  EXPECT_EQ(parse_number_list("25,2000,0.5", "--bucket-mb"), (std::vector<double>{25, 2000, 0.5}));
+  EXPECT_EQ(parse_count_list("1,2,8", "--gpus"), (std::vector<int>{1, 2, 8}));
+  EXPECT_NE(error_of([] { split_list(" , ", "--hooks"); }).find("--hooks"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_number_list("5,-1", "--bucket-mb"); }).find("'-1'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_count_list("1,0", "--gpus"); }).find("--gpus"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_count_list("2x", "--gpus"); }).find("'2x'"), std::string::npos);
+}
+
+TEST(ArgLists, ByteSizesAndSweeps) {
+  EXPECT_EQ(parse_byte_size("4096", "--sizes"), 4096);
+  EXPECT_EQ(parse_byte_size("4K", "--sizes"), 4096);
+  EXPECT_EQ(parse_byte_size("256MB", "--sizes"), int64_t{256} << 20);
+  EXPECT_EQ(parse_byte_size("2G", "--sizes"), int64_t{2} << 30);
+  EXPECT_NE(error_of([] { parse_byte_size("1X", "--sizes"); }).find("'1X'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_byte_size("0", "--sizes"); }).find("--sizes"), std::string::npos);
+
+  const std::vector<int64_t> doubling = parse_size_sweep("1K:1M", "--sizes");
+  ASSERT_EQ(doubling.size(), 11u);  // 2^10 .. 2^20
+  for (size_t i = 0; i < doubling.size(); ++i) EXPECT_EQ(doubling[i], int64_t{1024} << i);
+  const std::vector<int64_t> by_four = parse_size_sweep("1K:1G:4", "--sizes");
+  ASSERT_EQ(by_four.size(), 11u);  // 4^0 .. 4^10 KiB
+  EXPECT_EQ(by_four.back(), int64_t{1} << 30);
+  EXPECT_EQ(parse_size_sweep("1M,4K,1M", "--sizes"), (std::vector<int64_t>{4096, 1 << 20}));
+  EXPECT_EQ(parse_size_sweep("3K:10K", "--sizes"), (std::vector<int64_t>{3072, 6144}));
+  EXPECT_NE(error_of([] { parse_size_sweep("1M:1K", "--sizes"); }).find("backwards"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_size_sweep("1K:1M:1", "--sizes"); }).find("factor"), std::string::npos);
+  EXPECT_EQ(format_byte_size(1024), "1K");
+  EXPECT_EQ(format_byte_size(int64_t{3} << 30), "3G");
+  EXPECT_EQ(format_byte_size(1000), "1000");
+}
+
+TEST(TrainTrial, SummaryLineGivesStepsPerSecond) {
+  const std::string output =
+      "ddpx train: vit_tiny_test on cpu ...\n"
+      "step     10/10 | loss 2.3 |   99.00 steps/s |    396.0 images/s\n"
+      "[rank 0] summary: 10 steps in 0.10 s | 123.45 steps/s, 493.8 images/s (after 5 warm-up steps) | loss ...\n";
+  ASSERT_TRUE(parse_summary_steps_per_s(output).has_value());
+  EXPECT_DOUBLE_EQ(*parse_summary_steps_per_s(output), 123.45);  // not the progress line's 99
+  EXPECT_FALSE(parse_summary_steps_per_s("step 1/1 | 5.00 steps/s\n").has_value());
+  EXPECT_FALSE(parse_summary_steps_per_s("summary: crashed\n").has_value());
+}
+
+TEST(TrainTrial, FlagLookupAndOwnedFlags) {
+  const std::vector<std::string> flags = {"--ddp", "--batch", "4", "--nproc-per-node=2", "--batch", "8"};
+  EXPECT_EQ(find_flag_value(flags, "--batch"), "8");  // the last one wins, as in train
+  EXPECT_EQ(find_flag_value(flags, "--nproc-per-node"), "2");
+  EXPECT_FALSE(find_flag_value(flags, "--model").has_value());
+  EXPECT_TRUE(has_flag(flags, "--ddp"));
+  EXPECT_FALSE(has_flag(flags, "--dd"));
+  const std::string message =
+      error_of([&] { reject_owned_flags(flags, {"--model=--models", "--batch=--batch"}, "bench"); });
+  EXPECT_NE(message.find("--batch"), std::string::npos) << message;
+  EXPECT_NE(message.find("ddpx bench"), std::string::npos) << message;
+  EXPECT_EQ(error_of([&] { reject_owned_flags(flags, {"--model=--models"}, "bench"); }), "");
+}
+
+TEST(CollectiveBench, CheckValuesAreExactInEveryDtype) {
+  // The all-reduce check expects n(n+1)/2 after summing rank+1: exact for these world sizes in f16 and bf16.
+  for (CommDType dtype : {CommDType::f32, CommDType::f16, CommDType::bf16}) {
+    std::vector<uint8_t> buffer(64 * comm_dtype_size(dtype));
+    fill_elements(buffer.data(), 64, dtype, 36.0f);  // n = 8
+    EXPECT_EQ(count_differing(buffer.data(), 64, dtype, 36.0f), 0) << comm_dtype_name(dtype);
+    fill_elements(buffer.data(), 10, dtype, 1.0f);
+    EXPECT_EQ(count_differing(buffer.data(), 64, dtype, 36.0f), 10) << comm_dtype_name(dtype);
+  }
+}
+
+TEST(CudaDevices, BusIdsMatchAcrossCudaAndNvmlSpelling) {
+  EXPECT_TRUE(same_pci_device("0000:19:00.0", "00000000:19:00.0"));
+  EXPECT_TRUE(same_pci_device("0000:3b:00.0", "00000000:3B:00.0"));
+  EXPECT_FALSE(same_pci_device("0000:19:00.0", "00000000:3B:00.0"));
+  EXPECT_FALSE(same_pci_device("0001:19:00.0", "00000000:19:00.0"));
+  EXPECT_FALSE(same_pci_device("", ""));
+  const TopologyTable table = load_topology(testing::recorded("topo_2xh200_nv18.json"));
+  EXPECT_EQ(topology_index_of(table, "0000:3B:00.0"), 1);
+  EXPECT_EQ(topology_index_of(table, "0000:99:00.0"), -1);
+}
+
+TEST(ChildProcess, StatusEnvironmentAndOutputInTheLog) {
+  const auto dir = testing::fresh_dir("child");
+  const std::string log = (dir / "child.log").string();
+  EXPECT_EQ(run_child_process({"sh", "-c", "echo out $DDPX_TEST_VALUE; echo err >&2; exit 3"},
+                              {"DDPX_TEST_VALUE=42"}, log),
+            3);
+  EXPECT_EQ(testing::read_text(log), "out 42\nerr\n");
+  EXPECT_EQ(run_child_process({"/nonexistent/program"}, {}, log), 127);
+  EXPECT_EQ(file_tail(log, 5), "ddpx: could not execute the program (not found or not executable)\n");
+  EXPECT_EQ(run_child_process({"sh", "-c", "kill -TERM $$"}, {}, log), 128 + 15);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ddpx::cli

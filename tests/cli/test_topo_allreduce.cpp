@@ -1,0 +1,131 @@
+// `ddpx topo` from recorded NVML tables and NCCL logs, and on whatever machine runs the test (a clear message
+// and exit 0 without GPUs); `ddpx allreduce` on the CPU with 2 MPI ranks: rows, checked sums and a peak table
+// that load_peak_table reads.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+#include "profile/comm_stats.hpp"
+#include "profile/topology.hpp"
+
+namespace ddpx {
+namespace {
+
+using testing::fresh_dir;
+using testing::recorded;
+using testing::run_ddpx;
+
+TEST(Topo, RecordedNvlinkTablePrintsMatrixAffinityAndTransports) {
+  const auto r = run_ddpx("topo --from-json " + recorded("topo_2xh200_nv18.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("CPU Affinity"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("0-47,96-143"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NVIDIA H200 (00000000:3B:00.0)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPU0 - GPU1  NV18  -> P2P/CUMEM"), std::string::npos) << r.output;
+
+  const auto off = run_ddpx("topo --p2p-disabled --from-json " + recorded("topo_2xh200_nv18.json"));
+  ASSERT_EQ(off.status, 0) << off.output;
+  EXPECT_NE(off.output.find("GPU0 - GPU1  NV18  -> SHM"), std::string::npos) << off.output;
+}
+
+TEST(Topo, RecordedPcieTableAndTheTransportALogShows) {
+  const auto r = run_ddpx("topo --from-json " + recorded("topo_8xl40s_pcie.json") + " --nccl-log " +
+                          recorded("nccl_info_shm.log"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("GPU7"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("48-95,144-191"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPU3 - GPU4  SYS   -> SHM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPU0 - GPU1  NODE  -> SHM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NCCL transport used"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("SHM/direct/direct"), std::string::npos) << r.output;
+}
+
+TEST(Topo, ProbingNeverCrashesAndJsonRoundTrips) {
+  const auto dir = fresh_dir("topo");
+  const auto file = dir / "topo.json";
+  const auto plain = run_ddpx("topo");
+  EXPECT_EQ(plain.status, 0) << plain.output;
+  const auto r = run_ddpx("topo --json " + file.string());
+  if (plain.output.find("no GPU topology on this machine") != std::string::npos) {
+    // No driver or GPU: the probe explains itself; asking for a file that cannot be written is an error.
+    EXPECT_NE(plain.output.find("--from-json"), std::string::npos) << plain.output;
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("--json"), std::string::npos) << r.output;
+  } else {
+    ASSERT_EQ(r.status, 0) << r.output;
+    const TopologyTable table = load_topology(file.string());
+    EXPECT_FALSE(table.gpus.empty());
+    const auto again = run_ddpx("topo --from-json " + file.string());
+    EXPECT_EQ(again.status, 0) << again.output;
+    EXPECT_NE(again.output.find(table.gpus.front().name), std::string::npos) << again.output;
+  }
+  EXPECT_NE(run_ddpx("topo --from-json /nonexistent/topo.json").status, 0);
+  std::filesystem::remove_all(dir);
+}
+
+#ifdef DDPX_HAVE_MPI
+TEST(Allreduce, CpuTwoRanksPrintsCheckedRowsAndAPeakTable) {
+  const auto dir = fresh_dir("allreduce");
+  const auto file = dir / "peak.json";
+  const auto r = run_ddpx("allreduce --device cpu --nproc-per-node 2 --sizes 1K:64K --iters 3 --warmup 1 --json " +
+                          file.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("2 rank(s)"), std::string::npos) << r.output;
+  for (int64_t bytes = 1024; bytes <= 65536; bytes *= 2) {
+    // One row per size: size, count (f32: size / 4), type.
+    const std::string row_start = fmt::format("{:>12} {:>12} {:>9}", bytes, bytes / 4, "float");
+    EXPECT_NE(r.output.find(row_start), std::string::npos) << "row " << bytes << "\n" << r.output;
+  }
+  EXPECT_NE(r.output.find("out of bounds values : 0 OK"), std::string::npos) << r.output;
+
+  const PeakTable peak = load_peak_table(file.string());
+  EXPECT_EQ(peak.world(), 2);
+  EXPECT_EQ(peak.collective(), Collective::all_reduce);
+  EXPECT_EQ(peak.link(), "MPI");
+  ASSERT_EQ(peak.points().size(), 7u);  // 1K .. 64K
+  for (size_t i = 0; i < peak.points().size(); ++i) {
+    EXPECT_EQ(peak.points()[i].bytes, int64_t{1024} << i);
+    EXPECT_GT(peak.points()[i].busbw_GBps, 0);
+  }
+  // The extra rows keep nccl-tests' arithmetic: with 2 ranks busbw = algbw * 2(n-1)/n = algbw.
+  const auto json = nlohmann::json::parse(testing::read_text(file));
+  ASSERT_EQ(json["rows"].size(), 7u);
+  for (const auto& row : json["rows"]) {
+    EXPECT_EQ(row["count"].get<int64_t>() * 4, row["bytes"].get<int64_t>());
+    EXPECT_EQ(row["wrong"].get<int64_t>(), 0);
+    EXPECT_NEAR(row["busbw_GBps"].get<double>(), row["algbw_GBps"].get<double>(),
+                1e-9 * row["algbw_GBps"].get<double>());
+    const double expected_algbw = row["bytes"].get<double>() / (row["time_us"].get<double>() * 1e3);
+    EXPECT_NEAR(row["algbw_GBps"].get<double>(), expected_algbw, 1e-9 * expected_algbw);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Allreduce, HalfPrecisionCountsElementsOfTwoBytes) {
+  const auto r = run_ddpx("allreduce --device cpu --nproc-per-node 2 --sizes 2K --dtype bf16 --iters 2 --warmup 0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("{:>12} {:>12} {:>9}", 2048, 1024, "bfloat16")), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("out of bounds values : 0 OK"), std::string::npos) << r.output;
+}
+#endif
+
+TEST(Allreduce, BadFlagsAreNamed) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"allreduce --device cpu --dtype f8", "--dtype f8"},
+      {"allreduce --device cpu --sizes 1M:1K", "backwards"},
+      {"allreduce --device cpu --sizes 1K --json /tmp/never.json", "at least 2 ranks"},
+      {"allreduce --device tpu", "--device tpu"},
+      {"allreduce --device cpu --iters 0", "--iters 0"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto r = run_ddpx(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << args << " printed: " << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace ddpx
