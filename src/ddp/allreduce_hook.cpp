@@ -1,9 +1,13 @@
 // AllreduceHook: avg all-reduce of the bucket.
+// With one rank the average is the bucket itself, so no collective is issued: DDP on one GPU then costs only the
+// reducer's bookkeeping (events), not a device pass over every gradient per step. Several ranks: one NCCL/MPI
+// all-reduce with ReduceOp::avg in place.
 #include "ddp/allreduce_hook.hpp"
 
 namespace ddpx {
 
 void AllreduceHook::run(BucketView& bucket, Communicator& comm, void* stream, int64_t) {
+  if (comm.size() == 1) return;
   comm.all_reduce(bucket.data, bucket.numel(), CommDType::f32, ReduceOp::avg, stream);
 }
 
