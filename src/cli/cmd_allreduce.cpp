@@ -88,21 +88,28 @@ int run_allreduce(const AllreduceFlags& f) {
   const size_t element = comm_dtype_size(dtype.dtype);
   DDPX_REQUIRE(sizes.front() >= static_cast<int64_t>(element), "--sizes: {} bytes is smaller than one {} element",
                sizes.front(), f.dtype);
+  const std::string one_rank_json = fmt::format(
+      "--json {}: a peak table needs at least 2 ranks (busbw is 0 by definition on one); add --nproc-per-node 2",
+      f.json_out);
+  if (!f.json_out.empty() && !running_as_worker()) {  // before any rank starts: a late failure strands the others
+    DDPX_REQUIRE(f.nproc > 1, "{}", one_rank_json);
+    DDPX_REQUIRE(std::ofstream(f.json_out, std::ios::app).good(),
+                 "--json: cannot write '{}'; check that the folder exists", f.json_out);
+  }
+  if (f.device == "cuda" && !running_as_worker()) {
+    const int gpus = visible_gpu_count();
+    DDPX_REQUIRE(gpus > 0, "--device cuda: no GPU is visible here; measure MPI between CPU ranks with --device cpu");
+    DDPX_REQUIRE(f.nproc <= gpus, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one GPU per rank "
+                 "(use --device cpu to measure MPI)", f.nproc, gpus);
+  }
   if (f.nproc > 1 && !running_as_worker()) {
-    if (f.device == "cuda") {
-      const int gpus = visible_gpu_count();
-      DDPX_REQUIRE(f.nproc <= gpus, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one GPU per rank "
-                   "(use --device cpu to measure MPI)", f.nproc, gpus);
-    }
     TrainOptions launch;
     launch.device = f.device;
     return launch_workers(f.nproc, launch);
   }
 
   const WorldInfo world = detect_world();
-  DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1,
-               "--json {}: a peak table needs at least 2 ranks (busbw is 0 by definition on one); add "
-               "--nproc-per-node 2", f.json_out);
+  DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1, "{}", one_rank_json);
   const std::string backend = f.device == "cuda" ? "nccl" : world.world_size == 1 ? "self" : "mpi";
 #ifdef DDPX_HAVE_MPI
   std::unique_ptr<MpiSession> mpi;
