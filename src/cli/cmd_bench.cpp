@@ -134,6 +134,8 @@ std::vector<std::string> anchor_command(const BenchFlags& f, const RowSpec& row,
                            "--tag", row.config});
   if (row.ddp)
     argv.insert(argv.end(), {"--ddp", "--comm-hook", row.hook, "--bucket-mb", fmt::format("{}", row.bucket_mb)});
+  // The same number of loader workers as ddpx's run, when the train flags set it.
+  if (const auto workers = find_flag_value(f.train_flags, "--workers")) argv.insert(argv.end(), {"--workers", *workers});
   return argv;
 }
 
