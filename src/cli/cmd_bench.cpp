@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "cli/arg_lists.hpp"
 #include "cli/child_process.hpp"
@@ -181,11 +180,11 @@ int run_bench(BenchFlags f) {
   const std::vector<RowSpec> plan = plan_rows(f, gpu_counts, has_flag(f.train_flags, "--ddp"));
   DDPX_REQUIRE(!plan.empty(), "nothing to run: {}", notes.empty() ? "the matrix is empty" : notes.front());
 
+  fs::create_directories(f.out);
   std::string script;
   bool with_pytorch = false;
   if (f.pytorch == "auto" && f.device == "cuda") {
     script = find_anchor_script(f.pytorch_script);
-    fs::create_directories(f.out);
     const bool torch_ok = !script.empty() && run_child_process({"python3", "-c", "import torch, torchvision"}, {},
                                                                (fs::path(f.out) / "pytorch-check.log").string()) == 0;
     with_pytorch = torch_ok;
@@ -195,7 +194,6 @@ int run_bench(BenchFlags f) {
   } else if (f.pytorch == "auto") {
     notes.push_back("PyTorch column left empty: the anchor script measures GPUs only");
   }
-  fs::create_directories(f.out);
 
   const std::string executable = this_executable();
   std::vector<BenchRow> rows;
