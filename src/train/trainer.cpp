@@ -140,7 +140,8 @@ TrainSummary run_training(const TrainOptions& options) {
     auto step_calls = [&](bool sync) {
       if (dist.reducer) dist.reducer_begin(sync, engine->compute_stream());
       std::optional<NvtxRange> phase_range(std::in_place, "forward");
-      const bool reduce = dist.reducer && sync;
+      // Spans are marked in accumulation micro-batches too: the reducer checks them and communicates nothing.
+      const bool reduce = dist.reducer != nullptr;
       engine->forward_backward(1.0f / static_cast<float>(micro_per_step), [&](size_t begin, size_t end) {
         if (phase_range && std::string_view(phase_name) == "forward") {
           phase_range.reset();
@@ -179,7 +180,10 @@ TrainSummary run_training(const TrainOptions& options) {
         }();
         data_wait_ms += seconds_since(wait_start) * 1e3;
         engine->set_batch(batch);
-        step_calls(micro + 1 == micro_per_step);
+        const bool last_micro = micro + 1 == micro_per_step;
+        step_calls(last_micro);
+        // An accumulation micro-batch is a reducer step of its own that communicates nothing.
+        if (dist.reducer && !last_micro) dist.reducer_finish();
         engine->batch_consumed(batch);
         loader.release(batch);
       }

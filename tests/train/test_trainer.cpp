@@ -77,6 +77,21 @@ TEST_P(ResumeTest, ResumedRunEqualsUninterruptedRunBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, ResumeTest, ::testing::Values("sgd", "adamw"));
 
+TEST(Training, GradientAccumulationWithDdpRunsAndMatchesPlainAccumulation) {
+  // One rank: DDP's average is the identity, so --ddp must not change a single weight, with accumulation too.
+  const fs::path dir = fresh_dir("accum");
+  TrainOptions plain = tiny_run("sgd"), ddp = tiny_run("sgd");
+  plain.grad_accum = ddp.grad_accum = 3;
+  plain.steps = ddp.steps = 4;
+  ddp.ddp = true;
+  plain.save = (dir / "plain.safetensors").string();
+  ddp.save = (dir / "ddp.safetensors").string();
+  run_training(plain);
+  run_training(ddp);
+  EXPECT_EQ(load_weights(plain.save), load_weights(ddp.save));
+  fs::remove_all(dir);
+}
+
 TEST(Training, LearnableLossFallsClearly) {
   TrainOptions o = tiny_run("adamw");
   o.batch = 16;
