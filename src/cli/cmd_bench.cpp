@@ -222,7 +222,7 @@ int run_bench(BenchFlags f) {
       runs.push_back(run);
       continue;
     }
-    BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt};
+    BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt, spec.model};
     fmt::print("{:.2f} steps/s", row.ddpx_steps_per_s);
     if (with_pytorch && is_torchvision_model(spec.model)) {
       const std::string anchor_log = (fs::path(f.out) / (stem + ".pytorch.log")).string();

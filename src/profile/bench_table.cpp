@@ -33,7 +33,7 @@ std::optional<double> scaling_efficiency(const std::vector<BenchRow>& rows, size
   if (row.world <= 1) return std::nullopt;
   double single = 0;
   for (const BenchRow& other : rows)
-    if (other.world == 1 && other.precision == row.precision) single = std::max(single, other.ddpx_steps_per_s);
+    if (other.world == 1 && other.precision == row.precision && other.model == row.model) single = std::max(single, other.ddpx_steps_per_s);
   if (single <= 0) return std::nullopt;
   return row.ddpx_steps_per_s / single;
 }

@@ -23,6 +23,7 @@ struct BenchRow {
   int world = 1;
   double ddpx_steps_per_s = 0;
   std::optional<double> pytorch_steps_per_s;
+  std::string model;      // scaling efficiency compares rows of the same model and precision
   bool operator==(const BenchRow&) const = default;
 };
 

@@ -71,3 +71,19 @@ TEST(BenchTable, RejectsBadRows) {
 
 }  // namespace
 }  // namespace ddpx
+
+namespace ddpx {
+namespace {
+
+TEST(BenchTable, ScalingEfficiencyComparesTheSameModelOnly) {
+  const std::vector<BenchRow> rows = {
+      {"vit_b_32 fp32", "fp32", 1, 40.0, std::nullopt, "vit_b_32"},
+      {"vit_l_32 fp32", "fp32", 1, 10.0, std::nullopt, "vit_l_32"},
+      {"vit_l_32 fp32, 2 GPUs", "fp32", 2, 9.5, std::nullopt, "vit_l_32"},
+  };
+  // Against vit_l_32's own single-GPU 10 steps/s (not vit_b_32's 40): 9.5 / 10.
+  EXPECT_DOUBLE_EQ(*scaling_efficiency(rows, 2), 0.95);
+}
+
+}  // namespace
+}  // namespace ddpx
