@@ -118,6 +118,7 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
     }
 
   const bool ddp_on_one_gpu = c.world == 1 && c.ddp;
+  const bool cpu_engine = !report.ranks.empty() && report.ranks.front().info.device_name == "cpu";
   const Link link = classify_link(report);
   const size_t buckets_per_step = report.ranks.front().steps.front().buckets.size();
   switch (v.bound) {
@@ -145,16 +146,19 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
     case Bound::launch:
       v.finding = fmt::format("The GPU is idle {} of the step between kernels ({} of {} ms; kernels run {} ms)",
                               pct(G / T), ms(G), ms(T), ms(gpu_busy));
-      v.advice = "the CPU cannot launch kernels fast enough: try --cuda-graph to replay the captured step";
+      v.advice = "the CPU cannot launch kernels fast enough: try --cuda-graph on to replay the captured step";
       break;
     case Bound::compute:
       v.finding = fmt::format(
           "Compute bounds the step: forward, backward and optimizer are {} of it ({} of {} ms; exposed "
           "communication {}, input {})",
           pct(C / T), ms(C), ms(T), pct(E / T), pct(I / T));
-      v.advice = c.precision == "bf16"
-                     ? "communication and input are hidden; only faster kernels or a larger --batch raise throughput"
-                     : fmt::format("try --precision bf16 (tensor cores; now {})", c.precision);
+      if (cpu_engine)
+        v.advice = "the CPU engine computes in fp32 on OpenBLAS: train on a GPU (--device cuda) for speed";
+      else if (c.precision == "bf16")
+        v.advice = "communication and input are hidden; only faster kernels or a larger --batch raise throughput";
+      else
+        v.advice = fmt::format("try --precision bf16 (tensor cores; now {})", c.precision);
       break;
   }
 

@@ -23,7 +23,8 @@
 //         otherwise                             -> --grad-accum 2x or a larger --batch
 //  World 1 with DDP: communication advice is "run without --ddp", and whatever the bound, a note states what DDP
 //  costs (E/T). Input: --workers when data_wait >= h2d_copy, else the exposed copy. Launch: --cuda-graph.
-//  Compute: fp32/tf32 -> --precision bf16; bf16 -> only faster kernels or a larger --batch help.
+//  Compute: CPU engine -> --device cuda; fp32/tf32 -> --precision bf16; bf16 -> only faster kernels or a larger
+//  --batch help.
 //  Notes: a straggler more than 5% slower than the median rank; phases that do not add up to the step (> 5%);
 //  with a peak table, communication-bound steps whose buckets reach under 50% of the measured peak busbw.
 #pragma once

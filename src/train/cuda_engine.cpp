@@ -88,7 +88,7 @@ class CudaEngine : public CudaStepEngine {
   bool is_cuda() const override { return true; }
   float* grad_buffer() override { return model_->grads(); }
   void* compute_stream() override { return compute_; }
-  std::string device_name() const override { return device_name_; }
+  std::string device_name() const override { return device_name_; }  // StepEngine
 
   void upload_params(const float* host) override {
     DDPX_CUDA_CHECK(cudaMemcpy(model_->params(), host, layout_.buffer_size() * 4, cudaMemcpyHostToDevice));

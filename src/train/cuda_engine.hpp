@@ -8,7 +8,6 @@ namespace ddpx {
 
 class CudaStepEngine : public StepEngine {
  public:
-  virtual std::string device_name() const = 0;
   virtual int input_parity() const = 0;      // which input buffer the staged micro-batch is in
   virtual bool has_graph(int parity) const = 0;
   virtual void capture_begin() = 0;          // the next step's calls are captured, not run

@@ -26,6 +26,8 @@ class RunRecorder {
   void finish(const TrainSummary& summary, bool print);
 
   const RankRun& rank_run() const { return run_; }
+  // "cpu" or the GPU's name (RankInfo::device_name; the verdict's advice depends on it).
+  void set_device_name(std::string name) { run_.info.device_name = std::move(name); }
 
  private:
   const TrainOptions& options_;

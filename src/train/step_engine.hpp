@@ -35,6 +35,7 @@ class StepEngine {
  public:
   virtual ~StepEngine() = default;
   virtual std::string describe() const = 0;
+  virtual std::string device_name() const { return "cpu"; }  // the GPU's name on CUDA
   virtual bool is_cuda() const = 0;
   virtual float* grad_buffer() = 0;    // host (CPU) or device (CUDA)
   virtual void* compute_stream() = 0;  // cudaStream_t, nullptr on CPU

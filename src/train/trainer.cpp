@@ -109,6 +109,7 @@ TrainSummary run_training(const TrainOptions& options) {
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
   RunRecorder recorder(options, dist, layout);
+  recorder.set_device_name(engine->device_name());
   StepGraphs graphs(options, *engine, start.step);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()

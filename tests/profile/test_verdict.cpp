@@ -98,3 +98,30 @@ TEST(Verdict, JsonHasBoundAndText) {
 
 }  // namespace
 }  // namespace ddpx
+
+namespace ddpx {
+namespace {
+
+TEST(Verdict, ComputeBoundOnTheCpuEngineAdvisesAGpu) {
+  RunReport report;
+  report.config.precision = "fp32";
+  report.config.ddp = false;
+  RankRun rank;
+  rank.info.device_name = "cpu";
+  for (int i = 0; i < 5; ++i) {
+    StepRecord step;
+    step.step = i;
+    step.phases.forward_ms = 40;
+    step.phases.backward_ms = 55;
+    step.phases.optimizer_ms = 5;
+    step.phases.total_ms = 100;
+    rank.steps.push_back(step);
+  }
+  report.ranks.push_back(rank);
+  const Verdict v = diagnose(report);
+  EXPECT_EQ(v.bound, Bound::compute);
+  EXPECT_NE(v.advice.find("--device cuda"), std::string::npos) << v.advice;
+}
+
+}  // namespace
+}  // namespace ddpx
