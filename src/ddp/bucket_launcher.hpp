@@ -26,6 +26,9 @@ class BucketLauncher {
   // `bucket` must stay valid until finish_step() has returned.
   virtual void launch(BucketView& bucket, int64_t step) = 0;
   virtual void finish_step() = 0;
+  // CUDA: the caller has just launched a CUDA graph holding a whole captured step on `compute_stream`; records
+  // the step's completion there so that progress() reports on that replay (bucket unknown: -1). Host: an error.
+  virtual void watch_replay(void* compute_stream) = 0;
   virtual CommProgress progress() const = 0;
   // Per launched bucket of the last finished step; CUDA waits for that step's events (a host sync).
   virtual std::vector<BucketTiming> timings() = 0;

@@ -62,6 +62,7 @@ class CudaBucketLauncher : public BucketLauncher {
     compute_stream_ = static_cast<cudaStream_t>(compute_stream);
     launched_.clear();
     done_recorded_ = false;
+    replay_ = false;
     launched_count_ = 0;
     record_timing(step_begin_, compute_stream_, "record step begin");
   }
@@ -88,10 +89,19 @@ class CudaBucketLauncher : public BucketLauncher {
     done_recorded_ = true;
   }
 
+  // A plain record after the graph launch: the event is pending from here until the replay's work is done (the
+  // bucket events inside the graph keep their previous replay's state until their nodes run, so they cannot
+  // tell which bucket a replay is in).
+  void watch_replay(void* compute_stream) override {
+    check(cudaEventRecord(done_, static_cast<cudaStream_t>(compute_stream)), "record replay done");
+    replay_ = true;
+    done_recorded_ = true;
+  }
+
   CommProgress progress() const override {
     if (!done_recorded_) return {false, first_incomplete_bucket()};
     if (cudaEventQuery(done_) == cudaSuccess) return {true, -1};
-    return {false, first_incomplete_bucket()};
+    return {false, replay_ ? -1 : first_incomplete_bucket()};
   }
 
   std::vector<BucketTiming> timings() override {
@@ -136,6 +146,7 @@ class CudaBucketLauncher : public BucketLauncher {
   std::vector<BucketView*> launched_;
   std::atomic<size_t> launched_count_{0};
   std::atomic<bool> done_recorded_{false};
+  std::atomic<bool> replay_{false};  // done_ was recorded by watch_replay()
 };
 
 }  // namespace

@@ -15,7 +15,13 @@ DeviceScratch::~DeviceScratch() {
 
 void* DeviceScratch::reserve(size_t bytes) {
   if (bytes <= bytes_) return data_;
-  if (data_) cudaFree(data_);
+  if (data_) {
+    // Work enqueued earlier may still use the old allocation (PowerSGD buckets share one scratch).
+    cudaError_t synced = cudaDeviceSynchronize();
+    DDPX_REQUIRE(synced == cudaSuccess, "communication hook: waiting to grow the device scratch failed: {}",
+                 cudaGetErrorString(synced));
+    cudaFree(data_);
+  }
   data_ = nullptr;
   bytes_ = 0;
   cudaError_t status = cudaMalloc(&data_, bytes);

@@ -1,6 +1,7 @@
 // DeviceScratch: a grow-only device allocation owned by one hook (CUDA builds only; see device_scratch.cpp).
-// Guarantee: reserve() reallocates only when asked for more than it holds (cudaFree/cudaMalloc: a host sync),
-// so after the first step of a fixed plan it never allocates and work that uses it can be graph-captured.
+// Guarantee: reserve() reallocates only when asked for more than it holds, after waiting for the device (work
+// already enqueued may still use the old block; a host sync), so after the first step of a fixed plan it never
+// allocates and work that uses it can be graph-captured. data() is stable from then on.
 #pragma once
 #include <cstddef>
 

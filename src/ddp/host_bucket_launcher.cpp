@@ -61,6 +61,10 @@ class HostBucketLauncher : public BucketLauncher {
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
+  void watch_replay(void*) override {
+    fail("Reducer: CUDA graph replays need GPU gradients (--device cuda); the host reducer has no graphs");
+  }
+
   // Buckets of a step are launched 0, 1, 2, ... and complete in that order: the first incomplete one is the
   // number completed.
   CommProgress progress() const override {

@@ -25,7 +25,7 @@ PowerSgdHook::BucketState& PowerSgdHook::state_for(const BucketView& bucket) {
     state->begin = bucket.begin;
     state->end = bucket.end;
     state->layout = plan_compression(bucket, options_.rank, options_.min_compression_rate);
-    state->math = make_powersgd_math(state->layout, bucket.device);
+    state->math = make_powersgd_math(state->layout, bucket.device, scratch_);
   }
   DDPX_REQUIRE(state->begin == bucket.begin && state->end == bucket.end,
                "PowerSGD: bucket {} changed from elements [{}, {}) to [{}, {}); the hook keeps error feedback per "
@@ -43,26 +43,24 @@ void PowerSgdHook::run(BucketView& bucket, Communicator& comm, void* stream, int
   PowerSgdBucketMath& math = *state.math;
   const CompressionLayout& layout = state.layout;
 
-  math.apply_error_feedback(bucket.data, stream);
-  if (layout.uncompressed_elements > 0) {
-    math.pack_uncompressed(bucket.data, stream);
-    comm.all_reduce(math.packed(), layout.uncompressed_elements, CommDType::f32, ReduceOp::avg, stream);
-    math.unpack_uncompressed(bucket.data, stream);
-  }
-  if (!layout.matrices.empty()) {
+  const bool compressed = !layout.matrices.empty();
+  if (compressed) {
     if (!state.q_initialized || !options_.warm_start) {
       math.set_q(powersgd_initial_q(layout, options_.seed, bucket.index, options_.warm_start ? 0 : step), stream);
       state.q_initialized = true;
     }
     math.orthogonalize_q(stream);
-    math.compute_p(bucket.data, stream);
-    comm.all_reduce(math.p(), layout.p_elements, CommDType::f32, ReduceOp::avg, stream);
+  }
+  math.begin(bucket.data, stream);
+  if (layout.uncompressed_elements + layout.p_elements > 0)
+    comm.all_reduce(math.packed_and_p(), layout.uncompressed_elements + layout.p_elements, CommDType::f32,
+                    ReduceOp::avg, stream);
+  if (compressed) {
     math.orthogonalize_p(stream);
     math.compute_q(bucket.data, stream);
     comm.all_reduce(math.q(), layout.q_elements, CommDType::f32, ReduceOp::avg, stream);
-    math.write_approximation(bucket.data, stream);
   }
-  math.update_error(bucket.data, stream);
+  math.finish(bucket.data, stream);
 }
 
 }  // namespace ddpx

@@ -2,24 +2,27 @@
 // powerSGD_hook defines it.
 // Guarantees, per bucket and synchronized step s:
 //  - s < start_step: a plain fp32 all-reduce (avg), no state touched.
-//  - otherwise: bucket += E (error feedback, whole bucket); the uncompressed tensors (1-D, or not worth it at
-//    min_compression_rate; see powersgd_layout.hpp) are packed and all-reduced (avg) together; for each
-//    compressed matrix M [rows, cols]: Q orthogonalized, P = M Q, all-reduce P (avg, one call for the bucket),
-//    P orthogonalized, Q = M^T P, all-reduce Q (avg), M <- P Q^T; then E = (bucket before) - (bucket after).
-//    Collectives per compressed bucket: at most 3, whatever the number of tensors.
+//  - otherwise: M = bucket + E (error feedback, whole bucket); for each compressed matrix M_i [rows, cols]:
+//    Q_i orthogonalized, P_i = M_i Q_i; the uncompressed tensors of M (1-D, or not worth it at
+//    min_compression_rate; see powersgd_layout.hpp) packed and all-reduced (avg) together with every P_i in one
+//    call; P_i orthogonalized, Q_i = M_i^T P_i, all-reduce of every Q_i (avg, one call); the bucket gets the
+//    averaged vectors and P_i Q_i^T; E = M - bucket. Collectives per bucket: at most 2, whatever its tensors.
 //  - Q starts from powersgd_initial_q(seed, bucket): identical on every rank; with warm_start it carries over
 //    from the previous step (PyTorch's default), without it is redrawn every step.
 //  - Differences from PyTorch: P is averaged rather than summed before orthogonalization (the same after it);
 //    an all-zero column stays zero instead of NaN.
 //  - State (E, P, Q) lives per bucket index in the bucket's device memory; a bucket whose span changes is an error.
-//  - CUDA: the first compressed step of a bucket allocates and uploads Q (host sync); later steps enqueue only
-//    (graph-capturable, with warm_start).
+//  - CUDA: the first compressed step of a bucket allocates and uploads Q (host sync); later steps enqueue a fixed
+//    number of kernels per bucket (whatever its tensors) and never allocate or synchronize (graph-capturable, with
+//    warm_start). Device memory: E (one fp32 copy of the gradients), P, Q, packed vectors, small task tables, and
+//    one scratch shared by all buckets (the partial sums of M^T P, about bucket elements * R / 32 floats).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "ddp/comm_hook.hpp"
+#include "ddp/device_scratch.hpp"
 #include "ddp/powersgd_layout.hpp"
 #include "ddp/powersgd_math.hpp"
 
@@ -50,7 +53,8 @@ class PowerSgdHook : public CommHook {
   BucketState& state_for(const BucketView& bucket);
 
   PowerSgdOptions options_;
-  std::vector<std::unique_ptr<BucketState>> states_;  // by bucket index
+  DeviceScratch scratch_;  // shared by the buckets' CUDA math (they run in order on one stream)
+  std::vector<std::unique_ptr<BucketState>> states_;  // by bucket index; destroyed before scratch_
 };
 
 }  // namespace ddpx

@@ -1,9 +1,15 @@
-// PowerSgdBucketMath: the numerical steps of PowerSGD for one bucket, on the host (OpenBLAS) or a GPU (cuBLAS
-// batched gemms + small kernels). Owns the bucket's error-feedback buffer and its P, Q and packed buffers, in
-// the memory of its device (so the hook can hand them to the communicator directly).
-// Guarantees: every method works on `bucket` (the bucket's first element, the same pointer every step) and the
-// owned buffers only; CUDA versions enqueue on `stream` without host synchronization (set_q excepted: it
-// copies from the host); host versions complete before returning. The hook (powersgd_hook.cpp) sequences them.
+// PowerSgdBucketMath: the numerical steps of PowerSGD for one bucket, on the host (OpenBLAS) or a GPU (fused
+// kernels, see powersgd_math_cuda.cu). Owns the bucket's error-feedback buffer E and its P, Q and packed buffers,
+// in the memory of its device (so the hook can hand them to the communicator directly).
+// One step, as the hook (powersgd_hook.cpp) sequences it, with M = the bucket's gradients + E:
+//   orthogonalize_q, begin (E feedback, packing, P_i = M_i Q_i), all-reduce packed_and_p, orthogonalize_p,
+//   compute_q (Q_i = M_i^T P_i), all-reduce q, finish (bucket = unpacked averages and P_i Q_i^T, E = M - bucket).
+// Guarantees: every method takes the same bucket pointer within a step and touches that bucket and the owned
+// buffers only; where M lives between begin and finish is the implementation's (host: in the bucket; CUDA: in E,
+// the bucket keeping the raw gradients until finish). Padding between tensors is left as it is (E stays zero
+// there). CUDA versions enqueue on `stream` and never synchronize the host or allocate after construction
+// (set_q excepted: it copies from the host and waits), so a step can be captured in a CUDA graph; host versions
+// complete before returning.
 #pragma once
 #include <memory>
 #include <vector>
@@ -13,30 +19,30 @@
 namespace ddpx {
 
 enum class GradDevice;  // bucket_view.hpp (C++20); this header stays C++17 for the CUDA math
+class DeviceScratch;
 
 class PowerSgdBucketMath {
  public:
   virtual ~PowerSgdBucketMath() = default;
-  virtual float* p() = 0;       // p_elements
-  virtual float* q() = 0;       // q_elements
-  virtual float* packed() = 0;  // uncompressed_elements
+  // The packed uncompressed tensors (uncompressed_elements) followed by P (p_elements): one all-reduce.
+  virtual float* packed_and_p() = 0;
+  virtual float* q() = 0;  // q_elements
 
   virtual void set_q(const std::vector<float>& host_q, void* stream) = 0;
-  virtual void apply_error_feedback(float* bucket, void* stream) = 0;  // bucket += E; E = bucket
-  virtual void pack_uncompressed(const float* bucket, void* stream) = 0;
-  virtual void unpack_uncompressed(float* bucket, void* stream) = 0;
-  virtual void orthogonalize_q(void* stream) = 0;                      // Gram-Schmidt on each Q's columns
-  virtual void compute_p(const float* bucket, void* stream) = 0;       // P_i = M_i Q_i
+  virtual void orthogonalize_q(void* stream) = 0;             // Gram-Schmidt on each Q's columns
+  virtual void begin(float* bucket, void* stream) = 0;        // M = bucket + E; packed = M's vectors; P_i = M_i Q_i
   virtual void orthogonalize_p(void* stream) = 0;
-  virtual void compute_q(const float* bucket, void* stream) = 0;       // Q_i = M_i^T P_i
-  virtual void write_approximation(float* bucket, void* stream) = 0;   // M_i = P_i Q_i^T
-  virtual void update_error(const float* bucket, void* stream) = 0;    // E -= bucket
+  virtual void compute_q(const float* bucket, void* stream) = 0;  // Q_i = M_i^T P_i
+  virtual void finish(float* bucket, void* stream) = 0;       // bucket = packed | P_i Q_i^T; E = M - bucket
 };
 
-std::unique_ptr<PowerSgdBucketMath> make_powersgd_math(const CompressionLayout& layout, GradDevice device);
+// `scratch`: device memory shared by the buckets of one hook (they run one after another on one stream); the
+// CUDA math grows it at construction. Unused on the host.
+std::unique_ptr<PowerSgdBucketMath> make_powersgd_math(const CompressionLayout& layout, GradDevice device,
+                                                       DeviceScratch& scratch);
 std::unique_ptr<PowerSgdBucketMath> make_host_powersgd_math(const CompressionLayout& layout);
 #ifdef DDPX_HAVE_CUDA
-std::unique_ptr<PowerSgdBucketMath> make_cuda_powersgd_math(const CompressionLayout& layout);
+std::unique_ptr<PowerSgdBucketMath> make_cuda_powersgd_math(const CompressionLayout& layout, DeviceScratch& scratch);
 #endif
 
 // Gram-Schmidt over the columns of a row-major [rows, cols] matrix, in place (PyTorch's _orthogonalize with

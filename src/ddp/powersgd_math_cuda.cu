@@ -1,59 +1,416 @@
-// PowerSgdBucketMath on a GPU. Matrices of one shape are multiplied in one cublasSgemmBatched call (ViT buckets
-// hold a few shapes repeated per block); Gram-Schmidt runs one thread block per matrix; error feedback is two
-// element-wise kernels over the whole bucket. Pointer arrays are built once (they depend on the bucket pointer,
-// fixed for a plan), so after the first step nothing here allocates or synchronizes: graph-capturable.
-// Row-major [r, c] data is column-major [c, r] to cuBLAS; the three products are written in that view:
-//   P^T = Q^T M^T (N,N)   Q^T = P^T M (N,T)   M^T = Q P^T (T,N)
-#include <cublas_v2.h>
+// PowerSgdBucketMath on a GPU: a fixed handful of launches per bucket, whatever its tensors, each one pass over
+// the data it needs (the step is memory-bound: rank R <= 8 makes every product a skinny one).
+//   begin:      one kernel: M = G + E written to E (G, the bucket, is not written), vectors of M packed, and
+//               P_i = M_i Q_i from the same read (a block per 4 rows, its threads striding the columns, sums
+//               reduced in a fixed order; Q rows come from L1/L2).
+//   compute_q:  one kernel of partial sums of M_i^T P_i over 32-row slabs into the shared scratch, one kernel
+//               summing the slabs in a fixed order (deterministic: graph replays equal eager steps bit for bit).
+//   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket.
+//   orthogonalize_q/_p: one kernel for all matrices of the bucket, one block per matrix holding its columns in
+//               registers (R <= 8 and <= 4096 rows; a global-memory block per matrix beyond that).
+// Work is described by task tables built and uploaded once at construction (offsets relative to the bucket, so
+// the bucket pointer is a kernel argument), in the same single allocation as E, P and Q: after construction
+// nothing allocates or synchronizes, so steps can be captured into CUDA graphs. Factor ranks above 8 are handled
+// in passes of 8 columns (P, Q) and a generic loop (finish). Vectorized float4 paths are taken where a matrix's
+// rows are 16-byte aligned, scalar ones elsewhere.
+// Numerics: fp32 throughout, sums in a fixed order; differs from the host (OpenBLAS, double norms) by rounding.
 #include <cuda_runtime.h>
 
-#include <map>
-#include <tuple>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "core/error.hpp"
+#include "ddp/device_scratch.hpp"
 #include "ddp/powersgd_math.hpp"
 
 namespace ddpx {
 namespace {
 
-struct MatrixRef {
-  float* data;
-  int rows;
-  int cols;
-};
-
-constexpr int kThreads = 256;
-constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
+constexpr int kThreads = 256;            // row, partial and reduce kernels
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerTask = 4;          // rows of one block in begin/finish; its threads stride the columns
+constexpr int kFactorChunk = 8;          // factor columns per pass of begin / compute_q
+constexpr int kSlabRows = 32;            // rows summed by one block of compute_q
+constexpr int kSlabThreads = 128;
+constexpr int kSlabCols = kSlabThreads * 4;  // columns of one block of compute_q
+constexpr int kReduceChunk = kThreads * 4;
+constexpr long long kSegmentChunk = 8192;
+constexpr int kOrthThreads = 512;
+constexpr int kOrthRowsPerThread = 8;    // register path: rows <= 4096
 
 void check_cuda(cudaError_t status, const char* what) {
   DDPX_REQUIRE(status == cudaSuccess, "PowerSGD (CUDA): {} failed: {}", what, cudaGetErrorString(status));
 }
 
-void check_cublas(cublasStatus_t status, const char* what) {
-  DDPX_REQUIRE(status == CUBLAS_STATUS_SUCCESS, "PowerSGD (CUDA): {} failed: {}", what,
-               cublasGetStatusString(status));
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+struct MatrixInfo {
+  long long offset;          // in the bucket and in E
+  int rows, cols, rank;
+  int slabs;                 // ceil(rows / kSlabRows)
+  long long p_offset, q_offset, partial_offset;
+};
+
+struct SegmentInfo {
+  long long offset, numel, packed_offset;
+};
+
+// begin/finish: rows [begin, end) of matrix `index`, or elements [begin, end) of segment `index`.
+struct RowTask {
+  int is_segment, index;
+  long long begin, end;
+};
+
+struct SlabTask {  // compute_q: rows of slab `slab`, columns [col_begin, +kSlabCols), factor columns [col0, +8)
+  int matrix, slab, col_begin, col0;
+};
+
+struct ReduceTask {  // elements [begin, end) of matrix `matrix`'s Q
+  int matrix, begin, end;
+};
+
+struct OrthRef {  // a [rows, cols] row-major factor at `offset` floats into P or Q
+  long long offset;
+  int rows, cols;
+};
+
+__device__ __forceinline__ float warp_sum(float value) {
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+__device__ __forceinline__ float component(const float4& v, int t) {
+  return t == 0 ? v.x : t == 1 ? v.y : t == 2 ? v.z : v.w;
+}
+
+// Factor row `row` (columns [col0, col0 + kc) of a [*, rank] row-major factor) into registers, zero beyond kc.
+template <int K>
+__device__ __forceinline__ void load_factor_row(const float* factor, long long row, int rank, int col0, int kc,
+                                                float (&out)[K]) {
+  const float* p = factor + row * rank + col0;
+#pragma unroll
+  for (int r = 0; r < K; ++r) out[r] = r < kc ? __ldg(p + r) : 0.0f;
+}
+
+// begin, one factor-column pass: `first_pass` also applies error feedback (E = G + E) and packs the vectors.
+template <int K>
+__global__ void __launch_bounds__(kThreads) begin_kernel(const float* __restrict__ bucket, float* __restrict__ error,
+                                                         float* __restrict__ packed, float* __restrict__ p,
+                                                         const float* __restrict__ q, const MatrixInfo* matrices,
+                                                         const SegmentInfo* segments, const RowTask* tasks, int col0,
+                                                         bool first_pass) {
+  const RowTask task = tasks[blockIdx.x];
+  if (task.is_segment) {
+    const SegmentInfo s = segments[task.index];
+    for (long long k = task.begin + threadIdx.x; k < task.end; k += blockDim.x) {
+      const float value = bucket[s.offset + k] + error[s.offset + k];
+      error[s.offset + k] = value;
+      packed[s.packed_offset + k] = value;
+    }
+    return;
+  }
+  const MatrixInfo m = matrices[task.index];
+  const int kc = min(K, m.rank - col0);
+  const long long row0 = task.begin;
+  const float* g = bucket + m.offset;
+  float* e = error + m.offset;
+  const float* qm = q + m.q_offset;
+  bool valid[kRowsPerTask];
+#pragma unroll
+  for (int w = 0; w < kRowsPerTask; ++w) valid[w] = row0 + w < task.end;
+  float acc[kRowsPerTask][K] = {};
+  if (m.cols % 4 == 0 && aligned16(g) && aligned16(e)) {
+    const int cols4 = m.cols / 4;
+#pragma unroll 2
+    for (int c4 = threadIdx.x; c4 < cols4; c4 += kThreads) {
+      float4 values[kRowsPerTask];
+#pragma unroll
+      for (int w = 0; w < kRowsPerTask; ++w) {
+        values[w] = make_float4(0, 0, 0, 0);
+        if (!valid[w]) continue;
+        const long long at = (row0 + w) * m.cols + 4LL * c4;
+        float4 v = *reinterpret_cast<const float4*>(e + at);
+        if (first_pass) {
+          const float4 grad = *reinterpret_cast<const float4*>(g + at);
+          v = make_float4(v.x + grad.x, v.y + grad.y, v.z + grad.z, v.w + grad.w);
+          *reinterpret_cast<float4*>(e + at) = v;
+        }
+        values[w] = v;
+      }
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        float factor[K];
+        load_factor_row<K>(qm, 4LL * c4 + t, m.rank, col0, kc, factor);
+#pragma unroll
+        for (int w = 0; w < kRowsPerTask; ++w)
+#pragma unroll
+          for (int r = 0; r < K; ++r) acc[w][r] += component(values[w], t) * factor[r];
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < m.cols; c += kThreads) {
+      float factor[K];
+      load_factor_row<K>(qm, c, m.rank, col0, kc, factor);
+#pragma unroll
+      for (int w = 0; w < kRowsPerTask; ++w) {
+        if (!valid[w]) continue;
+        const long long at = (row0 + w) * m.cols + c;
+        float v = e[at];
+        if (first_pass) {
+          v += g[at];
+          e[at] = v;
+        }
+#pragma unroll
+        for (int r = 0; r < K; ++r) acc[w][r] += v * factor[r];
+      }
+    }
+  }
+  // Block reduction in a fixed order: warps' sums to shared memory, then one thread per (row, factor column).
+  __shared__ float warp_sums[kWarps][kRowsPerTask][K];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int w = 0; w < kRowsPerTask; ++w)
+#pragma unroll
+    for (int r = 0; r < K; ++r) {
+      const float total = warp_sum(acc[w][r]);
+      if (lane == 0) warp_sums[warp][w][r] = total;
+    }
+  __syncthreads();
+  if (threadIdx.x < kRowsPerTask * K) {
+    const int w = threadIdx.x / K, r = threadIdx.x % K;
+    float total = 0;
+    for (int x = 0; x < kWarps; ++x) total += warp_sums[x][w][r];
+    if (valid[w] && r < kc) p[m.p_offset + (row0 + w) * m.rank + col0 + r] = total;
+  }
+}
+
+// compute_q, step 1: partial[slab][c][col0 + r] = sum over the slab's rows i of M[i, c] * P[i, col0 + r].
+template <int K>
+__global__ void __launch_bounds__(kSlabThreads) slab_kernel(const float* __restrict__ error,
+                                                            const float* __restrict__ p, float* __restrict__ partial,
+                                                            const MatrixInfo* matrices, const SlabTask* tasks) {
+  const SlabTask task = tasks[blockIdx.x];
+  const MatrixInfo m = matrices[task.matrix];
+  const int kc = min(K, m.rank - task.col0);
+  const float* e = error + m.offset;
+  const int row_begin = task.slab * kSlabRows, row_end = min(m.rows, row_begin + kSlabRows);
+  const bool vectorized = m.cols % 4 == 0 && aligned16(e);
+  // Vectorized: 4 adjacent columns per thread; scalar: columns threadIdx.x + t * kThreads (coalesced).
+  int col[4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t)
+    col[t] = task.col_begin + (vectorized ? 4 * int(threadIdx.x) + t : int(threadIdx.x) + t * kSlabThreads);
+  float acc[4][K] = {};
+#pragma unroll 4
+  for (int i = row_begin; i < row_end; ++i) {
+    float factor[K];
+    load_factor_row<K>(p + m.p_offset, i, m.rank, task.col0, kc, factor);
+    const float* row = e + static_cast<long long>(i) * m.cols;
+    float v[4];
+    if (vectorized) {
+      if (col[0] < m.cols) {
+        const float4 x = *reinterpret_cast<const float4*>(row + col[0]);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+      } else {
+        v[0] = v[1] = v[2] = v[3] = 0;
+      }
+    } else {
+#pragma unroll
+      for (int t = 0; t < 4; ++t) v[t] = col[t] < m.cols ? row[col[t]] : 0.0f;
+    }
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+#pragma unroll
+      for (int r = 0; r < K; ++r) acc[t][r] += v[t] * factor[r];
+  }
+  float* out = partial + m.partial_offset + static_cast<long long>(task.slab) * m.cols * m.rank;
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    if (col[t] >= m.cols) continue;
+#pragma unroll
+    for (int r = 0; r < K; ++r)
+      if (r < kc) out[static_cast<long long>(col[t]) * m.rank + task.col0 + r] = acc[t][r];
+  }
+}
+
+// compute_q, step 2: Q = the sum of the slabs, in slab order.
+__global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __restrict__ partial,
+                                                                float* __restrict__ q, const MatrixInfo* matrices,
+                                                                const ReduceTask* tasks) {
+  const ReduceTask task = tasks[blockIdx.x];
+  const MatrixInfo m = matrices[task.matrix];
+  const long long slab_stride = static_cast<long long>(m.cols) * m.rank;
+  for (int k = task.begin + threadIdx.x; k < task.end; k += blockDim.x) {
+    float total = 0;
+    for (int s = 0; s < m.slabs; ++s) total += partial[m.partial_offset + s * slab_stride + k];
+    q[m.q_offset + k] = total;
+  }
+}
+
+// finish: bucket = P Q^T and E = M - bucket for matrices; bucket = packed and E = M - packed for vectors.
+// K >= every rank of the bucket (registers hold a P row), or 0: any rank, P read from L1 in the inner loop.
+template <int K>
+__global__ void __launch_bounds__(kThreads) finish_kernel(float* __restrict__ bucket, float* __restrict__ error,
+                                                          const float* __restrict__ packed,
+                                                          const float* __restrict__ p, const float* __restrict__ q,
+                                                          const MatrixInfo* matrices, const SegmentInfo* segments,
+                                                          const RowTask* tasks) {
+  const RowTask task = tasks[blockIdx.x];
+  if (task.is_segment) {
+    const SegmentInfo s = segments[task.index];
+    for (long long k = task.begin + threadIdx.x; k < task.end; k += blockDim.x) {
+      const float average = packed[s.packed_offset + k];
+      bucket[s.offset + k] = average;
+      error[s.offset + k] -= average;
+    }
+    return;
+  }
+  const MatrixInfo m = matrices[task.index];
+  const long long row0 = task.begin;
+  float* out = bucket + m.offset;
+  float* e = error + m.offset;
+  const float* pm = p + m.p_offset;
+  const float* qm = q + m.q_offset;
+  constexpr int kHeld = K > 0 ? K : 1;
+  bool valid[kRowsPerTask];
+  float prow[kRowsPerTask][kHeld];
+#pragma unroll
+  for (int w = 0; w < kRowsPerTask; ++w) {
+    valid[w] = row0 + w < task.end;
+    if (K > 0 && valid[w]) load_factor_row<kHeld>(pm, row0 + w, m.rank, 0, m.rank, prow[w]);
+  }
+  // approximation[w] = (P Q^T)[row0 + w, c], the Q row loaded once for the block's rows.
+  auto approximate = [&](int c, float (&approximation)[kRowsPerTask]) {
+    if constexpr (K > 0) {
+      float factor[kHeld];
+      load_factor_row<kHeld>(qm, c, m.rank, 0, m.rank, factor);
+#pragma unroll
+      for (int w = 0; w < kRowsPerTask; ++w) {
+        approximation[w] = 0;
+#pragma unroll
+        for (int r = 0; r < kHeld; ++r) approximation[w] += prow[w][r] * factor[r];
+      }
+    } else {
+#pragma unroll
+      for (int w = 0; w < kRowsPerTask; ++w) {
+        approximation[w] = 0;
+        if (!valid[w]) continue;
+        for (int r = 0; r < m.rank; ++r)
+          approximation[w] += __ldg(pm + (row0 + w) * m.rank + r) * __ldg(qm + static_cast<long long>(c) * m.rank + r);
+      }
+    }
+  };
+  if (m.cols % 4 == 0 && aligned16(out) && aligned16(e)) {
+    const int cols4 = m.cols / 4;
+    for (int c4 = threadIdx.x; c4 < cols4; c4 += kThreads) {
+      float a[4][kRowsPerTask];
+#pragma unroll
+      for (int t = 0; t < 4; ++t) approximate(4 * c4 + t, a[t]);
+#pragma unroll
+      for (int w = 0; w < kRowsPerTask; ++w) {
+        if (!valid[w]) continue;
+        const long long at = (row0 + w) * m.cols + 4LL * c4;
+        const float4 v = *reinterpret_cast<const float4*>(e + at);
+        *reinterpret_cast<float4*>(out + at) = make_float4(a[0][w], a[1][w], a[2][w], a[3][w]);
+        *reinterpret_cast<float4*>(e + at) = make_float4(v.x - a[0][w], v.y - a[1][w], v.z - a[2][w], v.w - a[3][w]);
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < m.cols; c += kThreads) {
+      float a[kRowsPerTask];
+      approximate(c, a);
+#pragma unroll
+      for (int w = 0; w < kRowsPerTask; ++w) {
+        if (!valid[w]) continue;
+        const long long at = (row0 + w) * m.cols + c;
+        out[at] = a[w];
+        e[at] -= a[w];
+      }
+    }
+  }
+}
+
+// Gram-Schmidt, one block per matrix with its (rows <= 4096) x (cols <= K) values in registers. Iteration j
+// needs one block reduction: s_k = <a_j, a_k> for k >= j; then a_j /= |a_j| and a_k -= (s_k / |a_j|) a_j, which
+// is the host's sequence (normalize, then project every later column on the normalized one).
+template <int K>
+__global__ void __launch_bounds__(kOrthThreads) orthogonalize_registers_kernel(float* factors, const OrthRef* refs) {
+  __shared__ float partial[2][kOrthThreads / 32][K];
+  const OrthRef ref = refs[blockIdx.x];
+  const struct {
+    float* data;
+    int rows, cols;
+  } m{factors + ref.offset, ref.rows, ref.cols};
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float a[kOrthRowsPerThread][K];
+#pragma unroll
+  for (int s = 0; s < kOrthRowsPerThread; ++s) {
+    const int i = threadIdx.x + s * kOrthThreads;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      a[s][k] = i < m.rows && k < m.cols ? m.data[static_cast<long long>(i) * m.cols + k] : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    if (j >= m.cols) break;
+    float sums[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      sums[k] = 0;
+      if (k < j) continue;
+#pragma unroll
+      for (int s = 0; s < kOrthRowsPerThread; ++s) sums[k] += a[s][j] * a[s][k];
+      sums[k] = warp_sum(sums[k]);
+      if (lane == 0) partial[j % 2][warp][k] = sums[k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (k < j) continue;
+      float total = 0;
+      for (int w = 0; w < kOrthThreads / 32; ++w) total += partial[j % 2][w][k];
+      sums[k] = total;
+    }
+    const float inverse_norm = sums[j] > 0 ? 1.0f / sqrtf(sums[j]) : 0.0f;
+#pragma unroll
+    for (int s = 0; s < kOrthRowsPerThread; ++s) {
+      a[s][j] *= inverse_norm;
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        if (k > j) a[s][k] -= sums[k] * inverse_norm * a[s][j];
+    }
+  }
+#pragma unroll
+  for (int s = 0; s < kOrthRowsPerThread; ++s) {
+    const int i = threadIdx.x + s * kOrthThreads;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (i < m.rows && k < m.cols) m.data[static_cast<long long>(i) * m.cols + k] = a[s][k];
+  }
 }
 
 __device__ float block_sum(float value, float* shared) {
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
+  value = warp_sum(value);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) shared[warp] = value;
   __syncthreads();
-  if (warp == 0) {
-    value = lane < static_cast<int>(blockDim.x / 32) ? shared[lane] : 0.0f;
-    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
-    if (lane == 0) shared[0] = value;
-  }
-  __syncthreads();
-  const float total = shared[0];
+  float total = 0;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) total += shared[w];
   __syncthreads();
   return total;
 }
 
-// One block per matrix: Gram-Schmidt over its columns (see orthogonalize_columns for the host twin).
-__global__ void orthogonalize_kernel(const MatrixRef* matrices) {
-  __shared__ float shared[32];
-  const MatrixRef m = matrices[blockIdx.x];
+// Gram-Schmidt for matrices beyond the register path (more rows or columns): one block per matrix, in memory.
+__global__ void __launch_bounds__(kOrthThreads) orthogonalize_memory_kernel(float* factors, const OrthRef* refs) {
+  __shared__ float shared[kOrthThreads / 32];
+  const OrthRef ref = refs[blockIdx.x];
+  const struct {
+    float* data;
+    int rows, cols;
+  } m{factors + ref.offset, ref.rows, ref.cols};
   for (int j = 0; j < m.cols; ++j) {
     float partial = 0;
     for (int i = threadIdx.x; i < m.rows; i += blockDim.x) partial += m.data[i * m.cols + j] * m.data[i * m.cols + j];
@@ -65,93 +422,173 @@ __global__ void orthogonalize_kernel(const MatrixRef* matrices) {
       partial = 0;
       for (int i = threadIdx.x; i < m.rows; i += blockDim.x) partial += m.data[i * m.cols + j] * m.data[i * m.cols + k];
       const float projection = block_sum(partial, shared);
-      for (int i = threadIdx.x; i < m.rows; i += blockDim.x) m.data[i * m.cols + k] -= projection * m.data[i * m.cols + j];
+      for (int i = threadIdx.x; i < m.rows; i += blockDim.x)
+        m.data[i * m.cols + k] -= projection * m.data[i * m.cols + j];
       __syncthreads();
     }
   }
 }
 
-__global__ void add_error_and_save_kernel(float* __restrict__ bucket, float* __restrict__ error, size_t count) {
-  size_t stride = size_t{gridDim.x} * blockDim.x;
-  for (size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const float value = bucket[i] + error[i];
-    bucket[i] = value;
-    error[i] = value;
+// The smallest of 1, 2, 4, 8 holding `rank` (rank <= 8).
+int register_width(int rank) { return rank <= 1 ? 1 : rank <= 2 ? 2 : rank <= 4 ? 4 : 8; }
+
+// A table inside the bucket's one device allocation: staged on the host, then bound to its device address.
+template <typename T>
+struct Table {
+  size_t offset = 0;  // bytes from the start of the tables
+  unsigned size = 0;
+  const T* data = nullptr;
+  void bind(const unsigned char* tables) { data = reinterpret_cast<const T*>(tables + offset); }
+};
+
+class TableStaging {
+ public:
+  template <typename T>
+  Table<T> add(const std::vector<T>& host) {
+    Table<T> table;
+    table.offset = (bytes_.size() + 15) / 16 * 16;
+    table.size = static_cast<unsigned>(host.size());
+    bytes_.resize(table.offset + host.size() * sizeof(T));
+    if (!host.empty()) std::memcpy(bytes_.data() + table.offset, host.data(), host.size() * sizeof(T));
+    return table;
   }
-}
+  const std::vector<unsigned char>& bytes() const { return bytes_; }
 
-__global__ void subtract_into_error_kernel(const float* __restrict__ bucket, float* __restrict__ error,
-                                           size_t count) {
-  size_t stride = size_t{gridDim.x} * blockDim.x;
-  for (size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += stride) error[i] -= bucket[i];
-}
+ private:
+  std::vector<unsigned char> bytes_;
+};
 
-unsigned blocks_for(size_t count) {
-  size_t blocks = (count + kThreads * 4 - 1) / (kThreads * 4);
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
+// Matrices to orthogonalize, split by kernel: registers (grouped by register width) or memory.
+struct OrthPlan {
+  Table<OrthRef> by_width[4];  // widths 1, 2, 4, 8
+  Table<OrthRef> in_memory;
 
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+  OrthPlan() = default;
+  OrthPlan(const std::vector<OrthRef>& refs, TableStaging& staging) {
+    std::vector<OrthRef> groups[4], rest;
+    for (const OrthRef& ref : refs) {
+      if (ref.cols <= kFactorChunk && ref.rows <= kOrthThreads * kOrthRowsPerThread) {
+        const int width = register_width(ref.cols);
+        groups[width == 1 ? 0 : width == 2 ? 1 : width == 4 ? 2 : 3].push_back(ref);
+      } else {
+        rest.push_back(ref);
+      }
+    }
+    for (int g = 0; g < 4; ++g) by_width[g] = staging.add(groups[g]);
+    in_memory = staging.add(rest);
+  }
 
-// Matrices of one (rows, cols, rank), multiplied together.
-struct ShapeGroup {
-  int rows = 0, cols = 0, rank = 0;
-  std::vector<size_t> members;  // indices into layout.matrices
-  float** m_pointers = nullptr;  // device arrays of members.size() pointers each
-  float** p_pointers = nullptr;
-  float** q_pointers = nullptr;
+  void bind(const unsigned char* tables) {
+    for (Table<OrthRef>& table : by_width) table.bind(tables);
+    in_memory.bind(tables);
+  }
+
+  void launch(float* factors, cudaStream_t stream) const {
+    const Table<OrthRef>* w = by_width;
+    if (w[0].size) orthogonalize_registers_kernel<1><<<w[0].size, kOrthThreads, 0, stream>>>(factors, w[0].data);
+    if (w[1].size) orthogonalize_registers_kernel<2><<<w[1].size, kOrthThreads, 0, stream>>>(factors, w[1].data);
+    if (w[2].size) orthogonalize_registers_kernel<4><<<w[2].size, kOrthThreads, 0, stream>>>(factors, w[2].data);
+    if (w[3].size) orthogonalize_registers_kernel<8><<<w[3].size, kOrthThreads, 0, stream>>>(factors, w[3].data);
+    if (in_memory.size)
+      orthogonalize_memory_kernel<<<in_memory.size, kOrthThreads, 0, stream>>>(factors, in_memory.data);
+    check_cuda(cudaGetLastError(), "orthogonalization kernel");
+  }
 };
 
 class CudaPowerSgdMath : public PowerSgdBucketMath {
  public:
-  explicit CudaPowerSgdMath(const CompressionLayout& layout) : layout_(layout) {
-    const size_t floats = layout.bucket_elements + layout.p_elements + layout.q_elements + layout.uncompressed_elements;
-    check_cuda(cudaMalloc(&storage_, (floats ? floats : 1) * sizeof(float)), "cudaMalloc of the factors");
-    check_cuda(cudaMemset(storage_, 0, (floats ? floats : 1) * sizeof(float)), "cudaMemset of the error buffer");
+  CudaPowerSgdMath(const CompressionLayout& layout, DeviceScratch& scratch) : layout_(layout), scratch_(scratch) {
+    std::vector<MatrixInfo> matrices;
+    long long partial_floats = 0;
+    int max_rank = 0;
+    for (const LowRankMatrix& m : layout.matrices) {
+      const int slabs = static_cast<int>((m.rows + kSlabRows - 1) / kSlabRows);
+      matrices.push_back({static_cast<long long>(m.offset), int(m.rows), int(m.cols), int(m.rank), slabs,
+                          static_cast<long long>(m.p_offset), static_cast<long long>(m.q_offset), partial_floats});
+      partial_floats += static_cast<long long>(slabs) * m.cols * m.rank;
+      max_rank = std::max(max_rank, int(m.rank));
+    }
+    std::vector<SegmentInfo> segments;
+    long long packed_offset = 0;
+    for (const BucketSegment& s : layout.uncompressed) {
+      segments.push_back({static_cast<long long>(s.offset), static_cast<long long>(s.numel), packed_offset});
+      packed_offset += static_cast<long long>(s.numel);
+    }
+    TableStaging staging;
+    matrices_ = staging.add(matrices);
+    segments_ = staging.add(segments);
+
+    // begin/finish rows (pass 0 also carries the vectors); later passes only matrices of larger rank.
+    passes_ = std::max(1, (max_rank + kFactorChunk - 1) / kFactorChunk);
+    std::vector<RowTask> finish_tasks;
+    for (size_t i = 0; i < matrices.size(); ++i)
+      for (long long row = 0; row < matrices[i].rows; row += kRowsPerTask)
+        finish_tasks.push_back({0, int(i), row, std::min<long long>(row + kRowsPerTask, matrices[i].rows)});
+    for (size_t i = 0; i < segments.size(); ++i)
+      for (long long k = 0; k < segments[i].numel; k += kSegmentChunk)
+        finish_tasks.push_back({1, int(i), k, std::min(k + kSegmentChunk, segments[i].numel)});
+    finish_tasks_ = staging.add(finish_tasks);
+    begin_tasks_.push_back(finish_tasks_);
+    for (int pass = 1; pass < passes_; ++pass) {
+      std::vector<RowTask> tasks;
+      for (const RowTask& t : finish_tasks)
+        if (!t.is_segment && matrices[t.index].rank > pass * kFactorChunk) tasks.push_back(t);
+      begin_tasks_.push_back(staging.add(tasks));
+    }
+
+    std::vector<SlabTask> slab_tasks;
+    std::vector<ReduceTask> reduce_tasks;
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      const MatrixInfo& m = matrices[i];
+      for (int col0 = 0; col0 < m.rank; col0 += kFactorChunk)
+        for (int slab = 0; slab < m.slabs; ++slab)
+          for (int col = 0; col < m.cols; col += kSlabCols) slab_tasks.push_back({int(i), slab, col, col0});
+      for (int k = 0; k < m.cols * m.rank; k += kReduceChunk)
+        reduce_tasks.push_back({int(i), k, std::min(k + kReduceChunk, m.cols * m.rank)});
+    }
+    slab_tasks_ = staging.add(slab_tasks);
+    reduce_tasks_ = staging.add(reduce_tasks);
+    width_ = max_rank == 0 ? 1 : register_width(std::min(max_rank, kFactorChunk));
+    finish_width_ = max_rank > kFactorChunk ? 0 : width_;
+
+    std::vector<OrthRef> p_refs, q_refs;
+    for (const LowRankMatrix& m : layout.matrices) {
+      p_refs.push_back({static_cast<long long>(m.p_offset), int(m.rows), int(m.rank)});
+      q_refs.push_back({static_cast<long long>(m.q_offset), int(m.cols), int(m.rank)});
+    }
+    orth_p_ = OrthPlan(p_refs, staging);
+    orth_q_ = OrthPlan(q_refs, staging);
+
+    // One allocation: E, packed, P, Q (floats, zeroed), then the tables.
+    const size_t floats = layout.bucket_elements + layout.uncompressed_elements + layout.p_elements + layout.q_elements;
+    const size_t float_bytes = (floats * sizeof(float) + 255) / 256 * 256;
+    check_cuda(cudaMalloc(&storage_, float_bytes + staging.bytes().size() + 1), "cudaMalloc of E, P, Q and tables");
+    check_cuda(cudaMemset(storage_, 0, float_bytes), "cudaMemset of the error buffer");
+    auto* tables = reinterpret_cast<unsigned char*>(storage_) + float_bytes;
+    if (!staging.bytes().empty())
+      check_cuda(cudaMemcpy(tables, staging.bytes().data(), staging.bytes().size(), cudaMemcpyHostToDevice),
+                 "upload of the task tables");
     error_ = storage_;
-    p_ = error_ + layout.bucket_elements;
+    packed_ = error_ + layout.bucket_elements;
+    p_ = packed_ + layout.uncompressed_elements;
     q_ = p_ + layout.p_elements;
-    packed_ = q_ + layout.q_elements;
-
-    std::map<std::tuple<int64_t, int64_t, int64_t>, size_t> group_of_shape;
-    for (size_t i = 0; i < layout.matrices.size(); ++i) {
-      const LowRankMatrix& m = layout.matrices[i];
-      auto [it, added] = group_of_shape.try_emplace({m.rows, m.cols, m.rank}, groups_.size());
-      if (added) groups_.push_back({int(m.rows), int(m.cols), int(m.rank), {}, nullptr, nullptr, nullptr});
-      groups_[it->second].members.push_back(i);
-    }
-    const size_t matrices = layout.matrices.size();
-    check_cuda(cudaMalloc(&pointer_storage_, (3 * matrices + 1) * sizeof(float*)), "cudaMalloc of pointer arrays");
-    check_cuda(cudaMalloc(&refs_, (2 * matrices + 1) * sizeof(MatrixRef)), "cudaMalloc of matrix refs");
-    float** cursor = pointer_storage_;
-    for (ShapeGroup& group : groups_) {
-      group.m_pointers = cursor;
-      group.p_pointers = cursor + group.members.size();
-      group.q_pointers = cursor + 2 * group.members.size();
-      cursor += 3 * group.members.size();
-    }
-    std::vector<MatrixRef> refs;
-    for (const LowRankMatrix& m : layout.matrices) refs.push_back({p_ + m.p_offset, int(m.rows), int(m.rank)});
-    for (const LowRankMatrix& m : layout.matrices) refs.push_back({q_ + m.q_offset, int(m.cols), int(m.rank)});
-    if (!refs.empty())
-      check_cuda(cudaMemcpy(refs_, refs.data(), refs.size() * sizeof(MatrixRef), cudaMemcpyHostToDevice),
-                 "copy of matrix refs");
-    check_cublas(cublasCreate(&cublas_), "cublasCreate");
-    check_cuda(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes), "cudaMalloc of the cuBLAS workspace");
-    check_cublas(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes), "cublasSetWorkspace");
+    matrices_.bind(tables);
+    segments_.bind(tables);
+    finish_tasks_.bind(tables);
+    for (Table<RowTask>& t : begin_tasks_) t.bind(tables);
+    slab_tasks_.bind(tables);
+    reduce_tasks_.bind(tables);
+    orth_p_.bind(tables);
+    orth_q_.bind(tables);
+    if (partial_floats > 0) scratch_.reserve(static_cast<size_t>(partial_floats) * sizeof(float));
   }
 
-  ~CudaPowerSgdMath() override {
-    cublasDestroy(cublas_);
-    cudaFree(cublas_workspace_);
-    cudaFree(refs_);
-    cudaFree(pointer_storage_);
-    cudaFree(storage_);
-  }
+  ~CudaPowerSgdMath() override { cudaFree(storage_); }
+  CudaPowerSgdMath(const CudaPowerSgdMath&) = delete;
+  CudaPowerSgdMath& operator=(const CudaPowerSgdMath&) = delete;
 
-  float* p() override { return p_; }
+  float* packed_and_p() override { return packed_; }
   float* q() override { return q_; }
-  float* packed() override { return packed_; }
 
   void set_q(const std::vector<float>& host_q, void* stream) override {
     check_cuda(cudaMemcpyAsync(q_, host_q.data(), host_q.size() * sizeof(float), cudaMemcpyHostToDevice,
@@ -160,114 +597,83 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     check_cuda(cudaStreamSynchronize(as_stream(stream)), "upload of the initial Q");  // host_q is temporary
   }
 
-  void apply_error_feedback(float* bucket, void* stream) override {
-    add_error_and_save_kernel<<<blocks_for(layout_.bucket_elements), kThreads, 0, as_stream(stream)>>>(
-        bucket, error_, layout_.bucket_elements);
-    check_cuda(cudaGetLastError(), "error feedback kernel");
-  }
+  void orthogonalize_q(void* stream) override { orth_q_.launch(q_, as_stream(stream)); }
+  void orthogonalize_p(void* stream) override { orth_p_.launch(p_, as_stream(stream)); }
 
-  void update_error(const float* bucket, void* stream) override {
-    subtract_into_error_kernel<<<blocks_for(layout_.bucket_elements), kThreads, 0, as_stream(stream)>>>(
-        bucket, error_, layout_.bucket_elements);
-    check_cuda(cudaGetLastError(), "error update kernel");
-  }
-
-  void pack_uncompressed(const float* bucket, void* stream) override {
-    float* out = packed_;
-    for (const BucketSegment& segment : layout_.uncompressed) {
-      check_cuda(cudaMemcpyAsync(out, bucket + segment.offset, segment.numel * sizeof(float),
-                                 cudaMemcpyDeviceToDevice, as_stream(stream)),
-                 "pack of uncompressed tensors");
-      out += segment.numel;
+  void begin(float* bucket, void* stream) override {
+    for (int pass = 0; pass < passes_; ++pass) {
+      const Table<RowTask>& tasks = begin_tasks_[pass];
+      if (!tasks.size) continue;
+      const int col0 = pass * kFactorChunk;
+      auto launch = [&](auto kernel) {
+        kernel<<<tasks.size, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_, matrices_.data,
+                                                               segments_.data, tasks.data, col0, pass == 0);
+      };
+      switch (width_) {
+        case 1: launch(begin_kernel<1>); break;
+        case 2: launch(begin_kernel<2>); break;
+        case 4: launch(begin_kernel<4>); break;
+        default: launch(begin_kernel<8>); break;
+      }
+      check_cuda(cudaGetLastError(), "error feedback and P = M Q kernel");
     }
   }
 
-  void unpack_uncompressed(float* bucket, void* stream) override {
-    const float* in = packed_;
-    for (const BucketSegment& segment : layout_.uncompressed) {
-      check_cuda(cudaMemcpyAsync(bucket + segment.offset, in, segment.numel * sizeof(float),
-                                 cudaMemcpyDeviceToDevice, as_stream(stream)),
-                 "unpack of uncompressed tensors");
-      in += segment.numel;
+  void compute_q(const float*, void* stream) override {
+    if (!slab_tasks_.size) return;
+    auto* partial = static_cast<float*>(scratch_.data());
+    auto launch = [&](auto kernel) {
+      kernel<<<slab_tasks_.size, kSlabThreads, 0, as_stream(stream)>>>(error_, p_, partial, matrices_.data,
+                                                                       slab_tasks_.data);
+    };
+    switch (width_) {
+      case 1: launch(slab_kernel<1>); break;
+      case 2: launch(slab_kernel<2>); break;
+      case 4: launch(slab_kernel<4>); break;
+      default: launch(slab_kernel<8>); break;
     }
+    check_cuda(cudaGetLastError(), "M^T P partial-sum kernel");
+    reduce_slabs_kernel<<<reduce_tasks_.size, kThreads, 0, as_stream(stream)>>>(partial, q_, matrices_.data,
+                                                                                reduce_tasks_.data);
+    check_cuda(cudaGetLastError(), "M^T P reduction kernel");
   }
 
-  void orthogonalize_q(void* stream) override { orthogonalize(refs_ + layout_.matrices.size(), stream); }
-  void orthogonalize_p(void* stream) override { orthogonalize(refs_, stream); }
-
-  void compute_p(const float* bucket, void* stream) override {
-    bind(bucket);
-    prepare(stream);
-    const float one = 1.0f, zero = 0.0f;
-    for (const ShapeGroup& g : groups_)
-      check_cublas(cublasSgemmBatched(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, g.rank, g.rows, g.cols, &one, g.q_pointers,
-                                      g.rank, g.m_pointers, g.cols, &zero, g.p_pointers, g.rank,
-                                      int(g.members.size())),
-                   "P = M Q (cublasSgemmBatched)");
-  }
-
-  void compute_q(const float* bucket, void* stream) override {
-    bind(bucket);
-    prepare(stream);
-    const float one = 1.0f, zero = 0.0f;
-    for (const ShapeGroup& g : groups_)
-      check_cublas(cublasSgemmBatched(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, g.rank, g.cols, g.rows, &one, g.p_pointers,
-                                      g.rank, g.m_pointers, g.cols, &zero, g.q_pointers, g.rank,
-                                      int(g.members.size())),
-                   "Q = M^T P (cublasSgemmBatched)");
-  }
-
-  void write_approximation(float* bucket, void* stream) override {
-    bind(bucket);
-    prepare(stream);
-    const float one = 1.0f, zero = 0.0f;
-    for (const ShapeGroup& g : groups_)
-      check_cublas(cublasSgemmBatched(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, g.cols, g.rows, g.rank, &one, g.q_pointers,
-                                      g.rank, g.p_pointers, g.rank, &zero, g.m_pointers, g.cols,
-                                      int(g.members.size())),
-                   "M = P Q^T (cublasSgemmBatched)");
+  void finish(float* bucket, void* stream) override {
+    if (!finish_tasks_.size) return;
+    auto launch = [&](auto kernel) {
+      kernel<<<finish_tasks_.size, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_,
+                                                                     matrices_.data, segments_.data,
+                                                                     finish_tasks_.data);
+    };
+    switch (finish_width_) {
+      case 0: launch(finish_kernel<0>); break;
+      case 1: launch(finish_kernel<1>); break;
+      case 2: launch(finish_kernel<2>); break;
+      case 4: launch(finish_kernel<4>); break;
+      default: launch(finish_kernel<8>); break;
+    }
+    check_cuda(cudaGetLastError(), "P Q^T and error update kernel");
   }
 
  private:
-  void orthogonalize(const MatrixRef* refs, void* stream) {
-    if (layout_.matrices.empty()) return;
-    orthogonalize_kernel<<<unsigned(layout_.matrices.size()), kThreads, 0, as_stream(stream)>>>(refs);
-    check_cuda(cudaGetLastError(), "orthogonalization kernel");
-  }
-
-  void prepare(void* stream) { check_cublas(cublasSetStream(cublas_, as_stream(stream)), "cublasSetStream"); }
-
-  // Fills the batched-gemm pointer arrays for this bucket pointer (once per plan: a synchronous copy).
-  void bind(const float* bucket) {
-    if (bucket == bound_bucket_) return;
-    std::vector<float*> pointers;
-    for (const ShapeGroup& g : groups_) {
-      for (size_t i : g.members) pointers.push_back(const_cast<float*>(bucket) + layout_.matrices[i].offset);
-      for (size_t i : g.members) pointers.push_back(p_ + layout_.matrices[i].p_offset);
-      for (size_t i : g.members) pointers.push_back(q_ + layout_.matrices[i].q_offset);
-    }
-    if (!pointers.empty())
-      check_cuda(cudaMemcpy(pointer_storage_, pointers.data(), pointers.size() * sizeof(float*),
-                            cudaMemcpyHostToDevice),
-                 "copy of gemm pointer arrays");
-    bound_bucket_ = bucket;
-  }
-
   CompressionLayout layout_;
+  DeviceScratch& scratch_;
   float* storage_ = nullptr;
-  float *error_ = nullptr, *p_ = nullptr, *q_ = nullptr, *packed_ = nullptr;
-  std::vector<ShapeGroup> groups_;
-  float** pointer_storage_ = nullptr;
-  MatrixRef* refs_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  void* cublas_workspace_ = nullptr;
-  const float* bound_bucket_ = nullptr;
+  float *error_ = nullptr, *packed_ = nullptr, *p_ = nullptr, *q_ = nullptr;
+  int passes_ = 1, width_ = 1, finish_width_ = 1;
+  Table<MatrixInfo> matrices_;
+  Table<SegmentInfo> segments_;
+  std::vector<Table<RowTask>> begin_tasks_;  // per factor pass; pass 0's is finish_tasks_
+  Table<RowTask> finish_tasks_;
+  Table<SlabTask> slab_tasks_;
+  Table<ReduceTask> reduce_tasks_;
+  OrthPlan orth_p_, orth_q_;
 };
 
 }  // namespace
 
-std::unique_ptr<PowerSgdBucketMath> make_cuda_powersgd_math(const CompressionLayout& layout) {
-  return std::make_unique<CudaPowerSgdMath>(layout);
+std::unique_ptr<PowerSgdBucketMath> make_cuda_powersgd_math(const CompressionLayout& layout, DeviceScratch& scratch) {
+  return std::make_unique<CudaPowerSgdMath>(layout, scratch);
 }
 
 }  // namespace ddpx

@@ -32,72 +32,61 @@ class HostPowerSgdMath : public PowerSgdBucketMath {
   explicit HostPowerSgdMath(const CompressionLayout& layout)
       : layout_(layout),
         error_(layout.bucket_elements, 0.0f),
-        p_(layout.p_elements),
-        q_(layout.q_elements),
-        packed_(layout.uncompressed_elements) {}
+        packed_and_p_(layout.uncompressed_elements + layout.p_elements),
+        q_(layout.q_elements) {}
 
-  float* p() override { return p_.data(); }
+  float* packed_and_p() override { return packed_and_p_.data(); }
   float* q() override { return q_.data(); }
-  float* packed() override { return packed_.data(); }
 
   void set_q(const std::vector<float>& host_q, void*) override { q_ = host_q; }
-
-  void apply_error_feedback(float* bucket, void*) override {
-    for (size_t i = 0; i < error_.size(); ++i) error_[i] = bucket[i] += error_[i];
-  }
-
-  void pack_uncompressed(const float* bucket, void*) override {
-    float* out = packed_.data();
-    for (const BucketSegment& segment : layout_.uncompressed) {
-      std::memcpy(out, bucket + segment.offset, segment.numel * sizeof(float));
-      out += segment.numel;
-    }
-  }
-
-  void unpack_uncompressed(float* bucket, void*) override {
-    const float* in = packed_.data();
-    for (const BucketSegment& segment : layout_.uncompressed) {
-      std::memcpy(bucket + segment.offset, in, segment.numel * sizeof(float));
-      in += segment.numel;
-    }
-  }
 
   void orthogonalize_q(void*) override {
     for (const LowRankMatrix& m : layout_.matrices) orthogonalize_columns(q_.data() + m.q_offset, m.cols, m.rank);
   }
 
-  void orthogonalize_p(void*) override {
-    for (const LowRankMatrix& m : layout_.matrices) orthogonalize_columns(p_.data() + m.p_offset, m.rows, m.rank);
-  }
-
-  void compute_p(const float* bucket, void*) override {
+  // M lives in the bucket from here to finish().
+  void begin(float* bucket, void*) override {
+    for (size_t i = 0; i < error_.size(); ++i) error_[i] = bucket[i] += error_[i];
+    float* out = packed_and_p_.data();
+    for (const BucketSegment& segment : layout_.uncompressed) {
+      std::memcpy(out, bucket + segment.offset, segment.numel * sizeof(float));
+      out += segment.numel;
+    }
     for (const LowRankMatrix& m : layout_.matrices)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m.rows), int(m.rank), int(m.cols), 1.0f,
-                  bucket + m.offset, int(m.cols), q_.data() + m.q_offset, int(m.rank), 0.0f, p_.data() + m.p_offset,
+                  bucket + m.offset, int(m.cols), q_.data() + m.q_offset, int(m.rank), 0.0f, p() + m.p_offset,
                   int(m.rank));
+  }
+
+  void orthogonalize_p(void*) override {
+    for (const LowRankMatrix& m : layout_.matrices) orthogonalize_columns(p() + m.p_offset, m.rows, m.rank);
   }
 
   void compute_q(const float* bucket, void*) override {
     for (const LowRankMatrix& m : layout_.matrices)
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(m.cols), int(m.rank), int(m.rows), 1.0f,
-                  bucket + m.offset, int(m.cols), p_.data() + m.p_offset, int(m.rank), 0.0f, q_.data() + m.q_offset,
+                  bucket + m.offset, int(m.cols), p() + m.p_offset, int(m.rank), 0.0f, q_.data() + m.q_offset,
                   int(m.rank));
   }
 
-  void write_approximation(float* bucket, void*) override {
+  void finish(float* bucket, void*) override {
+    const float* in = packed_and_p_.data();
+    for (const BucketSegment& segment : layout_.uncompressed) {
+      std::memcpy(bucket + segment.offset, in, segment.numel * sizeof(float));
+      in += segment.numel;
+    }
     for (const LowRankMatrix& m : layout_.matrices)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m.rows), int(m.cols), int(m.rank), 1.0f,
-                  p_.data() + m.p_offset, int(m.rank), q_.data() + m.q_offset, int(m.rank), 0.0f, bucket + m.offset,
+                  p() + m.p_offset, int(m.rank), q_.data() + m.q_offset, int(m.rank), 0.0f, bucket + m.offset,
                   int(m.cols));
-  }
-
-  void update_error(const float* bucket, void*) override {
     for (size_t i = 0; i < error_.size(); ++i) error_[i] -= bucket[i];
   }
 
  private:
+  float* p() { return packed_and_p_.data() + layout_.uncompressed_elements; }
+
   CompressionLayout layout_;
-  std::vector<float> error_, p_, q_, packed_;
+  std::vector<float> error_, packed_and_p_, q_;
 };
 
 }  // namespace
@@ -106,11 +95,13 @@ std::unique_ptr<PowerSgdBucketMath> make_host_powersgd_math(const CompressionLay
   return std::make_unique<HostPowerSgdMath>(layout);
 }
 
-std::unique_ptr<PowerSgdBucketMath> make_powersgd_math(const CompressionLayout& layout, GradDevice device) {
+std::unique_ptr<PowerSgdBucketMath> make_powersgd_math(const CompressionLayout& layout, GradDevice device,
+                                                       DeviceScratch& scratch) {
   if (device == GradDevice::cpu) return make_host_powersgd_math(layout);
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_powersgd_math(layout);
+  return make_cuda_powersgd_math(layout, scratch);
 #else
+  (void)scratch;
   fail("--comm-hook powersgd: the gradients are on a GPU but this ddpx was built without CUDA");
 #endif
 }

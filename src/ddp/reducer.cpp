@@ -103,14 +103,36 @@ void Reducer::launch_ready_buckets() {
     launch(next_launch_++);
 }
 
+void Reducer::arm_watchdog() {
+  options_.watchdog->arm(synchronized_steps_, [target = probe_target_] {
+    std::lock_guard lock(target->mutex);
+    return target->launcher ? target->launcher->progress() : target->last_progress;
+  });
+}
+
 void Reducer::launch(size_t bucket_index) {
-  if (bucket_index == 0 && options_.watchdog) {
-    options_.watchdog->arm(synchronized_steps_, [target = probe_target_] {
-      std::lock_guard lock(target->mutex);
-      return target->launcher ? target->launcher->progress() : target->last_progress;
-    });
+  if (bucket_index == 0 && options_.watchdog) arm_watchdog();
+  try {
+    launcher_->launch(views_[bucket_index], synchronized_steps_);
+  } catch (...) {
+    if (options_.watchdog) options_.watchdog->throw_if_fired();  // a call on the aborted communicator failed
+    throw;
   }
-  launcher_->launch(views_[bucket_index], synchronized_steps_);
+}
+
+void Reducer::before_replay() {
+  DDPX_REQUIRE(!in_step_, "Reducer::before_replay() inside an open step: replay a captured step between "
+                          "finish_step() and the next begin_step()");
+  DDPX_REQUIRE(options_.device == GradDevice::cuda, "Reducer: CUDA graph replays need GPU gradients (--device cuda)");
+  if (options_.watchdog) options_.watchdog->throw_if_fired();
+}
+
+void Reducer::after_replay(void* compute_stream) {
+  DDPX_REQUIRE(!in_step_, "Reducer::after_replay() inside an open step: replay a captured step between "
+                          "finish_step() and the next begin_step()");
+  launcher_->watch_replay(compute_stream);
+  if (options_.watchdog) arm_watchdog();
+  ++synchronized_steps_;
 }
 
 void Reducer::fail_unmarked() {
@@ -150,6 +172,7 @@ void Reducer::finish_step() {
     launcher_->finish_step();
   } catch (...) {
     if (options_.watchdog && options_.device == GradDevice::cpu) options_.watchdog->disarm();
+    if (options_.watchdog) options_.watchdog->throw_if_fired();
     throw;
   }
   if (options_.watchdog && options_.device == GradDevice::cpu) options_.watchdog->disarm();

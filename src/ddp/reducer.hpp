@@ -14,7 +14,10 @@
 //    ending with tensors never marked, begin/mark/finish out of sequence, a hook's failure (bucket and step).
 //  - On CUDA, begin/mark/finish never synchronize the host, so a synchronized step can be captured in a CUDA graph
 //    once every hook has run one eager step.
-//  - With a watchdog, each synchronized step's communication is watched from its first launch (see watchdog.hpp).
+//  - With a watchdog, each synchronized step's communication is watched from its first launch (see watchdog.hpp),
+//    a replayed CUDA graph's from after_replay(). Once it has fired, begin_step, finish_step and before_replay
+//    throw its message; so do mark_ready and finish_step when a collective fails because the watchdog aborted
+//    the communicator (the timeout is the cause worth reporting, not the aborted call).
 //  - The reducer owns the hook and (CUDA, if not given one) the communication stream; the communicator and the
 //    gradient buffer must outlive it. The watchdog may be destroyed before or after it (the reducer never
 //    touches it on destruction; its probe then reports a finished step as complete and a step cut short, say
@@ -55,6 +58,16 @@ class Reducer {
   void mark_ready(size_t begin, size_t end);
   void finish_step();
 
+  // CUDA graph replays of a whole captured synchronized step (the trainer calls neither begin/mark/finish then):
+  //   reducer.before_replay();                    // throws the watchdog's error if it fired (the communicator
+  //   cudaGraphLaunch(step_graph, compute_stream); //  is aborted: the graph's collectives must not run again)
+  //   reducer.after_replay(compute_stream);       // records the replay's end on compute_stream and arms the
+  //                                               //  watchdog on it; counts one synchronized step
+  // A stalled collective inside the replay then times out like an eager one ("... in step S"; the bucket is
+  // unknown inside a graph). No host synchronization; without a watchdog both only check the call sequence.
+  void before_replay();
+  void after_replay(void* compute_stream);
+
   const BucketPlan& plan() const { return plan_; }
   const CommHook& hook() const { return *hook_; }
   int64_t synchronized_steps() const { return synchronized_steps_; }
@@ -64,6 +77,7 @@ class Reducer {
  private:
   void launch_ready_buckets();
   void launch(size_t bucket_index);
+  void arm_watchdog();
   [[noreturn]] void fail_unmarked();
 
   Communicator& comm_;
@@ -88,7 +102,6 @@ class Reducer {
   bool sync_ = false;
   int64_t synchronized_steps_ = 0;  // also the index of the current synchronized step
   size_t marked_end_ = 0;           // every element below is marked (or padding)
-  size_t next_tensor_ = 0;          // first tensor not fully marked
   std::vector<size_t> tensor_marked_;  // elements marked per tensor
   std::vector<size_t> bucket_marked_;  // tensor elements marked per bucket
   size_t next_launch_ = 0;             // first bucket not launched

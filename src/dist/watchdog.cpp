@@ -72,9 +72,11 @@ void CommWatchdog::watch() {
     if (std::chrono::steady_clock::now() - armed_at_ < timeout_) continue;
     fired_ = true;
     armed_ = false;
-    message_ = fmt::format("rank {}: communication timed out after {:g} s in bucket {} of step {} (a peer rank "
-                           "probably died or stalled)",
-                           comm_.rank(), std::chrono::duration<double>(timeout_).count(), progress.bucket, step_);
+    const std::string where = progress.bucket >= 0 ? fmt::format("bucket {} of step {}", progress.bucket, step_)
+                                                   : fmt::format("step {}", step_);
+    message_ = fmt::format("rank {}: communication timed out after {:g} s in {} (a peer rank probably died or "
+                           "stalled)",
+                           comm_.rank(), std::chrono::duration<double>(timeout_).count(), where);
     std::string line = "ddpx: error: " + message_ + "\n";
     std::fputs(line.c_str(), stderr);
     std::fflush(stderr);

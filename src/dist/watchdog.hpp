@@ -4,11 +4,17 @@
 //    probe() (every timeout/20, 10..200 ms) and stops watching once it reports completion or disarm() is called.
 //  - If the step's communication is not complete `timeout` after arm(), the thread writes
 //    "ddpx: error: rank 2: communication timed out after 30 s in bucket 3 of step 17 (a peer rank probably died
-//    or stalled)" to stderr and calls comm.abort(). On MPI that is MPI_Abort: mpirun ends every rank and exits
+//    or stalled)" ("in step 17" when the probe knows no bucket, as for a replayed CUDA graph) to stderr and calls
+//    comm.abort() (once per watchdog; it stays fired). On MPI that is MPI_Abort: mpirun ends every rank and exits
 //    non-zero, so a killed or stalled rank ends the job within the timeout. On NCCL, ncclCommAbort makes the
 //    hung kernels return and the next throw_if_fired() (the reducer calls it) raises the message as ddpx::Error.
 //  - probe() runs on the watchdog thread under the watchdog's lock: it must be cheap and thread-safe
 //    (atomics, cudaEventQuery). After disarm() returns, the probe is never called again.
+//  - arm() for a new step replaces the step being watched and restarts the clock (the host may run ahead of the
+//    GPU by a few steps: a queued step must not inherit an older step's deadline). A stall is still caught: the
+//    host stops arming once it blocks on the stalled work (a sync, or a full launch queue), and `timeout` later
+//    the watchdog fires.
+//  - struct CommProgress: bucket = -1 when unknown.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -24,7 +30,7 @@ namespace ddpx {
 
 struct CommProgress {
   bool complete = false;
-  int64_t bucket = -1;  // the first bucket not yet complete (for the message)
+  int64_t bucket = -1;  // the first bucket not yet complete (for the message); -1: unknown
 };
 
 class CommWatchdog {

@@ -1,15 +1,19 @@
 // Reducer on one process (SelfCommunicator): launch order and timing of launches, no_sync steps, timing
-// records, and the errors for misuse (span twice, out of order, unmarked tensors, calls out of sequence).
+// records, and the errors for misuse (span twice, out of order, unmarked tensors, calls out of sequence); with a
+// watchdog over a fake communicator whose collectives hang until abort(), the timeout's error is what a stalled
+// step ends in.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/self_communicator.hpp"
+#include "dist/watchdog.hpp"
 #include "toy_regression.hpp"
 
 namespace ddpx {
@@ -224,6 +228,67 @@ TEST(Reducer, RejectsMismatchedConstruction) {
   EXPECT_NE(error.find("the gradients are in GPU memory but the 'self' backend communicates host buffers"),
             std::string::npos)
       << error;
+}
+
+// A host backend whose all-reduce hangs, as one waiting for a dead peer does, until abort() releases it; then
+// it fails, as NCCL's calls do after ncclCommAbort.
+class HangingCommunicator : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  int local_rank() const override { return 0; }
+  std::string backend_name() const override { return "hanging"; }
+  BufferMemory buffer_memory() const override { return BufferMemory::host; }
+  void all_reduce(void*, size_t, CommDType, ReduceOp, void*) override {
+    std::unique_lock lock(mutex_);
+    released_.wait(lock, [this] { return aborts_ > 0; });
+    fail("hanging backend: all_reduce aborted");
+  }
+  void broadcast(void*, size_t, CommDType, int, void*) override {}
+  void all_gather(const void*, void*, size_t, CommDType, void*) override {}
+  void barrier() override {}
+  void abort(std::string_view) override {
+    std::lock_guard lock(mutex_);
+    ++aborts_;
+    released_.notify_all();
+  }
+  int aborts() {
+    std::lock_guard lock(mutex_);
+    return aborts_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable released_;
+  int aborts_ = 0;
+};
+
+TEST(ReducerWatchdog, AStalledCollectiveIsAbortedAndReportedAsTheTimeout) {
+  ToyRegression model;
+  HangingCommunicator comm;
+  CommWatchdog watchdog(comm, std::chrono::milliseconds(100));
+  std::vector<float> grads(model.buffer_elems(), 1.0f);
+  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(),
+                  BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}), make_comm_hook("allreduce"),
+                  ReducerOptions{true, GradDevice::cpu, nullptr, &watchdog});
+  reducer.begin_step(true);
+  const auto& t = model.tensors();
+  for (size_t i = 0; i < t.size(); i += 2) reducer.mark_ready(t[i].offset, t[i + 1].offset + t[i + 1].numel);
+  const std::string expected =
+      "rank 0: communication timed out after 0.1 s in bucket 0 of step 0 (a peer rank probably died or stalled)";
+  // The aborted all-reduce fails too, but the error is the watchdog's: the timeout is the cause.
+  EXPECT_EQ(error_of([&] { reducer.finish_step(); }), expected);
+  EXPECT_EQ(comm.aborts(), 1);
+  EXPECT_EQ(error_of([&] { reducer.begin_step(true); }), expected);
+}
+
+TEST(ReducerWatchdog, GraphReplaysNeedGpuGradients) {
+  Fixture f;
+  auto reducer = f.make(true);
+  EXPECT_NE(error_of([&] { reducer->before_replay(); }).find("CUDA graph replays need GPU gradients"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { reducer->after_replay(nullptr); }).find("CUDA graph replays need GPU gradients"),
+            std::string::npos);
 }
 
 }  // namespace

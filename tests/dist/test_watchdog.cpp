@@ -50,6 +50,16 @@ TEST(CommWatchdog, FiresAndAbortsWhenAStepHangs) {
   }
 }
 
+TEST(CommWatchdog, NamesOnlyTheStepWhenTheBucketIsUnknown) {
+  RecordingCommunicator comm;
+  CommWatchdog watchdog(comm, 100ms);
+  watchdog.arm(5, [] { return CommProgress{false, -1}; });  // a replayed CUDA graph: no bucket to name
+  for (int i = 0; i < 200 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(comm.aborted.load());
+  EXPECT_EQ(watchdog.message(),
+            "rank 2: communication timed out after 0.1 s in step 5 (a peer rank probably died or stalled)");
+}
+
 TEST(CommWatchdog, QuietWhenCommunicationCompletes) {
   RecordingCommunicator comm;
   CommWatchdog watchdog(comm, 100ms);
