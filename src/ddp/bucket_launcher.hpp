@@ -6,7 +6,9 @@
 //    waits on it and the hook is enqueued there; finish_step() makes the compute stream wait on the
 //    communication stream. No host synchronization: a whole step can be captured into a CUDA graph.
 // Guarantees: launches happen in bucket order (the reducer ensures it) and every rank launches the same buckets
-// in the same order, so the collectives inside hooks match across ranks. progress() is thread-safe (watchdog).
+// in the same order, so the collectives inside hooks match across ranks. progress() is thread-safe (watchdog);
+// on CUDA a step being captured into a graph reports complete (it runs nothing then; its replays are watched
+// through watch_replay()).
 #pragma once
 #include <cstdint>
 #include <memory>

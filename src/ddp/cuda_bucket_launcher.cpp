@@ -60,6 +60,9 @@ class CudaBucketLauncher : public BucketLauncher {
 
   void begin_step(int64_t, void* compute_stream) override {
     compute_stream_ = static_cast<cudaStream_t>(compute_stream);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(compute_stream_, &capture), "cudaStreamIsCapturing");
+    capturing_ = capture == cudaStreamCaptureStatusActive;
     launched_.clear();
     done_recorded_ = false;
     replay_ = false;
@@ -94,11 +97,15 @@ class CudaBucketLauncher : public BucketLauncher {
   // tell which bucket a replay is in).
   void watch_replay(void* compute_stream) override {
     check(cudaEventRecord(done_, static_cast<cudaStream_t>(compute_stream)), "record replay done");
+    capturing_ = false;
     replay_ = true;
     done_recorded_ = true;
   }
 
   CommProgress progress() const override {
+    // A step being captured into a graph communicates nothing now (its replays are watched through
+    // watch_replay), and its events may not even be queried (cudaErrorCapturedEvent): complete.
+    if (capturing_) return {true, -1};
     if (!done_recorded_) return {false, first_incomplete_bucket()};
     if (cudaEventQuery(done_) == cudaSuccess) return {true, -1};
     return {false, replay_ ? -1 : first_incomplete_bucket()};
@@ -146,7 +153,8 @@ class CudaBucketLauncher : public BucketLauncher {
   std::vector<BucketView*> launched_;
   std::atomic<size_t> launched_count_{0};
   std::atomic<bool> done_recorded_{false};
-  std::atomic<bool> replay_{false};  // done_ was recorded by watch_replay()
+  std::atomic<bool> replay_{false};     // done_ was recorded by watch_replay()
+  std::atomic<bool> capturing_{false};  // the open step is being captured into a CUDA graph
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -355,6 +356,9 @@ TEST(WatchdogCuda, AStalledGraphReplayIsAbortedAndReported) {
   w.step();  // step 1, captured (the trainer's way)
   ASSERT_EQ(cudaStreamEndCapture(w.compute, &graph), cudaSuccess);
   ASSERT_EQ(cudaGraphInstantiate(&replay, graph, 0), cudaSuccess);
+  // The captured step ran nothing: the watchdog armed by its launches must not time out on it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(w.comm.aborts(), 0);
   auto replay_step = [&] {
     w.reducer->before_replay();
     ASSERT_EQ(cudaGraphLaunch(replay, w.compute), cudaSuccess);
