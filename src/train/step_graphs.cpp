@@ -27,7 +27,8 @@ StepGraphs::StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t 
   first_step = start_step + after;
 }
 
-void StepGraphs::run(int64_t step, const std::function<void()>& calls) {
+void StepGraphs::run(int64_t step, const std::function<void()>& calls, const std::function<void()>& before_replay,
+                     const std::function<void(void*)>& after_replay) {
 #ifdef DDPX_HAVE_CUDA
   auto& cuda = static_cast<CudaStepEngine&>(engine_);
   if (!cuda.has_graph(cuda.input_parity())) {
@@ -35,9 +36,11 @@ void StepGraphs::run(int64_t step, const std::function<void()>& calls) {
     calls();
     cuda.capture_end();
   }
+  if (before_replay) before_replay();
   cuda.replay(step);
+  if (after_replay) after_replay(cuda.compute_stream());
 #else
-  (void)step;
+  (void)step, (void)before_replay, (void)after_replay;
   calls();
 #endif
 }

@@ -15,8 +15,10 @@ class StepGraphs {
   StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step);
   bool enabled = false;
   int64_t first_step = 0;
-  // Captures `calls` into the graph of the current input parity if there is none yet, then replays it.
-  void run(int64_t step, const std::function<void()>& calls);
+  // Captures `calls` into the graph of the current input parity if there is none yet, then replays it between
+  // before_replay() and after_replay(compute_stream) (the reducer's watchdog hooks; either may be empty).
+  void run(int64_t step, const std::function<void()>& calls, const std::function<void()>& before_replay = {},
+           const std::function<void(void*)>& after_replay = {});
 
  private:
   StepEngine& engine_;

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "data/batch_loader.hpp"
+#include "ddp/reducer.hpp"
 #include "data/dataset.hpp"
 #include "io/param_safetensors.hpp"
 #include "train/checkpointing.hpp"
@@ -168,7 +169,9 @@ TrainSummary run_training(const TrainOptions& options) {
         step_calls(true);
         if (dist.reducer) dist.reducer_finish();
         engine->optimizer_step(step);
-      });
+      }, dist.reducer ? std::function<void()>([&] { dist.reducer->before_replay(); }) : std::function<void()>(),
+         dist.reducer ? std::function<void(void*)>([&](void* stream) { dist.reducer->after_replay(stream); })
+                      : std::function<void(void*)>());
       engine->batch_consumed(batch);
       loader.release(batch);
     } else {
