@@ -113,7 +113,7 @@ StepBreakdown summarize_steps(const RunReport& report) {
 std::string format_breakdown(const StepBreakdown& b) {
   const RunConfig& c = b.config;
   std::string out;
-  out += fmt::format("# ddpx step breakdown: {}, batch {} per GPU, {}, {} rank{}, {}\n", c.model, c.batch,
+  out += fmt::format("# ddpx step breakdown: {}, batch {} per rank, {}, {} rank{}, {}\n", c.model, c.batch,
                      c.precision, c.world, c.world == 1 ? "" : "s",
                      c.ddp ? fmt::format("hook {}, bucket {} MB (first {} MB), overlap {}, grad_accum {}", c.hook,
                                          c.bucket_mb, c.first_bucket_mb, c.overlap ? "on" : "off", c.grad_accum)

@@ -85,7 +85,7 @@ TEST(StepBreakdown, PartsAddUpWithinFivePercent) {
 
 TEST(StepBreakdown, TableNamesEveryPhaseRankAndSummary) {
   const std::string table = format_breakdown(summarize_steps(two_rank_report()));
-  EXPECT_EQ(table.rfind("# ddpx step breakdown: vit_l_32, batch 32 per GPU, fp32, 2 ranks", 0), 0u) << table;
+  EXPECT_EQ(table.rfind("# ddpx step breakdown: vit_l_32, batch 32 per rank, fp32, 2 ranks", 0), 0u) << table;
   for (Phase phase : kAllPhases) EXPECT_NE(table.find(std::string(phase_name(phase))), std::string::npos) << table;
   EXPECT_NE(table.find("GPU-A"), std::string::npos);
   EXPECT_NE(table.find("# straggler: rank 1 (GPU-B), median step 41.500 ms"), std::string::npos) << table;
