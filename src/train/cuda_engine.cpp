@@ -33,8 +33,8 @@ enum PhaseEvent { kStepStart, kCopyDone, kForwardEnd, kBackwardEnd, kOptimizerSt
 
 class CudaEngine : public CudaStepEngine {
  public:
-  CudaEngine(const ParamLayout& layout, const TrainOptions& options, int device)
-      : layout_(layout), options_(options), device_(device) {
+  CudaEngine(const ParamLayout& layout, const TrainOptions& options, int device, int rank)
+      : layout_(layout), options_(options), device_(device), rank_(rank) {
     int count = 0;
     DDPX_REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
                  "--device cuda: no CUDA GPU is visible here (cudaGetDeviceCount found none); use --device cpu");
@@ -136,7 +136,8 @@ class CudaEngine : public CudaStepEngine {
     batch_size_ = batch.batch;
     if (options_.data == "synthetic-device") {
       generate_synthetic_batch(images_[parity_].get(), labels_[parity_].get(), batch.batch,
-                               layout_.config().image_numel(), layout_.config().num_classes, options_.seed,
+                               layout_.config().image_numel(), layout_.config().num_classes,
+                               options_.seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank_),
                                static_cast<uint64_t>(batch.step), copy_);
     } else {
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
@@ -291,6 +292,7 @@ class CudaEngine : public CudaStepEngine {
   const ParamLayout& layout_;
   TrainOptions options_;
   int device_;
+  int rank_;  // global rank: seeds --data synthetic-device per rank
   std::string device_name_;
   cudaStream_t compute_ = nullptr, copy_ = nullptr;
   std::unique_ptr<VitCuda> model_;
@@ -312,8 +314,9 @@ class CudaEngine : public CudaStepEngine {
 
 }  // namespace
 
-std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device) {
-  return std::make_unique<CudaEngine>(layout, options, device);
+std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device,
+                                             int rank) {
+  return std::make_unique<CudaEngine>(layout, options, device, rank);
 }
 
 }  // namespace ddpx

@@ -66,7 +66,9 @@ class StepEngine {
 
 std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options);
 #ifdef DDPX_HAVE_CUDA
-std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device);
+// device: the GPU (local rank); rank: the global rank (so --data synthetic-device differs between ranks).
+std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device,
+                                             int rank = 0);
 #endif
 
 }  // namespace ddpx
