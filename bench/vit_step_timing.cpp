@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/vit_cuda.hpp"
 #include "kernels/synthetic_data.hpp"

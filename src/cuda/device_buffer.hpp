@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace ddpx {
 

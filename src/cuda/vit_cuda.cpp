@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/column_sum.hpp"
 #include "kernels/gelu.hpp"

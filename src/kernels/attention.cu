@@ -16,7 +16,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/attention_tensor_core.hpp"
 #include "kernels/device_utils.cuh"

@@ -19,7 +19,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace ddpx {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/column_sum.hpp"
 #include "kernels/device_utils.cuh"
 

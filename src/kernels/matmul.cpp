@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace ddpx {
 namespace {

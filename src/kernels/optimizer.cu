@@ -1,6 +1,6 @@
 // Fused optimizer and cast kernels; see optimizer.hpp. Grid-stride loops over 4-element vectors.
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/device_utils.cuh"
 #include "kernels/optimizer.hpp"
 

@@ -3,7 +3,7 @@
 #include <cuda_bf16.h>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/device_utils.cuh"
 #include "kernels/patch_embedding.hpp"
 

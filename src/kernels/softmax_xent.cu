@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/device_utils.cuh"
 #include "kernels/softmax_xent.hpp"
 

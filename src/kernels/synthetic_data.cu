@@ -2,7 +2,7 @@
 // src/data/synthetic_dataset.cpp: label_key / image_key = mix(mix(mix(seed ^ stream) + step) + rank), rank 0;
 // element pair i of image b uses mix(image_key + b * 2^32 + i) -> two 24-bit uniforms -> Box-Muller.
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/device_utils.cuh"
 #include "kernels/synthetic_data.hpp"
 

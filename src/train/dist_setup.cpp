@@ -18,7 +18,7 @@
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #endif
 
 namespace ddpx {

@@ -1,4 +1,5 @@
-// CUDA runtime and cuBLASLt return-code checks. Header-only, so ddpx_kernels and ddpx_cuda both use it.
+// CUDA runtime and cuBLASLt return-code checks, for every CUDA-built part (kernels, cuda, train, cli). Header-only;
+// include it only from code compiled with CUDA (it includes the CUDA headers).
 // Guarantee: a failed call becomes a ddpx::Error naming the call (or kernel), file:line and the error's name and
 // description; nothing here aborts. Kernel launches are checked with cudaGetLastError right after the launch
 // (launch-configuration errors); errors raised while a kernel runs surface at the next synchronizing call.
