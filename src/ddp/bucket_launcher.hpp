@@ -32,6 +32,8 @@ class BucketLauncher {
   // the step's completion there so that progress() reports on that replay (bucket unknown: -1). Host: an error.
   virtual void watch_replay(void* compute_stream) = 0;
   virtual CommProgress progress() const = 0;
+  // The open step is being captured into a CUDA graph (it runs at its replays). Host: never.
+  virtual bool capturing() const { return false; }
   // Per launched bucket of the last finished step; CUDA waits for that step's events (a host sync).
   virtual std::vector<BucketTiming> timings() = 0;
 };

@@ -10,6 +10,7 @@
 // (R = matrix approximation rank, START = first compressed step, default 2).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +25,11 @@ class CommHook {
   virtual ~CommHook() = default;
   virtual std::string name() const = 0;
   virtual void run(BucketView& bucket, Communicator& comm, void* stream, int64_t step) = 0;
+  // The first synchronized step from which run() enqueues the same device work every step, allocating and
+  // synchronizing nothing: a step from here on may be captured into a CUDA graph and replayed for all later ones.
+  // kNeverCapturable: never (the work changes every step).
+  static constexpr int64_t kNeverCapturable = std::numeric_limits<int64_t>::max();
+  virtual int64_t capturable_from_step() const { return 1; }
 };
 
 std::unique_ptr<CommHook> make_comm_hook(std::string_view spec);

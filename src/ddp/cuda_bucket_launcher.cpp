@@ -97,10 +97,12 @@ class CudaBucketLauncher : public BucketLauncher {
   // tell which bucket a replay is in).
   void watch_replay(void* compute_stream) override {
     check(cudaEventRecord(done_, static_cast<cudaStream_t>(compute_stream)), "record replay done");
-    capturing_ = false;
-    replay_ = true;
+    replay_ = true;  // before capturing_ goes false: a poll in between must not query the captured bucket events
     done_recorded_ = true;
+    capturing_ = false;
   }
+
+  bool capturing() const override { return capturing_; }
 
   CommProgress progress() const override {
     // A step being captured into a graph communicates nothing now (its replays are watched through

@@ -34,6 +34,10 @@ PowerSgdHook::BucketState& PowerSgdHook::state_for(const BucketView& bucket) {
   return *state;
 }
 
+int64_t PowerSgdHook::capturable_from_step() const {
+  return options_.warm_start ? options_.start_step + 1 : kNeverCapturable;
+}
+
 void PowerSgdHook::run(BucketView& bucket, Communicator& comm, void* stream, int64_t step) {
   if (step < options_.start_step) {
     comm.all_reduce(bucket.data, bucket.numel(), CommDType::f32, ReduceOp::avg, stream);

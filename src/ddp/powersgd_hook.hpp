@@ -41,6 +41,9 @@ class PowerSgdHook : public CommHook {
   explicit PowerSgdHook(const PowerSgdOptions& options);
   std::string name() const override;
   void run(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
+  // The step after the first compressed one (which allocates and uploads Q); never without warm_start (Q is
+  // redrawn, with a host upload, every step).
+  int64_t capturable_from_step() const override;
   const PowerSgdOptions& options() const { return options_; }
 
  private:

@@ -176,7 +176,8 @@ void Reducer::finish_step() {
     throw;
   }
   if (options_.watchdog && options_.device == GradDevice::cpu) options_.watchdog->disarm();
-  ++synchronized_steps_;
+  // A captured step runs at its replays: after_replay() counts it then (the trainer replays it at once).
+  if (!launcher_->capturing()) ++synchronized_steps_;
 }
 
 }  // namespace ddpx

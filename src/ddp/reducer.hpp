@@ -65,6 +65,7 @@ class Reducer {
   //                                               //  watchdog on it; counts one synchronized step
   // A stalled collective inside the replay then times out like an eager one ("... in step S"; the bucket is
   // unknown inside a graph). No host synchronization; without a watchdog both only check the call sequence.
+  // A step captured with begin/mark/finish is not counted by finish_step(): it runs, and counts, at its replays.
   void before_replay();
   void after_replay(void* compute_stream);
 

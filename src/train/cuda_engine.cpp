@@ -17,7 +17,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/precision.hpp"
 #include "cuda/vit_cuda.hpp"
@@ -134,13 +134,14 @@ class CudaEngine : public CudaStepEngine {
   void set_batch(const HostBatch& batch) override {
     parity_ = micro_counter_++ % 2;
     batch_size_ = batch.batch;
+    // The buffer of this parity is free once the step that read it two micro-batches ago has run its backward.
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
     if (options_.data == "synthetic-device") {
       generate_synthetic_batch(images_[parity_].get(), labels_[parity_].get(), batch.batch,
                                layout_.config().image_numel(), layout_.config().num_classes,
                                options_.seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank_),
                                static_cast<uint64_t>(batch.step), copy_);
     } else {
-      DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
       DDPX_CUDA_CHECK(cudaMemcpyAsync(images_[parity_].get(), batch.images, images_[parity_].bytes(),
                                       cudaMemcpyHostToDevice, copy_));
       DDPX_CUDA_CHECK(cudaMemcpyAsync(labels_[parity_].get(), batch.labels, batch.batch * sizeof(int32_t),
@@ -271,6 +272,13 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaGraphInstantiate(&graphs_[parity_], graph, 0));
     DDPX_CUDA_CHECK(cudaGraphDestroy(graph));
     graph_mode_ = true;
+  }
+  void capture_abandon() noexcept override {
+    if (!capturing_) return;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(compute_, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    cudaGetLastError();  // clears the invalidated capture's error; the caller reports the one that stopped it
+    capturing_ = false;
   }
   void replay(int64_t step) override {
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));

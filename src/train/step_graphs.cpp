@@ -4,39 +4,64 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "ddp/comm_hook.hpp"
 #ifdef DDPX_HAVE_CUDA
 #include "train/cuda_engine.hpp"
 #endif
 
 namespace ddpx {
 
-StepGraphs::StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step) : engine_(engine) {
-  if (options.cuda_graph == "off" || !engine.is_cuda()) {
-    DDPX_REQUIRE(options.cuda_graph != "on" || engine.is_cuda(), "--cuda-graph on needs --device cuda");
-    return;
+StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
+                                   int64_t hook_capturable_from) {
+  StepGraphSchedule schedule;
+  if (options.cuda_graph == "off" || !cuda_engine) {
+    DDPX_REQUIRE(options.cuda_graph != "on" || cuda_engine, "--cuda-graph on needs --device cuda");
+    return schedule;
   }
   const bool exact = options.grad_accum == 1 && options.optimizer == "sgd";
-  if (options.cuda_graph == "on")
+  const bool hook_capturable = hook_capturable_from != CommHook::kNeverCapturable;
+  if (options.cuda_graph == "on") {
+    DDPX_REQUIRE(hook_capturable, "--cuda-graph on: the communication hook '{}' changes its work every step and "
+                                  "cannot be replayed from a graph; use --cuda-graph auto or off", options.comm_hook);
     DDPX_REQUIRE(exact,
                  "--cuda-graph on: a replayed step must equal the eager one, which holds only with --optimizer sgd "
                  "and --grad-accum 1 (got --optimizer {} --grad-accum {}); use --cuda-graph auto or off",
                  options.optimizer, options.grad_accum);
-  enabled = exact;
-  int64_t after = std::max<int64_t>(options.warmup_steps, 2);
-  if (options.comm_hook.rfind("powersgd", 0) == 0) after = std::max(after, options.powersgd_start + 1);
-  first_step = start_step + after;
+  }
+  schedule.enabled = exact && hook_capturable;
+  if (!schedule.enabled) return schedule;
+  // Captured at trainer step start_step + after, i.e. synchronized step after - 1: at least 1 (one eager step
+  // first, where hooks and cuBLASLt may allocate) and at least the hook's capturable step. The graph of the
+  // other input parity is captured one step later; both captures fall inside the warm-up where it is long enough
+  // (capture and instantiation are not training throughput).
+  const int64_t after = std::max({options.warmup_steps - 1, int64_t{2}, hook_capturable_from + 1});
+  schedule.first_step = start_step + after;
+  return schedule;
+}
+
+StepGraphs::StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step,
+                       int64_t hook_capturable_from)
+    : engine_(engine) {
+  const StepGraphSchedule schedule = plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from);
+  enabled = schedule.enabled;
+  first_step = schedule.first_step;
 }
 
 void StepGraphs::run(int64_t step, const std::function<void()>& calls, const std::function<void()>& before_replay,
                      const std::function<void(void*)>& after_replay) {
 #ifdef DDPX_HAVE_CUDA
   auto& cuda = static_cast<CudaStepEngine&>(engine_);
+  if (before_replay) before_replay();  // a watchdog that has fired throws here, before any capture begins
   if (!cuda.has_graph(cuda.input_parity())) {
     cuda.capture_begin();
-    calls();
+    try {
+      calls();
+    } catch (...) {
+      cuda.capture_abandon();  // the stream must not stay in capture mode while the error unwinds
+      throw;
+    }
     cuda.capture_end();
   }
-  if (before_replay) before_replay();
   cuda.replay(step);
   if (after_replay) after_replay(cuda.compute_stream());
 #else

@@ -1,7 +1,10 @@
 // StepGraphs: whether and from which step the trainer replays whole steps as CUDA graphs, and the capture-or-
 // replay decision per step. Graphs are used only where replay is exactly the eager step: CUDA engine, one
 // micro-batch per step (no accumulation), SGD (its step number only matters at step 1; AdamW's bias correction
-// changes every step), and after the warm-up (and after PowerSGD's plain all-reduce phase).
+// changes every step), after the warm-up, and only once the communication hook enqueues the same work every step
+// (CommHook::capturable_from_step(): PowerSGD's first compressed step allocates, so it is never the captured one).
+// Step numbers: trainer steps are 1-based; the reducer counts synchronized steps from 0 at the first step this
+// process runs (start_step + 1), so trainer step s is synchronized step s - start_step - 1.
 #pragma once
 #include <functional>
 
@@ -10,9 +13,19 @@
 
 namespace ddpx {
 
+// Whether a run replays graphs and the trainer step it captures at (plan_step_graphs is the whole policy; errors
+// for --cuda-graph on where it cannot hold name the flag).
+struct StepGraphSchedule {
+  bool enabled = false;
+  int64_t first_step = 0;
+};
+StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
+                                   int64_t hook_capturable_from);
+
 class StepGraphs {
  public:
-  StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step);
+  // hook_capturable_from: the reducer's hook's capturable_from_step() (0 without a reducer).
+  StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0);
   bool enabled = false;
   int64_t first_step = 0;
   // Captures `calls` into the graph of the current input parity if there is none yet, then replays it between

@@ -112,7 +112,7 @@ TrainSummary run_training(const TrainOptions& options) {
 
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
-  StepGraphs graphs(options, *engine, start.step);
+  StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
@@ -156,8 +156,8 @@ TrainSummary run_training(const TrainOptions& options) {
       phase_range.reset();
       phase_name = "forward";
     };
-    double comm_wait_ms = 0;
-    if (graphs.enabled && step >= graphs.first_step) {
+    // The next batch, staged on the engine; the time spent waiting for it counts as data wait.
+    auto acquire_batch = [&]() -> const HostBatch& {
       const auto wait_start = Clock::now();
       const HostBatch& batch = [&]() -> const HostBatch& {
         NvtxRange get_batch_range("get batch");
@@ -165,6 +165,11 @@ TrainSummary run_training(const TrainOptions& options) {
       }();
       data_wait_ms += seconds_since(wait_start) * 1e3;
       engine->set_batch(batch);
+      return batch;
+    };
+    double comm_wait_ms = 0;
+    if (graphs.enabled && step >= graphs.first_step) {
+      const HostBatch& batch = acquire_batch();
       graphs.run(step, [&] {
         engine->zero_grads();
         step_calls(true);
@@ -178,13 +183,7 @@ TrainSummary run_training(const TrainOptions& options) {
     } else {
       engine->zero_grads();
       for (int64_t micro = 0; micro < micro_per_step; ++micro) {
-        const auto wait_start = Clock::now();
-        const HostBatch& batch = [&]() -> const HostBatch& {
-          NvtxRange get_batch_range("get batch");
-          return loader.acquire();
-        }();
-        data_wait_ms += seconds_since(wait_start) * 1e3;
-        engine->set_batch(batch);
+        const HostBatch& batch = acquire_batch();
         const bool last_micro = micro + 1 == micro_per_step;
         step_calls(last_micro);
         // An accumulation micro-batch is a reducer step of its own that communicates nothing.

@@ -353,9 +353,10 @@ TEST(WatchdogCuda, AStalledGraphReplayIsAbortedAndReported) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t replay = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(w.compute, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  w.step();  // step 1, captured (the trainer's way)
+  w.step();  // step 1, captured: it runs (and is counted) at its first replay, as in the trainer
   ASSERT_EQ(cudaStreamEndCapture(w.compute, &graph), cudaSuccess);
   ASSERT_EQ(cudaGraphInstantiate(&replay, graph, 0), cudaSuccess);
+  EXPECT_EQ(w.reducer->synchronized_steps(), 1);
   // The captured step ran nothing: the watchdog armed by its launches must not time out on it.
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   EXPECT_EQ(w.comm.aborts(), 0);
@@ -364,18 +365,18 @@ TEST(WatchdogCuda, AStalledGraphReplayIsAbortedAndReported) {
     ASSERT_EQ(cudaGraphLaunch(replay, w.compute), cudaSuccess);
     w.reducer->after_replay(w.compute);
   };
-  replay_step();  // step 2: completes
+  replay_step();  // step 1: completes
   ASSERT_EQ(cudaStreamSynchronize(w.compute), cudaSuccess);
   EXPECT_EQ(w.comm.aborts(), 0);
   w.comm.stall = true;
-  replay_step();  // step 3: its host-function node stalls the stream
+  replay_step();  // step 2: its host-function node stalls the stream
   ASSERT_EQ(cudaStreamSynchronize(w.compute), cudaSuccess);
   EXPECT_EQ(w.comm.aborts(), 1);
   const std::string expected =
-      "rank 0: communication timed out after 0.2 s in step 3 (a peer rank probably died or stalled)";
+      "rank 0: communication timed out after 0.2 s in step 2 (a peer rank probably died or stalled)";
   EXPECT_EQ(w.watchdog.message(), expected);
   EXPECT_EQ(error_of([&] { w.reducer->before_replay(); }), expected);
-  EXPECT_EQ(w.reducer->synchronized_steps(), 4);
+  EXPECT_EQ(w.reducer->synchronized_steps(), 3);
   cudaGraphExecDestroy(replay);
   cudaGraphDestroy(graph);
 }

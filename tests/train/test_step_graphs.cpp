@@ -1,0 +1,86 @@
+// The whole-step CUDA graph policy (plan_step_graphs), checked without a GPU: which runs replay graphs, the step
+// they capture at (never a step where the communication hook still allocates), and the errors of --cuda-graph on.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "ddp/comm_hook.hpp"
+#include "train/step_graphs.hpp"
+
+namespace ddpx {
+namespace {
+
+TrainOptions graph_run(const std::string& hook = "allreduce", int64_t warmup = 5) {
+  TrainOptions o;
+  o.device = "cuda";
+  o.optimizer = "sgd";
+  o.comm_hook = hook;
+  o.warmup_steps = warmup;
+  return o;
+}
+
+int64_t capturable_from(const std::string& hook) { return make_comm_hook(hook)->capturable_from_step(); }
+
+std::string error_of(const TrainOptions& o, bool cuda, int64_t hook_capturable_from) {
+  try {
+    plan_step_graphs(o, cuda, 0, hook_capturable_from);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(StepGraphs, PlainRunsCaptureAfterTheWarmUpAndAfterResuming) {
+  const StepGraphSchedule fresh = plan_step_graphs(graph_run("allreduce", 5), true, 0, 0);
+  EXPECT_TRUE(fresh.enabled);
+  EXPECT_EQ(fresh.first_step, 4);  // steps 4 and 5 capture the two input parities, both inside the warm-up
+  // At least one eager step before the capture, however short the warm-up.
+  EXPECT_EQ(plan_step_graphs(graph_run("allreduce", 0), true, 0, 0).first_step, 2);
+  // Resumed at step 100: the same distance from the first step this process runs.
+  EXPECT_EQ(plan_step_graphs(graph_run("allreduce", 5), true, 100, 0).first_step, 104);
+}
+
+TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
+  // Trainer step s is synchronized step s - 1; PowerSGD with START 2 compresses (and allocates) first at
+  // synchronized step 2 = trainer step 3, so the capture may come at trainer step 4 at the earliest.
+  EXPECT_EQ(capturable_from("powersgd:4"), 3);
+  EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 2), true, 0, capturable_from("powersgd:4")).first_step, 4);
+  EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 0), true, 0, capturable_from("powersgd:4")).first_step, 4);
+  // An explicit START in the hook's spec counts, not --powersgd-start.
+  TrainOptions o = graph_run("powersgd:4:10", 2);
+  o.powersgd_start = 2;
+  EXPECT_EQ(capturable_from("powersgd:4:10"), 11);
+  EXPECT_EQ(plan_step_graphs(o, true, 0, capturable_from("powersgd:4:10")).first_step, 12);
+  // A long warm-up is kept as it is.
+  EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 20), true, 0, capturable_from("powersgd:4")).first_step, 19);
+}
+
+TEST(StepGraphs, RunsWhereReplayIsNotExactStayEager) {
+  TrainOptions adamw = graph_run();
+  adamw.optimizer = "adamw";
+  EXPECT_FALSE(plan_step_graphs(adamw, true, 0, 0).enabled);
+  TrainOptions accumulating = graph_run();
+  accumulating.grad_accum = 4;
+  EXPECT_FALSE(plan_step_graphs(accumulating, true, 0, 0).enabled);
+  EXPECT_FALSE(plan_step_graphs(graph_run(), true, 0, CommHook::kNeverCapturable).enabled);
+  EXPECT_FALSE(plan_step_graphs(graph_run(), false, 0, 0).enabled);
+  TrainOptions off = graph_run();
+  off.cuda_graph = "off";
+  EXPECT_FALSE(plan_step_graphs(off, true, 0, 0).enabled);
+}
+
+TEST(StepGraphs, CudaGraphOnRefusesWhatCannotBeReplayedNamingTheFlag) {
+  TrainOptions on = graph_run();
+  on.cuda_graph = "on";
+  EXPECT_EQ(error_of(on, true, 0), "(no error)");
+  EXPECT_NE(error_of(on, false, 0).find("--cuda-graph on needs --device cuda"), std::string::npos);
+  EXPECT_NE(error_of(on, true, CommHook::kNeverCapturable).find("changes its work every step"), std::string::npos);
+  on.optimizer = "adamw";
+  const std::string adamw = error_of(on, true, 0);
+  EXPECT_NE(adamw.find("--optimizer adamw"), std::string::npos) << adamw;
+  EXPECT_NE(adamw.find("--cuda-graph auto or off"), std::string::npos) << adamw;
+}
+
+}  // namespace
+}  // namespace ddpx
