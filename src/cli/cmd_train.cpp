@@ -46,6 +46,11 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory")->group(data);
   cmd->add_option("--prefetch", o->prefetch, "pinned batches in the loader ring (0: --workers + 2, so every worker has a slot)")->group(data);
 
+  cmd->add_option("--cpu-threads", o->cpu_threads,
+                  "--device cpu: OpenBLAS threads per rank (0: the node's hardware threads shared out by the ranks "
+                  "on it, unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set)")
+      ->group(what);
+
   auto* opt = "Optimizer";
   cmd->add_option("--optimizer", o->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);
   cmd->add_option("--lr", o->lr, "learning rate")->group(opt);

@@ -29,13 +29,15 @@ struct LauncherVariables {
   const char* rank;
   const char* size;
   const char* local_rank;  // may be absent from the environment
+  const char* local_size;  // may be absent too
 };
 
 constexpr LauncherVariables kLaunchers[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
 };
 
 int parse_int(const EnvLookup& env, const std::string& name, int fallback) {
@@ -77,6 +79,11 @@ WorldInfo detect_world(const EnvLookup& env) {
                  world.launcher, vars.rank, world.rank, vars.size, world.world_size);
     DDPX_REQUIRE(world.local_rank < world.world_size, "{} environment: {}={} is not below {}={}", world.launcher,
                  vars.local_rank, world.local_rank, vars.size, world.world_size);
+    world.local_world_size = parse_int(env, vars.local_size, world.world_size);
+    DDPX_REQUIRE(world.local_world_size >= 1 && world.local_world_size <= world.world_size &&
+                     world.local_rank < world.local_world_size,
+                 "{} environment: {}={} must be in 1..{}={} and above {}={}", world.launcher, vars.local_size,
+                 world.local_world_size, vars.size, world.world_size, vars.local_rank, world.local_rank);
     break;
   }
   world.master_addr = env("MASTER_ADDR").value_or("");

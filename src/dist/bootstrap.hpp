@@ -3,7 +3,10 @@
 //  - detect_world() reads, in this order of precedence: torchrun style (RANK, WORLD_SIZE, LOCAL_RANK,
 //    MASTER_ADDR, MASTER_PORT; what ddpx's own launcher sets), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK),
 //    PMI (PMI_RANK/PMI_SIZE, MPI_LOCALRANKID), Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID); none of them:
-//    a single process (rank 0 of 1). torchrun's variables win because a launcher inside an mpirun/Slurm
+//    a single process (rank 0 of 1). The ranks on this node (local_world_size) come from the same launcher:
+//    LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE; where it does not
+//    say, the whole world is assumed to share the node (0 < local_world_size <= world_size always).
+//    torchrun's variables win because a launcher inside an mpirun/Slurm
 //    allocation sets them per worker. A malformed or inconsistent variable is a ddpx::Error naming it.
 //  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
 //    reject processes of another job.
@@ -25,6 +28,7 @@ struct WorldInfo {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  int local_world_size = 1;       // ranks on this node (CPU threads per rank are shared out by it)
   std::string launcher = "none";  // "torchrun", "Open MPI", "PMI", "Slurm" or "none"
   std::string master_addr;        // empty unless set
   int master_port = 0;            // 0 unless set

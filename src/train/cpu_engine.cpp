@@ -1,10 +1,17 @@
 // CpuEngine: the fp32 CPU reference model (VitCpu<float>) with the fused CPU optimizers, as a StepEngine.
-// Guarantee: deterministic for a given thread count of OpenBLAS; everything is synchronous, phase times are
+// Guarantee: deterministic for a given thread count of OpenBLAS (set per rank at construction: --cpu-threads, else
+// the node's cores shared by its ranks; see model/blas_threads.hpp); everything is synchronous, phase times are
 // steady_clock measurements.
+#include <fmt/format.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 #include "core/error.hpp"
+#include "model/blas_threads.hpp"
 #include "model/vit_cpu.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
@@ -18,7 +25,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 class CpuEngine : public StepEngine {
  public:
-  CpuEngine(const ParamLayout& layout, const TrainOptions& options)
+  CpuEngine(const ParamLayout& layout, const TrainOptions& options, int ranks_on_node)
       : layout_(layout),
         options_(options),
         model_(layout, options.batch),
@@ -34,9 +41,18 @@ class CpuEngine : public StepEngine {
     } else {
       fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
     }
+    const BlasThreadChoice choice = choose_blas_threads(
+        options.cpu_threads, static_cast<int>(std::thread::hardware_concurrency()), ranks_on_node,
+        [](const std::string& name) -> std::optional<std::string> {
+          const char* value = std::getenv(name.c_str());
+          return value ? std::optional<std::string>(value) : std::nullopt;
+        });
+    const int threads = apply_blas_threads(choice.threads);
+    blas_ = threads > 0 ? fmt::format("OpenBLAS, {} thread{}: {}", threads, threads == 1 ? "" : "s", choice.source)
+                        : std::string("BLAS");
   }
 
-  std::string describe() const override { return "cpu (fp32, OpenBLAS)"; }
+  std::string describe() const override { return fmt::format("cpu (fp32, {})", blas_); }
   bool is_cuda() const override { return false; }
   float* grad_buffer() override { return grads_.data(); }
   void* compute_stream() override { return nullptr; }
@@ -123,12 +139,14 @@ class CpuEngine : public StepEngine {
   const HostBatch* batch_ = nullptr;
   float loss_ = 0;
   EnginePhaseTimes times_;
+  std::string blas_;  // "OpenBLAS, 1 thread: 2 hardware threads / 2 ranks on this node"
 };
 
 }  // namespace
 
-std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options) {
-  return std::make_unique<CpuEngine>(layout, options);
+std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options,
+                                            int ranks_on_node) {
+  return std::make_unique<CpuEngine>(layout, options, ranks_on_node);
 }
 
 }  // namespace ddpx

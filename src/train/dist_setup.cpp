@@ -43,6 +43,7 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   dist.rank = world.rank;
   dist.world = world.world_size;
   dist.local_rank = world.local_rank;
+  dist.local_world = world.local_world_size;
   dist.launcher = world.launcher;
   if (world.world_size == 1 && !options.ddp) return dist;
   std::string backend = options.backend;

@@ -64,7 +64,9 @@ class StepEngine {
   virtual double device_memory_gib() { return 0; }
 };
 
-std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options);
+// ranks_on_node: shares the node's cores out between its ranks' BLAS threads (see model/blas_threads.hpp).
+std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options,
+                                            int ranks_on_node = 1);
 #ifdef DDPX_HAVE_CUDA
 // device: the GPU (local rank); rank: the global rank (so --data synthetic-device differs between ranks).
 std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device,

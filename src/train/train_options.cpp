@@ -17,6 +17,9 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(workers >= 1 && workers <= 256, "--workers must be in [1, 256], got {}", workers);
   DDPX_REQUIRE(prefetch == 0 || (prefetch >= 2 && prefetch <= 258), "--prefetch must be 0 (auto) or in [2, 258], got {}",
                prefetch);
+  DDPX_REQUIRE(cpu_threads >= 0 && cpu_threads <= 4096,
+               "--cpu-threads must be 0 (the node's cores shared by its ranks) or a thread count, got {}", cpu_threads);
+  DDPX_REQUIRE(cpu_threads == 0 || device == "cpu", "--cpu-threads {} applies to --device cpu only", cpu_threads);
   DDPX_REQUIRE(lr > 0, "--lr must be positive, got {}", lr);
   DDPX_REQUIRE(grad_accum >= 1, "--grad-accum must be >= 1, got {}", grad_accum);
   DDPX_REQUIRE(bucket_mb > 0, "--bucket-mb must be positive, got {}", bucket_mb);

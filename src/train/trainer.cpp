@@ -31,8 +31,8 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::unique_ptr<StepEngine> make_engine(const ParamLayout& layout, const TrainOptions& options, int local_rank,
-                                        int rank) {
-  if (options.device == "cpu") return make_cpu_engine(layout, options);
+                                        int rank, int local_world) {
+  if (options.device == "cpu") return make_cpu_engine(layout, options, local_world);
 #ifdef DDPX_HAVE_CUDA
   return make_cuda_engine(layout, options, local_rank, rank);
 #else
@@ -77,7 +77,7 @@ TrainSummary run_training(const TrainOptions& options) {
     if (lead) fmt::print("{}\n", line), std::fflush(stdout);
   };
 
-  std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.local_rank, dist.rank);
+  std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.local_rank, dist.rank, dist.local_world);
   StartState start = initial_state(layout, options);
   if (dist.communicator) broadcast_initial_parameters(dist, layout, start.params.data());
   engine->upload_params(start.params.data());

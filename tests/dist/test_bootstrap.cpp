@@ -44,6 +44,27 @@ TEST(Bootstrap, EachLauncher) {
   EXPECT_TRUE(launched_as_worker(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}})));
 }
 
+TEST(Bootstrap, RanksOnThisNodeFromEachLauncherElseTheWholeWorld) {
+  EXPECT_EQ(detect_world(fake_env({})).local_world_size, 1);
+  EXPECT_EQ(detect_world(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+                                   {"LOCAL_WORLD_SIZE", "4"}})).local_world_size, 4);
+  EXPECT_EQ(detect_world(fake_env({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}))
+                .local_world_size, 2);
+  EXPECT_EQ(detect_world(fake_env({{"PMI_RANK", "2"}, {"PMI_SIZE", "6"}, {"MPI_LOCALNRANKS", "3"}})).local_world_size,
+            3);
+  EXPECT_EQ(detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"},
+                                   {"SLURM_NTASKS_PER_NODE", "4"}})).local_world_size, 4);
+  // Not said: every rank is assumed to share this node (threads are shared out conservatively).
+  EXPECT_EQ(detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}})).local_world_size, 8);
+  try {
+    detect_world(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LOCAL_WORLD_SIZE=2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Bootstrap, TorchrunVariablesWinOverTheAllocation) {
   WorldInfo world = detect_world(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
                                            {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
