@@ -255,7 +255,8 @@ int run_bench(BenchFlags f) {
   for (const std::string& flag : f.train_flags) extra += " " + flag;
   std::string markdown = fmt::format("# ddpx bench, {}\n\n{}{}\n\n", when, setup,
                                      extra.empty() ? "" : fmt::format("; train flags:{}", extra));
-  if (!rows.empty()) markdown += bench_markdown(rows);
+  const std::string rank_unit = f.device == "cuda" ? "GPU" : "rank";
+  if (!rows.empty()) markdown += bench_markdown(rows, rank_unit);
   if (!notes.empty()) {
     markdown += "\nNotes:\n";
     for (const std::string& note : notes) markdown += "- " + note + "\n";
@@ -270,7 +271,7 @@ int run_bench(BenchFlags f) {
   write_text(out / "bench.json", json.dump(1) + "\n");
   if (!rows.empty())
     write_text(out / "bench.svg",
-               render_svg(bench_chart(rows, fmt::format("ddpx bench: steps/s per configuration ({})", setup))));
+               render_svg(bench_chart(rows, fmt::format("ddpx bench: steps/s per configuration ({})", setup), rank_unit)));
   fmt::print("\n{}\nwrote {}/bench.md, bench.csv, bench.json{}\n", markdown, f.out, rows.empty() ? "" : ", bench.svg");
   DDPX_REQUIRE(failures == 0, "{} of {} bench run(s) failed; their logs are named in {}/bench.md", failures,
                plan.size(), f.out);

@@ -59,11 +59,12 @@ std::string markdown_cell(const std::string& text) {
 
 }  // namespace
 
-std::string bench_markdown(const std::vector<BenchRow>& rows) {
+std::string bench_markdown(const std::vector<BenchRow>& rows, const std::string& rank_unit) {
   validate_bench_rows(rows);
-  std::string out =
-      "| configuration | GPUs | precision | ddpx steps/s | PyTorch steps/s | ddpx / PyTorch | scaling efficiency |\n"
-      "|---|---:|---|---:|---:|---:|---:|\n";
+  std::string out = fmt::format(
+      "| configuration | {}s | precision | ddpx steps/s | PyTorch steps/s | ddpx / PyTorch | scaling efficiency |\n"
+      "|---|---:|---|---:|---:|---:|---:|\n",
+      rank_unit);
   for (size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
     const std::optional<double> efficiency = scaling_efficiency(rows, i);
@@ -105,7 +106,7 @@ json bench_json(const std::vector<BenchRow>& rows) {
   return out;
 }
 
-BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title) {
+BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title, const std::string& rank_unit) {
   validate_bench_rows(rows);
   BarChart chart;
   chart.title = title;
@@ -114,7 +115,7 @@ BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title
   bool any_pytorch = false;
   for (size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
-    chart.categories.push_back(fmt::format("{} ({} GPU{})", r.config, r.world, r.world == 1 ? "" : "s"));
+    chart.categories.push_back(fmt::format("{} ({} {}{})", r.config, r.world, rank_unit, r.world == 1 ? "" : "s"));
     ddpx.values.push_back(r.ddpx_steps_per_s);
     pytorch.values.push_back(r.pytorch_steps_per_s);
     any_pytorch = any_pytorch || r.pytorch_steps_per_s.has_value();

@@ -33,10 +33,11 @@ void validate_bench_rows(const std::vector<BenchRow>& rows);
 std::optional<double> pytorch_ratio(const BenchRow& row);
 std::optional<double> scaling_efficiency(const std::vector<BenchRow>& rows, size_t index);
 
-std::string bench_markdown(const std::vector<BenchRow>& rows);
+// rank_unit names what a rank is in the table and the chart: "GPU" (cuda) or "rank" (CPU ranks under MPI).
+std::string bench_markdown(const std::vector<BenchRow>& rows, const std::string& rank_unit = "GPU");
 std::string bench_csv(const std::vector<BenchRow>& rows);
 nlohmann::json bench_json(const std::vector<BenchRow>& rows);
 // Categories "config (N GPUs)", series "ddpx" and (when any row has it) "PyTorch", notes "eff 93%".
-BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title);
+BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title, const std::string& rank_unit = "GPU");
 
 }  // namespace ddpx

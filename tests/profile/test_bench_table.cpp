@@ -63,6 +63,11 @@ TEST(BenchTable, ChartNamesEveryRow) {
   EXPECT_EQ(testing::check_xml(render_svg(chart)).problem, "");
 }
 
+TEST(BenchTable, CpuRanksAreNotCalledGpus) {
+  EXPECT_EQ(bench_chart(rows(), "cpu", "rank").categories[2], "fp32, bucket 2000 MB (2 ranks)");
+  EXPECT_NE(bench_markdown(rows(), "rank").find("| configuration | ranks |"), std::string::npos);
+}
+
 TEST(BenchTable, RejectsBadRows) {
   EXPECT_THROW(bench_markdown({{"x", "fp32", 1, 0.0, std::nullopt}}), Error);
   EXPECT_THROW(bench_markdown({{"x", "fp32", 0, 1.0, std::nullopt}}), Error);
