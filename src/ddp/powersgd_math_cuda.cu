@@ -581,6 +581,10 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     orth_p_.bind(tables);
     orth_q_.bind(tables);
     if (partial_floats > 0) scratch_.reserve(static_cast<size_t>(partial_floats) * sizeof(float));
+    // The memset and the pageable upload above ran on the legacy stream, which the hook's non-blocking streams do
+    // not wait for (and a pageable cudaMemcpy may return before its DMA lands): finish them before any kernel reads
+    // E or the tables. Construction happens in an eager step (the first compressed one), never under capture.
+    check_cuda(cudaDeviceSynchronize(), "PowerSGD set-up (E cleared, task tables uploaded)");
   }
 
   ~CudaPowerSgdMath() override { cudaFree(storage_); }
