@@ -1,35 +1,77 @@
 #!/usr/bin/env bash
-# Issue 6's run on a 2-GPU machine (kind nvidia-h200-x2), one link per device call:
-#   bash bench/two-gpu-run.sh nvlink     # NCCL over NVLink (default transport)
-#   bash bench/two-gpu-run.sh shm        # NCCL_P2P_DISABLE=1: host shared memory, the seed's PCIe machine
-# Each call: topology, NCCL's transport from its own log, `ddpx allreduce` on the link, then `ddpx bench` over
-# fp32/bf16 x every hook x {one 2000 MB bucket, --no-overlap, 25 MB, 100 MB} x {1, 2} GPUs with the PyTorch
-# anchor for the matching rows. Everything lands under $OUT (default ./out); the tables are printed last.
-# Estimated 8-9 minutes per call at 40 measured steps per row; set STEPS to trade precision for time.
+# Issue 6's run on a 2-GPU machine (kind nvidia-h200-x2): ViT-L/32, batch 32 per GPU, synthetic data, SGD,
+# 50 measured steps per row, ddpx beside the PyTorch anchor. One link and one part per device call:
+#   bash bench/two-gpu-run.sh nvlink base      # topology, NCCL's transport from its log, `ddpx allreduce` sweep;
+#                                              # fp32/bf16: 1 GPU without DDP, 1 GPU with DDP, 2 GPUs with one
+#                                              # 2000 MB bucket, and 2 GPUs with --no-overlap (the seed's setting);
+#                                              # a trace and a report of the 2-GPU fp32 run
+#   bash bench/two-gpu-run.sh nvlink hooks     # fp32/bf16 x fp16, bf16, powersgd:1, powersgd:4 (one 2000 MB bucket)
+#   bash bench/two-gpu-run.sh nvlink buckets   # fp32/bf16 x allreduce, bf16 x bucket caps 25 and 100 MB
+#   ... and the same with `shm` (NCCL_P2P_DISABLE=1: host shared memory, the seed's PCIe machine).
+# The machine stays warm between calls, so `build/` is built once. Rows per part: base 8 ddpx + 6 PyTorch,
+# hooks 10 + 10, buckets 10 + 10 (each part also re-measures the two 1-GPU rows its efficiencies refer to).
+# Everything lands under $OUT/<link>-<part>/ (default ./out); the part's table is printed last.
+# Smoke test without GPUs (checks the flow, not the numbers): DEVICE=cpu MODEL=vit_tiny_test STEPS=8 WARMUP=2
+#   BATCH=4 bash bench/two-gpu-run.sh shm base
 set -uo pipefail
 cd "$(dirname "$0")/.."
-LINK=${1:?usage: bench/two-gpu-run.sh nvlink|shm}
-OUT=${OUT:-out}
-STEPS=${STEPS:-50}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+LINK=${1:?usage: bench/two-gpu-run.sh nvlink|shm base|hooks|buckets}
+PART=${2:?usage: bench/two-gpu-run.sh nvlink|shm base|hooks|buckets}
+[[ $LINK == nvlink || $LINK == shm ]] || { echo "link '$LINK': expected nvlink or shm"; exit 2; }
+[[ $PART == base || $PART == hooks || $PART == buckets ]] || { echo "part '$PART': expected base, hooks or buckets"; exit 2; }
+DEVICE=${DEVICE:-cuda}
+MODEL=${MODEL:-vit_l_32}
+STEPS=${STEPS:-60}   # 10 warm-up + 50 measured
+WARMUP=${WARMUP:-10}
+BATCH=${BATCH:-32}
+WORKERS=${WORKERS:-14}
+OUT_DIR=${OUT:-out}/$LINK-$PART
+mkdir -p "$OUT_DIR"
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
 DDPX=${DDPX:-build/src/cli/ddpx}
-if ! "$DDPX" model --model vit_l_32 --brief >/dev/null 2>&1; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-  cmake --build build -j "$(nproc)" --target ddpx >"$OUT/build.log" 2>&1 || { grep -A8 error "$OUT/build.log" | head -40; exit 1; }
+if ! "$DDPX" model --model "$MODEL" --brief >/dev/null 2>&1; then
+  echo "[two-gpu] building ddpx"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT_DIR/configure.log" 2>&1 || { tail -30 "$OUT_DIR/configure.log"; exit 1; }
+  cmake --build build -j "$(nproc)" --target ddpx >"$OUT_DIR/build.log" 2>&1 || { grep -A8 error "$OUT_DIR/build.log" | head -40; exit 1; }
 fi
-P2P_FLAG=()
-if [[ $LINK == shm ]]; then export NCCL_P2P_DISABLE=1; P2P_FLAG=(--p2p-disabled); fi
+TOPO_FLAGS=()
+if [[ $LINK == shm ]]; then export NCCL_P2P_DISABLE=1; TOPO_FLAGS=(--p2p-disabled); fi
+echo "[two-gpu] $(date -u '+%F %T UTC') link $LINK part $PART, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
-nvidia-smi topo -m | tee "$OUT/nvidia-smi-topo.txt"
-NCCL_DEBUG=INFO "$DDPX" allreduce --nproc-per-node 2 --sizes 1M >"$OUT/nccl-transport.log" 2>&1
-"$DDPX" topo "${P2P_FLAG[@]}" --nccl-log "$OUT/nccl-transport.log" --json "$OUT/topo.json" | tee "$OUT/topo.txt"
-"$DDPX" allreduce --nproc-per-node 2 --sizes 1K:2G --json "$OUT/peak-$LINK.json" | tee "$OUT/allreduce-$LINK.txt"
-
-run_bench() {  # name, extra bench flags..., -- train flags
+bench() {  # name, bench flags... [-- train flags]
   local name=$1; shift
-  timeout 420 "$DDPX" bench --models vit_l_32 --precisions fp32,bf16 --gpus 1,2 --steps "$STEPS" --warmup 10 \
-    --out "$OUT/bench-$LINK-$name" "$@" | tail -60
+  echo "[two-gpu] bench $name"
+  timeout 540 "$DDPX" bench --device "$DEVICE" --models "$MODEL" --precisions "${PRECISIONS:-fp32,bf16}" \
+    --steps "$STEPS" --warmup "$WARMUP" --batch "$BATCH" --out "$OUT_DIR/$name" "$@" | grep -E "^\[|^\|"
 }
-run_bench buckets --hooks allreduce,fp16,bf16,powersgd:1,powersgd:4 --bucket-mb 2000,25,100 -- --ddp --workers 14
-run_bench no-overlap --hooks allreduce,fp16,bf16,powersgd:1,powersgd:4 --bucket-mb 2000 --pytorch off -- --ddp --no-overlap --workers 14
+# Scaling efficiency compares each 2-GPU row with the 1-GPU rows of its own bench, so every part measures them.
+case $PART in
+  base)
+    if [[ $DEVICE == cuda ]]; then
+      nvidia-smi topo -m | tee "$OUT_DIR/nvidia-smi-topo.txt"
+      NCCL_DEBUG=INFO "$DDPX" allreduce --nproc-per-node 2 --sizes 1M >"$OUT_DIR/nccl-transport.log" 2>&1
+      "$DDPX" topo "${TOPO_FLAGS[@]}" --nccl-log "$OUT_DIR/nccl-transport.log" --json "$OUT_DIR/topo.json" | tee "$OUT_DIR/topo.txt"
+      "$DDPX" allreduce --nproc-per-node 2 --sizes 1K:2G --json "$OUT_DIR/peak.json" | tee "$OUT_DIR/allreduce.txt"
+    else
+      "$DDPX" allreduce --device cpu --nproc-per-node 2 --sizes 1K:16M --json "$OUT_DIR/peak.json" | tail -4
+    fi
+    bench no-ddp --gpus 1 -- --workers "$WORKERS"
+    bench ddp --gpus 1,2 --hooks allreduce --bucket-mb 2000 -- --ddp --workers "$WORKERS"
+    bench no-overlap --gpus 2 --hooks allreduce --bucket-mb 2000 --pytorch off -- --ddp --no-overlap --workers "$WORKERS"
+    # One communication-bound configuration with its trace and report (the seed's one large bucket, fp32).
+    echo "[two-gpu] trace of the 2-GPU fp32 run"
+    timeout 300 "$DDPX" train --device "$DEVICE" --model "$MODEL" --precision fp32 --batch "$BATCH" --steps 30 \
+      --warmup 10 --nproc-per-node 2 --bucket-mb 2000 --workers "$WORKERS" --report "$OUT_DIR/fp32-2gpu.report.json" \
+      --trace "$OUT_DIR/fp32-2gpu.trace.json" >"$OUT_DIR/fp32-2gpu.log" 2>&1
+    "$DDPX" report "$OUT_DIR/fp32-2gpu.report.json" --peak "$OUT_DIR/peak.json" | tail -30
+    ;;
+  hooks)
+    bench hooks --gpus 1,2 --hooks fp16,bf16,powersgd:1,powersgd:4 --bucket-mb 2000 -- --ddp --workers "$WORKERS"
+    ;;
+  buckets)
+    bench buckets --gpus 1,2 --hooks allreduce,bf16 --bucket-mb 25,100 -- --ddp --workers "$WORKERS"
+    ;;
+esac
+echo "[two-gpu] tables:"
+for md in "$OUT_DIR"/*/bench.md; do [[ -f $md ]] && { echo "== $md"; sed -n '/^|/p' "$md"; }; done

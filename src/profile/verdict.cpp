@@ -177,8 +177,12 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
   if (peak && !peak->empty() && v.bound == Bound::communication && c.world > 1) {
     const StepCommStats comm = run_comm_stats(report, peak);
     if (comm.pct_of_peak && *comm.pct_of_peak < th.low_pct_of_peak)
-      v.notes.push_back(fmt::format("The buckets reach only {:.0f}% of the link's measured peak bus bandwidth "
-                                    "({:.1f} GB/s): small buckets pay latency, a larger --bucket-mb may help.",
+      // The peak is taken at each bucket's own size, so size is already accounted for: what is left is time
+      // the collective spends waiting for its peers, or sharing the device with the backward pass.
+      v.notes.push_back(fmt::format("The buckets reach only {:.0f}% of the link's measured peak bus bandwidth at "
+                                    "their sizes ({:.1f} GB/s): a bucket's time includes waiting for the slowest "
+                                    "rank to reach the same all-reduce and sharing the device with the backward "
+                                    "pass; compare with --no-overlap, and look for a straggler.",
                                     *comm.pct_of_peak, comm.busbw_GBps));
   }
   return v;
