@@ -62,20 +62,30 @@ Link classify_link(const RunReport& report) {
 bool is_plain_allreduce(const std::string& hook) { return hook.empty() || hook == "allreduce" || hook == "none"; }
 bool is_cast_hook(const std::string& hook) { return hook == "fp16" || hook == "bf16"; }
 
-std::string communication_advice(const RunConfig& c, const Link& link, size_t buckets_per_step) {
+// A bucket cap that splits gradients of grad_mb into several buckets: the usual 25 MB for large models, a quarter
+// of the gradients for models whose gradients fit in one 25 MB bucket anyway.
+std::string overlapping_cap(double grad_mb) {
+  if (grad_mb <= 0 || grad_mb >= 100) return "25";
+  return fmt::format("{:.2g}", grad_mb / 4);
+}
+
+std::string communication_advice(const RunConfig& c, const Link& link, size_t buckets_per_step, double grad_mb) {
   const bool one_bucket = buckets_per_step <= 1;
+  const std::string cap = overlapping_cap(grad_mb);
   const std::string more_accum =
       fmt::format("try --grad-accum {} (one all-reduce per {} micro-batches) or a larger --batch", 2 * c.grad_accum,
                   2 * c.grad_accum);
   if (link.speed == LinkSpeed::slow) {
     if (is_plain_allreduce(c.hook)) return "try --comm-hook powersgd:4, or --comm-hook bf16 --bucket-mb 25";
     if (is_cast_hook(c.hook) && one_bucket)
-      return "try --bucket-mb 25 so the compressed buckets overlap the backward pass, or --comm-hook powersgd:4";
+      return fmt::format("try --bucket-mb {} so the compressed buckets overlap the backward pass, or --comm-hook "
+                         "powersgd:4", cap);
     if (is_cast_hook(c.hook)) return "try --comm-hook powersgd:4";
     return more_accum;
   }
-  if (one_bucket) return "all gradients travel in one bucket after the backward pass: try --bucket-mb 25 so "
-                         "communication overlaps it";
+  if (one_bucket)
+    return fmt::format("all gradients travel in one bucket after the backward pass: try --bucket-mb {} so "
+                       "communication overlaps it", cap);
   if (is_plain_allreduce(c.hook)) return "try --comm-hook bf16 (half the bytes), or --grad-accum 2";
   return more_accum;
 }
@@ -121,6 +131,9 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
   const bool cpu_engine = !report.ranks.empty() && report.ranks.front().info.device_name == "cpu";
   const Link link = classify_link(report);
   const size_t buckets_per_step = report.ranks.front().steps.front().buckets.size();
+  double grad_mb = 0;  // fp32 gradients the buckets cover, in the MB of --bucket-mb (2^20 bytes)
+  for (const BucketRecord& bucket : report.ranks.front().steps.front().buckets)
+    grad_mb += static_cast<double>(bucket.elements) * 4 / (1024.0 * 1024.0);
   switch (v.bound) {
     case Bound::communication:
       if (ddp_on_one_gpu) {
@@ -133,7 +146,7 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
       } else {
         v.finding = fmt::format("Exposed communication is {} of the step ({} of {} ms) and {}", pct(E / T), ms(E),
                                 ms(T), link.description);
-        v.advice = communication_advice(c, link, buckets_per_step);
+        v.advice = communication_advice(c, link, buckets_per_step, grad_mb);
       }
       break;
     case Bound::input:

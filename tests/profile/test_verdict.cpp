@@ -33,6 +33,38 @@ TEST(Verdict, CommunicationBoundOverNvlinkWithOneBucketAdvisesSmallerBuckets) {
   EXPECT_TRUE(v.notes.empty());
 }
 
+TEST(Verdict, OneBucketOfASmallModelIsSplitBelowItsSize) {
+  // A model whose gradients (here 4 MB) fit in one bucket at any usual cap: the advice splits them in four.
+  RunReport report;
+  report.config.world = 2;
+  report.config.ddp = true;
+  report.config.bucket_mb = 25;
+  RankRun rank;
+  rank.info.device_name = "NVIDIA H200";
+  rank.info.transport = "P2P/CUMEM/read";
+  for (int i = 0; i < 5; ++i) {
+    StepRecord step;
+    step.step = i;
+    step.phases.forward_ms = 2;
+    step.phases.backward_ms = 4;
+    step.phases.comm_ms = 4;
+    step.phases.exposed_comm_ms = 4;
+    step.phases.total_ms = 10;
+    BucketRecord bucket;
+    bucket.elements = 1 << 20;
+    bucket.bytes = 4 << 20;
+    bucket.start_ms = 6;
+    bucket.end_ms = 10;
+    step.buckets.push_back(bucket);
+    rank.steps.push_back(step);
+  }
+  report.ranks.push_back(rank);
+  const Verdict v = diagnose(report);
+  EXPECT_EQ(v.bound, Bound::communication);
+  EXPECT_EQ(v.advice, "all gradients travel in one bucket after the backward pass: try --bucket-mb 1 so "
+                      "communication overlaps it");
+}
+
 TEST(Verdict, NoOverlapIsNamedFirst) {
   const Verdict v = diagnose_file("no_overlap.json");
   EXPECT_EQ(v.bound, Bound::communication);
