@@ -212,6 +212,9 @@ std::string format_comm_stats(const StepCommStats& s, int world, const std::stri
                      static_cast<double>(s.wire_bytes_per_rank) / 1e9, s.busy_ms, s.window_ms);
   out += fmt::format("# per step: algbw {:.2f} GB/s, busbw {:.2f} GB/s{}\n", s.algbw_GBps, s.busbw_GBps,
                      s.pct_of_peak ? fmt::format(", {:.1f}% of the measured peak", *s.pct_of_peak) : "");
+  if (world == 1)
+    out += "# one rank: nothing crosses a link (the all-reduce hook skips the collective); the times are the hooks' "
+           "own work and algbw only says how fast that was\n";
   return out;
 }
 

@@ -83,6 +83,10 @@ TEST(CommStats, StepStatsPerBucketAndPerStep) {
   EXPECT_NE(table.find("busbw"), std::string::npos);
   EXPECT_NE(table.find("66.7% of the measured peak"), std::string::npos) << table;
   EXPECT_FALSE(step_comm_stats(step, 2).pct_of_peak.has_value());  // no peak table: no percentage
+  EXPECT_EQ(table.find("one rank"), std::string::npos);
+  const StepCommStats one = step_comm_stats(step, 1);
+  EXPECT_EQ(one.busbw_GBps, 0.0);  // bus factor 0: nothing crosses a link
+  EXPECT_NE(format_comm_stats(one, 1, "").find("one rank: nothing crosses a link"), std::string::npos);
 }
 
 TEST(CommStats, RecordedShmRunIsNearItsPeak) {
