@@ -34,6 +34,7 @@ class CudaBucketLauncher : public BucketLauncher {
  public:
   CudaBucketLauncher(CommHook& hook, Communicator& comm, size_t num_buckets, void* comm_stream)
       : hook_(hook), comm_(comm), comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
+    check(cudaGetDevice(&device_), "cudaGetDevice");
     if (!comm_stream_) {
       check(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
       owns_stream_ = true;
@@ -105,6 +106,9 @@ class CudaBucketLauncher : public BucketLauncher {
   bool capturing() const override { return capturing_; }
 
   CommProgress progress() const override {
+    // The watchdog's thread starts on device 0: querying our events there would create a context on GPU 0 in
+    // every rank (about 0.5 GiB each). The current device is per thread, so setting it here is enough.
+    if (cudaSetDevice(device_) != cudaSuccess) return {false, -1};
     // A step being captured into a graph communicates nothing now (its replays are watched through
     // watch_replay), and its events may not even be queried (cudaErrorCapturedEvent): complete.
     if (capturing_) return {true, -1};
@@ -148,6 +152,7 @@ class CudaBucketLauncher : public BucketLauncher {
   CommHook& hook_;
   Communicator& comm_;
   cudaStream_t comm_stream_ = nullptr;
+  int device_ = 0;  // the device of the streams and events (the watchdog thread selects it before probing)
   bool owns_stream_ = false;
   cudaStream_t compute_stream_ = nullptr;
   cudaEvent_t step_begin_ = nullptr, done_ = nullptr;

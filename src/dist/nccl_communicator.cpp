@@ -54,6 +54,7 @@ NcclCommunicator::NcclCommunicator(const NcclUniqueIdBytes& id, int rank, int si
     : rank_(rank), size_(size), local_rank_(local_rank) {
   DDPX_REQUIRE(size >= 1 && rank >= 0 && rank < size, "nccl backend: rank {} is not within a world of size {}",
                rank, size);
+  DDPX_REQUIRE(cudaGetDevice(&device_) == cudaSuccess, "nccl backend, rank {}: no current CUDA device", rank);
   ncclUniqueId nccl_id;
   std::memcpy(&nccl_id, id.data(), sizeof nccl_id);
   ncclComm_t comm = nullptr;
@@ -113,6 +114,7 @@ void NcclCommunicator::barrier() {
 
 void NcclCommunicator::abort(std::string_view) {
   if (aborted_.exchange(true)) return;
+  cudaSetDevice(device_);  // the watchdog's thread starts on device 0; keep it off other ranks' GPUs
   ncclCommAbort(as_comm(comm_));
 }
 

@@ -44,6 +44,7 @@ class NcclCommunicator : public Communicator {
   void check(int result, std::string_view operation) const;
   void* comm_ = nullptr;  // ncclComm_t
   int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int device_ = 0;  // current at construction; abort() selects it on the calling thread
   std::atomic<bool> aborted_{false};
 };
 

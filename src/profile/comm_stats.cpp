@@ -175,14 +175,24 @@ StepCommStats step_comm_stats(const StepRecord& step, int world, const PeakTable
   return totals(std::move(buckets), step.buckets, world, comm_window_ms(step.buckets));
 }
 
+const std::vector<BucketRecord>& bucket_layout(const RunReport& report) {
+  static const std::vector<BucketRecord> none;
+  if (report.ranks.empty()) return none;
+  for (const StepRecord& step : report.ranks.front().steps)
+    if (!step.buckets.empty()) return step.buckets;
+  return none;
+}
+
 StepCommStats run_comm_stats(const RunReport& report, const PeakTable* peak) {
   DDPX_REQUIRE(!report.ranks.empty() && !report.ranks.front().steps.empty(),
                "communication statistics: the run report has no measured steps");
-  const std::vector<BucketRecord>& layout = report.ranks.front().steps.front().buckets;
+  const std::vector<BucketRecord>& layout = bucket_layout(report);
+  if (layout.empty()) return StepCommStats{};  // no step sampled its buckets (or no DDP)
   std::map<int, std::vector<double>> times;
   std::vector<double> windows;
   for (const RankRun& rank : report.ranks) {
     for (const StepRecord& step : rank.steps) {
+      if (step.buckets.empty()) continue;  // a step whose bucket timings were not sampled
       for (const BucketRecord& bucket : step.buckets) times[bucket.index].push_back(bucket.end_ms - bucket.start_ms);
       windows.push_back(comm_window_ms(step.buckets));
     }

@@ -95,6 +95,10 @@ struct StepCommStats {
 // Statistics of one step's buckets at this world size; a non-empty peak fills the "% of peak" fields.
 StepCommStats step_comm_stats(const StepRecord& step, int world, const PeakTable* peak = nullptr);
 
+// The buckets of the first step of rank 0 that recorded any (CUDA runs sample bucket timings only at progress
+// lines, so most steps carry none); empty when no step did.
+const std::vector<BucketRecord>& bucket_layout(const RunReport& report);
+
 // The run's typical step: per bucket index, median over every rank's steps of the device time (sizes from the
 // first step); totals recomputed from those medians. Throws ddpx::Error when the report has no steps.
 StepCommStats run_comm_stats(const RunReport& report, const PeakTable* peak = nullptr);

@@ -70,7 +70,7 @@ std::string overlapping_cap(double grad_mb) {
 }
 
 std::string communication_advice(const RunConfig& c, const Link& link, size_t buckets_per_step, double grad_mb) {
-  const bool one_bucket = buckets_per_step <= 1;
+  const bool one_bucket = buckets_per_step == 1;  // 0: no step sampled its buckets (unknown)
   const std::string cap = overlapping_cap(grad_mb);
   const std::string more_accum =
       fmt::format("try --grad-accum {} (one all-reduce per {} micro-batches) or a larger --batch", 2 * c.grad_accum,
@@ -130,9 +130,10 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
   const bool ddp_on_one_gpu = c.world == 1 && c.ddp;
   const bool cpu_engine = !report.ranks.empty() && report.ranks.front().info.device_name == "cpu";
   const Link link = classify_link(report);
-  const size_t buckets_per_step = report.ranks.front().steps.front().buckets.size();
+  const std::vector<BucketRecord>& buckets = bucket_layout(report);
+  const size_t buckets_per_step = buckets.size();  // 0 when no step sampled its buckets
   double grad_mb = 0;  // fp32 gradients the buckets cover, in the MB of --bucket-mb (2^20 bytes)
-  for (const BucketRecord& bucket : report.ranks.front().steps.front().buckets)
+  for (const BucketRecord& bucket : buckets)
     grad_mb += static_cast<double>(bucket.elements) * 4 / (1024.0 * 1024.0);
   switch (v.bound) {
     case Bound::communication:

@@ -62,8 +62,15 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   return dist;
 }
 
-void broadcast_initial_parameters(DistContext& dist, const ParamLayout& layout, float* host_params) {
+void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const ParamLayout& layout,
+                                  float* host_params) {
   Communicator& comm = *dist.communicator;
+  // Every rank must run the same step; a disagreement is an error on every rank, never a hang.
+  require_agreement(comm, "--model", layout.config().spec());
+  require_agreement(comm, "--device/--precision", options.device + "/" + options.precision);
+  require_agreement(comm, "--batch", std::to_string(options.batch));
+  require_agreement(comm, "--grad-accum", std::to_string(options.grad_accum));
+  require_agreement(comm, "--optimizer", options.optimizer);
   if (comm.buffer_memory() == BufferMemory::host) {
     broadcast_parameters(comm, host_params, layout.buffer_size(), nullptr);
     return;
@@ -94,12 +101,6 @@ void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamL
   std::unique_ptr<CommHook> hook = make_comm_hook(hook_spec);
 
   Communicator& comm = *dist.communicator;
-  // Every rank must run the same step; a disagreement is an error on every rank, never a hang.
-  require_agreement(comm, "--model", layout.config().spec());
-  require_agreement(comm, "--device/--precision", options.device + "/" + options.precision);
-  require_agreement(comm, "--batch", std::to_string(options.batch));
-  require_agreement(comm, "--grad-accum", std::to_string(options.grad_accum));
-  require_agreement(comm, "--optimizer", options.optimizer);
   require_agreement(comm, "--comm-hook", hook_spec);
   require_agreement(comm, "the bucket plan (--bucket-mb/--first-bucket-mb)", plan.signature());
   require_agreement(comm, "--no-overlap", options.no_overlap ? "set" : "not set");

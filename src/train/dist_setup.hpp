@@ -35,9 +35,12 @@ struct DistContext {
 // has several ranks or --ddp is given.
 DistContext setup_distributed(const TrainOptions& options, const ParamLayout& layout);
 // Rank 0's parameters overwrite everyone's (host buffer), after checking that all ranks agree on the model,
-// precision, optimizer, bucket plan and hook; disagreement is an error on every rank naming both values.
-void broadcast_initial_parameters(DistContext& dist, const ParamLayout& layout, float* host_params);
-// Builds the bucket plan and the reducer over the engine's gradient buffer.
+// device, precision, batch, accumulation and optimizer (the broadcast's size depends on the model: it must not
+// start before that check); disagreement is an error on every rank naming both values.
+void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const ParamLayout& layout,
+                                  float* host_params);
+// Builds the bucket plan and the reducer over the engine's gradient buffer, after checking that all ranks agree
+// on the hook, the bucket plan and --no-overlap.
 void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamLayout& layout, StepEngine& engine);
 
 }  // namespace ddpx

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -78,8 +79,21 @@ TrainSummary run_training(const TrainOptions& options) {
   };
 
   std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.local_rank, dist.rank, dist.local_world);
+  // Declared after the engine, so it runs first when an error unwinds: a rank that fails while its own NCCL
+  // kernels wait for peers would otherwise block in the engine's and the communicator's teardown until the
+  // other ranks' watchdogs fire. Aborting the communicator releases those kernels, and the peers' collectives
+  // fail at once. (MPI is left alone: its abort ends the whole job, and mpirun already stops it on a failure.)
+  struct AbortCommunicatorOnError {
+    DistContext& dist;
+    const int exceptions = std::uncaught_exceptions();
+    ~AbortCommunicatorOnError() {
+      if (std::uncaught_exceptions() > exceptions && dist.communicator &&
+          dist.communicator->buffer_memory() == BufferMemory::cuda)
+        dist.communicator->abort(fmt::format("rank {} is exiting on an error", dist.rank));
+    }
+  } abort_on_error{dist};
   StartState start = initial_state(layout, options);
-  if (dist.communicator) broadcast_initial_parameters(dist, layout, start.params.data());
+  if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.params.data());
   engine->upload_params(start.params.data());
   if (start.optimizer) engine->upload_optimizer_state(*start.optimizer);
   DDPX_REQUIRE(start.step < options.steps,

@@ -104,5 +104,24 @@ TEST(CommStats, RecordedShmRunIsNearItsPeak) {
   EXPECT_EQ(j["buckets"].size(), 13u);
 }
 
+TEST(CommStats, StepsWithoutSampledBucketsAreSkipped) {
+  // CUDA runs sample bucket timings only at progress lines: most steps carry none.
+  RunReport report = load_run_report(testing::profile_data("comm_bound_shm.json"));
+  const StepCommStats all = run_comm_stats(report);
+  for (RankRun& rank : report.ranks)
+    for (size_t i = 0; i < rank.steps.size(); ++i)
+      if (i % 3 != 2) rank.steps[i].buckets.clear();
+  ASSERT_TRUE(report.ranks.front().steps.front().buckets.empty());
+  EXPECT_EQ(bucket_layout(report).size(), 13u);
+  const StepCommStats sampled = run_comm_stats(report);
+  EXPECT_EQ(sampled.buckets.size(), 13u);
+  EXPECT_EQ(sampled.bytes, all.bytes);
+  EXPECT_NEAR(sampled.window_ms, all.window_ms, 0.05 * all.window_ms);  // medians of fewer steps
+  for (RankRun& rank : report.ranks)
+    for (StepRecord& step : rank.steps) step.buckets.clear();
+  EXPECT_TRUE(bucket_layout(report).empty());
+  EXPECT_TRUE(run_comm_stats(report).buckets.empty());
+}
+
 }  // namespace
 }  // namespace ddpx
