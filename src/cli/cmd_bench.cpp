@@ -199,6 +199,39 @@ int run_bench(BenchFlags f) {
   std::vector<BenchRow> rows;
   nlohmann::json runs = nlohmann::json::array();
   int failures = 0;
+  // Written after every row too, so a bench stopped midway (a time limit) keeps every row it measured.
+  const std::string setup = fmt::format("{} ({}), batch {} per rank, {} steps of which {} warm-up", f.device,
+                                        f.device == "cuda" ? fmt::format("{} GPU(s) visible", visible) : "MPI ranks",
+                                        f.batch, f.steps, f.warmup);
+  const std::string rank_unit = f.device == "cuda" ? "GPU" : "rank";
+  auto write_results = [&](size_t rows_planned) {
+    const std::string when = now_text();
+    std::string extra;
+    for (const std::string& flag : f.train_flags) extra += " " + flag;
+    std::string markdown = fmt::format("# ddpx bench, {}\n\n{}{}\n\n", when, setup,
+                                       extra.empty() ? "" : fmt::format("; train flags:{}", extra));
+    if (!rows.empty()) markdown += bench_markdown(rows, rank_unit);
+    std::vector<std::string> all_notes = notes;
+    if (rows_planned > runs.size())
+      all_notes.push_back(fmt::format("in progress: {} of {} rows run so far", runs.size(), rows_planned));
+    if (!all_notes.empty()) {
+      markdown += "\nNotes:\n";
+      for (const std::string& note : all_notes) markdown += "- " + note + "\n";
+    }
+    const fs::path out(f.out);
+    write_text(out / "bench.md", markdown);
+    write_text(out / "bench.csv", rows.empty() ? std::string() : bench_csv(rows));
+    nlohmann::json json = {{"date", when},       {"device", f.device}, {"batch", f.batch},
+                           {"steps", f.steps},   {"warmup", f.warmup}, {"train_flags", f.train_flags},
+                           {"rows", rows.empty() ? nlohmann::json::array() : bench_json(rows)},
+                           {"runs", runs},       {"notes", all_notes}};
+    write_text(out / "bench.json", json.dump(1) + "\n");
+    if (!rows.empty())
+      write_text(out / "bench.svg", render_svg(bench_chart(
+                                        rows, fmt::format("ddpx bench: steps/s per configuration ({})", setup),
+                                        rank_unit)));
+    return markdown;
+  };
   for (size_t i = 0; i < plan.size(); ++i) {
     const RowSpec& spec = plan[i];
     const std::string stem = fmt::format("row-{:02}", i + 1);
@@ -220,6 +253,7 @@ int run_bench(BenchFlags f) {
       notes.push_back(fmt::format("{} (world {}) failed: exit status {}, see {}", spec.config, spec.world,
                                   result.status, trial.log_path));
       runs.push_back(run);
+      write_results(plan.size());
       continue;
     }
     BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt, spec.model};
@@ -245,33 +279,10 @@ int run_bench(BenchFlags f) {
     run["pytorch_steps_per_s"] = row.pytorch_steps_per_s ? nlohmann::json(*row.pytorch_steps_per_s) : nullptr;
     runs.push_back(run);
     rows.push_back(row);
+    write_results(plan.size());
   }
+  const std::string markdown = write_results(plan.size());
 
-  const std::string when = now_text();
-  const std::string setup = fmt::format("{} ({}), batch {} per rank, {} steps of which {} warm-up", f.device,
-                                        f.device == "cuda" ? fmt::format("{} GPU(s) visible", visible) : "MPI ranks",
-                                        f.batch, f.steps, f.warmup);
-  std::string extra;
-  for (const std::string& flag : f.train_flags) extra += " " + flag;
-  std::string markdown = fmt::format("# ddpx bench, {}\n\n{}{}\n\n", when, setup,
-                                     extra.empty() ? "" : fmt::format("; train flags:{}", extra));
-  const std::string rank_unit = f.device == "cuda" ? "GPU" : "rank";
-  if (!rows.empty()) markdown += bench_markdown(rows, rank_unit);
-  if (!notes.empty()) {
-    markdown += "\nNotes:\n";
-    for (const std::string& note : notes) markdown += "- " + note + "\n";
-  }
-  const fs::path out(f.out);
-  write_text(out / "bench.md", markdown);
-  write_text(out / "bench.csv", rows.empty() ? std::string() : bench_csv(rows));
-  nlohmann::json json = {{"date", when},       {"device", f.device}, {"batch", f.batch},
-                         {"steps", f.steps},   {"warmup", f.warmup}, {"train_flags", f.train_flags},
-                         {"rows", rows.empty() ? nlohmann::json::array() : bench_json(rows)},
-                         {"runs", runs},       {"notes", notes}};
-  write_text(out / "bench.json", json.dump(1) + "\n");
-  if (!rows.empty())
-    write_text(out / "bench.svg",
-               render_svg(bench_chart(rows, fmt::format("ddpx bench: steps/s per configuration ({})", setup), rank_unit)));
   fmt::print("\n{}\nwrote {}/bench.md, bench.csv, bench.json{}\n", markdown, f.out, rows.empty() ? "" : ", bench.svg");
   DDPX_REQUIRE(failures == 0, "{} of {} bench run(s) failed; their logs are named in {}/bench.md", failures,
                plan.size(), f.out);
