@@ -31,6 +31,8 @@ STEPS=${STEPS:-60}   # 10 warm-up + 50 measured
 WARMUP=${WARMUP:-10}
 BATCH=${BATCH:-32}
 WORKERS=${WORKERS:-14}
+# Every training run: loader threads, and a stalled collective ends the run in 60 s instead of the default 300.
+TRAIN=(--workers "$WORKERS" --comm-timeout 60)
 OUT_DIR=${OUT:-out}/$N-$LINK-$PART
 mkdir -p "$OUT_DIR"
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -51,7 +53,9 @@ bench() {  # name, bench flags... [-- train flags]
   timeout 540 "$DDPX" bench --device "$DEVICE" --models "$MODEL" --precisions "${PRECISIONS:-fp32,bf16}" \
     --steps "$STEPS" --warmup "$WARMUP" --batch "$BATCH" --out "$OUT_DIR/$name" "$@" | grep -E "^\[|^\|"
 }
-# Scaling efficiency compares each N-GPU row with the 1-GPU rows of its own bench, so every part measures them.
+# Scaling efficiency compares each N-GPU row with the 1-GPU rows of its own bench, so every part measures them;
+# without --ddp in the train flags those are plain single-GPU runs (the reference), while N-GPU rows
+# always run DDP.
 case $PART in
   base)
     if [[ $DEVICE == cuda ]]; then
@@ -62,31 +66,31 @@ case $PART in
     else
       "$DDPX" allreduce --device cpu --nproc-per-node "$N" --sizes 1K:16M --json "$OUT_DIR/peak.json" | tail -4
     fi
-    bench no-ddp --gpus 1 -- --workers "$WORKERS"
-    bench ddp --gpus "1,$N" --hooks allreduce --bucket-mb 2000 -- --ddp --workers "$WORKERS"
-    bench no-overlap --gpus "$N" --hooks allreduce --bucket-mb 2000 --pytorch off -- --ddp --no-overlap --workers "$WORKERS"
+    bench scaling --gpus "1,$N" --hooks allreduce --bucket-mb 2000 -- "${TRAIN[@]}"
+    bench ddp-one-gpu --gpus 1 --hooks allreduce --bucket-mb 2000 -- --ddp "${TRAIN[@]}"
+    bench no-overlap --gpus "$N" --hooks allreduce --bucket-mb 2000 --pytorch off -- --ddp --no-overlap "${TRAIN[@]}"
     # One communication-bound configuration with its trace and report (the seed's one large bucket, fp32).
     echo "[multi-gpu] trace of the $N-GPU fp32 run"
     timeout 300 "$DDPX" train --device "$DEVICE" --model "$MODEL" --precision fp32 --batch "$BATCH" --steps 30 \
-      --warmup 10 --nproc-per-node "$N" --bucket-mb 2000 --workers "$WORKERS" --report "$OUT_DIR/fp32.report.json" \
+      --warmup 10 --nproc-per-node "$N" --bucket-mb 2000 "${TRAIN[@]}" --report "$OUT_DIR/fp32.report.json" \
       --trace "$OUT_DIR/fp32.trace.json" >"$OUT_DIR/fp32.log" 2>&1
     "$DDPX" report "$OUT_DIR/fp32.report.json" --peak "$OUT_DIR/peak.json" | tail -30
     ;;
   hooks)
-    bench hooks --gpus "1,$N" --hooks fp16,bf16,powersgd:1,powersgd:4 --bucket-mb 2000 -- --ddp --workers "$WORKERS"
+    bench hooks --gpus "1,$N" --hooks fp16,bf16,powersgd:1,powersgd:4 --bucket-mb 2000 -- "${TRAIN[@]}"
     ;;
   buckets)
-    bench buckets --gpus "1,$N" --hooks allreduce,bf16 --bucket-mb 25,100 -- --ddp --workers "$WORKERS"
+    bench buckets --gpus "1,$N" --hooks allreduce,bf16 --bucket-mb 25,100 -- "${TRAIN[@]}"
     ;;
   tune)
     # Lossless hooks and PowerSGD allowed; then the tuned config beside the fixed table's best (the other parts).
     echo "[multi-gpu] tune"
     timeout 420 "$DDPX" tune --out "$OUT_DIR/tuned.cfg" --hooks allreduce,bf16 --allow-lossy powersgd:4 -- \
       --device "$DEVICE" --model "$MODEL" --precision "${TUNE_PRECISION:-bf16}" --batch "$BATCH" \
-      --nproc-per-node "$N" --workers "$WORKERS" 2>&1 | tail -25
+      --nproc-per-node "$N" "${TRAIN[@]}" 2>&1 | tail -25
     timeout 300 "$DDPX" train --config "$OUT_DIR/tuned.cfg" --device "$DEVICE" --model "$MODEL" \
       --precision "${TUNE_PRECISION:-bf16}" --batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" \
-      --nproc-per-node "$N" --workers "$WORKERS" --report "$OUT_DIR/tuned.report.json" 2>&1 | grep -E "summary|verdict"
+      --nproc-per-node "$N" "${TRAIN[@]}" --report "$OUT_DIR/tuned.report.json" 2>&1 | grep -E "summary|verdict"
     ;;
 esac
 echo "[multi-gpu] tables:"
