@@ -3,7 +3,8 @@
 
 torchvision ViT, synthetic data (normal images, uniform labels) through a DataLoader with worker processes and
 pinned memory, cross-entropy, plain SGD; --amp fp32 | tf32 | bf16 (autocast), --compile none | default |
-reduce-overhead; optional DDP (world size from torchrun) with --comm-hook and --bucket-mb like ddpx's. Prints one
+reduce-overhead; optional DDP (world size from torchrun, the seed's static graph and gradients as bucket views
+unless --plain-ddp) with --comm-hook and --bucket-mb like ddpx's. Prints one
 JSON line (rank 0 only): steps/s over --steps steps after --warmup, and peak device memory. Used by
 bench/gpu-run.sh in the same device call as ddpx, and by `ddpx bench` for its PyTorch column.
 """
@@ -28,6 +29,9 @@ p.add_argument("--ddp", action="store_true", help="wrap in DistributedDataParall
 p.add_argument("--comm-hook", default="allreduce",
                help="with --ddp: allreduce | fp16 | bf16 | powersgd:R (PowerSGD from step 2, like ddpx)")
 p.add_argument("--bucket-mb", type=float, default=25.0, help="with --ddp: DDP bucket_cap_mb")
+p.add_argument("--plain-ddp", action="store_true",
+               help="with --ddp: DDP's defaults instead of the seed's tuned settings (static_graph=True, "
+                    "gradient_as_bucket_view=True)")
 p.add_argument("--tag", default="")
 args = p.parse_args()
 
@@ -71,7 +75,10 @@ def main():
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
         dist.init_process_group("nccl")
-        model = DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=args.bucket_mb)
+        # The seed's tuned DDP (static graph, gradients as bucket views) unless --plain-ddp: ddpx is compared
+        # with PyTorch's best data-parallel settings, not its defaults.
+        tuned = {} if args.plain_ddp else {"static_graph": True, "gradient_as_bucket_view": True}
+        model = DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=args.bucket_mb, **tuned)
         register_comm_hook(model, args.comm_hook)
     step_fn_model = torch.compile(model, mode=None if args.compile == "default" else args.compile) \
         if args.compile != "none" else model
@@ -98,6 +105,7 @@ def main():
     result = {"engine": "pytorch", "tag": args.tag, "model": args.model, "batch": args.batch, "amp": args.amp,
               "compile": args.compile, "ddp": args.ddp, "steps": args.steps,
               "comm_hook": args.comm_hook if args.ddp else None, "bucket_mb": args.bucket_mb if args.ddp else None,
+              "ddp_tuned": (args.ddp and not args.plain_ddp) or None,
               "world": int(os.environ.get("WORLD_SIZE", 1)),
               "steps_per_s": args.steps / seconds,
               "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30,
