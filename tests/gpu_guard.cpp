@@ -5,15 +5,17 @@
 #endif
 
 namespace ddpx::testing {
-bool gpu_available() {
+int gpu_count() {
 #ifdef DDPX_HAVE_CUDA
-  static const bool available = [] {
-    int count = 0;
-    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  static const int count = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
   }();
-  return available;
+  return count;
 #else
-  return false;
+  return 0;
 #endif
 }
+
+bool gpu_available() { return gpu_count() > 0; }
 }  // namespace ddpx::testing
