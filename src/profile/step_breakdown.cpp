@@ -65,7 +65,16 @@ RankBreakdown summarize_rank(const RankRun& run) {
   out.steps = run.steps.size();
   DDPX_REQUIRE(!run.steps.empty(), "rank {} recorded no measured steps: run more steps than --warmup", out.rank);
   std::vector<double> values(run.steps.size());
+  // CUDA runs time their buckets only at progress lines; the other steps' comm is a stand-in (the exposed part):
+  // where some steps carry buckets, the comm phase is summarized over those alone.
+  std::vector<double> sampled_comm;
+  for (const StepRecord& step : run.steps)
+    if (!step.buckets.empty()) sampled_comm.push_back(step.phases.comm_ms);
   for (Phase phase : kAllPhases) {
+    if (phase == Phase::comm && !sampled_comm.empty()) {
+      out.phases[static_cast<size_t>(phase)] = spread_of(sampled_comm);
+      continue;
+    }
     for (size_t s = 0; s < run.steps.size(); ++s) values[s] = phase_ms(run.steps[s].phases, phase);
     out.phases[static_cast<size_t>(phase)] = spread_of(values);
   }

@@ -62,6 +62,19 @@ TEST(StepBreakdown, PerRankAndAcrossRankSpreads) {
   EXPECT_DOUBLE_EQ(b[Phase::backward].median, (22 + 25) / 2.0);
 }
 
+TEST(StepBreakdown, CommIsSummarizedOverTheStepsThatTimedTheirBuckets) {
+  // CUDA runs time buckets only at progress lines; the other steps carry the exposed part as a stand-in.
+  RunReport report = two_rank_report();
+  for (RankRun& rank : report.ranks)
+    for (StepRecord& s : rank.steps) s.phases.comm_ms = s.phases.exposed_comm_ms;
+  StepRecord& sampled = report.ranks[0].steps[1];
+  sampled.phases.comm_ms = 9;
+  sampled.buckets.push_back(BucketRecord{});
+  const StepBreakdown b = summarize_steps(report);
+  EXPECT_DOUBLE_EQ(b.ranks[0][Phase::comm].median, 9);  // the one timed step, not the stand-ins
+  EXPECT_DOUBLE_EQ(b.ranks[1][Phase::comm].median, 2);  // no timed step: every step counts
+}
+
 TEST(StepBreakdown, StragglerSetsThePace) {
   const StepBreakdown b = summarize_steps(two_rank_report());
   EXPECT_EQ(b.straggler_rank, 1);
