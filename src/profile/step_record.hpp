@@ -25,7 +25,7 @@ struct PhaseTimes {
   double backward_ms = 0;      // backward compute, start to the last gradient kernel
   double comm_ms = 0;          // first bucket launch to last bucket completion (overlapped part included)
   double exposed_comm_ms = 0;  // comm not hidden under backward: see exposed_comm_ms() below
-  double optimizer_ms = 0;     // optimizer update (and bf16 weight copy)
+  double optimizer_ms = 0;     // zeroing the gradients, the optimizer update (and bf16 weight copy)
   double total_ms = 0;         // the whole step, wall clock
 
   // data_wait + h2d_copy + forward + backward + exposed_comm + optimizer.
