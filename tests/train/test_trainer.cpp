@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/param_layout.hpp"
 #include "train/trainer.hpp"
@@ -102,20 +103,8 @@ TEST(Training, LearnableLossFallsClearly) {
   EXPECT_LT(s.final_loss, 0.35 * s.first_loss) << "first " << s.first_loss << " final " << s.final_loss;
 }
 
-struct CliResult {
-  int status;
-  std::string output;
-};
-
-CliResult run_cli(const std::string& args) {
-  const std::string command = std::string(DDPX_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 512> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), output};
-}
+using testing::CliResult;
+CliResult run_cli(const std::string& args) { return testing::run_ddpx(args); }
 
 TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
   const std::vector<std::pair<std::string, std::string>> cases = {

@@ -5,15 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "cli_runner.hpp"
 #include "gpu_guard.hpp"
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
@@ -56,20 +54,8 @@ std::vector<float> weights(const std::string& path, const std::string& model = "
   return params;
 }
 
-struct CliResult {
-  int status;
-  std::string output;
-};
-
-CliResult run_cli(const std::string& args) {
-  const std::string command = std::string(DDPX_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 512> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), output};
-}
+using testing::CliResult;
+CliResult run_cli(const std::string& args) { return testing::run_ddpx(args); }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double worst = 0;
