@@ -44,6 +44,7 @@ struct BenchFlags {
   std::string out = "bench-out";
   std::string pytorch = "auto";
   std::string pytorch_script;
+  bool dry_run = false;    // print the plan (rows, commands, run counts) and run nothing
   std::vector<std::string> train_flags;
 };
 
@@ -171,7 +172,7 @@ int run_bench(BenchFlags f) {
   std::vector<std::string> notes;
   std::vector<int> gpu_counts;
   for (int count : parse_count_list(f.gpus, "--gpus")) {
-    if (f.device == "cuda" && count > visible)
+    if (f.device == "cuda" && count > visible && !f.dry_run)
       notes.push_back(fmt::format("skipped {} GPU(s): only {} visible on this machine", count, visible));
     else
       gpu_counts.push_back(count);
@@ -179,6 +180,27 @@ int run_bench(BenchFlags f) {
   if (f.p2p_disabled && f.device == "cpu") notes.push_back("--p2p-disabled ignored: it concerns NCCL on GPUs");
   const std::vector<RowSpec> plan = plan_rows(f, gpu_counts, has_flag(f.train_flags, "--ddp"));
   DDPX_REQUIRE(!plan.empty(), "nothing to run: {}", notes.empty() ? "the matrix is empty" : notes.front());
+  if (f.dry_run) {
+    // The plan only: what a device call would run, to size it before spending GPU time.
+    const bool anchor = f.pytorch == "auto" && f.device == "cuda";
+    int anchor_runs = 0;
+    fmt::print("ddpx bench --dry-run: {} row(s), each its own `ddpx train` ({} steps, {} warm-up)\n", plan.size(),
+               f.steps, f.warmup);
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const RowSpec& spec = plan[i];
+      const bool with_anchor = anchor && is_torchvision_model(spec.model);
+      anchor_runs += with_anchor ? 1 : 0;
+      std::string flags;
+      for (const std::string& flag : train_flags_for(f, spec)) flags += " " + flag;
+      fmt::print("[{}/{}] {} ({} {}{}){}\n      {}ddpx train{}\n", i + 1, plan.size(), spec.config, spec.world,
+                 f.device == "cuda" ? "GPU" : "rank", spec.world == 1 ? "" : "s",
+                 with_anchor ? ", with the PyTorch anchor" : "", spec.p2p_off ? "NCCL_P2P_DISABLE=1 " : "", flags);
+    }
+    fmt::print("total: {} ddpx run(s){}\n", plan.size(),
+               anchor ? fmt::format(" and {} PyTorch run(s) when torch imports", anchor_runs) : "");
+    for (const std::string& note : notes) fmt::print("note: {}\n", note);
+    return 0;
+  }
 
   fs::create_directories(f.out);
   std::string script;
@@ -312,6 +334,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--out", f->out, "folder for the tables, the chart, every run's log and report");
   cmd->add_option("--pytorch", f->pytorch, "auto (run the PyTorch anchor when torch imports) | off");
   cmd->add_option("--pytorch-script", f->pytorch_script, "the anchor (default: bench/pt_vit_anchor.py of the repo)");
+  cmd->add_flag("--dry-run", f->dry_run,
+                "print the rows and their `ddpx train` commands, run nothing (GPU counts are taken as given)");
   cmd->add_option("train_flags", f->train_flags, "flags for every `ddpx train` run, after '--'");
   return {cmd, [f] { return run_bench(*f); }};
 }

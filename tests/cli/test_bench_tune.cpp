@@ -64,6 +64,22 @@ TEST(Bench, CpuMatrixWritesAllFourFilesNamingEveryRow) {
 }
 #endif
 
+TEST(Bench, DryRunPrintsThePlanAndRunsNothing) {
+  // GPU counts are taken as given, so a GPU machine's call can be sized here, without GPUs.
+  const auto out = fresh_dir("bench_dry_run");
+  const auto r = run_ddpx("bench --dry-run --gpus 1,2 --hooks fp16,powersgd:4 --bucket-mb 2000 --out " +
+                          out.string() + " -- --workers 14");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("6 row(s)"), std::string::npos) << r.output;  // 2 precisions x (1 plain + 2 hooks)
+  EXPECT_NE(r.output.find("[1/6] vit_l_32 fp32, no DDP (1 GPU)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--nproc-per-node 2 --comm-hook powersgd:4 --bucket-mb 2000 --workers 14"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("total: 6 ddpx run(s) and 6 PyTorch run(s) when torch imports"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out / "bench.md"));
+}
+
 TEST(Bench, FlagsBenchSetsItselfAreRefusedAfterTheSeparator) {
   const auto r = run_ddpx("bench --device cpu --models vit_tiny_test --out /tmp/never -- --model vit_small_test");
   EXPECT_EQ(r.status, 2) << r.output;
