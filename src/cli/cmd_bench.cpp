@@ -265,10 +265,17 @@ int run_bench(BenchFlags f) {
     fmt::print("[{}/{}] {} ({} {}{}) ... ", i + 1, plan.size(), spec.config, spec.world,
                f.device == "cuda" ? "GPU" : "rank", spec.world == 1 ? "" : "s");
     std::fflush(stdout);
+    // Wall time of each run (start-up included), printed and kept: what sizes the next device call.
+    using WallClock = std::chrono::steady_clock;
+    auto seconds_since = [](WallClock::time_point t) {
+      return std::chrono::duration<double>(WallClock::now() - t).count();
+    };
+    const auto ddpx_start = WallClock::now();
     const TrainTrialResult result = run_train_trial(executable, trial);
+    const double ddpx_seconds = seconds_since(ddpx_start);
     nlohmann::json run = {{"config", spec.config}, {"gpus", spec.world}, {"train_flags", trial.flags},
                           {"env", trial.env}, {"log", trial.log_path}, {"report", trial.report_path},
-                          {"status", result.status}};
+                          {"status", result.status}, {"ddpx_wall_s", ddpx_seconds}};
     if (!result.steps_per_s) {
       ++failures;
       fmt::print("failed\n{}", result.failure());
@@ -279,16 +286,18 @@ int run_bench(BenchFlags f) {
       continue;
     }
     BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt, spec.model};
-    fmt::print("{:.2f} steps/s", row.ddpx_steps_per_s);
+    fmt::print("{:.2f} steps/s ({:.0f} s)", row.ddpx_steps_per_s, ddpx_seconds);
     if (with_pytorch && is_torchvision_model(spec.model)) {
       const std::string anchor_log = (fs::path(f.out) / (stem + ".pytorch.log")).string();
       const std::vector<std::string> argv = anchor_command(f, spec, script);
+      const auto anchor_start = WallClock::now();
       const int status = run_child_process(argv, trial.env, anchor_log);
+      run["pytorch_wall_s"] = seconds_since(anchor_start);
       row.pytorch_steps_per_s = status == 0 ? anchor_steps_per_s(anchor_log) : std::nullopt;
       run["pytorch_command"] = argv;
       run["pytorch_log"] = anchor_log;
       if (row.pytorch_steps_per_s) {
-        fmt::print(", PyTorch {:.2f} steps/s", *row.pytorch_steps_per_s);
+        fmt::print(", PyTorch {:.2f} steps/s ({:.0f} s)", *row.pytorch_steps_per_s, run["pytorch_wall_s"].get<double>());
       } else {
         fmt::print(", PyTorch failed");
         notes.push_back(fmt::format("{}: the PyTorch anchor failed (exit status {}), see {}", spec.config, status,
