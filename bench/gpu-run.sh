@@ -22,16 +22,20 @@ fi
 run_ddpx() {  # name, flags...
   local name=$1; shift
   echo "[bench] ddpx $name: $*"
+  local started=$SECONDS
   timeout 240 "$DDPX" train --device cuda --model vit_l_32 --batch 32 --steps "$STEPS" --warmup "$WARMUP" \
     --data synthetic --workers ${WORKERS:-14} --log-every 20 --report "$OUT/ddpx_$name.json" "$@" >"$OUT/ddpx_$name.log" 2>&1
   local rc=$?
+  echo "    wall time $((SECONDS - started)) s"
   grep -E "summary|verdict|error" "$OUT/ddpx_$name.log" | sed "s/^/    /"
   [[ $rc -ne 0 ]] && tail -5 "$OUT/ddpx_$name.log"
 }
 run_torch() {  # name, flags...
   local name=$1; shift
   echo "[bench] pytorch $name: $*"
+  local started=$SECONDS
   timeout 300 python3 bench/pt_vit_anchor.py --steps 50 --tag "$name" "$@" >"$OUT/torch_$name.log" 2>&1 || tail -5 "$OUT/torch_$name.log"
+  echo "    wall time $((SECONDS - started)) s"
   grep '^{' "$OUT/torch_$name.log" | tail -1 | tee -a "$OUT/torch.jsonl"
 }
 
