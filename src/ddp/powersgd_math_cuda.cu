@@ -13,7 +13,9 @@
 // nothing allocates or synchronizes, so steps can be captured into CUDA graphs. Factor ranks above 8 are handled
 // in passes of 8 columns (P, Q) and a generic loop (finish). Vectorized float4 paths are taken where a matrix's
 // rows are 16-byte aligned, scalar ones elsewhere.
-// Numerics: fp32 throughout, sums in a fixed order; differs from the host (OpenBLAS, double norms) by rounding.
+// Numerics: fp32 throughout, sums in a fixed order; differs from the host (OpenBLAS, double norms) by rounding,
+// except at fp32's range limits: a column whose squared norm underflows (all entries below ~2.6e-23) or overflows
+// (entries above ~1.8e19) is zeroed here, where the host still normalizes it.
 #include <cuda_runtime.h>
 
 #include <algorithm>
