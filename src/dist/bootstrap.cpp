@@ -1,6 +1,7 @@
 // Bootstrap: environment detection and backend construction.
 #include "dist/bootstrap.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -79,11 +80,14 @@ WorldInfo detect_world(const EnvLookup& env) {
                  world.launcher, vars.rank, world.rank, vars.size, world.world_size);
     DDPX_REQUIRE(world.local_rank < world.world_size, "{} environment: {}={} is not below {}={}", world.launcher,
                  vars.local_rank, world.local_rank, vars.size, world.world_size);
-    world.local_world_size = parse_int(env, vars.local_size, world.world_size);
-    DDPX_REQUIRE(world.local_world_size >= 1 && world.local_world_size <= world.world_size &&
-                     world.local_rank < world.local_world_size,
-                 "{} environment: {}={} must be in 1..{}={} and above {}={}", world.launcher, vars.local_size,
-                 world.local_world_size, vars.size, world.world_size, vars.local_rank, world.local_rank);
+    // Only a hint (CPU threads per rank), and Slurm's is the requested count, inherited by smaller job steps:
+    // an unreadable or inconsistent value is clamped into [local rank + 1, world size], never fatal.
+    int local_size = world.world_size;
+    if (std::optional<std::string> text = env(vars.local_size)) {
+      auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), local_size);
+      if (error != std::errc() || end != text->data() + text->size()) local_size = world.world_size;
+    }
+    world.local_world_size = std::clamp(local_size, world.local_rank + 1, world.world_size);
     break;
   }
   world.master_addr = env("MASTER_ADDR").value_or("");

@@ -5,9 +5,10 @@
 //    PMI (PMI_RANK/PMI_SIZE, MPI_LOCALRANKID), Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID); none of them:
 //    a single process (rank 0 of 1). The ranks on this node (local_world_size) come from the same launcher:
 //    LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE; where it does not
-//    say, the whole world is assumed to share the node (0 < local_world_size <= world_size always).
-//    torchrun's variables win because a launcher inside an mpirun/Slurm
-//    allocation sets them per worker. A malformed or inconsistent variable is a ddpx::Error naming it.
+//    say (or says something unreadable), the whole world is assumed to share the node; the value is clamped into
+//    [local_rank + 1, world_size], since it is only a hint for CPU threads (Slurm's is the requested per-node
+//    count, which a smaller job step inherits). torchrun's variables win because a launcher inside an mpirun/Slurm
+//    allocation sets them per worker. A malformed or inconsistent rank variable is a ddpx::Error naming it.
 //  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
 //    reject processes of another job.
 //  - make_communicator("nccl") shares the NCCL unique id over MPI_Bcast when MPI is initialized and spans the

@@ -3,14 +3,16 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "core/error.hpp"
 
 namespace ddpx {
 
-BlasThreadChoice choose_blas_threads(int requested, int hardware_threads, int ranks_on_node,
+BlasThreadChoice choose_blas_threads(int requested, int hardware_threads, int ranks_on_node, int usable_cpus,
                                      const std::function<std::optional<std::string>(const std::string&)>& env) {
   DDPX_REQUIRE(requested >= 0, "--cpu-threads must be >= 0 (0: the node's cores shared by its ranks), got {}",
                requested);
@@ -21,8 +23,17 @@ BlasThreadChoice choose_blas_threads(int requested, int hardware_threads, int ra
   }
   const int hardware = std::max(hardware_threads, 1);
   const int ranks = std::max(ranks_on_node, 1);
-  return {std::max(hardware / ranks, 1),
-          fmt::format("{} hardware threads / {} rank{} on this node", hardware, ranks, ranks == 1 ? "" : "s")};
+  const int shared = std::max(hardware / ranks, 1);
+  if (usable_cpus > 0 && usable_cpus < shared)
+    return {usable_cpus, fmt::format("{} CPU{} in this rank's affinity mask", usable_cpus, usable_cpus == 1 ? "" : "s")};
+  return {shared, fmt::format("{} hardware threads / {} rank{} on this node", hardware, ranks, ranks == 1 ? "" : "s")};
+}
+
+int usable_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::thread::hardware_concurrency());
 }
 
 int apply_blas_threads(int threads) {

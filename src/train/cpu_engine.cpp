@@ -43,7 +43,7 @@ class CpuEngine : public StepEngine {
     }
     const BlasThreadChoice choice = choose_blas_threads(
         options.cpu_threads, static_cast<int>(std::thread::hardware_concurrency()), ranks_on_node,
-        [](const std::string& name) -> std::optional<std::string> {
+        usable_cpu_count(), [](const std::string& name) -> std::optional<std::string> {
           const char* value = std::getenv(name.c_str());
           return value ? std::optional<std::string>(value) : std::nullopt;
         });

@@ -272,10 +272,13 @@ class CudaEngine : public CudaStepEngine {
   }
   void capture_end() override {
     cudaGraph_t graph = nullptr;
-    DDPX_CUDA_CHECK(cudaStreamEndCapture(compute_, &graph));
-    capturing_ = false;
-    DDPX_CUDA_CHECK(cudaGraphInstantiate(&graphs_[parity_], graph, 0));
-    DDPX_CUDA_CHECK(cudaGraphDestroy(graph));
+    const cudaError_t cudaStreamEndCapture_status = cudaStreamEndCapture(compute_, &graph);
+    capturing_ = false;  // the stream has left capture mode, whatever the outcome
+    DDPX_CUDA_CHECK(cudaStreamEndCapture_status);
+    const cudaError_t cudaGraphInstantiate_status = cudaGraphInstantiate(&graphs_[parity_], graph, 0);
+    cudaGraphDestroy(graph);  // the executable graph keeps what it needs
+    if (cudaGraphInstantiate_status != cudaSuccess) graphs_[parity_] = nullptr;
+    DDPX_CUDA_CHECK(cudaGraphInstantiate_status);
     graph_mode_ = true;
   }
   void capture_abandon() noexcept override {

@@ -79,19 +79,6 @@ TrainSummary run_training(const TrainOptions& options) {
   };
 
   std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.local_rank, dist.rank, dist.local_world);
-  // Declared after the engine, so it runs first when an error unwinds: a rank that fails while its own NCCL
-  // kernels wait for peers would otherwise block in the engine's and the communicator's teardown until the
-  // other ranks' watchdogs fire. Aborting the communicator releases those kernels, and the peers' collectives
-  // fail at once. (MPI is left alone: its abort ends the whole job, and mpirun already stops it on a failure.)
-  struct AbortCommunicatorOnError {
-    DistContext& dist;
-    const int exceptions = std::uncaught_exceptions();
-    ~AbortCommunicatorOnError() {
-      if (std::uncaught_exceptions() > exceptions && dist.communicator &&
-          dist.communicator->buffer_memory() == BufferMemory::cuda)
-        dist.communicator->abort(fmt::format("rank {} is exiting on an error", dist.rank));
-    }
-  } abort_on_error{dist};
   StartState start = initial_state(layout, options);
   if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.params.data());
   engine->upload_params(start.params.data());
@@ -140,6 +127,21 @@ TrainSummary run_training(const TrainOptions& options) {
   double measured_wait = 0;
   auto interval_start = Clock::now();
   int64_t interval_steps = 0;
+
+  // Declared after everything the loop uses, so it runs first when an error unwinds from the loop: a rank that
+  // fails while its own NCCL kernels wait for peers would otherwise block in the teardown that follows (pinned
+  // frees and the engine synchronize the device) until its watchdog fires. Aborting the communicator releases
+  // those kernels, the rank exits at once, and the launcher then stops the other workers. (MPI is left alone: its
+  // abort ends the whole job, and mpirun already stops the job when a rank fails.)
+  struct AbortCommunicatorOnError {
+    DistContext& dist;
+    const int exceptions = std::uncaught_exceptions();
+    ~AbortCommunicatorOnError() {
+      if (std::uncaught_exceptions() > exceptions && dist.communicator &&
+          dist.communicator->buffer_memory() == BufferMemory::cuda)
+        dist.communicator->abort("this rank is exiting on an error");
+    }
+  } abort_on_error{dist};
 
   for (int64_t step = start.step + 1; step <= options.steps; ++step) {
     if (step == start.step + 1 + options.warmup_steps) {

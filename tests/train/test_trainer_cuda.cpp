@@ -159,7 +159,9 @@ TEST(CudaTraining, TwoGpusEqualOneGpuWithTheWholeBatch) {
   expect_two_ranks_equal_one("cuda");
 }
 
+#ifdef DDPX_HAVE_MPI
 TEST(CpuTraining, TwoMpiRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu"); }
+#endif
 
 TEST(CudaTraining, ResumeOnTheGpuContinuesTheRun) {
   DDPX_REQUIRE_GPU();
