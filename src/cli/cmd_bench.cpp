@@ -180,6 +180,11 @@ int run_bench(BenchFlags f) {
   if (f.p2p_disabled && f.device == "cpu") notes.push_back("--p2p-disabled ignored: it concerns NCCL on GPUs");
   const std::vector<RowSpec> plan = plan_rows(f, gpu_counts, has_flag(f.train_flags, "--ddp"));
   DDPX_REQUIRE(!plan.empty(), "nothing to run: {}", notes.empty() ? "the matrix is empty" : notes.front());
+  const std::string rank_unit = f.device == "cuda" ? "GPU" : "rank";
+  auto row_label = [&](size_t i, const RowSpec& spec) {
+    return fmt::format("[{}/{}] {} ({} {}{})", i + 1, plan.size(), spec.config, spec.world, rank_unit,
+                       spec.world == 1 ? "" : "s");
+  };
   if (f.dry_run) {
     // The plan only: what a device call would run, to size it before spending GPU time.
     const bool anchor = f.pytorch == "auto" && f.device == "cuda";
@@ -192,9 +197,8 @@ int run_bench(BenchFlags f) {
       anchor_runs += with_anchor ? 1 : 0;
       std::string flags;
       for (const std::string& flag : train_flags_for(f, spec)) flags += " " + flag;
-      fmt::print("[{}/{}] {} ({} {}{}){}\n      {}ddpx train{}\n", i + 1, plan.size(), spec.config, spec.world,
-                 f.device == "cuda" ? "GPU" : "rank", spec.world == 1 ? "" : "s",
-                 with_anchor ? ", with the PyTorch anchor" : "", spec.p2p_off ? "NCCL_P2P_DISABLE=1 " : "", flags);
+      fmt::print("{}{}\n      {}ddpx train{}\n", row_label(i, spec), with_anchor ? ", with the PyTorch anchor" : "",
+                 spec.p2p_off ? "NCCL_P2P_DISABLE=1 " : "", flags);
     }
     fmt::print("total: {} ddpx run(s){}\n", plan.size(),
                anchor ? fmt::format(" and {} PyTorch run(s) when torch imports", anchor_runs) : "");
@@ -225,7 +229,6 @@ int run_bench(BenchFlags f) {
   const std::string setup = fmt::format("{} ({}), batch {} per rank, {} steps of which {} warm-up", f.device,
                                         f.device == "cuda" ? fmt::format("{} GPU(s) visible", visible) : "MPI ranks",
                                         f.batch, f.steps, f.warmup);
-  const std::string rank_unit = f.device == "cuda" ? "GPU" : "rank";
   auto write_results = [&](size_t rows_planned) {
     const std::string when = now_text();
     std::string extra;
@@ -254,6 +257,11 @@ int run_bench(BenchFlags f) {
                                         rank_unit)));
     return markdown;
   };
+  // Wall time of each run (start-up included), printed and kept: what sizes the next device call.
+  using WallClock = std::chrono::steady_clock;
+  auto seconds_since = [](WallClock::time_point t) {
+    return std::chrono::duration<double>(WallClock::now() - t).count();
+  };
   for (size_t i = 0; i < plan.size(); ++i) {
     const RowSpec& spec = plan[i];
     const std::string stem = fmt::format("row-{:02}", i + 1);
@@ -262,14 +270,8 @@ int run_bench(BenchFlags f) {
     if (spec.p2p_off) trial.env = {"NCCL_P2P_DISABLE=1"};
     trial.log_path = (fs::path(f.out) / (stem + ".log")).string();
     trial.report_path = (fs::path(f.out) / (stem + ".json")).string();
-    fmt::print("[{}/{}] {} ({} {}{}) ... ", i + 1, plan.size(), spec.config, spec.world,
-               f.device == "cuda" ? "GPU" : "rank", spec.world == 1 ? "" : "s");
+    fmt::print("{} ... ", row_label(i, spec));
     std::fflush(stdout);
-    // Wall time of each run (start-up included), printed and kept: what sizes the next device call.
-    using WallClock = std::chrono::steady_clock;
-    auto seconds_since = [](WallClock::time_point t) {
-      return std::chrono::duration<double>(WallClock::now() - t).count();
-    };
     const auto ddpx_start = WallClock::now();
     const TrainTrialResult result = run_train_trial(executable, trial);
     const double ddpx_seconds = seconds_since(ddpx_start);

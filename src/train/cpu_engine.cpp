@@ -5,12 +5,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
+#include "dist/bootstrap.hpp"
 #include "model/blas_threads.hpp"
 #include "model/vit_cpu.hpp"
 #include "optim/adamw.hpp"
@@ -43,10 +42,7 @@ class CpuEngine : public StepEngine {
     }
     const BlasThreadChoice choice = choose_blas_threads(
         options.cpu_threads, static_cast<int>(std::thread::hardware_concurrency()), ranks_on_node,
-        usable_cpu_count(), [](const std::string& name) -> std::optional<std::string> {
-          const char* value = std::getenv(name.c_str());
-          return value ? std::optional<std::string>(value) : std::nullopt;
-        });
+        usable_cpu_count(), process_environment());
     const int threads = apply_blas_threads(choice.threads);
     blas_ = threads > 0 ? fmt::format("OpenBLAS, {} thread{}: {}", threads, threads == 1 ? "" : "s", choice.source)
                         : std::string("BLAS");

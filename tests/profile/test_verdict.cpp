@@ -12,6 +12,19 @@ Verdict diagnose_file(const std::string& name, const PeakTable* peak = nullptr) 
   return diagnose(load_run_report(testing::profile_data(name)), peak);
 }
 
+// A hand-made report: one rank on `device` whose five steps all look like `step` (numbered 0..4).
+RunReport one_rank_report(const std::string& device, StepRecord step) {
+  RunReport report;
+  RankRun rank;
+  rank.info.device_name = device;
+  for (int i = 0; i < 5; ++i) {
+    step.step = i;
+    rank.steps.push_back(step);
+  }
+  report.ranks.push_back(rank);
+  return report;
+}
+
 TEST(Verdict, CommunicationBoundOverSharedMemoryAdvisesCompression) {
   const Verdict v = diagnose_file("comm_bound_shm.json");
   EXPECT_EQ(v.bound, Bound::communication);
@@ -35,30 +48,23 @@ TEST(Verdict, CommunicationBoundOverNvlinkWithOneBucketAdvisesSmallerBuckets) {
 
 TEST(Verdict, OneBucketOfASmallModelIsSplitBelowItsSize) {
   // A model whose gradients (here 4 MB) fit in one bucket at any usual cap: the advice splits them in four.
-  RunReport report;
+  StepRecord step;
+  step.phases.forward_ms = 2;
+  step.phases.backward_ms = 4;
+  step.phases.comm_ms = 4;
+  step.phases.exposed_comm_ms = 4;
+  step.phases.total_ms = 10;
+  BucketRecord bucket;
+  bucket.elements = 1 << 20;
+  bucket.bytes = 4 << 20;
+  bucket.start_ms = 6;
+  bucket.end_ms = 10;
+  step.buckets.push_back(bucket);
+  RunReport report = one_rank_report("NVIDIA H200", step);
+  report.ranks.front().info.transport = "P2P/CUMEM/read";
   report.config.world = 2;
   report.config.ddp = true;
   report.config.bucket_mb = 25;
-  RankRun rank;
-  rank.info.device_name = "NVIDIA H200";
-  rank.info.transport = "P2P/CUMEM/read";
-  for (int i = 0; i < 5; ++i) {
-    StepRecord step;
-    step.step = i;
-    step.phases.forward_ms = 2;
-    step.phases.backward_ms = 4;
-    step.phases.comm_ms = 4;
-    step.phases.exposed_comm_ms = 4;
-    step.phases.total_ms = 10;
-    BucketRecord bucket;
-    bucket.elements = 1 << 20;
-    bucket.bytes = 4 << 20;
-    bucket.start_ms = 6;
-    bucket.end_ms = 10;
-    step.buckets.push_back(bucket);
-    rank.steps.push_back(step);
-  }
-  report.ranks.push_back(rank);
   const Verdict v = diagnose(report);
   EXPECT_EQ(v.bound, Bound::communication);
   EXPECT_EQ(v.advice, "all gradients travel in one bucket after the backward pass: try --bucket-mb 1 so "
@@ -128,28 +134,15 @@ TEST(Verdict, JsonHasBoundAndText) {
   EXPECT_EQ(j["text"].get<std::string>().rfind("Waiting for input", 0), 0u);
 }
 
-}  // namespace
-}  // namespace ddpx
-
-namespace ddpx {
-namespace {
-
 TEST(Verdict, ComputeBoundOnTheCpuEngineAdvisesAGpu) {
-  RunReport report;
+  StepRecord step;
+  step.phases.forward_ms = 40;
+  step.phases.backward_ms = 55;
+  step.phases.optimizer_ms = 5;
+  step.phases.total_ms = 100;
+  RunReport report = one_rank_report("cpu", step);
   report.config.precision = "fp32";
   report.config.ddp = false;
-  RankRun rank;
-  rank.info.device_name = "cpu";
-  for (int i = 0; i < 5; ++i) {
-    StepRecord step;
-    step.step = i;
-    step.phases.forward_ms = 40;
-    step.phases.backward_ms = 55;
-    step.phases.optimizer_ms = 5;
-    step.phases.total_ms = 100;
-    rank.steps.push_back(step);
-  }
-  report.ranks.push_back(rank);
   const Verdict v = diagnose(report);
   EXPECT_EQ(v.bound, Bound::compute);
   EXPECT_NE(v.advice.find("--device cuda"), std::string::npos) << v.advice;
