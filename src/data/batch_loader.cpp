@@ -69,7 +69,12 @@ void BatchLoader::worker_loop() {
       dataset_.fill_batch(step, rank_, world_, batch_, slot->images, slot->labels);
     } catch (...) {
       std::lock_guard lock(mutex_);
-      if (!worker_error_) worker_error_ = std::current_exception();
+      // The earliest failing step wins; batches of earlier steps (claimed before it, so already being filled)
+      // are still delivered in order.
+      if (!worker_error_ || step < failed_step_) {
+        worker_error_ = std::current_exception();
+        failed_step_ = step;
+      }
       stopping_ = true;
       batch_ready_.notify_all();
       slot_freed_.notify_all();
@@ -88,9 +93,12 @@ const HostBatch& BatchLoader::acquire() {
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
   const size_t s = static_cast<size_t>(next_to_consume_ % static_cast<int64_t>(slots_.size()));
-  batch_ready_.wait(lock, [&] { return worker_error_ || stopping_ || states_[s] == SlotState::ready; });
-  if (worker_error_) std::rethrow_exception(worker_error_);
-  DDPX_REQUIRE(!stopping_, "batch loader stopped while step {} was awaited", next_to_consume_);
+  const auto failed_here = [&] { return worker_error_ && next_to_consume_ >= failed_step_; };
+  batch_ready_.wait(lock, [&] {
+    return states_[s] == SlotState::ready || failed_here() || (stopping_ && !worker_error_);
+  });
+  if (states_[s] != SlotState::ready && failed_here()) std::rethrow_exception(worker_error_);
+  DDPX_REQUIRE(states_[s] == SlotState::ready, "batch loader stopped while step {} was awaited", next_to_consume_);
   states_[s] = SlotState::in_use;
   ++next_to_consume_;
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

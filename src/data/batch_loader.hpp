@@ -5,7 +5,9 @@
 //  - A slot is refilled only after release(); the consumer must release the batch it acquired before acquiring
 //    again... except it may hold up to `depth - 1` (e.g. while an async host->device copy from it is in flight).
 //  - Slot memory comes from the allocator in Options (pinned host memory for CUDA, plain memory on the CPU).
-//  - A worker exception is rethrown by acquire() in the consumer thread; the destructor stops and joins workers.
+//  - A worker exception is rethrown by acquire() in the consumer thread when it asks for the step that failed;
+//    batches of earlier steps are still delivered first, whatever the workers' timing. The destructor stops and
+//    joins workers.
 //  - wait_seconds() is the time the consumer spent blocked in acquire(): the input pipeline's visible cost.
 #pragma once
 #include <atomic>
@@ -67,6 +69,7 @@ class BatchLoader {
   std::condition_variable slot_freed_, batch_ready_;
   bool stopping_ = false;
   std::exception_ptr worker_error_;
+  int64_t failed_step_ = 0;  // the step whose fill threw (valid when worker_error_ is set)
   double wait_seconds_ = 0;
   std::vector<std::thread> threads_;
 };

@@ -1,8 +1,12 @@
 // The loader delivers every step's batch in order, identical to filling it directly, whatever the worker count;
 // synthetic data has the stated distribution; worker errors reach the consumer.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -90,23 +94,62 @@ TEST(BatchLoader, HoldsSeveralSlotsAtOnce) {
 
 class FailingDataset : public SyntheticDataset {
  public:
-  FailingDataset() : SyntheticDataset(DataShape{1, 4, 2}, 0, false) {}
+  explicit FailingDataset(int64_t failing_step) : SyntheticDataset(DataShape{1, 4, 2}, 0, false), failing_(failing_step) {}
   void fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const override {
-    if (step == 2) fail("dataset broke at step {}", step);
+    if (step == failing_) {
+      failed_ = true;
+      fail("dataset broke at step {}", step);
+    }
     SyntheticDataset::fill_batch(step, rank, world, batch, images, labels);
   }
+  bool failed() const { return failed_; }
+
+ private:
+  int64_t failing_;
+  mutable std::atomic<bool> failed_{false};
 };
 
+void expect_worker_error(BatchLoader& loader, int64_t step) {
+  try {
+    loader.acquire();
+    FAIL() << "expected the worker's error at step " << step;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("dataset broke at step {}", step)), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(BatchLoader, WorkerErrorReachesConsumer) {
-  FailingDataset data;
+  FailingDataset data(2);
   BatchLoader loader(data, 0, 1, 2, 0, {1, 2, {}, {}});
   loader.release(loader.acquire());
   loader.release(loader.acquire());
-  try {
-    loader.acquire();
-    FAIL() << "expected the worker's error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("dataset broke at step 2"), std::string::npos);
+  expect_worker_error(loader, 2);
+}
+
+// The failure of a later step must not hide a batch that is already filled: the CI race this pins down had the
+// worker fail step 2 while the consumer had not yet taken step 1.
+TEST(BatchLoader, BatchesBeforeTheFailingStepAreStillDelivered) {
+  FailingDataset data(2);
+  BatchLoader loader(data, 0, 1, 2, 0, {1, 2, {}, {}});
+  loader.release(loader.acquire());
+  while (!data.failed()) std::this_thread::yield();  // step 2 has failed; step 1 waits in its slot
+  const HostBatch& one = loader.acquire();
+  EXPECT_EQ(one.step, 1);
+  loader.release(one);
+  expect_worker_error(loader, 2);
+}
+
+TEST(BatchLoader, ManyWorkersDeliverEveryStepBeforeTheFailure) {
+  for (int trial = 0; trial < 50; ++trial) {
+    FailingDataset data(5);
+    BatchLoader loader(data, 0, 1, 2, 0, {3, 4, {}, {}});
+    for (int64_t step = 0; step < 5; ++step) {
+      const HostBatch& got = loader.acquire();
+      ASSERT_EQ(got.step, step) << "trial " << trial;
+      loader.release(got);
+    }
+    expect_worker_error(loader, 5);
   }
 }
 
