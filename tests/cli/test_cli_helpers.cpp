@@ -12,19 +12,12 @@
 #include "cli/train_trial.hpp"
 #include "cli_runner.hpp"
 #include "core/error.hpp"
+#include "error_expect.hpp"
 
 namespace ddpx::cli {
 namespace {
 
-template <typename F>
-std::string error_of(F&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(ArgLists, ListsAreTrimmedDeduplicatedAndKeepOrder) {
   EXPECT_EQ(split_list(" bf16, fp32,,bf16 ", "--precisions"), (std::vector<std::string>{"bf16", "fp32"}));
@@ -81,7 +74,7 @@ TEST(TrainTrial, FlagLookupAndOwnedFlags) {
       error_of([&] { reject_owned_flags(flags, {"--model=--models", "--batch=--batch"}, "bench"); });
   EXPECT_NE(message.find("--batch"), std::string::npos) << message;
   EXPECT_NE(message.find("ddpx bench"), std::string::npos) << message;
-  EXPECT_EQ(error_of([&] { reject_owned_flags(flags, {"--model=--models"}, "bench"); }), "");
+  EXPECT_EQ(error_of([&] { reject_owned_flags(flags, {"--model=--models"}, "bench"); }), testing::kNoError);
 }
 
 TEST(CollectiveBench, CheckValuesAreExactInEveryDtype) {

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "data/batch_loader.hpp"
 #include "data/synthetic_dataset.hpp"
+#include "error_expect.hpp"
 
 namespace ddpx {
 namespace {
@@ -110,13 +111,7 @@ class FailingDataset : public SyntheticDataset {
 };
 
 void expect_worker_error(BatchLoader& loader, int64_t step) {
-  try {
-    loader.acquire();
-    FAIL() << "expected the worker's error at step " << step;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fmt::format("dataset broke at step {}", step)), std::string::npos)
-        << e.what();
-  }
+  testing::expect_error([&] { loader.acquire(); }, {fmt::format("dataset broke at step {}", step)});
 }
 
 TEST(BatchLoader, WorkerErrorReachesConsumer) {

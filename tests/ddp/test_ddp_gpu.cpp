@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "error_expect.hpp"
 #include "core/rng.hpp"
 #include "ddp/cast_hook.hpp"
 #include "ddp/cast_kernels.hpp"
@@ -293,14 +294,7 @@ class StallingCommunicator : public Communicator {
   int aborts_ = 0;
 };
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 struct WatchedReducer {
   ToyRegression model;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "error_expect.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/self_communicator.hpp"
 #include "dist/watchdog.hpp"
@@ -76,14 +77,7 @@ bool eventually(Predicate predicate) {
   return predicate();
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(Reducer, OverlapLaunchesABucketBeforeTheStepEnds) {
   Fixture f;

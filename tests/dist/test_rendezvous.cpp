@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "error_expect.hpp"
 #include "dist/launcher.hpp"
 #include "dist/tcp_rendezvous.hpp"
 
@@ -18,14 +19,7 @@ RendezvousConfig config_for(int port, int rank, int world, std::string token = "
   return RendezvousConfig{"127.0.0.1", port, rank, world, std::move(token), 5s};
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(TcpRendezvous, EveryRankGetsRankZerosPayload) {
   const int port = find_free_port();

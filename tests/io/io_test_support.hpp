@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "error_expect.hpp"
 
 namespace ddpx::testing {
 
@@ -43,20 +44,6 @@ inline void write_bytes(const std::filesystem::path& path, std::string_view byte
 inline std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// Runs f, which must throw ddpx::Error whose message contains every needle.
-template <typename F>
-void expect_error(F&& f, std::initializer_list<std::string_view> needles) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (std::string_view needle : needles)
-      EXPECT_NE(message.find(needle), std::string::npos) << "missing '" << needle << "' in: " << message;
-    return;
-  }
-  ADD_FAILURE() << "expected a ddpx::Error";
 }
 
 }  // namespace ddpx::testing

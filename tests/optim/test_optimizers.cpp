@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "error_expect.hpp"
 #include "core/rng.hpp"
 #include "optim/adamw.hpp"
 #include "optim/optimizer.hpp"
@@ -17,18 +18,7 @@
 namespace ddpx {
 namespace {
 
-template <typename F>
-void expect_error(F&& f, std::initializer_list<std::string_view> needles) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (std::string_view needle : needles)
-      EXPECT_NE(message.find(needle), std::string::npos) << "missing '" << needle << "' in: " << message;
-    return;
-  }
-  ADD_FAILURE() << "expected a ddpx::Error";
-}
+using testing::expect_error;
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& expected, const char* what) {
   ASSERT_EQ(got.size(), expected.size());
