@@ -18,12 +18,19 @@ struct CliResult {
   std::string output;  // stdout and stderr
 };
 
-// `ddpx <args>` through the shell (args are quoted by the caller where needed).
-inline CliResult run_ddpx(const std::string& args) {
+// `ddpx <args>` through the shell (args are quoted by the caller where needed), in this environment minus every
+// launcher's rank variables (a CI runner inside a Slurm job or a stray RANK must not turn the tested command into
+// a worker), plus `env` ("NAME=value ..."), which a test sets to play a launcher.
+inline CliResult run_ddpx(const std::string& args, const std::string& env = "") {
   // mpirun as root (CI containers) needs these; scripts/test.sh sets them too.
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  const std::string command = std::string(DDPX_BINARY) + " " + args + " 2>&1";
+  std::string command = "env";
+  for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                           "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"})
+    command += std::string(" -u ") + name;
+  command += " " + env + " " + std::string(DDPX_BINARY) + " " + args + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   CliResult result;
   if (pipe == nullptr) return result;

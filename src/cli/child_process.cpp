@@ -10,8 +10,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
-
-extern char** environ;
+#include "dist/child_environment.hpp"
 
 namespace ddpx::cli {
 
@@ -19,15 +18,7 @@ int run_child_process(const std::vector<std::string>& argv, const std::vector<st
                       const std::string& log_path) {
   DDPX_REQUIRE(!argv.empty(), "internal: run_child_process without a program");
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
-  std::vector<std::string> environment;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    const std::string name = entry.substr(0, entry.find('='));
-    bool overridden = false;
-    for (const std::string& o : env) overridden |= o.substr(0, o.find('=')) == name;
-    if (!overridden) environment.push_back(entry);
-  }
-  environment.insert(environment.end(), env.begin(), env.end());
+  const std::vector<std::string> environment = environment_with(env);
   std::vector<char*> argv_c, env_c;
   for (const std::string& a : argv) argv_c.push_back(const_cast<char*>(a.c_str()));
   for (const std::string& e : environment) env_c.push_back(const_cast<char*>(e.c_str()));
@@ -38,6 +29,7 @@ int run_child_process(const std::vector<std::string>& argv, const std::vector<st
   DDPX_REQUIRE(log >= 0, "cannot write the log file '{}': {}", log_path, std::strerror(errno));
   std::fflush(stdout);
   std::fflush(stderr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int error = errno;
@@ -45,6 +37,7 @@ int run_child_process(const std::vector<std::string>& argv, const std::vector<st
     fail("cannot start '{}': fork failed: {}", argv[0], std::strerror(error));
   }
   if (pid == 0) {
+    die_with_parent(parent);  // a killed `ddpx bench` must not leave its trial running
     ::dup2(log, 1);
     ::dup2(log, 2);
     ::execvpe(argv_c[0], argv_c.data(), env_c.data());

@@ -102,7 +102,7 @@ int run_allreduce(const AllreduceFlags& f) {
     DDPX_REQUIRE(f.nproc <= gpus, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one GPU per rank "
                  "(use --device cpu to measure MPI)", f.nproc, gpus);
   }
-  if (f.nproc > 1 && !running_as_worker()) {
+  if (start_workers_here(f.nproc)) {
     TrainOptions launch;
     launch.device = f.device;
     return launch_workers(f.nproc, launch);

@@ -102,7 +102,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet", o->quiet, "no progress lines")->group(an);
 
   return {cmd, [o, nproc] {
-            if (*nproc > 1 && !running_as_worker()) return launch_workers(*nproc, *o);
+            if (start_workers_here(*nproc)) return launch_workers(*nproc, *o);
             run_training(*o);
             return 0;
           }};

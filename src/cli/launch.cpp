@@ -21,6 +21,15 @@ void remember_command_line(int argc, char** argv) { command_line().assign(argv, 
 
 bool running_as_worker() { return launched_as_worker(); }
 
+bool start_workers_here(int nproc) {
+  if (nproc <= 1) return false;
+  if (!running_as_worker()) return true;
+  const WorldInfo world = detect_world();
+  fail("--nproc-per-node {}: this process is already rank {} of {} started by {}; start the ranks one way: either "
+       "`ddpx ... --nproc-per-node N` on its own, or {} without --nproc-per-node",
+       nproc, world.rank, world.world_size, world.launcher, world.launcher);
+}
+
 int launch_workers(int nproc, const TrainOptions& options) {
   // The workers run the same command line without --nproc-per-node (both "--nproc-per-node N" and "=N" forms).
   std::vector<std::string> args;

@@ -5,8 +5,12 @@
 namespace ddpx::cli {
 // Keeps argv so launch_workers can re-run the same command line.
 void remember_command_line(int argc, char** argv);
-// True when this process was started as one rank of a job (by ddpx, mpirun, srun or torchrun).
+// True when this process was started as one rank of a job of 2+ ranks (by ddpx, mpirun, srun or torchrun).
 bool running_as_worker();
+// Whether this process should start `nproc` workers itself (--nproc-per-node N > 1, not already a rank). A process
+// that is already one rank of a job and was also given --nproc-per-node N > 1 is an error naming both: the job
+// would otherwise silently run with the outer launcher's ranks only.
+bool start_workers_here(int nproc);
 // Re-runs this command line as N workers (CUDA: N processes, one per GPU; CPU: under mpirun), supervises them and
 // returns the job's exit status.
 int launch_workers(int nproc, const TrainOptions& options);

@@ -40,7 +40,6 @@ class HostBucketLauncher : public BucketLauncher {
     step_begin_ = Clock::now();
     timings_.clear();
     launched_ = completed_ = 0;
-    finishing_ = false;
   }
 
   void launch(BucketView& bucket, int64_t step) override {
@@ -56,7 +55,6 @@ class HostBucketLauncher : public BucketLauncher {
 
   void finish_step() override {
     std::unique_lock lock(mutex_);
-    finishing_ = true;
     all_done_.wait(lock, [this] { return completed_.load() == launched_.load(); });
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
@@ -66,10 +64,11 @@ class HostBucketLauncher : public BucketLauncher {
   }
 
   // Buckets of a step are launched 0, 1, 2, ... and complete in that order: the first incomplete one is the
-  // number completed.
+  // number completed. Nothing in flight is complete: the watchdog times collectives, not the backward pass
+  // between two launches (the reducer re-arms it at every host launch).
   CommProgress progress() const override {
     const size_t completed = completed_.load();
-    return {finishing_.load() && completed == launched_.load(), static_cast<int64_t>(completed)};
+    return {completed == launched_.load(), static_cast<int64_t>(completed)};
   }
 
   std::vector<BucketTiming> timings() override {
@@ -88,7 +87,9 @@ class HostBucketLauncher : public BucketLauncher {
     std::unique_lock lock(mutex_);
     for (;;) {
       work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
+      // Stopping with work queued means the step was abandoned on an error: its later buckets would only wait
+      // for peers that are not coming.
+      if (stopping_) return;
       Task task = queue_.front();
       queue_.pop_front();
       const bool skip = error_ != nullptr;  // after a failure, later buckets would only hang
@@ -125,7 +126,6 @@ class HostBucketLauncher : public BucketLauncher {
   Clock::time_point step_begin_ = Clock::now();
   std::vector<BucketTiming> timings_;
   std::atomic<size_t> launched_{0}, completed_{0};
-  std::atomic<bool> finishing_{false};
 };
 
 }  // namespace

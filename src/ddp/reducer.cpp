@@ -111,7 +111,9 @@ void Reducer::arm_watchdog() {
 }
 
 void Reducer::launch(size_t bucket_index) {
-  if (bucket_index == 0 && options_.watchdog) arm_watchdog();
+  // GPU buckets: one deadline per step from its first launch (the host runs ahead of the device). Host buckets:
+  // a deadline per launch, so only time with a collective in flight counts, never the compute around it.
+  if (options_.watchdog && (bucket_index == 0 || options_.device == GradDevice::cpu)) arm_watchdog();
   try {
     launcher_->launch(views_[bucket_index], synchronized_steps_);
   } catch (...) {

@@ -15,7 +15,8 @@
 //  - On CUDA, begin/mark/finish never synchronize the host, so a synchronized step can be captured in a CUDA graph
 //    once every hook has run one eager step.
 //  - With a watchdog, each synchronized step's communication is watched from its first launch (see watchdog.hpp),
-//    a replayed CUDA graph's from after_replay(). Once it has fired, begin_step, finish_step and before_replay
+//    a replayed CUDA graph's from after_replay(); host (CPU) buckets re-arm it at every launch, and it only counts
+//    time with a collective in flight, so a long backward pass between two buckets is never a timeout. Once it has fired, begin_step, finish_step and before_replay
 //    throw its message; so do mark_ready and finish_step when a collective fails because the watchdog aborted
 //    the communicator (the timeout is the cause worth reporting, not the aborted call).
 //  - The reducer owns the hook and (CUDA, if not given one) the communication stream; the communicator and the

@@ -61,11 +61,7 @@ EnvLookup process_environment() {
   };
 }
 
-bool launched_as_worker(const EnvLookup& env) {
-  for (const LauncherVariables& vars : kLaunchers)
-    if (env(vars.rank) && env(vars.size)) return true;
-  return false;
-}
+bool launched_as_worker(const EnvLookup& env) { return detect_world(env).world_size > 1; }
 
 WorldInfo detect_world(const EnvLookup& env) {
   WorldInfo world;

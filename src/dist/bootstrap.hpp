@@ -43,7 +43,8 @@ EnvLookup process_environment();
 
 WorldInfo detect_world(const EnvLookup& env = process_environment());
 
-// True when this process was started as one worker of a multi-process job (any launcher above set a rank).
+// True when a launcher above started this process as one rank of a job of two or more. A launcher's variables
+// that describe a world of one (an sbatch script's single task, a stray RANK=0 WORLD_SIZE=1) do not count.
 bool launched_as_worker(const EnvLookup& env = process_environment());
 
 // backend: "nccl", "mpi" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world size 1.

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -20,8 +21,8 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "dist/child_environment.hpp"
 
-extern char** environ;
 
 namespace ddpx {
 namespace {
@@ -84,21 +85,6 @@ std::string self_executable() {
 std::string random_token() {
   std::random_device device;
   return std::to_string(device()) + "-" + std::to_string(device()) + "-" + std::to_string(::getpid());
-}
-
-// The launcher's environment with `overrides` (NAME=value) replacing variables of the same name.
-std::vector<std::string> worker_environment(const std::vector<std::string>& overrides) {
-  std::vector<std::string> env;
-  for (char** entry = environ; *entry; ++entry) {
-    std::string_view variable(*entry);
-    bool replaced = false;
-    for (const std::string& o : overrides)
-      if (variable.substr(0, variable.find('=') + 1) == std::string_view(o).substr(0, o.find('=') + 1))
-        replaced = true;
-    if (!replaced) env.emplace_back(variable);
-  }
-  env.insert(env.end(), overrides.begin(), overrides.end());
-  return env;
 }
 
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
@@ -168,10 +154,12 @@ pid_t spawn(const std::string& executable, std::vector<std::string> argv, std::v
             int stdout_write, int stderr_write) {
   std::vector<char*> argv_c = c_strings(argv);
   std::vector<char*> env_c = c_strings(env);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   DDPX_REQUIRE(pid >= 0, "launcher: fork failed: {}", std::strerror(errno));
   if (pid == 0) {  // child: only async-signal-safe calls until exec
     ::setpgid(0, 0);
+    die_with_parent(parent);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -222,7 +210,7 @@ int launch_local_workers(int nproc, const std::vector<std::string>& argv_without
     int out_pipe[2], err_pipe[2];
     DDPX_REQUIRE(::pipe2(out_pipe, O_CLOEXEC) == 0 && ::pipe2(err_pipe, O_CLOEXEC) == 0,
                  "launcher: pipe2 failed: {}", std::strerror(errno));
-    std::vector<std::string> env = worker_environment(
+    std::vector<std::string> env = environment_with(
         {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(nproc),
          "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(nproc),
          "MASTER_ADDR=" + options.master_addr, "MASTER_PORT=" + std::to_string(port), "DDPX_JOB_TOKEN=" + token});
@@ -324,16 +312,22 @@ int launch_under_mpirun(int nproc, const std::vector<std::string>& argv_without_
   argv.push_back(executable);
   argv.insert(argv.end(), argv_without_nproc.begin() + 1, argv_without_nproc.end());
 
+  // mpirun's ranks get OMPI_COMM_WORLD_*; a torchrun RANK/WORLD_SIZE left in this environment (a stray export,
+  // or this launcher itself started by torchrun with one process) would win over them in detect_world().
+  std::vector<std::string> env = environment_without({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"});
+  std::vector<char*> env_c = c_strings(env);
   SignalRelay relay({SIGINT, SIGTERM});
   std::vector<char*> argv_c = c_strings(argv);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   DDPX_REQUIRE(pid >= 0, "launcher: fork failed: {}", std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
+    die_with_parent(parent);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvp("mpirun", argv_c.data());
+    ::execvpe("mpirun", argv_c.data(), env_c.data());
     const char message[] = "ddpx launch: cannot run mpirun (install openmpi-bin, or put mpirun on PATH)\n";
     (void)!::write(2, message, sizeof message - 1);
     ::_exit(127);

@@ -10,10 +10,14 @@
 //    "ddpx launch: rank 1 exited with status 3 first: <its last stderr line>"; the others get SIGTERM, then
 //    SIGKILL after grace_period. SIGINT/SIGTERM sent to the launcher (Ctrl-C) are forwarded to every worker
 //    (workers run in their own process groups, so the terminal's Ctrl-C reaches them once, through us).
+//  - Workers never outlive the launcher: if it dies (SIGKILL, OOM, SIGPIPE from `| head`), the kernel sends each
+//    worker SIGTERM (PR_SET_PDEATHSIG), so no orphan keeps its GPU or its peers' collectives waiting.
 //  - Returns 0 when every worker exits 0; else the first failure's exit status (128 + signal if killed; 130 when
 //    interrupted). Never exits the process itself. Not reentrant: one launch at a time per process.
 // launch_under_mpirun() is the CPU backend's path: it runs `mpirun -np N --oversubscribe [--allow-run-as-root
-// when uid is 0] <this executable> <args>` and returns mpirun's exit status (same signal forwarding).
+// when uid is 0] <this executable> <args>` and returns mpirun's exit status (same signal forwarding; mpirun too
+// gets SIGTERM if the launcher dies, and it stops its ranks). mpirun's environment is the launcher's without
+// torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE, which would otherwise override mpirun's own variables.
 #pragma once
 #include <chrono>
 #include <string>

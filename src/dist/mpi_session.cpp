@@ -1,6 +1,8 @@
 // MpiSession: MPI initialization with thread support and single finalization.
 #include "dist/mpi_session.hpp"
 
+#include <exception>
+
 #include <mpi.h>
 
 #include "core/error.hpp"
@@ -35,7 +37,7 @@ void require_mpi_thread_support() {
                provided, MPI_THREAD_SERIALIZED);
 }
 
-MpiSession::MpiSession() {
+MpiSession::MpiSession() : exceptions_at_start_(std::uncaught_exceptions()) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   DDPX_REQUIRE(!finalized, "MPI was already finalized in this process; it cannot be started again");
@@ -49,6 +51,7 @@ MpiSession::MpiSession() {
 }
 
 MpiSession::~MpiSession() {
+  if (std::uncaught_exceptions() > exceptions_at_start_) return;  // unwinding on an error: see the header
   if (owns_ && initialized()) MPI_Finalize();
 }
 

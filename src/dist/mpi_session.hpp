@@ -1,8 +1,11 @@
 // MpiSession: owns MPI's initialization for a process that uses the MPI backend (or MPI to bootstrap NCCL).
 // Guarantees: MPI is initialized with MPI_THREAD_MULTIPLE requested and at least MPI_THREAD_SERIALIZED granted
 // (the CPU reducer runs collectives on its communication thread, the watchdog may call MPI_Abort from its own);
-// MPI_Finalize runs when the session that initialized MPI is destroyed, never twice. If MPI was already
-// initialized by someone else (a test main), the session neither re-initializes nor finalizes it.
+// MPI_Finalize runs when the session that initialized MPI is destroyed, never twice, except while an exception
+// unwinds through it: MPI_Finalize waits for every rank, and the others are typically waiting for this one in a
+// collective, so the failing rank would hang until a peer's watchdog killed it, its error unprinted. Skipping it,
+// the rank exits with its error and mpirun ends the job. If MPI was already initialized by someone else (a test
+// main), the session neither re-initializes nor finalizes it.
 #pragma once
 
 namespace ddpx {
@@ -20,6 +23,7 @@ class MpiSession {
 
  private:
   bool owns_ = false;
+  int exceptions_at_start_ = 0;  // std::uncaught_exceptions() at construction
 };
 
 // Throws ddpx::Error (naming the granted level) unless MPI runs with at least MPI_THREAD_SERIALIZED.

@@ -20,8 +20,10 @@ struct DistContext {
   std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (declared first: destroyed last)
   int rank = 0, world = 1, local_rank = 0, local_world = 1;  // local_world: ranks on this node
   std::shared_ptr<Communicator> communicator;  // null: single process without DDP
-  std::shared_ptr<Reducer> reducer;            // null: no gradient reduction
-  std::shared_ptr<CommWatchdog> watchdog;      // aborts the job when a collective stalls (--comm-timeout)
+  // Aborts the job when a collective stalls (--comm-timeout). Declared before the reducer so that it outlives it:
+  // a reducer torn down on an error may still wait for a collective, and that wait stays bounded.
+  std::shared_ptr<CommWatchdog> watchdog;
+  std::shared_ptr<Reducer> reducer;  // null: no gradient reduction
   std::string launcher = "none";
   bool overlap = true;
 

@@ -1,6 +1,7 @@
 // launch_driver: a small program for the launcher tests. Run as `launch_driver N MODE`, it launches N copies of
 // itself through launch_local_workers(); as `launch_driver mpirun N MODE`, through launch_under_mpirun(). As a
-// worker it joins the TCP rendezvous (local launcher only), prints who it is and then behaves as MODE says:
+// worker it joins the TCP rendezvous (local launcher only), prints who it is (with its pid) and then behaves as
+// MODE says:
 //   ok          every rank exits 0
 //   sleep       every rank sleeps (the test interrupts the launcher)
 //   fail        rank 1 writes a line to stderr and exits 3; the others sleep until the launcher stops them
@@ -45,8 +46,8 @@ int main(int argc, char** argv) {
                               std::chrono::seconds(20)};
       std::vector<uint8_t> got =
           rendezvous_broadcast(config, std::vector<uint8_t>(greeting.begin(), greeting.end()));
-      std::printf("rank %d of %d (local %d) got '%s'\n", world.rank, world.world_size, world.local_rank,
-                  std::string(got.begin(), got.end()).c_str());
+      std::printf("rank %d of %d (local %d) got '%s' as pid %d\n", world.rank, world.world_size, world.local_rank,
+                  std::string(got.begin(), got.end()).c_str(), static_cast<int>(::getpid()));
     } else {
       std::printf("rank %d of %d via %s\n", world.rank, world.world_size, world.launcher.c_str());
     }

@@ -44,6 +44,14 @@ TEST(Bootstrap, EachLauncher) {
   EXPECT_TRUE(launched_as_worker(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}})));
 }
 
+// An sbatch script's single task (or a stray RANK=0 WORLD_SIZE=1) is not a rank of a job: `ddpx train
+// --nproc-per-node 2` run there must still start its two workers.
+TEST(Bootstrap, AWorldOfOneIsNotAWorker) {
+  EXPECT_FALSE(launched_as_worker(fake_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}})));
+  EXPECT_FALSE(launched_as_worker(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "1"}})));
+  EXPECT_TRUE(launched_as_worker(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}})));
+}
+
 TEST(Bootstrap, RanksOnThisNodeFromEachLauncherElseTheWholeWorld) {
   EXPECT_EQ(detect_world(fake_env({})).local_world_size, 1);
   EXPECT_EQ(detect_world(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},

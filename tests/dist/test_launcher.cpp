@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "dist/launcher.hpp"
 
@@ -63,39 +66,89 @@ TEST(Launcher, WorkersIgnoringSigtermAreKilledAfterTheGracePeriod) {
   EXPECT_NE(run.output.find("ddpx launch: rank 1 exited with status 4 first"), std::string::npos) << run.output;
 }
 
-TEST(Launcher, InterruptIsForwardedToEveryWorker) {
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
-  pid_t launcher = ::fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    ::close(out[0]);
-    ::execl(DDPX_LAUNCH_DRIVER, DDPX_LAUNCH_DRIVER, "3", "sleep", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  // Wait until all three workers reported (they then sleep), then press "Ctrl-C" on the launcher.
+// The launch_driver launcher started with `args`, its stdout and stderr on a pipe the test reads.
+struct RunningDriver {
+  pid_t pid = -1;
+  int output_fd = -1;
   std::string output;
-  char buffer[4096];
-  ssize_t got;
-  auto count = [&](const std::string& text) {
+
+  explicit RunningDriver(const char* nproc, const char* mode) {
+    int out[2];
+    if (::pipe(out) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::dup2(out[1], 2);
+      ::close(out[0]);
+      ::execl(DDPX_LAUNCH_DRIVER, DDPX_LAUNCH_DRIVER, nproc, mode, static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    output_fd = out[0];
+  }
+  ~RunningDriver() {
+    if (output_fd >= 0) ::close(output_fd);
+  }
+  size_t count(const std::string& text) const {
     size_t n = 0;
     for (size_t at = output.find(text); at != std::string::npos; at = output.find(text, at + 1)) ++n;
     return n;
-  };
-  while (count("got 'hello from rank 0'") < 3 && (got = ::read(out[0], buffer, sizeof buffer)) > 0)
-    output.append(buffer, size_t(got));
-  ASSERT_EQ(count("got 'hello from rank 0'"), 3u) << output;
-  ::kill(launcher, SIGINT);
-  while ((got = ::read(out[0], buffer, sizeof buffer)) > 0) output.append(buffer, size_t(got));
-  ::close(out[0]);
+  }
+  // Reads until `text` appeared `times` times or the output ends.
+  void read_until(const std::string& text, size_t times) {
+    char buffer[4096];
+    ssize_t got;
+    while (count(text) < times && (got = ::read(output_fd, buffer, sizeof buffer)) > 0)
+      output.append(buffer, size_t(got));
+  }
+  void read_to_end() { read_until("\x01never", 1); }
+  // The pids the workers printed ("... as pid N").
+  std::vector<pid_t> worker_pids() const {
+    std::vector<pid_t> pids;
+    for (size_t at = output.find(" as pid "); at != std::string::npos; at = output.find(" as pid ", at + 1))
+      pids.push_back(static_cast<pid_t>(std::stol(output.substr(at + 8))));
+    return pids;
+  }
+};
+
+// Alive and not a zombie (an orphan's zombie may wait for a reaper that never comes in a container).
+bool process_running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+TEST(Launcher, InterruptIsForwardedToEveryWorker) {
+  RunningDriver driver("3", "sleep");
+  ASSERT_GT(driver.pid, 0);
+  // Wait until all three workers reported (they then sleep), then press "Ctrl-C" on the launcher.
+  driver.read_until("got 'hello from rank 0'", 3);
+  ASSERT_EQ(driver.count("got 'hello from rank 0'"), 3u) << driver.output;
+  ::kill(driver.pid, SIGINT);
+  driver.read_to_end();
   int status = 0;
-  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
-  ASSERT_TRUE(WIFEXITED(status)) << output;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << output;
-  EXPECT_NE(output.find("ddpx launch: interrupted; all 3 workers stopped"), std::string::npos) << output;
+  ASSERT_EQ(::waitpid(driver.pid, &status, 0), driver.pid);
+  ASSERT_TRUE(WIFEXITED(status)) << driver.output;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << driver.output;
+  EXPECT_NE(driver.output.find("ddpx launch: interrupted; all 3 workers stopped"), std::string::npos)
+      << driver.output;
+}
+
+TEST(Launcher, WorkersDieWithTheLauncher) {
+  RunningDriver driver("2", "sleep");
+  ASSERT_GT(driver.pid, 0);
+  driver.read_until("got 'hello from rank 0'", 2);
+  const std::vector<pid_t> workers = driver.worker_pids();
+  ASSERT_EQ(workers.size(), 2u) << driver.output;
+  for (pid_t worker : workers) ASSERT_TRUE(process_running(worker)) << worker;
+  ::kill(driver.pid, SIGKILL);  // no chance to stop anyone: the kernel must
+  int status = 0;
+  ASSERT_EQ(::waitpid(driver.pid, &status, 0), driver.pid);
+  for (pid_t worker : workers) {
+    for (int i = 0; i < 500 && process_running(worker); ++i) ::usleep(20000);  // up to 10 s
+    EXPECT_FALSE(process_running(worker)) << "worker " << worker << " outlived its launcher";
+  }
 }
 
 TEST(Launcher, UnderMpirun) {

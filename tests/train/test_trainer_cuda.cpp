@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,35 @@ TEST(CudaTraining, TwoGpusEqualOneGpuWithTheWholeBatch) {
 
 #ifdef DDPX_HAVE_MPI
 TEST(CpuTraining, TwoMpiRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu"); }
+
+// Rank 0 fails between steps (its checkpoint cannot be written) while rank 1 already waits in the next step's
+// all-reduce. The job must end at once with rank 0's own error, not hang in MPI_Finalize until rank 1's watchdog
+// reports a communication timeout (60 s here; the test would then also fail on the message).
+TEST(CpuTraining, AFailingMpiRankEndsTheJobWithItsOwnError) {
+  const fs::path not_a_folder = scratch("checkpoint_blocker");
+  std::ofstream(not_a_folder) << "a file where the checkpoint folder's parent should be";
+  const CliResult r = run_cli(fmt::format(
+      "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --steps 6 --workers 1 "
+      "--checkpoint-dir {}/ckpt --checkpoint-every 3 --comm-timeout 60",
+      not_a_folder.string()));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("saving checkpoint"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("communication timed out"), std::string::npos) << r.output;
+}
+
+// A launcher's variables for a world of one (an sbatch script's single task) do not stop --nproc-per-node from
+// starting its workers; a process that already is one rank of several refuses the flag instead of ignoring it.
+TEST(CpuTraining, NprocPerNodeUnderAnotherLauncher) {
+  const std::string args = "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --steps 2 --workers 1";
+  const CliResult single_task = testing::run_ddpx(args, "SLURM_PROCID=0 SLURM_NTASKS=1");
+  EXPECT_EQ(single_task.status, 0) << single_task.output;
+  EXPECT_NE(single_task.output.find("batch 4 x 2 rank(s)"), std::string::npos) << single_task.output;
+  const CliResult inside_job = testing::run_ddpx(args, "RANK=1 WORLD_SIZE=2");
+  EXPECT_NE(inside_job.status, 0) << inside_job.output;
+  EXPECT_NE(inside_job.output.find("--nproc-per-node 2: this process is already rank 1 of 2 started by torchrun"),
+            std::string::npos)
+      << inside_job.output;
+}
 #endif
 
 TEST(CudaTraining, ResumeOnTheGpuContinuesTheRun) {
