@@ -162,6 +162,26 @@ void serve(const RendezvousConfig& config, const std::vector<uint8_t>& payload) 
   }
 }
 
+// connect() that gives up at the deadline: a blocking connect to an address that drops SYNs (a firewall, a wrong
+// MASTER_ADDR) would wait for the kernel's retries, about two minutes, whatever --timeout says. Returns 0 or an
+// errno value; the socket is blocking again afterwards.
+int connect_within(int fd, const sockaddr* address, socklen_t length, Clock::time_point deadline) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int error = ::connect(fd, address, length) == 0 ? 0 : errno;
+  if (error == EINPROGRESS) {
+    pollfd waiter{fd, POLLOUT, 0};
+    int ready = 0;
+    do ready = ::poll(&waiter, 1, remaining_ms(deadline));
+    while (ready < 0 && errno == EINTR);
+    socklen_t size = sizeof error;
+    if (ready <= 0) error = ready == 0 ? ETIMEDOUT : errno;
+    else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return error;
+}
+
 // Ranks > 0: connect (retrying until rank 0 listens) and receive the payload.
 std::vector<uint8_t> join(const RendezvousConfig& config) {
   socklen_t address_length = 0;
@@ -171,7 +191,9 @@ std::vector<uint8_t> join(const RendezvousConfig& config) {
   for (;;) {
     Socket peer(::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     DDPX_REQUIRE(peer.fd() >= 0, "rank {}: cannot create a socket: {}", config.rank, std::strerror(errno));
-    if (::connect(peer.fd(), reinterpret_cast<sockaddr*>(&address), address_length) == 0) {
+    const int connect_error =
+        connect_within(peer.fd(), reinterpret_cast<sockaddr*>(&address), address_length, deadline);
+    if (connect_error == 0) {
       std::vector<char> hello(kMagic, kMagic + sizeof kMagic);
       for (uint32_t value : {static_cast<uint32_t>(config.rank), static_cast<uint32_t>(config.world_size),
                              static_cast<uint32_t>(config.job_token.size())}) {
@@ -193,7 +215,7 @@ std::vector<uint8_t> join(const RendezvousConfig& config) {
       }
       last_error = "connection closed before the payload arrived";
     } else {
-      last_error = std::strerror(errno);
+      last_error = std::strerror(connect_error);
     }
     if (remaining_ms(deadline) == 0)
       fail("rank {}: could not reach rank 0 at MASTER_ADDR:MASTER_PORT = {} within {} s (last error: {}); is "
