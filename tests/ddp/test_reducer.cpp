@@ -276,6 +276,26 @@ TEST(ReducerWatchdog, AStalledCollectiveIsAbortedAndReportedAsTheTimeout) {
   EXPECT_EQ(error_of([&] { reducer.begin_step(true); }), expected);
 }
 
+// The watchdog times collectives in flight, not the backward pass around them: a long gap between two bucket
+// launches (compute) with every launched bucket complete is no timeout. (The old clock ran from the first launch
+// to finish_step and fired here.)
+TEST(ReducerWatchdog, ComputeBetweenBucketsIsNotCommunication) {
+  ToyRegression model;
+  SelfCommunicator comm;
+  CommWatchdog watchdog(comm, std::chrono::milliseconds(500));
+  std::vector<float> grads(model.buffer_elems(), 1.0f);
+  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(),
+                  BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}), make_comm_hook("allreduce"),
+                  ReducerOptions{true, GradDevice::cpu, nullptr, &watchdog});
+  reducer.begin_step(true);
+  const auto& t = model.tensors();
+  reducer.mark_ready(t[0].offset, t[1].offset + t[1].numel);  // the first bucket launches at once
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // "compute": three timeouts long
+  for (size_t i = 2; i < t.size(); i += 2) reducer.mark_ready(t[i].offset, t[i + 1].offset + t[i + 1].numel);
+  EXPECT_EQ(error_of([&] { reducer.finish_step(); }), testing::kNoError);
+  EXPECT_FALSE(watchdog.fired()) << watchdog.message();
+}
+
 TEST(ReducerWatchdog, GraphReplaysNeedGpuGradients) {
   Fixture f;
   auto reducer = f.make(true);
