@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 #include "io/param_safetensors.hpp"
 #include "io/posix_file.hpp"
 #include "io/safetensors.hpp"
@@ -51,7 +52,7 @@ class MetadataReader {
   int64_t integer(const std::string& key) const { return integer<int64_t>(key, text(key)); }
   nlohmann::json json(const std::string& key) const {
     try {
-      return nlohmann::json::parse(text(key));
+      return parse_json(text(key), "checkpoint '" + path_.string() + "' metadata '" + key + "'");
     } catch (const nlohmann::json::exception& e) {
       fail("checkpoint '{}': metadata '{}' is not valid JSON ({})", path_.string(), key, e.what());
     }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 
 namespace ddpx {
 
@@ -40,12 +41,12 @@ TensorDType parse_dtype(const std::string& name, const std::string& tensor, cons
 std::vector<uint64_t> parse_unsigned_array(const nlohmann::json& value, std::string_view field,
                                            const std::string& tensor, const std::filesystem::path& path) {
   DDPX_REQUIRE(value.is_array(), "tensor '{}' in '{}': '{}' must be an array of non-negative integers, got {}",
-               tensor, path.string(), field, value.dump());
+               tensor, path.string(), field, json_excerpt(value));
   std::vector<uint64_t> out;
   for (const auto& element : value) {
     DDPX_REQUIRE(element.is_number_unsigned(),
                  "tensor '{}' in '{}': '{}' must hold non-negative integers, got {}", tensor, path.string(), field,
-                 value.dump());
+                 json_excerpt(value));
     out.push_back(element.get<uint64_t>());
   }
   return out;
@@ -53,11 +54,11 @@ std::vector<uint64_t> parse_unsigned_array(const nlohmann::json& value, std::str
 
 SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& value, const std::filesystem::path& path) {
   DDPX_REQUIRE(value.is_object(), "tensor '{}' in '{}': header entry must be an object, got {}", name, path.string(),
-               value.dump());
+               json_excerpt(value));
   for (const char* field : {"dtype", "shape", "data_offsets"})
     DDPX_REQUIRE(value.contains(field), "tensor '{}' in '{}': header entry lacks '{}'", name, path.string(), field);
   DDPX_REQUIRE(value["dtype"].is_string(), "tensor '{}' in '{}': 'dtype' must be a string, got {}", name,
-               path.string(), value["dtype"].dump());
+               path.string(), json_excerpt(value["dtype"]));
   SafetensorsEntry entry;
   entry.name = name;
   entry.dtype = parse_dtype(value["dtype"].get<std::string>(), name, path);
@@ -69,7 +70,7 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& valu
   const std::vector<uint64_t> offsets = parse_unsigned_array(value["data_offsets"], "data_offsets", name, path);
   DDPX_REQUIRE(offsets.size() == 2 && offsets[0] <= offsets[1],
                "tensor '{}' in '{}': data_offsets must be [begin, end] with begin <= end, got {}", name,
-               path.string(), value["data_offsets"].dump());
+               path.string(), json_excerpt(value["data_offsets"]));
   entry.data_begin = offsets[0];
   entry.data_end = offsets[1];
   size_t numel = 0;
@@ -90,11 +91,11 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& valu
 
 TensorMetadata parse_metadata(const nlohmann::json& value, const std::filesystem::path& path) {
   DDPX_REQUIRE(value.is_object(), "'{}': __metadata__ must be an object of strings, got {}", path.string(),
-               value.dump());
+               json_excerpt(value));
   TensorMetadata metadata;
   for (const auto& [key, item] : value.items()) {
     DDPX_REQUIRE(item.is_string(), "'{}': __metadata__ entry '{}' must be a string, got {}", path.string(), key,
-                 item.dump());
+                 json_excerpt(item));
     metadata[key] = item.get<std::string>();
   }
   return metadata;
@@ -171,7 +172,7 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path) : file_(
   };
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(header, find_duplicates);
+    json = parse_json(header, "safetensors '" + path.string() + "' header", find_duplicates);
   } catch (const nlohmann::json::exception& e) {
     fail("'{}': the safetensors header is not valid JSON ({}); the file is corrupt or not safetensors", path.string(),
          e.what());

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 #include "profile/json_fields.hpp"
 #include "profile/step_breakdown.hpp"
 
@@ -113,7 +114,7 @@ PeakTable load_peak_table(const std::string& path) {
   std::ifstream in(path);
   DDPX_REQUIRE(in.good(), "cannot open peak table '{}': write one with `ddpx allreduce --json {}`", path, path);
   try {
-    return json::parse(in).get<PeakTable>();
+    return parse_json(in, "the file").get<PeakTable>();
   } catch (const json::exception& e) {
     fail("peak table '{}' is not valid JSON: {}", path, e.what());
   } catch (const Error& e) {

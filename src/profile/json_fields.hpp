@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 
 namespace ddpx::json_fields {
 
@@ -14,14 +15,14 @@ void read_value(const nlohmann::json& value, const char* record, const char* key
   try {
     value.get_to(out);
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: field '{}' has the wrong type (value {}): {}", record, key, value.dump(), e.what());
+    fail("{}: field '{}' has the wrong type (value {}): {}", record, key, json_excerpt(value), e.what());
   }
 }
 
 // Field that must be present.
 template <typename T>
 void require(const nlohmann::json& j, const char* record, const char* key, T& out) {
-  DDPX_REQUIRE(j.is_object(), "{}: expected a JSON object, got {}", record, j.dump().substr(0, 80));
+  DDPX_REQUIRE(j.is_object(), "{}: expected a JSON object, got {}", record, json_excerpt(j));
   auto it = j.find(key);
   DDPX_REQUIRE(it != j.end(), "{}: missing field '{}'", record, key);
   read_value(*it, record, key, out);
@@ -30,7 +31,7 @@ void require(const nlohmann::json& j, const char* record, const char* key, T& ou
 // Field that keeps its default when absent (or null).
 template <typename T>
 void optional(const nlohmann::json& j, const char* record, const char* key, T& out) {
-  DDPX_REQUIRE(j.is_object(), "{}: expected a JSON object, got {}", record, j.dump().substr(0, 80));
+  DDPX_REQUIRE(j.is_object(), "{}: expected a JSON object, got {}", record, json_excerpt(j));
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return;
   read_value(*it, record, key, out);

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 #include "profile/json_fields.hpp"
 
 namespace ddpx {
@@ -163,7 +164,7 @@ RunReport load_run_report(const std::string& path) {
                path);
   RunReport report;
   try {
-    report = json::parse(in).get<RunReport>();
+    report = parse_json(in, "the file").get<RunReport>();
   } catch (const json::exception& e) {
     fail("run report '{}' is not valid JSON: {}", path, e.what());
   } catch (const Error& e) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 #include "profile/json_fields.hpp"
 
 namespace ddpx {
@@ -107,7 +108,7 @@ TopologyTable load_topology(const std::string& path) {
   std::ifstream in(path);
   DDPX_REQUIRE(in.good(), "cannot open topology '{}': write one with `ddpx topo --json {}`", path, path);
   try {
-    return json::parse(in).get<TopologyTable>();
+    return parse_json(in, "the file").get<TopologyTable>();
   } catch (const json::exception& e) {
     fail("topology '{}' is not valid JSON: {}", path, e.what());
   } catch (const Error& e) {

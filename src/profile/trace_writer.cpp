@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 #include "profile/comm_stats.hpp"
 
 namespace ddpx {
@@ -226,7 +227,7 @@ void merge_trace_files(const std::vector<std::string>& inputs, const std::string
     std::ifstream in(path);
     DDPX_REQUIRE(in.good(), "cannot open trace '{}' for merging: check the path", path);
     try {
-      traces.push_back(json::parse(in));
+      traces.push_back(parse_json(in, "trace '" + path + "'"));
     } catch (const json::exception& e) {
       fail("trace '{}' is not valid JSON: {}", path, e.what());
     }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 #include "profile/json_fields.hpp"
 
 namespace ddpx {
@@ -132,7 +133,7 @@ TrialConfig read_trial_config(const std::string& path) {
   TrialConfig config;
   if (ends_with(path, ".json")) {
     try {
-      config = json::parse(in).get<TrialConfig>();
+      config = parse_json(in, "the file").get<TrialConfig>();
     } catch (const json::exception& e) {
       fail("config '{}' is not valid JSON: {}", path, e.what());
     } catch (const Error& e) {

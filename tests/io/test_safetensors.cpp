@@ -115,6 +115,8 @@ TEST(Safetensors, RefusesMalformedFilesNamingFileAndTensor) {
 
   expect_refused(dir, R"({"a": {"dtype": "F32", )", "", {"bad.safetensors", "not valid JSON"});
   expect_refused(dir, R"([1, 2])", "", {"bad.safetensors", "JSON object"});
+  expect_refused(dir, "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}", "",
+                 {"bad.safetensors", "nests JSON deeper than 64 levels"});
   expect_refused(dir, R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", std::string(2, '\0'),
                  {"bad.safetensors", "'w'", "F8_E4M3", "F32"});
   expect_refused(dir, R"({"w":{"shape":[2],"data_offsets":[0,8]}})", data16.substr(0, 8),

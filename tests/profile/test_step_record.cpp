@@ -1,7 +1,13 @@
 // Step records: comm-phase arithmetic and JSON round trips with field-naming errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
 
 #include "core/error.hpp"
+#include "error_expect.hpp"
 #include "profile/step_record.hpp"
 
 namespace ddpx {
@@ -88,6 +94,14 @@ TEST(StepRecord, LoadNamesTheFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/report.json"), std::string::npos);
   }
+}
+
+// 200,000 nested brackets: refused by depth, not a stack overflow in the reader or in the error message.
+TEST(StepRecord, DeeplyNestedJsonIsRefusedNotACrash) {
+  const std::string path = ::testing::TempDir() + "ddpx_deep_report_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << "{\"config\": " << std::string(200000, '[') << std::string(200000, ']') << "}";
+  testing::expect_error([&] { load_run_report(path); }, {path, "nests JSON deeper than 64 levels"});
+  std::remove(path.c_str());
 }
 
 }  // namespace
