@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
   } catch (const ddpx::Error& e) {
     fmt::print(stderr, "ddpx: error: {}\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "ddpx: error: out of memory: the model, --batch or the data do not fit in this machine's "
+                       "memory; lower --batch or use a smaller model\n");
+    return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "ddpx: internal error: {}\n", e.what());
     return 3;

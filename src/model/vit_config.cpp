@@ -69,6 +69,29 @@ void VitConfig::validate() const {
   DDPX_REQUIRE(hidden_dim % num_heads == 0,
                "model '{}': hidden width {} is not divisible by {} heads; pick a head count that divides it",
                name, hidden_dim, num_heads);
+  // Sizes beyond these are typos, and their products would overflow 64-bit counts (computed in double here).
+  constexpr int64_t kMaxSize = int64_t{1} << 24;
+  auto bounded = [&](const char* field, int64_t v) {
+    DDPX_REQUIRE(v <= kMaxSize, "model '{}': {} = {} is beyond the supported {}", name, field, v, kMaxSize);
+  };
+  bounded("image", image_size);
+  bounded("channels", channels);
+  bounded("layers", num_layers);
+  bounded("heads", num_heads);
+  bounded("hidden", hidden_dim);
+  bounded("mlp", mlp_dim);
+  bounded("classes", num_classes);
+  const double tokens = static_cast<double>(patches_per_side()) * static_cast<double>(patches_per_side());
+  DDPX_REQUIRE(tokens <= double(int64_t{1} << 20),
+               "model '{}': image {} in patches of {} gives {:.0f} tokens per image, beyond the supported {}; use a "
+               "larger patch", name, image_size, patch_size, tokens, int64_t{1} << 20);
+  const double D = static_cast<double>(hidden_dim), M = static_cast<double>(mlp_dim);
+  const double parameters = static_cast<double>(num_layers) * (4 * D * D + 2 * D * M + 9 * D + M) +
+                            static_cast<double>(patch_dim()) * D + (tokens + 3) * D +
+                            static_cast<double>(num_classes) * (D + 1);
+  DDPX_REQUIRE(parameters <= double(int64_t{1} << 36),
+               "model '{}' would have {:.3g} parameters, beyond the supported {:.3g} (256 GiB in fp32); check "
+               "layers, hidden and mlp", name, parameters, double(int64_t{1} << 36));
 }
 
 std::string VitConfig::spec() const {

@@ -1,6 +1,7 @@
 // VitConfig: the shape of a Vision Transformer, torchvision's named shapes and custom ones.
-// Guarantee: a VitConfig returned by parse_model_spec() has passed validate(): every size is positive, the image
-// divides into patches and the hidden width into heads. Errors name the value and the model spec.
+// Guarantee: a VitConfig returned by parse_model_spec() has passed validate(): every size is positive and at most
+// 2^24, the image divides into patches (at most 2^20 tokens) and the hidden width into heads, and the model has at
+// most 2^36 parameters, so no count derived from it overflows. Errors name the value and the model spec.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -22,7 +22,11 @@ namespace ddpx {
 template <typename T>
 class VitCpu {
  public:
-  VitCpu(const ParamLayout& layout, int64_t max_batch);  // allocates activation storage for max_batch
+  // Allocates activation storage for max_batch; refuses (ddpx::Error naming model and batch) storage that would
+  // not fit in 80% of the machine's memory.
+  VitCpu(const ParamLayout& layout, int64_t max_batch);
+  // The activation storage the constructor allocates, in bytes (double: no overflow for any batch).
+  static double activation_bytes(const VitConfig& config, int64_t max_batch);
 
   // images: [batch, C, H, W] row-major; params: flat buffer of layout.buffer_size(); logits: [batch, classes].
   // Keeps the activations needed by backward().

@@ -4,11 +4,13 @@
 // steady_clock measurements.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "dist/bootstrap.hpp"
 #include "model/blas_threads.hpp"
 #include "model/vit_cpu.hpp"
@@ -148,6 +150,16 @@ class CpuEngine : public StepEngine {
 
 std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options,
                                             int ranks_on_node) {
+  // Everything the engine and the trainer hold for one rank: activations, then weights, gradients, the trainer's
+  // host copy and the optimizer's state buffers, in fp32. Refused before anything is touched (see VitCpu).
+  const double states = options.optimizer == "adamw" ? 2 : (options.momentum != 0 ? 1 : 0);
+  const double bytes = VitCpu<float>::activation_bytes(layout.config(), options.batch) +
+                       static_cast<double>(layout.buffer_size()) * sizeof(float) * (3 + states);
+  const double memory = physical_memory_bytes();
+  DDPX_REQUIRE(memory <= 0 || bytes < 0.8 * memory / std::max(1, ranks_on_node),
+               "model '{}' with batch {} needs about {:.1f} GiB per rank on the CPU ({} rank(s) on this node), more "
+               "than this machine's {:.1f} GiB can hold; lower --batch or use a smaller model",
+               layout.config().name, options.batch, bytes / (1 << 30), ranks_on_node, memory / (1 << 30));
   return std::make_unique<CpuEngine>(layout, options, ranks_on_node);
 }
 

@@ -124,6 +124,11 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"train --model vit_tiny_test --prefetch 1", "--prefetch"},
       {"train --model vit_tiny_test --data synthetic-device", "--data synthetic-device needs --device cuda"},
       {"train --model vit_tiny_test --cuda-graph on", "--cuda-graph on needs --device cuda"},
+      // Sizes that overflow 64-bit counts or cannot fit: refused before anything is allocated.
+      {"model --model custom:layers=9223372036854775807", "layers = 9223372036854775807 is beyond the supported"},
+      {"model --model custom:image=100000,patch=1,hidden=8,heads=1", "tokens per image, beyond the supported"},
+      {"model --model custom:hidden=1000000,heads=1", "parameters, beyond the supported"},
+      {"train --model vit_tiny_test --batch 99999999999", "lower --batch"},
   };
   for (const auto& [args, expected] : cases) {
     CliResult r = run_cli(args);
