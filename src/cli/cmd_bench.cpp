@@ -20,6 +20,7 @@
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/cuda_devices.hpp"
+#include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
 #include "profile/bench_table.hpp"
@@ -206,7 +207,7 @@ int run_bench(BenchFlags f) {
     return 0;
   }
 
-  fs::create_directories(f.out);
+  create_output_dir(f.out, "--out");
   std::string script;
   bool with_pytorch = false;
   if (f.pytorch == "auto" && f.device == "cuda") {

@@ -14,6 +14,7 @@
 #include "cli/arg_lists.hpp"
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
 #include "profile/tuner.hpp"
@@ -65,7 +66,7 @@ int run_tune(const TuneFlags& f) {
                      parse_number_list(f.first_bucket_mb, "--first-bucket-mb"), hooks);
 
   const fs::path trials_dir = fs::path(f.out).string() + ".trials";
-  fs::create_directories(trials_dir);
+  create_output_dir(trials_dir, "--out (its trial logs go to OUT.trials)");
   const std::string executable = f.executable.empty() ? this_executable() : f.executable;
   const size_t others = static_cast<size_t>(
       std::count_if(candidates.begin(), candidates.end(), [](const TrialConfig& c) { return !(c == TrialConfig{}); }));

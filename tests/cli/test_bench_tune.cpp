@@ -87,6 +87,17 @@ TEST(Bench, FlagsBenchSetsItselfAreRefusedAfterTheSeparator) {
   const auto cpu_bf16 = run_ddpx("bench --device cpu --precisions bf16 --out /tmp/never");
   EXPECT_EQ(cpu_bf16.status, 2) << cpu_bf16.output;
   EXPECT_NE(cpu_bf16.output.find("--precisions bf16"), std::string::npos) << cpu_bf16.output;
+  // An output folder that cannot be made (a file in the way) is named, for bench and for tune's trial logs.
+  const fs::path blocker = fresh_dir("bench_out_blocked") / "a_file";
+  std::ofstream(blocker) << "in the way";
+  const auto bench_out = run_ddpx("bench --device cpu --models vit_tiny_test --out " + blocker.string());
+  EXPECT_EQ(bench_out.status, 2) << bench_out.output;
+  EXPECT_NE(bench_out.output.find("--out " + blocker.string() + ": cannot create that folder"), std::string::npos)
+      << bench_out.output;
+  const auto tune_out = run_ddpx("tune --out " + (blocker / "best.cfg").string() +
+                                 " -- --device cpu --model vit_tiny_test --ddp");
+  EXPECT_EQ(tune_out.status, 2) << tune_out.output;
+  EXPECT_NE(tune_out.output.find("cannot create that folder"), std::string::npos) << tune_out.output;
 }
 
 TEST(Tune, PicksTheClearlyFasterConfigurationAndTrainAppliesTheFile) {
