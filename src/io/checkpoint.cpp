@@ -50,6 +50,12 @@ class MetadataReader {
     return value;
   }
   int64_t integer(const std::string& key) const { return integer<int64_t>(key, text(key)); }
+  int64_t count(const std::string& key) const {
+    const int64_t value = integer(key);
+    DDPX_REQUIRE(value >= 0, "checkpoint '{}': metadata '{}' must not be negative, got {}; the file is damaged",
+                 path_.string(), key, value);
+    return value;
+  }
   nlohmann::json json(const std::string& key) const {
     try {
       return parse_json(text(key), "checkpoint '" + path_.string() + "' metadata '" + key + "'");
@@ -95,8 +101,8 @@ CheckpointInfo parse_info(const SafetensorsReader& reader) {
                  reader.path().string(), state_names.dump());
     info.optimizer_state.push_back(name.get<std::string>());
   }
-  info.optimizer_step = metadata.integer("optimizer_step");
-  info.state.step = metadata.integer("step");
+  info.optimizer_step = metadata.count("optimizer_step");
+  info.state.step = metadata.count("step");
   const nlohmann::json rng_states = metadata.json("rng_states");
   DDPX_REQUIRE(rng_states.is_array(), "checkpoint '{}': metadata 'rng_states' must be a JSON array, got {}",
                reader.path().string(), rng_states.dump());

@@ -183,7 +183,14 @@ TEST(Checkpoint, RefusesFilesThatAreNotDdpxCheckpoints) {
                              {"data_position", "null"}, {"extra", "null"}};
   write_safetensors(checkpoint_file(dir.path()), plain, metadata);
   expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "step", "'2x'"});
+  metadata["step"] = "-5";  // a resumed run would count up from -5 (it hung in the loop)
+  write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "'step'", "negative", "-5"});
   metadata["step"] = "2";
+  metadata["optimizer_step"] = "-1";
+  write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+  expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "'optimizer_step'", "-1"});
+  metadata["optimizer_step"] = "2";
   metadata["rng_states"] = R"([{"state": 5}])";
   write_safetensors(checkpoint_file(dir.path()), plain, metadata);
   expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "rng_states[0]"});
