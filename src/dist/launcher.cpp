@@ -333,6 +333,7 @@ int launch_under_mpirun(int nproc, const std::vector<std::string>& argv_without_
     ::_exit(127);
   }
   ::setpgid(pid, pid);
+  std::optional<Clock::time_point> kill_deadline;
   for (;;) {
     int status = 0;
     pid_t done = ::waitpid(pid, &status, WNOHANG);
@@ -340,7 +341,16 @@ int launch_under_mpirun(int nproc, const std::vector<std::string>& argv_without_
     if (done < 0 && errno != EINTR) fail("launcher: waitpid for mpirun failed: {}", std::strerror(errno));
     pollfd waiter{relay.read_fd(), POLLIN, 0};
     ::poll(&waiter, 1, 100);
-    for (int signal_number : relay.drain()) ::kill(pid, signal_number);
+    for (int signal_number : relay.drain()) {
+      ::kill(pid, signal_number);
+      if (!kill_deadline) kill_deadline = Clock::now() + options.grace_period;
+    }
+    // mpirun can wedge while its ranks die (PMIx "broken pipe"); after the grace period its whole process group
+    // goes, as the local launcher does with stubborn workers.
+    if (kill_deadline && Clock::now() > *kill_deadline) {
+      ::kill(-pid, SIGKILL);
+      kill_deadline.reset();
+    }
   }
 }
 

@@ -15,7 +15,8 @@
 //  - Returns 0 when every worker exits 0; else the first failure's exit status (128 + signal if killed; 130 when
 //    interrupted). Never exits the process itself. Not reentrant: one launch at a time per process.
 // launch_under_mpirun() is the CPU backend's path: it runs `mpirun -np N --oversubscribe [--allow-run-as-root
-// when uid is 0] <this executable> <args>` and returns mpirun's exit status (same signal forwarding; mpirun too
+// when uid is 0] <this executable> <args>` and returns mpirun's exit status (same signal forwarding, and SIGKILL
+// to mpirun's process group when it has not exited grace_period after a forwarded signal; mpirun too
 // gets SIGTERM if the launcher dies, and it stops its ranks). mpirun's environment is the launcher's without
 // torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE, which would otherwise override mpirun's own variables.
 #pragma once
