@@ -30,12 +30,15 @@ int run_eval(const EvalOptions& e) {
                "--images {}: shape {} does not match the model's input [N, {}, {}, {}]", e.images,
                shape_string(images.shape), c.channels, c.image_size, c.image_size);
   const int64_t n = images.shape[0];
+  DDPX_REQUIRE(n >= 1, "--images {}: the file holds no images", e.images);
+  DDPX_REQUIRE(e.batch >= 1, "--batch must be a positive number of images per forward pass, got {}", e.batch);
   std::vector<float> pixels = images.to_float32();
 
   TrainOptions engine_options;
   engine_options.device = e.device;
   engine_options.precision = e.precision;
   engine_options.batch = std::min<int64_t>(e.batch, n);
+  engine_options.validate();  // --device and --precision as train checks them (bf16 needs --device cuda)
   std::unique_ptr<StepEngine> engine;
   if (e.device == "cpu") {
     engine = make_cpu_engine(layout, engine_options);
@@ -68,6 +71,10 @@ int run_eval(const EvalOptions& e) {
                  "--labels {}: shape {} does not match the {} images (expected [{}])", e.labels,
                  shape_string(label_tensor.shape), n, n);
     std::vector<int64_t> wide = label_tensor.to_int64();
+    for (size_t i = 0; i < wide.size(); ++i)
+      DDPX_REQUIRE(wide[i] >= 0 && wide[i] < c.num_classes,
+                   "--labels {}: label {} of image {} is outside the model's classes [0, {})", e.labels, wide[i], i,
+                   c.num_classes);
     std::vector<int32_t> labels(wide.begin(), wide.end());
     const float loss = softmax_cross_entropy<float>(logits.data(), labels.data(), n, c.num_classes, nullptr);
     int64_t correct = 0;

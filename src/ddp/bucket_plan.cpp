@@ -11,8 +11,8 @@ namespace {
 void validate(const std::vector<GradTensor>& tensors, const BucketPlanOptions& options) {
   DDPX_REQUIRE(!tensors.empty(), "bucket plan: the gradient tensor list is empty (nothing to communicate)");
   DDPX_REQUIRE(options.element_bytes > 0, "bucket plan: element size must be positive");
-  DDPX_REQUIRE(options.cap_bytes > 0, "--bucket-cap-mb must be positive");
-  DDPX_REQUIRE(options.first_bucket_cap_bytes > 0, "--first-bucket-cap-mb must be positive");
+  DDPX_REQUIRE(options.cap_bytes > 0, "--bucket-mb must be positive");
+  DDPX_REQUIRE(options.first_bucket_cap_bytes > 0, "--first-bucket-mb must be positive");
   size_t previous_end = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const GradTensor& t = tensors[i];

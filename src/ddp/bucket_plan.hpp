@@ -34,8 +34,8 @@ struct Bucket {
 };
 
 struct BucketPlanOptions {
-  size_t cap_bytes = size_t{25} << 20;              // --bucket-cap-mb
-  size_t first_bucket_cap_bytes = size_t{1} << 20;  // --first-bucket-cap-mb
+  size_t cap_bytes = size_t{25} << 20;              // --bucket-mb
+  size_t first_bucket_cap_bytes = size_t{1} << 20;  // --first-bucket-mb
   size_t element_bytes = 4;                         // gradient dtype size
   bool operator==(const BucketPlanOptions&) const = default;
 };

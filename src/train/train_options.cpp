@@ -1,7 +1,10 @@
 // Validation of TrainOptions; every message names the flag and the accepted range.
 #include "train/train_options.hpp"
 
+#include <cmath>
+
 #include "core/error.hpp"
+#include "ddp/comm_hook.hpp"
 
 namespace ddpx {
 
@@ -22,9 +25,17 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(cpu_threads == 0 || device == "cpu", "--cpu-threads {} applies to --device cpu only", cpu_threads);
   DDPX_REQUIRE(lr > 0, "--lr must be positive, got {}", lr);
   DDPX_REQUIRE(grad_accum >= 1, "--grad-accum must be >= 1, got {}", grad_accum);
-  DDPX_REQUIRE(bucket_mb > 0, "--bucket-mb must be positive, got {}", bucket_mb);
-  DDPX_REQUIRE(first_bucket_mb > 0, "--first-bucket-mb must be positive, got {}", first_bucket_mb);
-  DDPX_REQUIRE(comm_timeout_s > 0, "--comm-timeout must be positive seconds, got {}", comm_timeout_s);
+  // Bucket caps between 4 bytes (one fp32 gradient) and 1 TB; checked here, also without --ddp, so that a typo
+  // never waits for the run that would use it (and the cast to bytes can never overflow).
+  constexpr double kMinBucketMb = 4.0 / (1 << 20), kMaxBucketMb = 1e6;
+  DDPX_REQUIRE(std::isfinite(bucket_mb) && bucket_mb >= kMinBucketMb && bucket_mb <= kMaxBucketMb,
+               "--bucket-mb must be between {:.2g} (4 bytes) and {:g} MB, got {}", kMinBucketMb, kMaxBucketMb, bucket_mb);
+  DDPX_REQUIRE(std::isfinite(first_bucket_mb) && first_bucket_mb >= kMinBucketMb && first_bucket_mb <= kMaxBucketMb,
+               "--first-bucket-mb must be between {:.2g} (4 bytes) and {:g} MB, got {}", kMinBucketMb, kMaxBucketMb,
+               first_bucket_mb);
+  DDPX_REQUIRE(std::isfinite(comm_timeout_s) && comm_timeout_s >= 0.001 && comm_timeout_s <= 1e7,
+               "--comm-timeout must be between 0.001 and 1e7 seconds, got {}", comm_timeout_s);
+  (void)make_comm_hook(comm_hook);  // refuses an unknown --comm-hook (naming it) even when no reducer will use it
   DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);
   DDPX_REQUIRE(checkpoint_every == 0 || !checkpoint_dir.empty(),
                "--checkpoint-every {} needs --checkpoint-dir DIR", checkpoint_every);

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
+#include "model/vit_config.hpp"
 #include "model/param_layout.hpp"
 #include "train/trainer.hpp"
 
@@ -124,6 +126,11 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"train --model vit_tiny_test --prefetch 1", "--prefetch"},
       {"train --model vit_tiny_test --data synthetic-device", "--data synthetic-device needs --device cuda"},
       {"train --model vit_tiny_test --cuda-graph on", "--cuda-graph on needs --device cuda"},
+      // Checked even when no reducer would use them, and never cast out of range.
+      {"train --model vit_tiny_test --bucket-mb 1e30", "--bucket-mb must be between"},
+      {"train --model vit_tiny_test --first-bucket-mb inf", "--first-bucket-mb must be between"},
+      {"train --model vit_tiny_test --comm-timeout inf", "--comm-timeout must be between"},
+      {"train --model vit_tiny_test --comm-hook foo", "--comm-hook 'foo' is not a hook"},
       // Sizes that overflow 64-bit counts or cannot fit: refused before anything is allocated.
       {"model --model custom:layers=9223372036854775807", "layers = 9223372036854775807 is beyond the supported"},
       {"model --model custom:image=100000,patch=1,hidden=8,heads=1", "tokens per image, beyond the supported"},
@@ -135,6 +142,36 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
     EXPECT_NE(r.status, 0) << args;
     EXPECT_NE(r.output.find(expected), std::string::npos) << args << " printed: " << r.output;
   }
+}
+
+// eval checks what train checks: labels within the model's classes (an int64 label was cut to 32 bits and
+// 2^32 + 3 scored as 3), --precision against --device, a positive --batch.
+TEST(Cli, EvalChecksLabelsPrecisionAndBatch) {
+  const fs::path dir = fresh_dir("eval");
+  const std::string weights = (dir / "w.safetensors").string();
+  ASSERT_EQ(run_cli("train --model vit_tiny_test --batch 2 --steps 1 --workers 1 --save " + weights).status, 0);
+  const VitConfig config = parse_model_spec("vit_tiny_test");
+  const int64_t n = 3;
+  write_npy((dir / "x.npy").string(),
+            HostTensor::from_values<float>({n, config.channels, config.image_size, config.image_size},
+                                           std::vector<float>(static_cast<size_t>(n * config.image_numel()), 0.5f)));
+  write_npy((dir / "good.npy").string(), HostTensor::from_values<int64_t>({n}, std::vector<int64_t>{0, 1, 2}));
+  write_npy((dir / "wide.npy").string(), HostTensor::from_values<int64_t>({n}, std::vector<int64_t>{0, 1, (int64_t{1} << 32) + 3}));
+  const std::string eval = "eval --model vit_tiny_test --weights " + weights + " --images " + (dir / "x.npy").string();
+  const CliResult good = run_cli(eval + " --labels " + (dir / "good.npy").string());
+  EXPECT_EQ(good.status, 0) << good.output;
+  EXPECT_NE(good.output.find("mean cross-entropy"), std::string::npos) << good.output;
+  const CliResult wide = run_cli(eval + " --labels " + (dir / "wide.npy").string());
+  EXPECT_EQ(wide.status, 2) << wide.output;
+  EXPECT_NE(wide.output.find("label 4294967299 of image 2 is outside the model's classes [0, 10)"), std::string::npos)
+      << wide.output;
+  const CliResult bf16 = run_cli(eval + " --precision bf16");
+  EXPECT_EQ(bf16.status, 2) << bf16.output;
+  EXPECT_NE(bf16.output.find("--precision bf16 needs --device cuda"), std::string::npos) << bf16.output;
+  const CliResult batch = run_cli(eval + " --batch 0");
+  EXPECT_EQ(batch.status, 2) << batch.output;
+  EXPECT_NE(batch.output.find("--batch must be a positive number"), std::string::npos) << batch.output;
+  fs::remove_all(dir);
 }
 
 TEST(Cli, ReportCommandAnalysesASavedRun) {
