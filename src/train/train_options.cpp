@@ -40,6 +40,9 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(checkpoint_every == 0 || !checkpoint_dir.empty(),
                "--checkpoint-every {} needs --checkpoint-dir DIR", checkpoint_every);
   DDPX_REQUIRE(log_every >= 1, "--log-every must be >= 1, got {}", log_every);
+  DDPX_REQUIRE(report.empty() || steps > warmup_steps,
+               "--report {} needs steps past the warm-up (only those are measured): --steps {} is not more than "
+               "--warmup {}; raise --steps or lower --warmup", report, steps, warmup_steps);
   DDPX_REQUIRE(images.empty() == labels.empty(), "--images and --labels must be given together");
   DDPX_REQUIRE(data == "synthetic" || data == "learnable" || data == "synthetic-device" || data == "npy",
                "--data '{}' is not known; choose synthetic, learnable, synthetic-device (cuda), or give "

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <memory>
@@ -224,6 +225,10 @@ TrainSummary run_training(const TrainOptions& options) {
     const bool last = step == options.steps;
     if (step % options.log_every == 0 || last || step == start.step + 1) {
       const float loss = engine->last_loss();  // synchronizes on CUDA
+      DDPX_REQUIRE(std::isfinite(loss),
+                   "rank {}: the loss is {} at step {}: training diverged (try a lower --lr) or the input holds NaN "
+                   "or Inf values; stopping rather than training on non-finite numbers",
+                   dist.rank, loss, step);
       if (step == start.step + 1) summary.first_loss = loss;
       summary.final_loss = loss;
       const double elapsed = seconds_since(interval_start);
@@ -249,9 +254,8 @@ TrainSummary run_training(const TrainOptions& options) {
   summary.steps_run = options.steps - start.step;
   summary.seconds = seconds_since(run_start);
   const double measured_seconds = seconds_since(measure_start);
-  if (measured_steps == 0) {  // run shorter than the warm-up: report over everything
-    measured_steps = summary.steps_run;
-  }
+  const bool all_warmup = measured_steps == 0;
+  if (all_warmup) measured_steps = summary.steps_run;  // run shorter than the warm-up: report over everything
   summary.steps_per_s = measured_steps / std::max(measured_seconds, 1e-9);
   summary.images_per_s = summary.steps_per_s * options.batch * micro_per_step * dist.world;
   summary.data_wait_fraction = measured_wait / std::max(measured_seconds, 1e-9);
@@ -262,11 +266,12 @@ TrainSummary run_training(const TrainOptions& options) {
     save_params_safetensors(options.save, layout, params.data(), {{"ddpx.model", config.spec()}});
     log(fmt::format("saved weights: {}", options.save));
   }
-  log(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s (after {} warm-up steps) | "
+  log(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s ({}) | "
                   "loss {:.4f} -> {:.4f} | data wait {:.1f}% of the step",
                   summary.steps_run, summary.seconds, summary.steps_per_s, summary.images_per_s,
-                  std::min(options.warmup_steps, summary.steps_run), summary.first_loss, summary.final_loss,
-                  summary.data_wait_fraction * 100));
+                  all_warmup ? fmt::format("over all steps: none ran past --warmup {}", options.warmup_steps)
+                             : fmt::format("after {} warm-up steps", options.warmup_steps),
+                  summary.first_loss, summary.final_loss, summary.data_wait_fraction * 100));
   if (engine->is_cuda())
     log(fmt::format("peak device memory {:.2f} GiB (allocations after context creation, cudaMemGetInfo)",
                     engine->device_memory_gib()));
