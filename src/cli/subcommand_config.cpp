@@ -1,11 +1,54 @@
 // Subcommand config files (see subcommand_config.hpp).
 #include "cli/subcommand_config.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+#include "core/json_parse.hpp"
+
 namespace ddpx::cli {
+namespace {
+
+bool is_json(const std::string& file) { return file.size() >= 5 && file.compare(file.size() - 5, 5, ".json") == 0; }
+
+// A flat JSON object {"bucket-mb": 25, "comm-hook": "bf16", "ddp": true} as config items (what `ddpx tune --out
+// best.json` writes). Arrays give several values; nested objects are refused.
+std::vector<CLI::ConfigItem> json_items(const std::string& file) {
+  std::ifstream in(file);
+  nlohmann::json j;
+  try {
+    j = parse_json(in, "--config " + file);
+  } catch (const nlohmann::json::exception& e) {
+    throw CLI::ConfigError("--config " + file + ": not valid JSON (" + e.what() + ")");
+  } catch (const Error& e) {
+    throw CLI::ConfigError(e.what());
+  }
+  if (!j.is_object()) throw CLI::ConfigError("--config " + file + ": expected a JSON object of flag names and values");
+  const auto text = [&](const std::string& key, const nlohmann::json& value) -> std::string {
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+    if (value.is_number()) return value.dump();
+    throw CLI::ConfigError("--config " + file + ": key '" + key + "' must be a string, number or boolean, got " +
+                           json_excerpt(value));
+  };
+  std::vector<CLI::ConfigItem> items;
+  for (const auto& [key, value] : j.items()) {
+    CLI::ConfigItem item;
+    item.name = key;
+    if (value.is_array()) {
+      for (const auto& element : value) item.inputs.push_back(text(key, element));
+    } else {
+      item.inputs.push_back(text(key, value));
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+}  // namespace
 
 void read_config_for(CLI::App& cmd) {
   CLI::App* app = &cmd;
@@ -14,13 +57,17 @@ void read_config_for(CLI::App& cmd) {
     if (config == nullptr || config->count() == 0) return;
     const auto formatter = app->get_config_formatter();
     for (const std::string& file : config->as<std::vector<std::string>>()) {
-      if (!std::ifstream(file).good())
+      if (!std::ifstream(file).good() || std::filesystem::is_directory(file))
         throw CLI::ConfigError("--config " + file + ": cannot open the file; check the path");
       std::vector<CLI::ConfigItem> items;
-      try {
-        items = formatter->from_file(file);
-      } catch (const CLI::ParseError& e) {
-        throw CLI::ConfigError("--config " + file + ": " + e.what());
+      if (is_json(file)) {
+        items = json_items(file);
+      } else {
+        try {
+          items = formatter->from_file(file);
+        } catch (const CLI::ParseError& e) {
+          throw CLI::ConfigError("--config " + file + ": " + e.what());
+        }
       }
       for (const CLI::ConfigItem& item : items) {
         if (item.name == "++" || item.name == "--") continue;  // section markers

@@ -2,7 +2,8 @@
 // Why: CLI11 2.1 (Debian 12) reads a --config file only for the top-level app, so a subcommand's set_config()
 // option is accepted and silently ignored. read_config_for(cmd) makes the subcommand read it itself.
 // Guarantees: after `cmd` has parsed its command line, every key = value of the file(s) (CLI11's TOML/INI
-// reader; keys are the long flag names without dashes, optionally under a [<subcommand>] section) is applied to
+// reader; keys are the long flag names without dashes, optionally under a [<subcommand>] section; a file ending
+// in .json is a flat object of the same keys, as `ddpx tune --out best.json` writes) is applied to
 // the option of that name unless the command line gave it (the command line always wins, whatever the order).
 // An unknown key or section, or a file that cannot be read, is a CLI::ConfigError naming the file and the key
 // (ddpx prints it and exits 2). With a CLI11 that reads subcommand config files itself, the options it filled

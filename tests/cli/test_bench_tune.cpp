@@ -154,6 +154,21 @@ TEST(Tune, ConfigErrorsAndPointlessTuningAreNamed) {
   const auto owned = run_ddpx("tune --out " + (dir / "x.cfg").string() + " -- --ddp --bucket-mb 5");
   EXPECT_EQ(owned.status, 2) << owned.output;
   EXPECT_NE(owned.output.find("ddpx tune --bucket-mb"), std::string::npos) << owned.output;
+
+  // The JSON form `ddpx tune --out best.json` writes is a train config too; a folder or a nested value is named.
+  write_trial_config(TrialConfig{50, 2, "fp16"}, (dir / "best.json").string());
+  const auto json_config = run_ddpx("train --config " + (dir / "best.json").string() +
+                                    " --device cpu --model vit_tiny_test --batch 2 --steps 2 --workers 1 --ddp");
+  EXPECT_EQ(json_config.status, 0) << json_config.output;
+  EXPECT_NE(json_config.output.find("hook fp16"), std::string::npos) << json_config.output;
+  std::ofstream(dir / "nested.json") << R"({"comm-hook": {"name": "bf16"}})";
+  const auto nested = run_ddpx("train --config " + (dir / "nested.json").string() + " --device cpu --steps 1");
+  EXPECT_EQ(nested.status, 2) << nested.output;
+  EXPECT_NE(nested.output.find("key 'comm-hook' must be a string, number or boolean"), std::string::npos)
+      << nested.output;
+  const auto folder = run_ddpx("train --config " + dir.string() + " --device cpu --steps 1");
+  EXPECT_EQ(folder.status, 2) << folder.output;
+  EXPECT_NE(folder.output.find("cannot open the file"), std::string::npos) << folder.output;
   fs::remove_all(dir);
 }
 
