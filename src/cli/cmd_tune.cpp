@@ -61,6 +61,7 @@ int run_tune(const TuneFlags& f) {
                    hook);
       hooks.push_back(hook);
     }
+  require_valid_hooks(hooks, "--hooks/--allow-lossy");
   const std::vector<TrialConfig> candidates =
       candidate_grid(parse_number_list(f.bucket_mb, "--bucket-mb"),
                      parse_number_list(f.first_bucket_mb, "--first-bucket-mb"), hooks);

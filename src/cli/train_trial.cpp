@@ -11,6 +11,8 @@
 
 #include "cli/child_process.hpp"
 #include "core/error.hpp"
+#include "ddp/comm_hook.hpp"
+#include "model/vit_config.hpp"
 #include "profile/step_record.hpp"
 
 namespace ddpx::cli {
@@ -102,6 +104,26 @@ void reject_owned_flags(const std::vector<std::string>& flags, const std::vector
                  command, flag,
                  instead.empty() ? fmt::format("remove {}", flag)
                                  : fmt::format("use `ddpx {} {}` instead of passing {}", command, instead, flag));
+  }
+}
+
+void require_valid_hooks(const std::vector<std::string>& hooks, std::string_view flag) {
+  for (const std::string& hook : hooks) {
+    try {
+      (void)make_comm_hook(hook);
+    } catch (const Error& e) {
+      fail("{} {}: {}", flag, hook, e.what());
+    }
+  }
+}
+
+void require_valid_models(const std::vector<std::string>& models, std::string_view flag) {
+  for (const std::string& model : models) {
+    try {
+      (void)parse_model_spec(model);
+    } catch (const Error& e) {
+      fail("{} {}: {}", flag, model, e.what());
+    }
   }
 }
 

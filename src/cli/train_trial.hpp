@@ -43,4 +43,9 @@ bool has_flag(const std::vector<std::string>& flags, std::string_view name);
 void reject_owned_flags(const std::vector<std::string>& flags, const std::vector<std::string>& owned,
                         std::string_view command);
 
+// Before any trial runs: every item of a --hooks or --models list is a value train accepts. Errors name the list
+// flag and the item (so a typo never waits for the trials before it, nor passes a --dry-run).
+void require_valid_hooks(const std::vector<std::string>& hooks, std::string_view flag);
+void require_valid_models(const std::vector<std::string>& models, std::string_view flag);
+
 }  // namespace ddpx::cli

@@ -87,6 +87,14 @@ TEST(Bench, FlagsBenchSetsItselfAreRefusedAfterTheSeparator) {
   const auto cpu_bf16 = run_ddpx("bench --device cpu --precisions bf16 --out /tmp/never");
   EXPECT_EQ(cpu_bf16.status, 2) << cpu_bf16.output;
   EXPECT_NE(cpu_bf16.output.find("--precisions bf16"), std::string::npos) << cpu_bf16.output;
+  // A bad hook or model is named before anything runs, also in a dry run.
+  const auto bad_hook = run_ddpx("bench --dry-run --device cpu --models vit_tiny_test --gpus 1,2 --hooks bf16,foo");
+  EXPECT_EQ(bad_hook.status, 2) << bad_hook.output;
+  EXPECT_NE(bad_hook.output.find("--hooks foo: --comm-hook 'foo' is not a hook"), std::string::npos)
+      << bad_hook.output;
+  const auto bad_model = run_ddpx("bench --dry-run --device cpu --models vit_tiny_test,custom:layers=0 --gpus 1");
+  EXPECT_EQ(bad_model.status, 2) << bad_model.output;
+  EXPECT_NE(bad_model.output.find("--models custom:layers=0"), std::string::npos) << bad_model.output;
   // An output folder that cannot be made (a file in the way) is named, for bench and for tune's trial logs.
   const fs::path blocker = fresh_dir("bench_out_blocked") / "a_file";
   std::ofstream(blocker) << "in the way";
