@@ -191,7 +191,8 @@ Command add_allreduce_command(CLI::App& app) {
       "Measure all-reduce like nccl-tests: per message size the time, algbw and busbw (NCCL on GPUs, MPI on CPUs),\n"
       "and write the peak table that run reports compare their buckets with.");
   cmd->option_defaults()->always_capture_default();
-  cmd->add_option("--nproc-per-node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)");
+  cmd->add_option("--nproc-per-node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--sizes", f->sizes,
                   "MIN:MAX (doubling), MIN:MAX:FACTOR or a list (4K,1M,256M); default 1K:1G on cuda, 1K:16M on cpu");
   cmd->add_option("--dtype", f->dtype, "f32 | bf16 | f16");

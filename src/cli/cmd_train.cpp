@@ -71,6 +71,7 @@ Command add_train_command(CLI::App& app) {
 
   auto* dp = "Data parallelism";
   cmd->add_option("--nproc-per-node", *nproc, "start this many worker processes on this node (one per GPU)")
+      ->check(CLI::Range(1, 1024))
       ->group(dp);
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);

@@ -35,7 +35,8 @@ void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayou
   optimizer->set_step_count(step);
   CheckpointState ckpt;
   ckpt.step = step;
-  ckpt.extra = {{"seed", options.seed}, {"data", options.data}, {"batch", options.batch}};
+  ckpt.extra = {{"seed", options.seed}, {"data", options.data}, {"batch", options.batch},
+                {"grad_accum", options.grad_accum}};
   save_checkpoint(dir, layout, params, *optimizer, ckpt);
 }
 
@@ -51,6 +52,13 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
     DDPX_REQUIRE(!ckpt.extra.contains("seed") || ckpt.extra["seed"] == options.seed,
                  "--resume {}: the checkpoint was trained with --seed {}, this run has --seed {}", dir.string(),
                  ckpt.extra["seed"].dump(), options.seed);
+    DDPX_REQUIRE(!ckpt.extra.contains("data") || ckpt.extra["data"] == options.data,
+                 "--resume {}: the checkpoint was trained on --data {}, this run has --data {}; resume on the same "
+                 "data", dir.string(), ckpt.extra["data"].dump(), options.data);
+    DDPX_REQUIRE(!ckpt.extra.contains("grad_accum") || ckpt.extra["grad_accum"] == options.grad_accum,
+                 "--resume {}: the checkpoint was trained with --grad-accum {}, this run has --grad-accum {}; resume "
+                 "with the same accumulation so the data stream continues",
+                 dir.string(), ckpt.extra["grad_accum"].dump(), options.grad_accum);
   }
   LoadedCheckpoint loaded;
   loaded.step = ckpt.step;

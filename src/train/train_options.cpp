@@ -44,6 +44,9 @@ void TrainOptions::validate() const {
                "--report {} needs steps past the warm-up (only those are measured): --steps {} is not more than "
                "--warmup {}; raise --steps or lower --warmup", report, steps, warmup_steps);
   DDPX_REQUIRE(images.empty() == labels.empty(), "--images and --labels must be given together");
+  DDPX_REQUIRE(load.empty() || resume.empty(),
+               "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
+               "--load starts a new one from weights: give one", load, resume);
   DDPX_REQUIRE(data == "synthetic" || data == "learnable" || data == "synthetic-device" || data == "npy",
                "--data '{}' is not known; choose synthetic, learnable, synthetic-device (cuda), or give "
                "--images/--labels",

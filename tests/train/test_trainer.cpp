@@ -75,6 +75,31 @@ TEST_P(ResumeTest, ResumedRunEqualsUninterruptedRunBitForBit) {
   size_t differing = 0;
   for (size_t i = 0; i < a.size(); ++i) differing += a[i] != b[i];
   EXPECT_EQ(differing, 0u) << "weights after resume differ from the uninterrupted run";
+
+  // Resuming on other data or another accumulation would silently continue a different data stream.
+  TrainOptions other_data = resumed, other_accum = resumed;
+  other_data.data = resumed.data == "learnable" ? "synthetic" : "learnable";
+  other_accum.grad_accum = 2;
+  EXPECT_THROW(
+      {
+        try {
+          run_training(other_data);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("trained on --data"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  EXPECT_THROW(
+      {
+        try {
+          run_training(other_accum);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("--grad-accum"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
   fs::remove_all(dir);
 }
 
@@ -119,6 +144,8 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"train --precision fp8", "--precision"},
       {"train --images /nonexistent/x.npy --labels /nonexistent/y.npy --model vit_tiny_test", "/nonexistent/x.npy"},
       {"train --model vit_tiny_test --resume /nonexistent/ckpt", "/nonexistent/ckpt"},
+      {"train --model vit_tiny_test --resume d --load w.safetensors", "give one"},
+      {"train --model vit_tiny_test --nproc-per-node -1", "--nproc-per-node"},
       {"eval --model vit_tiny_test --weights /nonexistent/w.safetensors --images x.npy", "/nonexistent/w.safetensors"},
       {"model --model custom:image=30,patch=8", "not divisible"},
       {"train --comm-hook zip --model vit_tiny_test --ddp", "--comm-hook"},
