@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "ddp/comm_hook.hpp"
+#include "profile/profile_window.hpp"
 
 namespace ddpx {
 
@@ -35,7 +36,13 @@ void TrainOptions::validate() const {
                first_bucket_mb);
   DDPX_REQUIRE(std::isfinite(comm_timeout_s) && comm_timeout_s >= 0.001 && comm_timeout_s <= 1e7,
                "--comm-timeout must be between 0.001 and 1e7 seconds, got {}", comm_timeout_s);
-  (void)make_comm_hook(comm_hook);  // refuses an unknown --comm-hook (naming it) even when no reducer will use it
+  (void)make_comm_hook(comm_hook);
+  if (!profile_steps.empty()) {
+    const StepRange range = parse_profile_steps(profile_steps);
+    DDPX_REQUIRE(device == "cuda", "--profile-steps {} needs --device cuda (it starts and stops the CUDA profiler "
+                 "for nsys --capture-range=cudaProfilerApi)", profile_steps);
+    DDPX_REQUIRE(range.last <= steps, "--profile-steps {}: the run has only --steps {}", profile_steps, steps);
+  }  // refuses an unknown --comm-hook (naming it) even when no reducer will use it
   DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);
   DDPX_REQUIRE(checkpoint_every == 0 || !checkpoint_dir.empty(),
                "--checkpoint-every {} needs --checkpoint-dir DIR", checkpoint_every);

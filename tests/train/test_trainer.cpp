@@ -150,6 +150,7 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"model --model custom:image=30,patch=8", "not divisible"},
       {"train --comm-hook zip --model vit_tiny_test --ddp", "--comm-hook"},
       {"train --model vit_tiny_test --profile-steps 5:2", "--profile-steps"},
+      {"train --model vit_tiny_test --profile-steps 2:3", "--profile-steps 2:3 needs --device cuda"},
       {"train --model vit_tiny_test --prefetch 1", "--prefetch"},
       {"train --model vit_tiny_test --data synthetic-device", "--data synthetic-device needs --device cuda"},
       {"train --model vit_tiny_test --cuda-graph on", "--cuda-graph on needs --device cuda"},
