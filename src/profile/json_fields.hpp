@@ -5,6 +5,10 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
 
@@ -12,6 +16,19 @@ namespace ddpx::json_fields {
 
 template <typename T>
 void read_value(const nlohmann::json& value, const char* record, const char* key, T& out) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann would truncate 4.7 to 4 and wrap 2^40 into an int: a count must be a whole number that fits.
+    bool fits = false;
+    if (value.is_number_unsigned()) {
+      fits = value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    } else if (value.is_number_integer()) {
+      const int64_t v = value.get<int64_t>();
+      fits = v < 0 ? std::is_signed_v<T> && v >= static_cast<int64_t>(std::numeric_limits<T>::min())
+                   : static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    }
+    DDPX_REQUIRE(fits, "{}: field '{}' must be a whole number within [{}, {}], got {}", record, key,
+                 std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), json_excerpt(value));
+  }
   try {
     value.get_to(out);
   } catch (const nlohmann::json::exception& e) {

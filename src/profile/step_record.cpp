@@ -2,7 +2,9 @@
 #include "profile/step_record.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
@@ -57,6 +59,12 @@ void from_json(const json& j, PhaseTimes& v) {
   jf::optional(j, record, "exposed_comm_ms", v.exposed_comm_ms);
   jf::optional(j, record, "optimizer_ms", v.optimizer_ms);
   jf::require(j, record, "total_ms", v.total_ms);
+  for (const auto& [name, ms] : {std::pair{"data_wait_ms", v.data_wait_ms}, {"h2d_copy_ms", v.h2d_copy_ms},
+                                 {"forward_ms", v.forward_ms}, {"backward_ms", v.backward_ms}, {"comm_ms", v.comm_ms},
+                                 {"exposed_comm_ms", v.exposed_comm_ms}, {"optimizer_ms", v.optimizer_ms}})
+    DDPX_REQUIRE(std::isfinite(ms) && ms >= 0, "{}: field '{}' must be a time >= 0 ms, got {}", record, name, ms);
+  DDPX_REQUIRE(std::isfinite(v.total_ms) && v.total_ms > 0, "{}: field 'total_ms' must be a time > 0 ms, got {}",
+               record, v.total_ms);
 }
 
 void to_json(json& j, const BucketRecord& v) {
@@ -76,6 +84,7 @@ void from_json(const json& j, BucketRecord& v) {
   jf::require(j, record, "start_ms", v.start_ms);
   jf::require(j, record, "end_ms", v.end_ms);
   jf::optional(j, record, "stream", v.stream);
+  DDPX_REQUIRE(v.bytes > 0, "bucket record {}: 'bytes' must be positive, got {}", v.index, v.bytes);
   DDPX_REQUIRE(v.launch_ms <= v.start_ms && v.start_ms <= v.end_ms,
                "bucket record {}: times must satisfy launch <= start <= end, got {} / {} / {} ms", v.index,
                v.launch_ms, v.start_ms, v.end_ms);
@@ -96,6 +105,8 @@ void from_json(const json& j, StepRecord& v) {
   if (auto it = j.find("gpu_busy_ms"); it != j.end() && !it->is_null()) {
     double busy = 0;
     jf::read_value(*it, record, "gpu_busy_ms", busy);
+    DDPX_REQUIRE(std::isfinite(busy) && busy >= 0, "{}: field 'gpu_busy_ms' must be a time >= 0 ms, got {}", record,
+                 busy);
     v.gpu_busy_ms = busy;
   }
 }
@@ -171,11 +182,17 @@ RunReport load_run_report(const std::string& path) {
     fail("run report '{}': {}", path, e.what());
   }
   DDPX_REQUIRE(!report.ranks.empty(), "run report '{}' has no ranks", path);
+  DDPX_REQUIRE(static_cast<int64_t>(report.ranks.size()) == report.config.world,
+               "run report '{}': config.world is {} but {} rank(s) are listed; the file is damaged", path,
+               report.config.world, report.ranks.size());
   for (size_t k = 0; k < report.ranks.size(); ++k) {
     DDPX_REQUIRE(report.ranks[k].info.rank == static_cast<int>(k),
                  "run report '{}': ranks must be listed in order 0..{}, entry {} is rank {}", path,
                  report.ranks.size() - 1, k, report.ranks[k].info.rank);
     DDPX_REQUIRE(!report.ranks[k].steps.empty(), "run report '{}': rank {} has no measured steps", path, k);
+    DDPX_REQUIRE(report.ranks[k].info.world_size == report.config.world,
+                 "run report '{}': rank {} says world size {} but config.world is {}; the file is damaged", path, k,
+                 report.ranks[k].info.world_size, report.config.world);
   }
   return report;
 }

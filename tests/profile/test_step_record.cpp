@@ -85,6 +85,21 @@ TEST(StepRecord, MissingOrMistypedFieldsAreNamed) {
   }
   nlohmann::json bad_order = nlohmann::json(bucket(3, 5, 4, 6));
   EXPECT_THROW(bad_order.get<BucketRecord>(), Error);  // start before launch
+
+  // Impossible values are refused instead of turning into "-4939%" or a negative bandwidth.
+  nlohmann::json negative = {{"forward_ms", -100.0}, {"backward_ms", 1.0}, {"total_ms", 2.0}};
+  testing::expect_error([&] { negative.get<PhaseTimes>(); }, {"'forward_ms'", "-100"});
+  nlohmann::json no_bytes = nlohmann::json(bucket(3, 4, 5, 6));
+  no_bytes["bytes"] = -81024;
+  testing::expect_error([&] { no_bytes.get<BucketRecord>(); }, {"'bytes'", "-81024"});
+  // Counts must be whole numbers that fit (nlohmann would read 4.7 as 4 and wrap 2^40 into an int).
+  RunConfig config;
+  nlohmann::json fractional = config;
+  fractional["batch"] = 4.7;
+  testing::expect_error([&] { fractional.get<RunConfig>(); }, {"'batch'", "whole number", "4.7"});
+  nlohmann::json huge = config;
+  huge["world"] = int64_t{1} << 40;
+  testing::expect_error([&] { huge.get<RunConfig>(); }, {"'world'", "whole number"});
 }
 
 TEST(StepRecord, LoadNamesTheFile) {
