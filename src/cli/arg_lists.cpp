@@ -115,4 +115,22 @@ std::string format_byte_size(int64_t bytes) {
   return fmt::format("{}", bytes);
 }
 
+std::string whole_number_problem(const std::string& text, bool allow_negative) {
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  bool ok = false;
+  if (allow_negative) {
+    int64_t value = 0;
+    const auto [stop, error] = std::from_chars(begin, end, value);
+    ok = error == std::errc() && stop == end;
+  } else {
+    uint64_t value = 0;
+    const auto [stop, error] = std::from_chars(begin, end, value);
+    ok = !text.empty() && text[0] != '-' && error == std::errc() && stop == end;
+  }
+  if (ok) return "";
+  return "'" + text + "' is not a whole number " +
+         (allow_negative ? std::string("that fits 64 bits") : std::string("in [0, 18446744073709551615]"));
+}
+
 }  // namespace ddpx::cli

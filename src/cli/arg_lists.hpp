@@ -18,6 +18,9 @@ std::vector<int> parse_count_list(std::string_view text, std::string_view flag);
 int64_t parse_byte_size(std::string_view text, std::string_view flag);
 // "1K:1G[:F]" (F >= 2, default 2), or a comma list of sizes: the sizes in increasing order.
 std::vector<int64_t> parse_size_sweep(std::string_view text, std::string_view flag);
+// "" when `text` is a decimal whole number that fits int64 (uint64 when !allow_negative), else the reason, for
+// CLI11 validators: CLI11 itself would clamp 99999999999999999999 to the largest value and wrap -1 into 2^64-1.
+std::string whole_number_problem(const std::string& text, bool allow_negative);
 // 1024 -> "1K", 1048576 -> "1M", 1000 -> "1000" (the largest binary unit that divides it exactly).
 std::string format_byte_size(int64_t bytes);
 

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <string>
+#include <string_view>
 
+#include "cli/arg_lists.hpp"
 #include "cli/commands.hpp"
 #include "cli/launch.hpp"
 #include "train/trainer.hpp"
@@ -101,6 +104,14 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--trace", o->trace, "write a Chrome-trace/Perfetto timeline (all ranks merged)")->group(an);
   cmd->add_option("--log-every", o->log_every, "progress line every K steps")->group(an);
   cmd->add_flag("--quiet", o->quiet, "no progress lines")->group(an);
+
+  // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
+  for (const char* name : {"--batch", "--steps", "--warmup", "--workers", "--prefetch", "--cpu-threads",
+                           "--checkpoint-every", "--grad-accum", "--log-every", "--seed", "--nproc-per-node"}) {
+    const bool allow_negative = std::string_view(name) != "--seed";
+    cmd->get_option(name)->check(CLI::Validator(
+        [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
+  }
 
   return {cmd, [o, nproc] {
             if (start_workers_here(*nproc)) return launch_workers(*nproc, *o);

@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
       "  ddpx bench --precisions fp32,bf16 --hooks allreduce,bf16 --gpus 1,2   the seed's table in one command\n"
       "  ddpx tune --out best.cfg -- --model vit_l_32 --device cuda   then: ddpx train --config best.cfg\n"
       "Run 'ddpx <command> --help' for the flags of one command.");
+  // Flag errors look like every other ddpx error: "ddpx: error: --batch: 'abc' is not ...".
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "ddpx: error: " + std::string(e.what()) + "\nRun 'ddpx <command> --help' for the flags of a command.\n";
+  });
   ddpx::cli::remember_command_line(argc, argv);
   ddpx::cli::CommandSet commands = ddpx::cli::register_commands(app);
   try {
