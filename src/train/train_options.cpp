@@ -1,13 +1,31 @@
 // Validation of TrainOptions; every message names the flag and the accepted range.
 #include "train/train_options.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <string>
 
 #include "core/error.hpp"
 #include "ddp/comm_hook.hpp"
 #include "profile/profile_window.hpp"
 
 namespace ddpx {
+namespace {
+
+// An output file is checked before the run, not after hours of training: its folder exists and is writable.
+void require_writable_file(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  const std::filesystem::path file(path);
+  const std::filesystem::path folder = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
+  DDPX_REQUIRE(!std::filesystem::is_directory(file), "{} {}: that is a folder; give a file name", flag, path);
+  DDPX_REQUIRE(std::filesystem::is_directory(folder) && ::access(folder.c_str(), W_OK) == 0,
+               "{} {}: the folder '{}' does not exist or is not writable; create it or choose another path", flag,
+               path, folder.string());
+}
+
+}  // namespace
 
 void TrainOptions::validate() const {
   DDPX_REQUIRE(device == "cpu" || device == "cuda", "--device '{}' is not known; choose cpu or cuda", device);
@@ -47,6 +65,9 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(checkpoint_every == 0 || !checkpoint_dir.empty(),
                "--checkpoint-every {} needs --checkpoint-dir DIR", checkpoint_every);
   DDPX_REQUIRE(log_every >= 1, "--log-every must be >= 1, got {}", log_every);
+  require_writable_file(save, "--save");
+  require_writable_file(report, "--report");
+  require_writable_file(trace, "--trace");
   DDPX_REQUIRE(report.empty() || steps > warmup_steps,
                "--report {} needs steps past the warm-up (only those are measured): --steps {} is not more than "
                "--warmup {}; raise --steps or lower --warmup", report, steps, warmup_steps);

@@ -146,6 +146,9 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"train --model vit_tiny_test --resume /nonexistent/ckpt", "/nonexistent/ckpt"},
       {"train --model vit_tiny_test --resume d --load w.safetensors", "give one"},
       {"train --model vit_tiny_test --nproc-per-node -1", "--nproc-per-node"},
+      // Output paths are checked before training, not after it.
+      {"train --model vit_tiny_test --save /nonexistent/dir/w.safetensors", "--save /nonexistent/dir/w.safetensors: the folder"},
+      {"train --model vit_tiny_test --steps 9 --report /tmp", "--report /tmp: that is a folder"},
       // Whole numbers only, never clamped or wrapped by the flag parser.
       {"train --model vit_tiny_test --seed -1", "ddpx: error: --seed: '-1' is not a whole number"},
       {"train --model vit_tiny_test --steps 99999999999999999999", "--steps: '99999999999999999999'"},
