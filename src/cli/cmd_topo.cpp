@@ -10,6 +10,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/cuda_devices.hpp"
@@ -48,9 +50,17 @@ std::string format_nccl_log_summary(const std::string& path) {
   std::ifstream in(path);
   DDPX_REQUIRE(in.good(), "--nccl-log: cannot open '{}' (write one with NCCL_DEBUG=INFO ddpx train ... > FILE 2>&1)",
                path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const NcclTransportSummary summary = parse_nccl_transports(text.str());
+  // A log is text of a few MB at most; reading stops at 256 MiB so that a wrong path (a device, a huge binary)
+  // cannot take the machine's memory.
+  constexpr size_t kMaxLogBytes = size_t{256} << 20;
+  std::string text;
+  std::vector<char> chunk(size_t{1} << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    DDPX_REQUIRE(text.size() <= kMaxLogBytes,
+                 "--nccl-log {}: larger than 256 MiB; that is not an NCCL_DEBUG=INFO log of one run", path);
+  }
+  const NcclTransportSummary summary = parse_nccl_transports(text);
   if (summary.connections.empty())
     return fmt::format("# NCCL transport used ({}): no 'Channel .. via ..' lines; was NCCL_DEBUG=INFO set?\n", path);
   std::string counts;
