@@ -52,6 +52,9 @@ class HeaderParser {
       if (peek() == '}') break;
       const std::string key = parse_string();
       expect(':');
+      if ((key == "descr" && has_descr) || (key == "fortran_order" && has_fortran_order) ||
+          (key == "shape" && has_shape))
+        malformed(fmt::format("key '{}' appears twice", key));
       if (key == "descr") {
         header.descr = parse_string();
         has_descr = true;
@@ -194,8 +197,13 @@ HostTensor read_npy(const std::filesystem::path& path) {
                "np.save(path, np.ascontiguousarray(a))",
                path.string(), shape_string(header.shape));
   uint64_t data_bytes = 0;
-  DDPX_REQUIRE(!__builtin_mul_overflow(static_cast<uint64_t>(shape_numel(header.shape)), dtype_size(dtype),
-                                       &data_bytes),
+  size_t numel = 0;
+  try {
+    numel = shape_numel(header.shape);
+  } catch (const Error& e) {
+    fail("'{}': {}", path.string(), e.what());
+  }
+  DDPX_REQUIRE(!__builtin_mul_overflow(static_cast<uint64_t>(numel), dtype_size(dtype), &data_bytes),
                "'{}': shape {} is too large", path.string(), shape_string(header.shape));
   const uint64_t data_start = preamble_size + header_size;
   const uint64_t available = file_size - data_start;

@@ -114,6 +114,11 @@ TEST(Npy, RefusesBadFilesNamingTheFile) {
   expect_refused(dir, npy_bytes(1, "{'descr': '<f4', 'shape': (3,), }", data12), {"bad.npy", "fortran_order"});
   expect_refused(dir, npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'x': 1}", data12),
                  {"bad.npy", "unknown key 'x'"});
+  expect_refused(dir, npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'descr': '<i4'}", data12),
+                 {"bad.npy", "key 'descr' appears twice"});
+  expect_refused(dir,
+                 npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }", data12),
+                 {"bad.npy", "64 bits"});
   expect_refused(dir, npy_bytes(1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (3,), }", data12),
                  {"bad.npy", "True or False"});
   expect_refused(dir, npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, -1), }", data12),
