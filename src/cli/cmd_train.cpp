@@ -4,10 +4,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
+#include <utility>
 
 #include "cli/arg_lists.hpp"
 #include "cli/commands.hpp"
 #include "cli/launch.hpp"
+#include "core/error.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx::cli {
@@ -39,7 +42,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
 
   auto* data = "Data";
-  cmd->add_option("--data", o->data,
+  CLI::Option* data_flag = cmd->add_option("--data", o->data,
                   "synthetic (the seed's: normal random images, random labels) | learnable (labels a ViT can learn, "
                   "for convergence checks) | synthetic-device (generated on the GPU, to separate input cost)")
       ->group(data);
@@ -113,7 +116,17 @@ Command add_train_command(CLI::App& app) {
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
   }
 
-  return {cmd, [o, nproc] {
+  // Flags of the other optimizer are an error, not silently ignored.
+  const std::vector<std::pair<const char*, const char*>> optimizer_flags = {
+      {"--momentum", "sgd"}, {"--nesterov", "sgd"}, {"--beta1", "adamw"}, {"--beta2", "adamw"}, {"--eps", "adamw"}};
+  return {cmd, [o, nproc, data_flag, cmd, optimizer_flags] {
+            for (const auto& [flag, optimizer] : optimizer_flags)
+              DDPX_REQUIRE(cmd->count(flag) == 0 || o->optimizer == optimizer,
+                           "{} applies to --optimizer {}, but this run uses --optimizer {}", flag, optimizer,
+                           o->optimizer);
+            DDPX_REQUIRE(data_flag->count() == 0 || o->images.empty(),
+                         "--data {} and --images {}: give one (--images/--labels train on those files, --data "
+                         "generates images)", o->data, o->images);
             if (start_workers_here(*nproc)) return launch_workers(*nproc, *o);
             run_training(*o);
             return 0;

@@ -145,6 +145,8 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"train --images /nonexistent/x.npy --labels /nonexistent/y.npy --model vit_tiny_test", "/nonexistent/x.npy"},
       {"train --model vit_tiny_test --resume /nonexistent/ckpt", "/nonexistent/ckpt"},
       {"train --model vit_tiny_test --resume d --load w.safetensors", "give one"},
+      {"train --model vit_tiny_test --optimizer adamw --momentum 0.9", "--momentum applies to --optimizer sgd"},
+      {"train --model vit_tiny_test --data learnable --images x.npy --labels y.npy", "--data learnable and --images"},
       {"train --model vit_tiny_test --nproc-per-node -1", "--nproc-per-node"},
       // Output paths are checked before training, not after it.
       {"train --model vit_tiny_test --save /nonexistent/dir/w.safetensors", "--save /nonexistent/dir/w.safetensors: the folder"},
