@@ -24,6 +24,7 @@ bool running_as_worker() { return launched_as_worker(); }
 bool start_workers_here(int nproc) {
   if (nproc <= 1) return false;
   if (!running_as_worker()) return true;
+  if (const char* marker = std::getenv(kWorkerMarker); marker && std::string(marker) == "1") return false;
   const WorldInfo world = detect_world();
   fail("--nproc-per-node {}: this process is already rank {} of {} started by {}; start the ranks one way: either "
        "`ddpx ... --nproc-per-node N` on its own, or {} without --nproc-per-node",

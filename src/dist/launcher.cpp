@@ -213,7 +213,8 @@ int launch_local_workers(int nproc, const std::vector<std::string>& argv_without
     std::vector<std::string> env = environment_with(
         {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(nproc),
          "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(nproc),
-         "MASTER_ADDR=" + options.master_addr, "MASTER_PORT=" + std::to_string(port), "DDPX_JOB_TOKEN=" + token});
+         "MASTER_ADDR=" + options.master_addr, "MASTER_PORT=" + std::to_string(port), "DDPX_JOB_TOKEN=" + token,
+         std::string(kWorkerMarker) + "=1"});
     Worker& worker = workers[static_cast<size_t>(rank)];
     worker.rank = rank;
     worker.pid = spawn(executable, argv_without_nproc, env, out_pipe[1], err_pipe[1]);
@@ -314,7 +315,9 @@ int launch_under_mpirun(int nproc, const std::vector<std::string>& argv_without_
 
   // mpirun's ranks get OMPI_COMM_WORLD_*; a torchrun RANK/WORLD_SIZE left in this environment (a stray export,
   // or this launcher itself started by torchrun with one process) would win over them in detect_world().
-  std::vector<std::string> env = environment_without({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"});
+  std::vector<std::string> env =
+      environment_without({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", kWorkerMarker});
+  env.push_back(std::string(kWorkerMarker) + "=1");
   std::vector<char*> env_c = c_strings(env);
   SignalRelay relay({SIGINT, SIGTERM});
   std::vector<char*> argv_c = c_strings(argv);

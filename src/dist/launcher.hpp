@@ -26,6 +26,10 @@
 
 namespace ddpx {
 
+// Set to 1 in every worker either launcher starts: the worker re-runs the launcher's command line, so a
+// --nproc-per-node it still sees (from a --config file) must not be taken as a request to launch again.
+inline constexpr const char* kWorkerMarker = "DDPX_WORKER";
+
 struct LaunchOptions {
   std::string executable;  // empty: this program
   std::string master_addr = "127.0.0.1";

@@ -185,6 +185,13 @@ TEST(CpuTraining, NprocPerNodeUnderAnotherLauncher) {
   const CliResult single_task = testing::run_ddpx(args, "SLURM_PROCID=0 SLURM_NTASKS=1");
   EXPECT_EQ(single_task.status, 0) << single_task.output;
   EXPECT_NE(single_task.output.find("batch 4 x 2 rank(s)"), std::string::npos) << single_task.output;
+  // The workers re-run the same command line: --nproc-per-node from a --config file is not a second launch.
+  const fs::path config = scratch("nproc.cfg");
+  std::ofstream(config) << "nproc-per-node = 2\n";
+  const CliResult from_config = testing::run_ddpx(
+      "train --device cpu --model vit_tiny_test --batch 4 --steps 2 --workers 1 --config " + config.string());
+  EXPECT_EQ(from_config.status, 0) << from_config.output;
+  EXPECT_NE(from_config.output.find("batch 4 x 2 rank(s)"), std::string::npos) << from_config.output;
   const CliResult inside_job = testing::run_ddpx(args, "RANK=1 WORLD_SIZE=2");
   EXPECT_NE(inside_job.status, 0) << inside_job.output;
   EXPECT_NE(inside_job.output.find("--nproc-per-node 2: this process is already rank 1 of 2 started by torchrun"),
