@@ -25,6 +25,8 @@ int run_eval(const EvalOptions& e) {
   std::vector<float> params(layout.buffer_size(), 0.f);
   load_params_safetensors(e.weights, layout, params.data());
   HostTensor images = read_npy(e.images);
+  DDPX_REQUIRE(images.dtype == TensorDType::f32, "--images {}: holds {} values; ddpx reads float32 images (as "
+               "train does): save them with np.save(path, x.astype(np.float32))", e.images, dtype_name(images.dtype));
   DDPX_REQUIRE(images.shape.size() == 4 && images.shape[1] == c.channels && images.shape[2] == c.image_size &&
                    images.shape[3] == c.image_size,
                "--images {}: shape {} does not match the model's input [N, {}, {}, {}]", e.images,

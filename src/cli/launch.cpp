@@ -1,8 +1,11 @@
 // Worker launch for --nproc-per-node; the process management itself lives in dist/launcher.
 #include "cli/launch.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -31,6 +34,13 @@ bool start_workers_here(int nproc) {
        nproc, world.rank, world.world_size, world.launcher, world.launcher);
 }
 
+std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads) {
+  if (hardware_threads == 0 || static_cast<unsigned>(nproc) <= hardware_threads) return "";
+  return fmt::format("ddpx launch: note: {} CPU ranks on {} hardware thread(s): the ranks time-share the cores, so "
+                     "each runs slower than alone (results are correct; throughput is that of an oversubscribed "
+                     "machine)", nproc, hardware_threads);
+}
+
 int launch_workers(int nproc, const TrainOptions& options) {
   // The workers run the same command line without --nproc-per-node (both "--nproc-per-node N" and "=N" forms).
   std::vector<std::string> args;
@@ -45,6 +55,8 @@ int launch_workers(int nproc, const TrainOptions& options) {
   }
   DDPX_REQUIRE(nproc <= 1024, "--nproc-per-node {} is not a plausible number of local workers", nproc);
   if (options.device == "cuda") return launch_local_workers(nproc, args);
+  const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
+  if (!note.empty()) fmt::print(stderr, "{}\n", note);
   return launch_under_mpirun(nproc, args);
 }
 

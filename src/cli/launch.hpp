@@ -1,5 +1,7 @@
 // Starting a job's workers from `ddpx train --nproc-per-node N`.
 #pragma once
+#include <string>
+
 #include "train/train_options.hpp"
 
 namespace ddpx::cli {
@@ -11,6 +13,9 @@ bool running_as_worker();
 // that is already one rank of a job and was also given --nproc-per-node N > 1 is an error naming both: the job
 // would otherwise silently run with the outer launcher's ranks only.
 bool start_workers_here(int nproc);
+// "" when N CPU ranks fit the node's hardware threads, else a one-line note that they will time-share the cores
+// (correct, but each rank runs slower than alone; the numbers measure the oversubscribed machine).
+std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads);
 // Re-runs this command line as N workers (CUDA: N processes, one per GPU; CPU: under mpirun), supervises them and
 // returns the job's exit status.
 int launch_workers(int nproc, const TrainOptions& options);

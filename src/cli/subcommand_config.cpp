@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,15 +70,23 @@ void read_config_for(CLI::App& cmd) {
           throw CLI::ConfigError("--config " + file + ": " + e.what());
         }
       }
+      std::set<std::string> seen;
       for (const CLI::ConfigItem& item : items) {
         if (item.name == "++" || item.name == "--") continue;  // section markers
         if (!item.parents.empty() && !(item.parents.size() == 1 && item.parents[0] == app->get_name()))
           throw CLI::ConfigError("--config " + file + ": section '" + item.fullname() + "' is not [" +
                                  app->get_name() + "]; write the keys at the top or under [" + app->get_name() + "]");
         CLI::Option* option = app->get_option_no_throw("--" + item.name);
-        if (option == nullptr || option == config)
+        if (option == nullptr || option == config || option == app->get_help_ptr())
           throw CLI::ConfigError("--config " + file + ": unknown key '" + item.name + "'; keys are `ddpx " +
                                  app->get_name() + "` flags without the dashes (see --help)");
+        // Silently taking the last of two values (or of `batch = 4 8`) would run something the file did not say.
+        if (!seen.insert(item.name).second)
+          throw CLI::ConfigError("--config " + file + ": key '" + item.name + "' is set twice (at the top and "
+                                 "under [" + app->get_name() + "], or on two lines); keep one");
+        if (option->get_expected_max() == 1 && item.inputs.size() > 1)
+          throw CLI::ConfigError("--config " + file + ": key '" + item.name + "' takes one value, got " +
+                                 std::to_string(item.inputs.size()));
         if (option->count() > 0) continue;  // the command line wins
         if (option->get_expected_min() == 0) {
           option->add_result(option->get_flag_value(item.name, formatter->to_flag(item)));

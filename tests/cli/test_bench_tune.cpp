@@ -163,6 +163,18 @@ TEST(Tune, ConfigErrorsAndPointlessTuningAreNamed) {
   EXPECT_EQ(owned.status, 2) << owned.output;
   EXPECT_NE(owned.output.find("ddpx tune --bucket-mb"), std::string::npos) << owned.output;
 
+  // A key set twice, several values for one flag, or `help` are named instead of the last value silently winning.
+  std::ofstream(dir / "twice.cfg") << "steps = 3\n[train]\nsteps = 2\n";
+  std::ofstream(dir / "two_values.cfg") << "batch = 4 8\n";
+  std::ofstream(dir / "help.cfg") << "help = true\n";
+  for (const auto& [file, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"twice.cfg", "key 'steps' is set twice"},
+           {"two_values.cfg", "key 'batch' takes one value, got 2"},
+           {"help.cfg", "unknown key 'help'"}}) {
+    const auto r = run_ddpx("train --config " + (dir / file).string() + " --device cpu --model vit_tiny_test");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+  }
   // The JSON form `ddpx tune --out best.json` writes is a train config too; a folder or a nested value is named.
   write_trial_config(TrialConfig{50, 2, "fp16"}, (dir / "best.json").string());
   const auto json_config = run_ddpx("train --config " + (dir / "best.json").string() +

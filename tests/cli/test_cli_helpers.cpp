@@ -9,6 +9,7 @@
 #include "cli/child_process.hpp"
 #include "cli/collective_bench.hpp"
 #include "cli/cuda_devices.hpp"
+#include "cli/launch.hpp"
 #include "cli/train_trial.hpp"
 #include "cli_runner.hpp"
 #include "core/error.hpp"
@@ -110,6 +111,12 @@ TEST(ChildProcess, StatusEnvironmentAndOutputInTheLog) {
   EXPECT_EQ(file_tail(log, 5), "ddpx: could not execute the program (not found or not executable)\n");
   EXPECT_EQ(run_child_process({"sh", "-c", "kill -TERM $$"}, {}, log), 128 + 15);
   std::filesystem::remove_all(dir);
+}
+
+TEST(Launch, CpuOversubscriptionIsNotedNotRefused) {
+  EXPECT_EQ(cpu_oversubscription_note(2, 2), "");
+  EXPECT_EQ(cpu_oversubscription_note(4, 0), "");  // unknown core count: nothing to say
+  EXPECT_NE(cpu_oversubscription_note(100, 2).find("100 CPU ranks on 2 hardware thread(s)"), std::string::npos);
 }
 
 }  // namespace

@@ -208,6 +208,12 @@ TEST(Cli, EvalChecksLabelsPrecisionAndBatch) {
   const CliResult bf16 = run_cli(eval + " --precision bf16");
   EXPECT_EQ(bf16.status, 2) << bf16.output;
   EXPECT_NE(bf16.output.find("--precision bf16 needs --device cuda"), std::string::npos) << bf16.output;
+  write_npy((dir / "bytes.npy").string(),
+            HostTensor::zeros(TensorDType::u8, {n, config.channels, config.image_size, config.image_size}));
+  const CliResult bytes = run_cli("eval --model vit_tiny_test --weights " + weights + " --images " +
+                                  (dir / "bytes.npy").string());
+  EXPECT_EQ(bytes.status, 2) << bytes.output;
+  EXPECT_NE(bytes.output.find("holds u8 values; ddpx reads float32 images"), std::string::npos) << bytes.output;
   const CliResult batch = run_cli(eval + " --batch 0");
   EXPECT_EQ(batch.status, 2) << batch.output;
   EXPECT_NE(batch.output.find("--batch must be a positive number"), std::string::npos) << batch.output;
