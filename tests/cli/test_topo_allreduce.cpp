@@ -40,6 +40,10 @@ TEST(Topo, RecordedPcieTableAndTheTransportALogShows) {
   EXPECT_NE(r.output.find("GPU0 - GPU1  NODE  -> SHM"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("NCCL transport used"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("SHM/direct/direct"), std::string::npos) << r.output;
+  // A path that is no log (here an endless device) is refused at 256 MiB instead of filling the memory.
+  const auto endless = run_ddpx("topo --from-json " + recorded("topo_8xl40s_pcie.json") + " --nccl-log /dev/zero");
+  EXPECT_EQ(endless.status, 2) << endless.output;
+  EXPECT_NE(endless.output.find("--nccl-log /dev/zero: larger than 256 MiB"), std::string::npos) << endless.output;
 }
 
 TEST(Topo, ProbingNeverCrashesAndJsonRoundTrips) {
