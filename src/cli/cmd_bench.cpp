@@ -67,10 +67,11 @@ bool is_torchvision_model(const std::string& model) {
 std::vector<RowSpec> plan_rows(const BenchFlags& f, const std::vector<int>& gpu_counts, bool ddp_on_one) {
   std::vector<RowSpec> rows;
   const std::vector<std::string> hooks = split_list(f.hooks, "--hooks");
+  const std::vector<std::string> models = split_list(f.models, "--models");
   require_valid_hooks(hooks, "--hooks");
-  require_valid_models(split_list(f.models, "--models"), "--models");
+  require_valid_models(models, "--models");
   const std::vector<double> buckets = parse_number_list(f.bucket_mb, "--bucket-mb");
-  for (const std::string& model : split_list(f.models, "--models"))
+  for (const std::string& model : models)
     for (const std::string& precision : split_list(f.precisions, "--precisions"))
       for (int world : gpu_counts) {
         if (world == 1 && !ddp_on_one) {

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "cli/arg_lists.hpp"
 #include "cli/commands.hpp"
@@ -42,10 +42,12 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
 
   auto* data = "Data";
-  CLI::Option* data_flag = cmd->add_option("--data", o->data,
-                  "synthetic (the seed's: normal random images, random labels) | learnable (labels a ViT can learn, "
-                  "for convergence checks) | synthetic-device (generated on the GPU, to separate input cost)")
-      ->group(data);
+  CLI::Option* data_flag =
+      cmd->add_option("--data", o->data,
+                      "synthetic (the seed's: normal random images, random labels) | learnable (labels a ViT can "
+                      "learn, for convergence checks) | synthetic-device (generated on the GPU, to separate input "
+                      "cost)")
+          ->group(data);
   cmd->add_option("--images", o->images, ".npy images [N, C, H, W] float32, taken in order (with --labels)")
       ->group(data);
   cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);

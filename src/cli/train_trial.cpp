@@ -107,24 +107,26 @@ void reject_owned_flags(const std::vector<std::string>& flags, const std::vector
   }
 }
 
-void require_valid_hooks(const std::vector<std::string>& hooks, std::string_view flag) {
-  for (const std::string& hook : hooks) {
+namespace {
+// Runs `parse` on every item; its error is prefixed with the list flag and the item.
+template <typename Parse>
+void require_each(const std::vector<std::string>& items, std::string_view flag, Parse parse) {
+  for (const std::string& item : items) {
     try {
-      (void)make_comm_hook(hook);
+      (void)parse(item);
     } catch (const Error& e) {
-      fail("{} {}: {}", flag, hook, e.what());
+      fail("{} {}: {}", flag, item, e.what());
     }
   }
 }
+}  // namespace
+
+void require_valid_hooks(const std::vector<std::string>& hooks, std::string_view flag) {
+  require_each(hooks, flag, [](const std::string& hook) { return make_comm_hook(hook); });
+}
 
 void require_valid_models(const std::vector<std::string>& models, std::string_view flag) {
-  for (const std::string& model : models) {
-    try {
-      (void)parse_model_spec(model);
-    } catch (const Error& e) {
-      fail("{} {}: {}", flag, model, e.what());
-    }
-  }
+  require_each(models, flag, [](const std::string& model) { return parse_model_spec(model); });
 }
 
 }  // namespace ddpx::cli

@@ -16,9 +16,10 @@
 //    once every hook has run one eager step.
 //  - With a watchdog, each synchronized step's communication is watched from its first launch (see watchdog.hpp),
 //    a replayed CUDA graph's from after_replay(); host (CPU) buckets re-arm it at every launch, and it only counts
-//    time with a collective in flight, so a long backward pass between two buckets is never a timeout. Once it has fired, begin_step, finish_step and before_replay
-//    throw its message; so do mark_ready and finish_step when a collective fails because the watchdog aborted
-//    the communicator (the timeout is the cause worth reporting, not the aborted call).
+//    time with a collective in flight, so a long backward pass between two buckets is never a timeout. Once it has
+//    fired, begin_step, finish_step and before_replay throw its message; so do mark_ready and finish_step when a
+//    collective fails because the watchdog aborted the communicator (the timeout is the cause worth reporting, not
+//    the aborted call).
 //  - The reducer owns the hook and (CUDA, if not given one) the communication stream; the communicator and the
 //    gradient buffer must outlive it. The watchdog may be destroyed before or after it (the reducer never
 //    touches it on destruction; its probe then reports a finished step as complete and a step cut short, say

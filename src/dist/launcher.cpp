@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -22,7 +21,6 @@
 
 #include "core/error.hpp"
 #include "dist/child_environment.hpp"
-
 
 namespace ddpx {
 namespace {

@@ -11,7 +11,6 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "core/host_memory.hpp"
 
 namespace ddpx {
 namespace {
@@ -151,14 +150,6 @@ VitCpu<T>::VitCpu(const ParamLayout& layout, int64_t max_batch) : layout_(layout
   DDPX_REQUIRE(max_batch >= 1, "VitCpu for model '{}': max_batch must be at least 1, got {}",
                layout.config().name, max_batch);
   const VitConfig& c = layout_.config();
-  // Refuse what cannot fit before touching it: zero-filling more than the machine has would get the process
-  // OOM-killed (exit 137, no message) instead of an error.
-  const double activation_bytes = VitCpu<T>::activation_bytes(c, max_batch);
-  const double memory = physical_memory_bytes();
-  DDPX_REQUIRE(memory <= 0 || activation_bytes < 0.8 * memory,
-               "model '{}' with batch {} needs {:.1f} GiB of activations on the CPU, more than this machine's "
-               "{:.1f} GiB can hold; lower --batch (or use a smaller model)",
-               c.name, max_batch, activation_bytes / (1 << 30), memory / (1 << 30));
   const size_t rows = static_cast<size_t>(max_batch * c.seq_len());
   const size_t D = static_cast<size_t>(c.hidden_dim), M = static_cast<size_t>(c.mlp_dim);
   const size_t S = static_cast<size_t>(c.seq_len());

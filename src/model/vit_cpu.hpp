@@ -22,10 +22,9 @@ namespace ddpx {
 template <typename T>
 class VitCpu {
  public:
-  // Allocates activation storage for max_batch; refuses (ddpx::Error naming model and batch) storage that would
-  // not fit in 80% of the machine's memory.
-  VitCpu(const ParamLayout& layout, int64_t max_batch);
-  // The activation storage the constructor allocates, in bytes (double: no overflow for any batch).
+  VitCpu(const ParamLayout& layout, int64_t max_batch);  // allocates activation storage for max_batch
+  // The activation storage the constructor allocates, in bytes (double: no overflow for any batch), so that a
+  // caller can refuse a batch that cannot fit before anything is touched (make_cpu_engine does).
   static double activation_bytes(const VitConfig& config, int64_t max_batch);
 
   // images: [batch, C, H, W] row-major; params: flat buffer of layout.buffer_size(); logits: [batch, classes].

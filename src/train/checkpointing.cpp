@@ -2,6 +2,7 @@
 #include "train/checkpointing.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
@@ -45,20 +46,17 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
   auto optimizer = make_host_optimizer(options, layout.buffer_size());
   CheckpointState ckpt = load_checkpoint(dir, layout, params, *optimizer);
   if (ckpt.extra.is_object()) {
-    DDPX_REQUIRE(!ckpt.extra.contains("batch") || ckpt.extra["batch"] == options.batch,
-                 "--resume {}: the checkpoint was trained with --batch {}, this run has --batch {}; resume with the "
-                 "same batch so the data stream continues",
-                 dir.string(), ckpt.extra["batch"].dump(), options.batch);
-    DDPX_REQUIRE(!ckpt.extra.contains("seed") || ckpt.extra["seed"] == options.seed,
-                 "--resume {}: the checkpoint was trained with --seed {}, this run has --seed {}", dir.string(),
-                 ckpt.extra["seed"].dump(), options.seed);
-    DDPX_REQUIRE(!ckpt.extra.contains("data") || ckpt.extra["data"] == options.data,
-                 "--resume {}: the checkpoint was trained on --data {}, this run has --data {}; resume on the same "
-                 "data", dir.string(), ckpt.extra["data"].dump(), options.data);
-    DDPX_REQUIRE(!ckpt.extra.contains("grad_accum") || ckpt.extra["grad_accum"] == options.grad_accum,
-                 "--resume {}: the checkpoint was trained with --grad-accum {}, this run has --grad-accum {}; resume "
-                 "with the same accumulation so the data stream continues",
-                 dir.string(), ckpt.extra["grad_accum"].dump(), options.grad_accum);
+    // The data stream of a resumed run continues only with the same flags that shape it.
+    const auto same = [&](const char* key, const char* flag, const auto& value, std::string_view hint) {
+      DDPX_REQUIRE(!ckpt.extra.contains(key) || ckpt.extra[key] == value,
+                   "--resume {}: the checkpoint was trained with {} {}, this run has {} {}{}", dir.string(), flag,
+                   ckpt.extra[key].dump(), flag, value, hint);
+    };
+    same("batch", "--batch", options.batch, "; resume with the same batch so the data stream continues");
+    same("seed", "--seed", options.seed, "");
+    same("data", "--data", options.data, "; resume on the same data");
+    same("grad_accum", "--grad-accum", options.grad_accum,
+         "; resume with the same accumulation so the data stream continues");
   }
   LoadedCheckpoint loaded;
   loaded.step = ckpt.step;

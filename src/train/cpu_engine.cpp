@@ -151,7 +151,8 @@ class CpuEngine : public StepEngine {
 std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options,
                                             int ranks_on_node) {
   // Everything the engine and the trainer hold for one rank: activations, then weights, gradients, the trainer's
-  // host copy and the optimizer's state buffers, in fp32. Refused before anything is touched (see VitCpu).
+  // host copy and the optimizer's state buffers, in fp32. Refused before anything is touched: zero-filling more
+  // than the machine has would get the process OOM-killed (exit 137, no message) instead of an error.
   const double states = options.optimizer == "adamw" ? 2 : (options.momentum != 0 ? 1 : 0);
   const double bytes = VitCpu<float>::activation_bytes(layout.config(), options.batch) +
                        static_cast<double>(layout.buffer_size()) * sizeof(float) * (3 + states);

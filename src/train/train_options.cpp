@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "ddp/comm_hook.hpp"
@@ -47,20 +48,18 @@ void TrainOptions::validate() const {
   // Bucket caps between 4 bytes (one fp32 gradient) and 1 TB; checked here, also without --ddp, so that a typo
   // never waits for the run that would use it (and the cast to bytes can never overflow).
   constexpr double kMinBucketMb = 4.0 / (1 << 20), kMaxBucketMb = 1e6;
-  DDPX_REQUIRE(std::isfinite(bucket_mb) && bucket_mb >= kMinBucketMb && bucket_mb <= kMaxBucketMb,
-               "--bucket-mb must be between {:.2g} (4 bytes) and {:g} MB, got {}", kMinBucketMb, kMaxBucketMb, bucket_mb);
-  DDPX_REQUIRE(std::isfinite(first_bucket_mb) && first_bucket_mb >= kMinBucketMb && first_bucket_mb <= kMaxBucketMb,
-               "--first-bucket-mb must be between {:.2g} (4 bytes) and {:g} MB, got {}", kMinBucketMb, kMaxBucketMb,
-               first_bucket_mb);
+  for (const auto& [flag, mb] : {std::pair{"--bucket-mb", bucket_mb}, {"--first-bucket-mb", first_bucket_mb}})
+    DDPX_REQUIRE(std::isfinite(mb) && mb >= kMinBucketMb && mb <= kMaxBucketMb,
+                 "{} must be between {:.2g} (4 bytes) and {:g} MB, got {}", flag, kMinBucketMb, kMaxBucketMb, mb);
   DDPX_REQUIRE(std::isfinite(comm_timeout_s) && comm_timeout_s >= 0.001 && comm_timeout_s <= 1e7,
                "--comm-timeout must be between 0.001 and 1e7 seconds, got {}", comm_timeout_s);
-  (void)make_comm_hook(comm_hook);
+  (void)make_comm_hook(comm_hook);  // refuses an unknown --comm-hook (naming it) even when no reducer will use it
   if (!profile_steps.empty()) {
     const StepRange range = parse_profile_steps(profile_steps);
     DDPX_REQUIRE(device == "cuda", "--profile-steps {} needs --device cuda (it starts and stops the CUDA profiler "
                  "for nsys --capture-range=cudaProfilerApi)", profile_steps);
     DDPX_REQUIRE(range.last <= steps, "--profile-steps {}: the run has only --steps {}", profile_steps, steps);
-  }  // refuses an unknown --comm-hook (naming it) even when no reducer will use it
+  }
   DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);
   DDPX_REQUIRE(checkpoint_every == 0 || !checkpoint_dir.empty(),
                "--checkpoint-every {} needs --checkpoint-dir DIR", checkpoint_every);

@@ -257,14 +257,20 @@ class HangingCommunicator : public Communicator {
   int aborts_ = 0;
 };
 
+// A CPU reducer over the toy model's gradients (one bucket per group), watched by `watchdog`.
+Reducer watched_cpu_reducer(Communicator& comm, CommWatchdog& watchdog, const ToyRegression& model,
+                            std::vector<float>& grads) {
+  return Reducer(comm, grads.data(), grads.size(), model.tensors(),
+                 BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}), make_comm_hook("allreduce"),
+                 ReducerOptions{true, GradDevice::cpu, nullptr, &watchdog});
+}
+
 TEST(ReducerWatchdog, AStalledCollectiveIsAbortedAndReportedAsTheTimeout) {
   ToyRegression model;
   HangingCommunicator comm;
   CommWatchdog watchdog(comm, std::chrono::milliseconds(100));
   std::vector<float> grads(model.buffer_elems(), 1.0f);
-  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(),
-                  BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}), make_comm_hook("allreduce"),
-                  ReducerOptions{true, GradDevice::cpu, nullptr, &watchdog});
+  Reducer reducer = watched_cpu_reducer(comm, watchdog, model, grads);
   reducer.begin_step(true);
   const auto& t = model.tensors();
   for (size_t i = 0; i < t.size(); i += 2) reducer.mark_ready(t[i].offset, t[i + 1].offset + t[i + 1].numel);
@@ -284,9 +290,7 @@ TEST(ReducerWatchdog, ComputeBetweenBucketsIsNotCommunication) {
   SelfCommunicator comm;
   CommWatchdog watchdog(comm, std::chrono::milliseconds(500));
   std::vector<float> grads(model.buffer_elems(), 1.0f);
-  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(),
-                  BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}), make_comm_hook("allreduce"),
-                  ReducerOptions{true, GradDevice::cpu, nullptr, &watchdog});
+  Reducer reducer = watched_cpu_reducer(comm, watchdog, model, grads);
   reducer.begin_step(true);
   const auto& t = model.tensors();
   reducer.mark_ready(t[0].offset, t[1].offset + t[1].numel);  // the first bucket launches at once
