@@ -133,7 +133,8 @@ TrainSummary run_training(const TrainOptions& options) {
   // fails while its own NCCL kernels wait for peers would otherwise block in the teardown that follows (pinned
   // frees and the engine synchronize the device) until its watchdog fires. Aborting the communicator releases
   // those kernels, the rank exits at once, and the launcher then stops the other workers. (MPI is left alone: its
-  // abort ends the whole job, and mpirun already stops the job when a rank fails.)
+  // abort would end the job before this rank prints its error; MpiSession skips MPI_Finalize while unwinding, so
+  // the rank exits with its error and mpirun stops the others.)
   struct AbortCommunicatorOnError {
     DistContext& dist;
     const int exceptions = std::uncaught_exceptions();
