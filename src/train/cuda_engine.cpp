@@ -272,13 +272,13 @@ class CudaEngine : public CudaStepEngine {
   }
   void capture_end() override {
     cudaGraph_t graph = nullptr;
-    const cudaError_t cudaStreamEndCapture_status = cudaStreamEndCapture(compute_, &graph);
+    const cudaError_t end_status = cudaStreamEndCapture(compute_, &graph);
     capturing_ = false;  // the stream has left capture mode, whatever the outcome
-    DDPX_CUDA_CHECK(cudaStreamEndCapture_status);
-    const cudaError_t cudaGraphInstantiate_status = cudaGraphInstantiate(&graphs_[parity_], graph, 0);
+    DDPX_CUDA_CHECK(end_status);
+    const cudaError_t instantiate_status = cudaGraphInstantiate(&graphs_[parity_], graph, 0);
     cudaGraphDestroy(graph);  // the executable graph keeps what it needs
-    if (cudaGraphInstantiate_status != cudaSuccess) graphs_[parity_] = nullptr;
-    DDPX_CUDA_CHECK(cudaGraphInstantiate_status);
+    if (instantiate_status != cudaSuccess) graphs_[parity_] = nullptr;
+    DDPX_CUDA_CHECK(instantiate_status);
     graph_mode_ = true;
   }
   void capture_abandon() noexcept override {
