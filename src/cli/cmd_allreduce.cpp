@@ -35,6 +35,7 @@ struct AllreduceFlags {
   int warmup = 5;
   std::string device = "cuda";
   std::string json_out;
+  int ranks_per_gpu = 0;  // 0: one rank per GPU
 };
 
 struct DtypeChoice {
@@ -80,6 +81,9 @@ std::pair<std::string, std::string> gpu_link(int world) {
 
 int run_allreduce(const AllreduceFlags& f) {
   DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda (NCCL) or cpu (MPI)", f.device);
+  DDPX_REQUIRE(f.ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", f.ranks_per_gpu);
+  DDPX_REQUIRE(f.ranks_per_gpu <= 1 || f.device == "cuda", "--ranks-per-gpu {} applies to --device cuda",
+               f.ranks_per_gpu);
   const DtypeChoice dtype = parse_dtype(f.dtype);
   DDPX_REQUIRE(f.iters >= 1, "--iters {}: at least 1 timed iteration is needed", f.iters);
   DDPX_REQUIRE(f.warmup >= 0, "--warmup {}: must be 0 or more", f.warmup);
@@ -99,8 +103,10 @@ int run_allreduce(const AllreduceFlags& f) {
   if (f.device == "cuda" && !running_as_worker()) {
     const int gpus = visible_gpu_count();
     DDPX_REQUIRE(gpus > 0, "--device cuda: no GPU is visible here; measure MPI between CPU ranks with --device cpu");
-    DDPX_REQUIRE(f.nproc <= gpus, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one GPU per rank "
-                 "(use --device cpu to measure MPI)", f.nproc, gpus);
+    const int ranks_per_gpu = std::max(1, f.ranks_per_gpu);
+    DDPX_REQUIRE(f.nproc <= gpus * ranks_per_gpu, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one "
+                 "GPU per rank{} (use --device cpu to measure MPI, or --ranks-per-gpu K with NCCL 2.30+)", f.nproc,
+                 gpus, ranks_per_gpu > 1 ? fmt::format(" or one per {} ranks", ranks_per_gpu) : "");
   }
   if (start_workers_here(f.nproc)) {
     TrainOptions launch;
@@ -108,12 +114,13 @@ int run_allreduce(const AllreduceFlags& f) {
     return launch_workers(f.nproc, launch);
   }
 
-  const WorldInfo world = detect_world();
+  WorldInfo world = detect_world();
+  world.ranks_per_gpu = f.ranks_per_gpu;
   DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1, "{}", one_rank_json);
   const std::string backend = f.device == "cuda" ? "nccl" : world.world_size == 1 ? "self" : "mpi";
 #ifdef DDPX_HAVE_MPI
   std::unique_ptr<MpiSession> mpi;
-  if (backend == "mpi" || world.launcher == "Open MPI" || world.launcher == "PMI") mpi = std::make_unique<MpiSession>();
+  if (needs_mpi_session(backend, world)) mpi = std::make_unique<MpiSession>();  // the NCCL id then goes over MPI
 #else
   DDPX_REQUIRE(backend != "mpi", "--device cpu with several ranks needs MPI, and this ddpx was built without it");
 #endif
@@ -200,6 +207,8 @@ Command add_allreduce_command(CLI::App& app) {
   cmd->add_option("--warmup", f->warmup, "untimed all-reduces per size before timing");
   cmd->add_option("--device", f->device, "cuda (NCCL) | cpu (MPI)");
   cmd->add_option("--json", f->json_out, "write the measurements as a peak table (JSON) for run reports");
+  cmd->add_option("--ranks-per-gpu", f->ranks_per_gpu,
+                  "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+); default one rank per GPU");
   return {cmd, [f] { return run_allreduce(*f); }};
 }
 

@@ -23,6 +23,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
+#include "dist/bootstrap.hpp"
 #include "profile/bench_table.hpp"
 #include "profile/svg_chart.hpp"
 
@@ -46,6 +47,7 @@ struct BenchFlags {
   std::string pytorch = "auto";
   std::string pytorch_script;
   bool dry_run = false;    // print the plan (rows, commands, run counts) and run nothing
+  int ranks_per_gpu = 0;   // passed to every train run; 0: one rank per GPU
   std::vector<std::string> train_flags;
 };
 
@@ -95,6 +97,7 @@ std::vector<std::string> train_flags_for(const BenchFlags& f, const RowSpec& row
                                     "--batch", std::to_string(f.batch), "--steps", std::to_string(f.steps),
                                     "--warmup", std::to_string(f.warmup)};
   if (row.world > 1) flags.insert(flags.end(), {"--nproc-per-node", std::to_string(row.world)});
+  if (f.ranks_per_gpu > 0) flags.insert(flags.end(), {"--ranks-per-gpu", std::to_string(f.ranks_per_gpu)});
   if (row.ddp) flags.insert(flags.end(), {"--comm-hook", row.hook, "--bucket-mb", fmt::format("{}", row.bucket_mb)});
   flags.insert(flags.end(), f.train_flags.begin(), f.train_flags.end());
   return flags;
@@ -163,10 +166,19 @@ int run_bench(BenchFlags f) {
   DDPX_REQUIRE(f.steps > f.warmup && f.warmup >= 0, "--steps {} must be larger than --warmup {} (both >= 0)", f.steps,
                f.warmup);
   DDPX_REQUIRE(f.batch >= 1, "--batch {}: must be at least 1", f.batch);
+  DDPX_REQUIRE(f.ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", f.ranks_per_gpu);
+  DDPX_REQUIRE(f.ranks_per_gpu <= 1 || f.device == "cuda", "--ranks-per-gpu {} applies to --device cuda",
+               f.ranks_per_gpu);
+  // bench starts the ranks of every row itself; as one rank of an mpirun/srun/torchrun job each rank would run
+  // the whole matrix and its rows would collide with the outer job's ranks.
+  if (const WorldInfo world = detect_world(); world.world_size > 1)
+    fail("ddpx bench runs as one process and starts every row's ranks itself (--gpus), but this process is rank {} "
+         "of {} started by {}; run `ddpx bench ...` once per node without a launcher (in an sbatch script: "
+         "directly, or `srun -n 1 ddpx bench ...`)", world.rank, world.world_size, world.launcher);
   reject_owned_flags(f.train_flags,
                      {"--device=--device", "--model=--models", "--precision=--precisions", "--comm-hook=--hooks",
                       "--bucket-mb=--bucket-mb", "--nproc-per-node=--gpus", "--steps=--steps", "--warmup=--warmup",
-                      "--batch=--batch", "--report=--out", "--config"},
+                      "--batch=--batch", "--report=--out", "--ranks-per-gpu=--ranks-per-gpu", "--config"},
                      "bench");
   if (f.precisions.empty()) f.precisions = f.device == "cuda" ? "fp32,bf16" : "fp32";
   for (const std::string& p : split_list(f.precisions, "--precisions"))
@@ -176,8 +188,9 @@ int run_bench(BenchFlags f) {
   std::vector<std::string> notes;
   std::vector<int> gpu_counts;
   for (int count : parse_count_list(f.gpus, "--gpus")) {
-    if (f.device == "cuda" && count > visible && !f.dry_run)
-      notes.push_back(fmt::format("skipped {} GPU(s): only {} visible on this machine", count, visible));
+    if (f.device == "cuda" && count > visible * std::max(1, f.ranks_per_gpu) && !f.dry_run)
+      notes.push_back(fmt::format("skipped {} GPU(s): only {} visible on this machine{}", count, visible,
+                                  f.ranks_per_gpu > 1 ? fmt::format(" ({} ranks each)", f.ranks_per_gpu) : ""));
     else
       gpu_counts.push_back(count);
   }
@@ -351,6 +364,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--pytorch-script", f->pytorch_script, "the anchor (default: bench/pt_vit_anchor.py of the repo)");
   cmd->add_flag("--dry-run", f->dry_run,
                 "print the rows and their `ddpx train` commands, run nothing (GPU counts are taken as given)");
+  cmd->add_option("--ranks-per-gpu", f->ranks_per_gpu,
+                  "K ranks share each GPU in every row (--gpus counts ranks then; NCCL 2.30+)");
   cmd->add_option("train_flags", f->train_flags, "flags for every `ddpx train` run, after '--'");
   return {cmd, [f] { return run_bench(*f); }};
 }

@@ -84,6 +84,10 @@ Command add_train_command(CLI::App& app) {
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);
   cmd->add_option("--backend", o->backend, "auto (nccl on cuda, mpi on cpu) | nccl | mpi")->group(dp);
+  cmd->add_option("--ranks-per-gpu", o->ranks_per_gpu,
+                  "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
+                  "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU")
+      ->group(dp);
   cmd->add_option("--comm-hook", o->comm_hook,
                   "allreduce | fp16 | bf16 (cast, halve bytes) | powersgd:R (rank-R compression, error feedback)")
       ->group(dp);
@@ -112,7 +116,8 @@ Command add_train_command(CLI::App& app) {
 
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
   for (const char* name : {"--batch", "--steps", "--warmup", "--workers", "--prefetch", "--cpu-threads",
-                           "--checkpoint-every", "--grad-accum", "--log-every", "--seed", "--nproc-per-node"}) {
+                           "--checkpoint-every", "--grad-accum", "--log-every", "--seed", "--nproc-per-node",
+                           "--ranks-per-gpu"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dist/gpu_selection.hpp"
+#include "dist/job_environment.hpp"
 #include "dist/self_communicator.hpp"
 #include "dist/tcp_rendezvous.hpp"
 #ifdef DDPX_HAVE_MPI
@@ -89,10 +91,47 @@ WorldInfo detect_world(const EnvLookup& env) {
   world.master_addr = env("MASTER_ADDR").value_or("");
   world.master_port = parse_int(env, "MASTER_PORT", 0);
   DDPX_REQUIRE(world.master_port < 65536, "MASTER_PORT={} is not a TCP port (1..65535)", world.master_port);
+  complete_job_environment(world, env);
   world.job_token = env("DDPX_JOB_TOKEN").value_or("");
   if (world.job_token.empty())
     world.job_token = "port" + std::to_string(world.master_port) + "-world" + std::to_string(world.world_size);
   return world;
+}
+
+bool needs_mpi_session(std::string_view backend, const WorldInfo& world) {
+  return backend == "mpi" || (world.mpi_launched && world.world_size > 1);
+}
+
+std::vector<uint8_t> share_from_rank0(const WorldInfo& world, std::vector<uint8_t> payload,
+                                      std::chrono::milliseconds timeout, std::string* via) {
+  if (world.world_size == 1) {
+    if (via) *via = "none (one rank)";
+    return payload;
+  }
+#ifdef DDPX_HAVE_MPI
+  if (MpiSession::initialized() && MpiSession::world_size() == world.world_size &&
+      MpiSession::world_rank() == world.rank) {
+    uint64_t size = payload.size();  // rank 0's size first: the others may not know it
+    MPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    payload.resize(size);
+    MPI_Bcast(payload.data(), static_cast<int>(size), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (via) *via = "MPI";
+    return payload;
+  }
+#endif
+  DDPX_REQUIRE(!world.master_addr.empty() && world.master_port > 0,
+               "rank {}: {} ranks need MASTER_ADDR and MASTER_PORT (or MPI) to exchange the bootstrap id; launch "
+               "with `ddpx ... --nproc-per-node N`, torchrun, mpirun or srun, or set both variables",
+               world.rank, world.world_size);
+  RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
+                          timeout};
+  if (via) *via = "TCP rendezvous";
+  if (world.master_origin.empty()) return rendezvous_broadcast(config, payload);
+  try {
+    return rendezvous_broadcast(config, payload);
+  } catch (const Error& e) {
+    fail("{} [{}; export MASTER_ADDR and MASTER_PORT to choose others]", e.what(), world.master_origin);
+  }
 }
 
 #ifdef DDPX_HAVE_CUDA
@@ -101,39 +140,15 @@ namespace {
 NcclUniqueIdBytes share_nccl_id(const WorldInfo& world, std::chrono::milliseconds timeout) {
   NcclUniqueIdBytes id{};
   if (world.rank == 0) id = NcclCommunicator::new_unique_id();
-  if (world.world_size == 1) return id;
-#ifdef DDPX_HAVE_MPI
-  if (MpiSession::initialized() && MpiSession::world_size() == world.world_size &&
-      MpiSession::world_rank() == world.rank) {
-    MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
-    return id;
-  }
-#endif
-  DDPX_REQUIRE(!world.master_addr.empty() && world.master_port > 0,
-               "rank {}: the NCCL backend with {} ranks needs MASTER_ADDR and MASTER_PORT (or MPI) to exchange "
-               "its unique id; launch with `ddpx ... --nproc N` or torchrun, or set both variables",
-               world.rank, world.world_size);
-  RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
-                          timeout};
-  std::vector<uint8_t> bytes = rendezvous_broadcast(config, std::vector<uint8_t>(id.begin(), id.end()));
-  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the rendezvous delivered {} bytes instead of a {}-byte NCCL id",
+  std::vector<uint8_t> bytes = share_from_rank0(world, std::vector<uint8_t>(id.begin(), id.end()), timeout);
+  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the bootstrap delivered {} bytes instead of a {}-byte NCCL id",
                world.rank, bytes.size(), id.size());
   std::memcpy(id.data(), bytes.data(), id.size());
   return id;
 }
 
 std::unique_ptr<Communicator> make_nccl(const WorldInfo& world, std::chrono::milliseconds timeout) {
-  int devices = 0;
-  cudaError_t status = cudaGetDeviceCount(&devices);
-  DDPX_REQUIRE(status == cudaSuccess && devices > 0, "rank {}: the nccl backend needs a CUDA GPU but none is "
-                                                     "usable here ({}); use --backend mpi on CPUs",
-               world.rank, cudaGetErrorString(status));
-  DDPX_REQUIRE(world.local_rank < devices,
-               "rank {}: local rank {} has no GPU of its own ({} visible); start at most {} ranks per node",
-               world.rank, world.local_rank, devices, devices);
-  status = cudaSetDevice(world.local_rank);
-  DDPX_REQUIRE(status == cudaSuccess, "rank {}: cudaSetDevice({}) failed: {}", world.rank, world.local_rank,
-               cudaGetErrorString(status));
+  bind_cuda_device(world);
   NcclUniqueIdBytes id = share_nccl_id(world, timeout);
   return std::make_unique<NcclCommunicator>(id, world.rank, world.world_size, world.local_rank);
 }

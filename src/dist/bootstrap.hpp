@@ -9,10 +9,14 @@
 //    [local_rank + 1, world_size], since it is only a hint for CPU threads (Slurm's is the requested per-node
 //    count, which a smaller job step inherits). torchrun's variables win because a launcher inside an mpirun/Slurm
 //    allocation sets them per worker. A malformed or inconsistent rank variable is a ddpx::Error naming it.
+//    What MPI launchers and Slurm say beyond that (whether MPI must come up; a master address and port derived
+//    under Slurm; conflicting variables) is completed by dist/job_environment.hpp.
 //  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
 //    reject processes of another job.
-//  - make_communicator("nccl") shares the NCCL unique id over MPI_Bcast when MPI is initialized and spans the
-//    same world, else over the TCP rendezvous at MASTER_ADDR:MASTER_PORT; it selects CUDA device = local rank.
+//  - share_from_rank0() is the bootstrap exchange: rank 0's bytes reach every rank over MPI_Bcast when MPI is
+//    initialized and spans the same world, else over the TCP rendezvous at MASTER_ADDR:MASTER_PORT.
+//    make_communicator("nccl") sends the NCCL unique id through it, after bind_cuda_device()
+//    (dist/gpu_selection.hpp) chose the rank's GPU.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -20,6 +24,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+#include <cstdint>
 
 #include "dist/communicator.hpp"
 
@@ -34,6 +40,9 @@ struct WorldInfo {
   std::string master_addr;        // empty unless set
   int master_port = 0;            // 0 unless set
   std::string job_token;
+  bool mpi_launched = false;  // an MPI launcher started this process: bring up MPI (see job_environment.hpp)
+  std::string master_origin;  // where a derived MASTER_ADDR/MASTER_PORT came from; empty when exported
+  int ranks_per_gpu = 0;      // --ranks-per-gpu of the command (0: not given); set by the command, not the env
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -46,6 +55,16 @@ WorldInfo detect_world(const EnvLookup& env = process_environment());
 // True when a launcher above started this process as one rank of a job of two or more. A launcher's variables
 // that describe a world of one (an sbatch script's single task, a stray RANK=0 WORLD_SIZE=1) do not count.
 bool launched_as_worker(const EnvLookup& env = process_environment());
+
+// Whether this process must bring up MPI (ddpx::MpiSession) before make_communicator(backend, world): for the
+// mpi backend, and whenever an MPI launcher started it (so the NCCL id goes over MPI). train and allreduce ask this.
+bool needs_mpi_session(std::string_view backend, const WorldInfo& world);
+
+// Rank 0's `payload` on every rank of `world` (other ranks' payloads are ignored): over MPI_Bcast when MPI is up
+// and spans `world`, else the TCP rendezvous. `via`, when given, is set to "MPI" or "TCP rendezvous". Errors name
+// the rank and, for the rendezvous, MASTER_ADDR/MASTER_PORT and where they came from.
+std::vector<uint8_t> share_from_rank0(const WorldInfo& world, std::vector<uint8_t> payload,
+                                      std::chrono::milliseconds timeout, std::string* via = nullptr);
 
 // backend: "nccl", "mpi" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world size 1.
 std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,

@@ -12,6 +12,7 @@
 #include "dist/agreement.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/communicator.hpp"
+#include "dist/gpu_selection.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
 #include "train/step_engine.hpp"
@@ -39,25 +40,21 @@ std::string DistContext::describe() const {
 DistContext setup_distributed(const TrainOptions& options, const ParamLayout& layout) {
   (void)layout;
   DistContext dist;
-  const WorldInfo world = detect_world();
+  WorldInfo world = detect_world();
+  world.ranks_per_gpu = options.ranks_per_gpu;
   dist.rank = world.rank;
   dist.world = world.world_size;
   dist.local_rank = world.local_rank;
   dist.local_world = world.local_world_size;
   dist.launcher = world.launcher;
+#ifdef DDPX_HAVE_CUDA
+  if (options.device == "cuda") bind_cuda_device(world);  // also for one rank: --ranks-per-gpu, a bound GPU
+#endif
   if (world.world_size == 1 && !options.ddp) return dist;
   std::string backend = options.backend;
   if (backend == "auto") backend = options.device == "cuda" ? "nccl" : "mpi";
-#ifdef DDPX_HAVE_CUDA
-  if (options.device == "cuda") {
-    int count = 0;
-    DDPX_REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess && count > world.local_rank,
-                 "rank {} (local rank {}) needs GPU {}, but {} GPU(s) are visible; start at most one rank per GPU",
-                 world.rank, world.local_rank, world.local_rank, count);
-    DDPX_CUDA_CHECK(cudaSetDevice(world.local_rank));
-  }
-#endif
-  if (backend == "mpi") dist.mpi_session = std::make_shared<MpiSession>();
+  // Under mpirun or `srun --mpi=pmix` MPI comes up for every backend: the NCCL id then goes over MPI_Bcast.
+  if (needs_mpi_session(backend, world)) dist.mpi_session = std::make_shared<MpiSession>();
   dist.communicator = make_communicator(backend, world);
   return dist;
 }

@@ -84,6 +84,9 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi",
                "--backend '{}' is not known; choose auto, nccl or mpi", backend);
   DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"), "--backend nccl needs --device cuda (CPU training uses mpi)");
+  DDPX_REQUIRE(ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", ranks_per_gpu);
+  DDPX_REQUIRE(ranks_per_gpu <= 1 || device == "cuda",
+               "--ranks-per-gpu {} applies to --device cuda (CPU ranks share the cores already)", ranks_per_gpu);
 }
 
 }  // namespace ddpx

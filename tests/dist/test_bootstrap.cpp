@@ -37,11 +37,13 @@ TEST(Bootstrap, EachLauncher) {
   EXPECT_EQ(pmi.rank, 2);
   EXPECT_EQ(pmi.world_size, 5);
   EXPECT_EQ(pmi.local_rank, 0);
-  WorldInfo slurm = detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"}}));
+  WorldInfo slurm = detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"},
+                                            {"SLURM_STEP_ID", "0"}}));
   EXPECT_EQ(slurm.launcher, "Slurm");
   EXPECT_EQ(slurm.rank, 7);
   EXPECT_EQ(slurm.local_rank, 3);
-  EXPECT_TRUE(launched_as_worker(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}})));
+  EXPECT_TRUE(launched_as_worker(
+      fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"}, {"SLURM_STEP_ID", "0"}})));
 }
 
 // An sbatch script's single task (or a stray RANK=0 WORLD_SIZE=1) is not a rank of a job: `ddpx train
@@ -62,12 +64,13 @@ TEST(Bootstrap, RanksOnThisNodeFromEachLauncherElseTheWholeWorld) {
   EXPECT_EQ(detect_world(fake_env({{"PMI_RANK", "2"}, {"PMI_SIZE", "6"}, {"MPI_LOCALNRANKS", "3"}})).local_world_size,
             3);
   EXPECT_EQ(detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"},
-                                   {"SLURM_NTASKS_PER_NODE", "4"}})).local_world_size, 4);
+                                   {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS_PER_NODE", "4"}})).local_world_size, 4);
   // Not said: every rank is assumed to share this node (threads are shared out conservatively).
-  EXPECT_EQ(detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}})).local_world_size, 8);
+  EXPECT_EQ(detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"},
+                                   {"SLURM_STEP_ID", "0"}})).local_world_size, 8);
   // A hint, clamped rather than fatal: Slurm's requested per-node count can exceed a smaller job step.
-  EXPECT_EQ(detect_world(fake_env({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NTASKS_PER_NODE", "4"}}))
-                .local_world_size, 2);
+  EXPECT_EQ(detect_world(fake_env({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"},
+                                   {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS_PER_NODE", "4"}})).local_world_size, 2);
   EXPECT_EQ(detect_world(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}))
                 .local_world_size, 3);
   EXPECT_EQ(detect_world(fake_env({{"PMI_RANK", "0"}, {"PMI_SIZE", "4"}, {"MPI_LOCALNRANKS", "two"}})).local_world_size,
