@@ -99,6 +99,7 @@ class HostListParser {
         ++pos_;
         return ranges;
       }
+      if (list_[pos_] == '[') bad(fmt::format("a '[' inside the group opened at position {}", open + 1));
       if (list_[pos_] != ',') bad(fmt::format("the character '{}' at position {} is no digit", list_[pos_], pos_ + 1));
       ++pos_;
     }
