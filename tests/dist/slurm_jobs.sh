@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# slurm_jobs.sh DDPX EXCHANGE_DRIVER: real Slurm jobs on a one-node cluster this test starts and stops
+# (tests/support/slurm_cluster.sh), with no MASTER_ADDR/MASTER_PORT anywhere:
+#  1. `srun -n 2` of the bootstrap exchange driver: rank 0's 128 bytes reach rank 1 over the TCP rendezvous at the
+#     address and port derived from SLURM_STEP_NODELIST and SLURM_JOB_ID/SLURM_STEP_ID;
+#  2. `srun -n 2 --mpi=pmix` of the same driver: over MPI;
+#  3. `srun -n 2 --mpi=pmix ddpx train --device cpu ...`: 2 ranks train over MPI and save weights;
+#  4. `sbatch --wait` of a script that runs the same `srun` line, and `ddpx train --nproc-per-node 2` in the batch
+#     script itself (one process there, not rank 0 of the allocation): both save weights identical to run 3's,
+#     byte for byte (same seed, same ranks, same all-reduce).
+# Exit 77 (skipped) without root or Slurm; every wait is bounded; the cluster is stopped on every exit.
+set -euo pipefail
+DDPX=$(realpath "$1") DRIVER=$(realpath "$2")
+HERE=$(cd "$(dirname "$0")" && pwd)
+CLUSTER=$HERE/../support/slurm_cluster.sh
+export PATH=$PATH:/usr/sbin
+WORK=$(mktemp -d /tmp/ddpx_slurm_jobs.XXXXXX)
+cleanup() { bash "$CLUSTER" down "$WORK/cluster"; rm -rf "$WORK"; }
+trap cleanup EXIT
+unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE LOCAL_RANK
+set +e
+setup=$(bash "$CLUSTER" up "$WORK/cluster")
+status=$?
+set -e
+[[ $status -eq 0 ]] || exit "$status"
+eval "$setup"
+cd "$WORK"
+
+echo "== 1. srun -n 2: exchange over the TCP rendezvous at the derived address and port"
+bash "$HERE/check_exchange.sh" 2 "TCP rendezvous" -- srun -n 2 "$DRIVER" "TCP rendezvous"
+echo "== 2. srun -n 2 --mpi=pmix: exchange over MPI"
+bash "$HERE/check_exchange.sh" 2 MPI -- srun -n 2 --mpi=pmix "$DRIVER" MPI
+
+TRAIN="--device cpu --model vit_tiny_test --data learnable --batch 4 --steps 6 --log-every 3"
+check_run() {  # LOG: 2 MPI ranks trained all steps
+  grep -q "DDP: mpi, 2 rank(s)" "$1" || { cat "$1"; echo "slurm_jobs: $1 shows no 2-rank MPI run"; exit 1; }
+  grep -qE "^(\[rank 0\] )?summary: 6 steps .* loss 2\.[0-9]+ -> [0-9.]+" "$1" ||
+    { cat "$1"; echo "slurm_jobs: $1 has no summary line"; exit 1; }
+}
+echo "== 3. srun -n 2 --mpi=pmix ddpx train"
+timeout -k 5 300 srun -n 2 --mpi=pmix "$DDPX" train $TRAIN --save "$WORK/srun.safetensors" >srun.log 2>&1 ||
+  { cat srun.log; echo "slurm_jobs: srun train failed"; exit 1; }
+cat srun.log
+check_run srun.log
+
+echo "== 4. sbatch --wait"
+cat >"$WORK/train.sbatch" <<SCRIPT
+#!/bin/bash
+#SBATCH --ntasks=2
+#SBATCH --time=10
+#SBATCH --output=$WORK/sbatch.log
+srun --mpi=pmix "$DDPX" train $TRAIN --save "$WORK/sbatch-srun.safetensors" || exit 1
+"$DDPX" train $TRAIN --nproc-per-node 2 --save "$WORK/sbatch-local.safetensors"
+SCRIPT
+timeout -k 5 400 sbatch --wait "$WORK/train.sbatch" || { cat "$WORK/sbatch.log" || true; echo "slurm_jobs: sbatch failed"; exit 1; }
+cat "$WORK/sbatch.log"
+for weights in sbatch-srun sbatch-local; do
+  cmp "$WORK/srun.safetensors" "$WORK/$weights.safetensors" ||
+    { echo "slurm_jobs: $weights.safetensors differs from srun.safetensors"; exit 1; }
+done
+echo "slurm_jobs: all Slurm launches trained and agree"
