@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Configures and builds ddpx into ./build (Release, Ninja). Installs missing apt packages first.
+# Configures and builds ddpx into ./build (Release, Ninja). Checks for what the build needs first and installs what
+# is missing where it can (scripts/install-deps.sh; DDPX_SKIP_DEPS=1 skips that). Extra CMake arguments:
+# DDPX_CMAKE_ARGS (e.g. "-DCMAKE_CUDA_ARCHITECTURES=80").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+[[ ${DDPX_DEPS_CHECKED:-0} == 1 ]] || bash scripts/install-deps.sh
 BUILD_DIR=${DDPX_BUILD_DIR:-build}
 JOBS=${DDPX_JOBS:-$(nproc)}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >"${BUILD_DIR}.configure.log" 2>&1 \
+GENERATOR=()
+command -v ninja >/dev/null 2>&1 && GENERATOR=(-G Ninja)
+[[ -f $BUILD_DIR/CMakeCache.txt ]] && GENERATOR=()  # keep the generator an existing build folder was made with
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD_DIR" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release ${DDPX_CMAKE_ARGS:-} >"${BUILD_DIR}.configure.log" 2>&1 \
   || { cat "${BUILD_DIR}.configure.log"; exit 1; }
 cmake --build "$BUILD_DIR" -j "$JOBS"

@@ -1,16 +1,103 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages ddpx needs, only those missing. Idempotent; safe to run on every call.
+# Makes sure what ddpx needs is there, installing only what is missing and installable. Idempotent.
+#   scripts/install-deps.sh          what the build needs
+#   scripts/install-deps.sh --test   that, plus what only the tests need (scripts/test.sh passes it)
+#   DDPX_SKIP_DEPS=1                 skip this step entirely (clusters with modules, containers, no package manager)
+# Guarantees:
+#  - Every requirement is checked by what the build or the tests use (a command on PATH, a header the compiler
+#    finds, a Python module), never by a package name: cmake and ninja from pip, a module system or /usr/local
+#    count as present.
+#  - Only what is missing is installed, with apt-get, and only where apt-get exists and we are root or sudo works
+#    without a password; the Debian/Ubuntu package to install is named beside each check below.
+#  - A missing build requirement that cannot be installed stops with a message naming it, its package and
+#    DDPX_SKIP_DEPS; a missing test-only requirement is reported and the tests that need it are skipped.
+#  - NCCL comes with the CUDA toolkit or the system (libnccl-dev from NVIDIA's repository); it is not installed here
+#    (CMake fails at configure, naming it, when CUDA is found and NCCL is not).
 set -euo pipefail
-PKGS=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libopenblas-dev
-      libopenmpi-dev openmpi-bin python3)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+
+[[ ${DDPX_SKIP_DEPS:-0} == 1 ]] && { echo "[ddpx setup] DDPX_SKIP_DEPS=1: not checking dependencies"; exit 0; }
+WITH_TESTS=0
+[[ ${1:-} == --test ]] && WITH_TESTS=1
+
+# check|what it is|Debian package. check: cmd:NAME (a command), hdr:PATH (an #include <PATH>), py:MODULE.
+BUILD_REQUIREMENTS=(
+  "cmd:cmake|CMake 3.25+|cmake"
+  "cmd:ninja|Ninja|ninja-build"
+  "cmd:g++|a C++20 compiler|g++"
+  "hdr:CLI/CLI.hpp|CLI11|libcli11-dev"
+  "hdr:nlohmann/json.hpp|nlohmann-json|nlohmann-json3-dev"
+  "hdr:fmt/format.h|fmt|libfmt-dev"
+  "hdr:gtest/gtest.h|GoogleTest|libgtest-dev"
+  "hdr:cblas.h|OpenBLAS|libopenblas-dev"
+  "hdr:mpi.h|Open MPI headers|libopenmpi-dev"
+  "cmd:mpirun|Open MPI's mpirun|openmpi-bin"
+  "cmd:python3|Python 3|python3"
+)
+# Only the tests need these (scripts/test.sh). Add a line per test-only requirement.
+TEST_REQUIREMENTS=(
+  "cmd:slurmctld|Slurm (slurmctld, slurmd, srun, sbatch) for the Slurm tests|slurm-wlm"
+  "cmd:munged|munge, Slurm's authentication, for the Slurm tests|munge"
+)
+
+HEADER_DIRS=(/usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas /usr/include/x86_64-linux-gnu
+             /usr/lib/x86_64-linux-gnu/openmpi/include /usr/include/openmpi /usr/local/include)
+
+has_command() { command -v "$1" >/dev/null 2>&1 || [[ -x /usr/sbin/$1 ]]; }
+
+has_header() {
+  local compiler flags=() dir
+  compiler=$(command -v c++ || command -v g++ || command -v clang++ || true)
+  if [[ -n $compiler ]]; then
+    for dir in "${HEADER_DIRS[@]}"; do [[ -d $dir ]] && flags+=("-I$dir"); done
+    printf '#include <%s>\n' "$1" | "$compiler" -std=c++20 "${flags[@]}" -E -x c++ - >/dev/null 2>&1 && return 0
+  fi
+  for dir in /usr/include "${HEADER_DIRS[@]}"; do [[ -f $dir/$1 ]] && return 0; done
+  return 1
+}
+
+present() {
+  local check=$1
+  case $check in
+    cmd:*) has_command "${check#cmd:}" ;;
+    hdr:*) has_header "${check#hdr:}" ;;
+    py:*) python3 -c "import ${check#py:}" >/dev/null 2>&1 ;;
+    *) echo "install-deps.sh: unknown check '$check'" >&2; return 1 ;;
+  esac
+}
+
+missing_build=() missing_test=() what_build=() what_test=()
+for line in "${BUILD_REQUIREMENTS[@]}"; do
+  IFS='|' read -r check what package <<<"$line"
+  present "$check" || { missing_build+=("$package"); what_build+=("$what (${check#*:})"); }
 done
-if ((${#missing[@]})); then
-  echo "[ddpx setup] installing: ${missing[*]}"
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+if ((WITH_TESTS)); then
+  for line in "${TEST_REQUIREMENTS[@]}"; do
+    IFS='|' read -r check what package <<<"$line"
+    present "$check" || { missing_test+=("$package"); what_test+=("$what (${check#*:})"); }
+  done
+fi
+wanted=("${missing_build[@]}" "${missing_test[@]}")
+((${#wanted[@]})) || exit 0
+
+SUDO=""
+can_install=0
+if command -v apt-get >/dev/null 2>&1; then
+  if [[ $(id -u) -eq 0 ]]; then can_install=1
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo"; can_install=1
+  fi
+fi
+if ((can_install)); then
+  echo "[ddpx setup] installing: ${wanted[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${wanted[@]}" >/dev/null; then
+    exit 0
+  fi
+  echo "[ddpx setup] apt-get could not install: ${wanted[*]}" >&2
+fi
+for item in "${what_test[@]}"; do echo "[ddpx setup] missing for the tests (they will be skipped): $item" >&2; done
+if ((${#missing_build[@]})); then
+  for item in "${what_build[@]}"; do echo "[ddpx setup] missing: $item" >&2; done
+  echo "[ddpx setup] install them (Debian/Ubuntu packages: ${missing_build[*]}) or point CMake at them and set" \
+       "DDPX_SKIP_DEPS=1 to skip this check" >&2
+  exit 1
 fi
