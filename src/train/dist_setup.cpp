@@ -48,7 +48,7 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   dist.local_world = world.local_world_size;
   dist.launcher = world.launcher;
 #ifdef DDPX_HAVE_CUDA
-  if (options.device == "cuda") bind_cuda_device(world);  // also for one rank: --ranks-per-gpu, a bound GPU
+  if (options.device == "cuda") dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
 #endif
   if (world.world_size == 1 && !options.ddp) return dist;
   std::string backend = options.backend;

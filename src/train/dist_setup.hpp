@@ -19,6 +19,7 @@ class MpiSession;
 struct DistContext {
   std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (declared first: destroyed last)
   int rank = 0, world = 1, local_rank = 0, local_world = 1;  // local_world: ranks on this node
+  int cuda_device = 0;  // --device cuda: the GPU bind_cuda_device() chose (dist/gpu_selection.hpp)
   std::shared_ptr<Communicator> communicator;  // null: single process without DDP
   // Aborts the job when a collective stalls (--comm-timeout). Declared before the reducer so that it outlives it:
   // a reducer torn down on an error may still wait for a collective, and that wait stays bounded.

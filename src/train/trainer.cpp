@@ -32,13 +32,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::unique_ptr<StepEngine> make_engine(const ParamLayout& layout, const TrainOptions& options, int local_rank,
+std::unique_ptr<StepEngine> make_engine(const ParamLayout& layout, const TrainOptions& options, int cuda_device,
                                         int rank, int local_world) {
   if (options.device == "cpu") return make_cpu_engine(layout, options, local_world);
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_engine(layout, options, local_rank, rank);
+  return make_cuda_engine(layout, options, cuda_device, rank);
 #else
-  (void)local_rank, (void)rank;
+  (void)cuda_device, (void)rank;
   fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
 #endif
 }
@@ -79,7 +79,7 @@ TrainSummary run_training(const TrainOptions& options) {
     if (lead) fmt::print("{}\n", line), std::fflush(stdout);
   };
 
-  std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.local_rank, dist.rank, dist.local_world);
+  std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.cuda_device, dist.rank, dist.local_world);
   StartState start = initial_state(layout, options);
   if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.params.data());
   engine->upload_params(start.params.data());
