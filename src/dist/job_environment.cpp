@@ -109,7 +109,7 @@ void complete_job_environment(WorldInfo& world, const EnvLookup& env) {
     world.launcher = single.launcher;
   }
   if (world.launcher != "torchrun")
-    world.mpi_launched = env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || (env("PMI_RANK") && env("PMI_SIZE"));
+    world.mpi_launched = env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK");
   if (world.launcher == "Open MPI" || world.launcher == "Slurm")
     if (const std::optional<uint64_t> pmix_rank = read_number(env, "PMIX_RANK"))
       DDPX_REQUIRE(*pmix_rank == static_cast<uint64_t>(world.rank),

@@ -1,10 +1,11 @@
 // What an MPI launcher or Slurm says about the job beyond the rank variables detect_world() reads: whether MPI
 // must be brought up, and where the TCP rendezvous meets when nobody exported MASTER_ADDR/MASTER_PORT.
 // Guarantees of complete_job_environment() (detect_world() calls it once the rank variables are read):
-//  - mpi_launched: true when an MPI launcher started this process (OMPI_COMM_WORLD_SIZE from Open MPI's mpirun,
-//    PMIX_RANK from mpirun or `srun --mpi=pmix`, PMI_RANK with PMI_SIZE from PMI-2 launchers) and the ranks were
-//    not given torchrun-style by a launcher inside it. train, allreduce and bench then bring up MPI, and the
-//    NCCL unique id goes over MPI_Bcast.
+//  - mpi_launched: true when an MPI launcher that Open MPI can join started this process (OMPI_COMM_WORLD_SIZE
+//    from mpirun, PMIX_RANK from mpirun or `srun --mpi=pmix`) and the ranks were not given torchrun-style by a
+//    launcher inside it. train and allreduce then bring up MPI, and the NCCL unique id goes over MPI_Bcast.
+//    PMI-2 alone (`srun --mpi=pmi2`: PMI_RANK, PMI_SIZE, PMI_FD) does not count: Debian's and most Open MPI builds
+//    abort in MPI_Init there, so NCCL meets over the TCP rendezvous instead (and MpiSession refuses it clearly).
 //  - PMIX_RANK, when set, must equal the rank read from Open MPI's or Slurm's variables: a mismatch is an error
 //    naming both variables.
 //  - Slurm: a process with SLURM_PROCID but neither SLURM_STEP_ID nor SLURM_STEPID is an sbatch script or an

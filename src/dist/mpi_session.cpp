@@ -1,6 +1,7 @@
 // MpiSession: MPI initialization with thread support and single finalization.
 #include "dist/mpi_session.hpp"
 
+#include <cstdlib>
 #include <exception>
 
 #include <mpi.h>
@@ -42,6 +43,14 @@ MpiSession::MpiSession() : exceptions_at_start_(std::uncaught_exceptions()) {
   MPI_Finalized(&finalized);
   DDPX_REQUIRE(!finalized, "MPI was already finalized in this process; it cannot be started again");
   if (!initialized()) {
+#ifdef OPEN_MPI
+    // srun --mpi=pmi2 sets PMI-2's variables only; Open MPI (without Slurm's PMI-2 library) aborts in MPI_Init.
+    const bool pmi2_only = std::getenv("PMI_FD") && std::getenv("PMI_RANK") && !std::getenv("PMIX_RANK") &&
+                           !std::getenv("OMPI_COMM_WORLD_SIZE");
+    DDPX_REQUIRE(!pmi2_only, "this process was started by a PMI-2 launcher (PMI_RANK={}, PMI_FD set, no PMIX_RANK; "
+                 "e.g. srun --mpi=pmi2), which this ddpx's Open MPI cannot join: use srun --mpi=pmix or mpirun",
+                 std::getenv("PMI_RANK"));
+#endif
     int provided = MPI_THREAD_SINGLE;
     int status = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     DDPX_REQUIRE(status == MPI_SUCCESS, "MPI_Init_thread failed with code {}", status);

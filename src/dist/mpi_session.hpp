@@ -5,7 +5,9 @@
 // unwinds through it: MPI_Finalize waits for every rank, and the others are typically waiting for this one in a
 // collective, so the failing rank would hang until a peer's watchdog killed it, its error unprinted. Skipping it,
 // the rank exits with its error and mpirun ends the job. If MPI was already initialized by someone else (a test
-// main), the session neither re-initializes nor finalizes it.
+// main), the session neither re-initializes nor finalizes it. Built with Open MPI, a process that only a PMI-2
+// launcher started (srun --mpi=pmi2: PMI_FD and PMI_RANK, no PMIX_RANK) is refused with that advice before
+// MPI_Init, which would abort there.
 #pragma once
 
 namespace ddpx {

@@ -3,7 +3,8 @@
 # (tests/support/slurm_cluster.sh), with no MASTER_ADDR/MASTER_PORT anywhere:
 #  1. `srun -n 2` of the bootstrap exchange driver: rank 0's 128 bytes reach rank 1 over the TCP rendezvous at the
 #     address and port derived from SLURM_STEP_NODELIST and SLURM_JOB_ID/SLURM_STEP_ID;
-#  2. `srun -n 2 --mpi=pmix` of the same driver: over MPI;
+#  2. `srun -n 2 --mpi=pmix` of the same driver: over MPI; `srun -n 2 --mpi=pmi2` (which Open MPI cannot join):
+#     over the derived TCP rendezvous;
 #  3. `srun -n 2 --mpi=pmix ddpx train --device cpu ...`: 2 ranks train over MPI and save weights;
 #  4. `sbatch --wait` of a script that runs the same `srun` line, and `ddpx train --nproc-per-node 2` in the batch
 #     script itself (one process there, not rank 0 of the allocation): both save weights identical to run 3's,
@@ -30,6 +31,10 @@ echo "== 1. srun -n 2: exchange over the TCP rendezvous at the derived address a
 bash "$HERE/check_exchange.sh" 2 "TCP rendezvous" -- srun -n 2 "$DRIVER" "TCP rendezvous"
 echo "== 2. srun -n 2 --mpi=pmix: exchange over MPI"
 bash "$HERE/check_exchange.sh" 2 MPI -- srun -n 2 --mpi=pmix "$DRIVER" MPI
+if srun --mpi=list 2>&1 | grep -q pmi2; then
+  echo "== 2b. srun -n 2 --mpi=pmi2: exchange over the TCP rendezvous (Open MPI cannot join PMI-2)"
+  bash "$HERE/check_exchange.sh" 2 "TCP rendezvous" -- srun -n 2 --mpi=pmi2 "$DRIVER" "TCP rendezvous"
+fi
 
 TRAIN="--device cpu --model vit_tiny_test --data learnable --batch 4 --steps 6 --log-every 3"
 check_run() {  # LOG: 2 MPI ranks trained all steps

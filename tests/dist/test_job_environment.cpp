@@ -136,7 +136,8 @@ TEST(MpiEnvironment, EveryMpiLauncherBringsUpMpi) {
   pmi2["PMI_SIZE"] = "8";
   const Picked p = pick(pmi2, 4);
   EXPECT_EQ(p.world.launcher, "PMI");
-  EXPECT_TRUE(p.world.mpi_launched);
+  EXPECT_FALSE(p.world.mpi_launched);  // Open MPI cannot join PMI-2: NCCL meets at the derived rendezvous
+  EXPECT_EQ(p.world.master_addr, "gpu01");
   EXPECT_EQ(p.world.local_rank, 2);  // from SLURM_LOCALID
   EXPECT_EQ(p.device, 2);
   // torchrun inside an allocation: its variables win and nothing asks for MPI.
