@@ -173,8 +173,8 @@ int run_bench(BenchFlags f) {
   // the whole matrix and its rows would collide with the outer job's ranks.
   if (const WorldInfo world = detect_world(); world.world_size > 1)
     fail("ddpx bench runs as one process and starts every row's ranks itself (--gpus), but this process is rank {} "
-         "of {} started by {}; run `ddpx bench ...` once per node without a launcher (in an sbatch script: "
-         "directly, or `srun -n 1 ddpx bench ...`)", world.rank, world.world_size, world.launcher);
+         "of {} started by {}; run `ddpx bench ...` as one process (in an sbatch script: directly, or "
+         "`srun -n 1 ddpx bench ...`)", world.rank, world.world_size, world.launcher);
   reject_owned_flags(f.train_flags,
                      {"--device=--device", "--model=--models", "--precision=--precisions", "--comm-hook=--hooks",
                       "--bucket-mb=--bucket-mb", "--nproc-per-node=--gpus", "--steps=--steps", "--warmup=--warmup",

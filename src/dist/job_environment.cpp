@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <string_view>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "dist/slurm_nodelist.hpp"
@@ -99,6 +101,16 @@ int slurm_derived_port(uint64_t job_id, uint64_t step_id) {
 }
 
 void complete_job_environment(WorldInfo& world, const EnvLookup& env) {
+  // Half of a launcher's pair means a hand-made or damaged environment: say which half is missing.
+  const bool slurm_step = env("SLURM_STEP_ID") || env("SLURM_STEPID");
+  for (const auto& [rank, size, who] : {std::tuple{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"},
+                                        std::tuple{"PMI_RANK", "PMI_SIZE", "PMI"},
+                                        std::tuple{"SLURM_PROCID", "SLURM_NTASKS", "Slurm"}}) {
+    if (std::string_view(who) == "Slurm" && !slurm_step) continue;  // sbatch without -n sets SLURM_PROCID alone
+    DDPX_REQUIRE(env(rank).has_value() == env(size).has_value(),
+                 "{} environment: {} is set but {} is not; the launcher sets both (export neither by hand)", who,
+                 env(rank) ? rank : size, env(rank) ? size : rank);
+  }
   if (world.launcher == "Slurm" && !env("SLURM_STEP_ID") && !env("SLURM_STEPID")) {
     // An sbatch script or salloc shell: SLURM_PROCID is 0 and SLURM_NTASKS the allocation's. Not a rank.
     const WorldInfo single;

@@ -6,6 +6,8 @@
 //    launcher inside it. train and allreduce then bring up MPI, and the NCCL unique id goes over MPI_Bcast.
 //    PMI-2 alone (`srun --mpi=pmi2`: PMI_RANK, PMI_SIZE, PMI_FD) does not count: Debian's and most Open MPI builds
 //    abort in MPI_Init there, so NCCL meets over the TCP rendezvous instead (and MpiSession refuses it clearly).
+//  - A rank variable without its size (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, in a job step SLURM_PROCID/
+//    SLURM_NTASKS) is an error naming the one missing.
 //  - PMIX_RANK, when set, must equal the rank read from Open MPI's or Slurm's variables: a mismatch is an error
 //    naming both variables.
 //  - Slurm: a process with SLURM_PROCID but neither SLURM_STEP_ID nor SLURM_STEPID is an sbatch script or an

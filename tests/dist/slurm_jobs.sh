@@ -8,7 +8,8 @@
 #  3. `srun -n 2 --mpi=pmix ddpx train --device cpu ...`: 2 ranks train over MPI and save weights;
 #  4. `sbatch --wait` of a script that runs the same `srun` line, and `ddpx train --nproc-per-node 2` in the batch
 #     script itself (one process there, not rank 0 of the allocation): both save weights identical to run 3's,
-#     byte for byte (same seed, same ranks, same all-reduce).
+#     byte for byte (same seed, same ranks, same all-reduce);
+#  5. `srun -n 1 ddpx bench` runs its rows (a 2-rank one included); `srun -n 2 ddpx bench` is refused, naming Slurm.
 # Exit 77 (skipped) without root or Slurm; every wait is bounded; the cluster is stopped on every exit.
 set -euo pipefail
 DDPX=$(realpath "$1") DRIVER=$(realpath "$2")
@@ -63,4 +64,16 @@ for weights in sbatch-srun sbatch-local; do
   cmp "$WORK/srun.safetensors" "$WORK/$weights.safetensors" ||
     { echo "slurm_jobs: $weights.safetensors differs from srun.safetensors"; exit 1; }
 done
+
+echo "== 5. srun -n 1 ddpx bench (runs), srun -n 2 ddpx bench (refused)"
+BENCH="bench --device cpu --models vit_tiny_test --gpus 1,2 --steps 4 --warmup 1"
+timeout -k 5 300 srun -n 1 -c 2 "$DDPX" $BENCH --out "$WORK/bench" >bench.log 2>&1 ||
+  { cat bench.log; echo "slurm_jobs: srun -n 1 ddpx bench failed"; exit 1; }
+grep -q "hook allreduce, bucket 25 MB | 2 | fp32" "$WORK/bench/bench.md" ||
+  { cat bench.log; echo "slurm_jobs: the 2-rank bench row is missing"; exit 1; }
+if timeout -k 5 120 srun -n 2 "$DDPX" $BENCH --out "$WORK/bench2" >bench2.log 2>&1; then
+  cat bench2.log; echo "slurm_jobs: srun -n 2 ddpx bench was not refused"; exit 1
+fi
+grep -q "ddpx bench runs as one process.*started by Slurm" bench2.log ||
+  { cat bench2.log; echo "slurm_jobs: the refusal does not name Slurm"; exit 1; }
 echo "slurm_jobs: all Slurm launches trained and agree"

@@ -2,7 +2,11 @@
 // compressed node lists, no MASTER_*; srun --mpi=pmix and pmi2; mpirun; an sbatch script) and what ddpx makes of
 // it: rank, local rank, the GPU it picks (device count injected), the master address and port, whether MPI comes
 // up; and conflicting or incomplete variables, each an error naming them.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <map>
 
@@ -164,9 +168,41 @@ TEST(LauncherEnvironment, ConflictingOrIncompleteVariablesNameThem) {
   Vars no_job = srun_task(1);
   no_job.erase("SLURM_JOB_ID");
   expect_error([&] { detect_world(fake_env(no_job)); }, {"SLURM_JOB_ID is not", "export MASTER_PORT"});
+  expect_error([] { detect_world(fake_env({{"OMPI_COMM_WORLD_RANK", "1"}})); },
+               {"OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"});
+  expect_error([] { detect_world(fake_env({{"PMI_SIZE", "2"}})); }, {"PMI_SIZE is set but PMI_RANK is not"});
+  Vars no_ntasks = srun_task(1);
+  no_ntasks.erase("SLURM_NTASKS");
+  no_ntasks.erase("SLURM_STEP_NUM_TASKS");
+  expect_error([&] { detect_world(fake_env(no_ntasks)); }, {"SLURM_PROCID is set but SLURM_NTASKS is not"});
+  // An sbatch script without -n: SLURM_PROCID alone, no step. One process, no error.
+  EXPECT_EQ(detect_world(fake_env({{"SLURM_JOB_ID", "9"}, {"SLURM_PROCID", "0"}})).world_size, 1);
   Vars bad_step = srun_task(1);
   bad_step["SLURM_STEP_ID"] = "x";
   expect_error([&] { detect_world(fake_env(bad_step)); }, {"SLURM_STEP_ID='x'"});
+}
+
+// The derived address and port are named when the rendezvous cannot use them (here: the port is taken).
+TEST(SlurmEnvironment, ABusyDerivedPortIsNamedWithItsOrigin) {
+  Vars task = srun_task(0, "127.0.0.1");
+  task.erase("SLURMD_NODENAME");
+  task["SLURM_NTASKS"] = task["SLURM_STEP_NUM_TASKS"] = "2";
+  task["SLURM_STEP_TASKS_PER_NODE"] = "2";
+  const WorldInfo world = detect_world(fake_env(task));
+  ASSERT_EQ(world.master_addr, "127.0.0.1");
+  const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(world.master_port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool held = ::bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                    ::listen(holder, 1) == 0;  // else someone else holds it: the rendezvous fails all the same
+  (void)held;
+  expect_error([&] { share_from_rank0(world, std::vector<uint8_t>(128, 7), std::chrono::seconds(5)); },
+               {"MASTER_PORT=" + std::to_string(world.master_port) + " (derived from SLURM_JOB_ID=4242, SLURM_STEP_ID=3)",
+                "MASTER_ADDR=127.0.0.1 (first host of SLURM_STEP_NODELIST=127.0.0.1)", "export MASTER_ADDR and MASTER_PORT"});
+  ::close(holder);
 }
 
 }  // namespace

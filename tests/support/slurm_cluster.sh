@@ -53,7 +53,7 @@ up() {
   chmod 400 "$dir/munge/munge.key"
   cat >"$dir/slurm.conf" <<EOF
 ClusterName=ddpxtest
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -78,7 +78,7 @@ JobCompType=jobcomp/none
 InactiveLimit=0
 KillWait=5
 MinJobAge=5
-NodeName=$host CPUs=4 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
 PartitionName=ddpx Nodes=$host Default=YES MaxTime=30 State=UP OverSubscribe=YES
 EOF
   trap 'echo "slurm_cluster: start failed; logs:" >&2; tail -n 20 "$dir"/*.log >&2 || true; down "$dir"' ERR
