@@ -75,6 +75,29 @@ TEST(SlurmEnvironment, PlainSrunDerivesMasterAddressAndPortAndUsesTheLocalRank) 
     }
 }
 
+TEST(SlurmEnvironment, RanksPerNodeFromTheStepsTaskCounts) {
+  // srun -n 5 over 3 nodes: "2(x2),1". The last task is alone on node 2; the first two share node 0.
+  Vars last = srun_task(0);
+  last.insert_or_assign("SLURM_PROCID", "4");
+  last.insert_or_assign("SLURM_LOCALID", "0");
+  last.insert_or_assign("SLURM_NODEID", "2");
+  last.insert_or_assign("SLURM_NTASKS", "5");
+  last.insert_or_assign("SLURM_STEP_NUM_TASKS", "5");
+  last.insert_or_assign("SLURM_STEP_TASKS_PER_NODE", "2(x2),1");
+  last.insert_or_assign("SLURMD_NODENAME", "gpu03");
+  EXPECT_EQ(detect_world(fake_env(last)).local_world_size, 1);
+  last.insert_or_assign("SLURM_NODEID", "1");
+  last.insert_or_assign("SLURM_LOCALID", "1");
+  EXPECT_EQ(detect_world(fake_env(last)).local_world_size, 2);
+}
+
+TEST(SlurmEnvironment, WholeNodeGresUsesTheLocalRankAmongTheNodesGpus) {
+  // srun --ntasks-per-node 4 --gres=gpu:4: every task sees the node's four GPUs.
+  Vars task = srun_task(6);
+  task["CUDA_VISIBLE_DEVICES"] = "0,1,2,3";
+  EXPECT_EQ(pick(task, 4).device, 2);
+}
+
 TEST(SlurmEnvironment, PerTaskGpuBindingUsesTheOneVisibleGpu) {
   // srun --gpus-per-task=1 or --gpu-bind=single:1: task 3 of node 0 sees only its GPU, as CUDA_VISIBLE_DEVICES=3.
   Vars task = srun_task(3);
