@@ -3,7 +3,8 @@
 # with files under one folder of the test's own, so nothing of the machine's own Slurm/munge set-up is used or
 # changed.
 # Guarantees:
-#  - `up DIR` writes DIR/slurm.conf (this host's short name as the only node, 4 CPUs, one partition `ddpx`,
+#  - `up DIR` writes DIR/slurm.conf (this host's short name as the only node, or localhost where that name does
+#    not resolve, 4 CPUs, one partition `ddpx`,
 #    SlurmUser root, loopback ports derived from DIR so concurrent tests differ), a munge key, socket, pid and log
 #    files, state and spool folders in DIR; starts munged, slurmctld and slurmd; waits (bounded, 60 s) until the
 #    node answers `sinfo` as idle. Prints the line `export SLURM_CONF=DIR/slurm.conf` for the caller to eval.
@@ -46,8 +47,12 @@ up() {
   export PATH=$PATH:/usr/sbin
   mkdir -p "$dir/state" "$dir/spool" "$dir/munge"
   chmod 700 "$dir/munge"
-  local host base
+  local host node base
   host=$(hostname -s)
+  # The node's name is what jobs see in SLURM_JOB_NODELIST (and ddpx resolves as the master address): this host's
+  # name where it resolves, else localhost (slurmd -N takes that name).
+  node=$host
+  getent hosts "$host" >/dev/null 2>&1 || node=localhost
   base=$((20000 + $(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 5000 * 2))
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chmod 400 "$dir/munge/munge.key"
@@ -78,15 +83,15 @@ JobCompType=jobcomp/none
 InactiveLimit=0
 KillWait=5
 MinJobAge=5
-NodeName=$host NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
-PartitionName=ddpx Nodes=$host Default=YES MaxTime=30 State=UP OverSubscribe=YES
+NodeName=$node NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
+PartitionName=ddpx Nodes=$node Default=YES MaxTime=30 State=UP OverSubscribe=YES
 EOF
   trap 'echo "slurm_cluster: start failed; logs:" >&2; tail -n 20 "$dir"/*.log >&2 || true; down "$dir"' ERR
   munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
     --pid-file="$dir/munged.pid" --log-file="$dir/munged.log" --seed-file="$dir/munge/seed"
   export SLURM_CONF=$dir/slurm.conf
   slurmctld -f "$SLURM_CONF"
-  slurmd -f "$SLURM_CONF"
+  slurmd -f "$SLURM_CONF" -N "$node"
   local i state=""
   for ((i = 0; i < 120; i++)); do
     state=$(sinfo -h -N -o '%T' 2>/dev/null | head -n 1 || true)
