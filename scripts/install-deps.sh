@@ -45,13 +45,17 @@ HEADER_DIRS=(/usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openbla
 has_command() { command -v "$1" >/dev/null 2>&1 || [[ -x /usr/sbin/$1 ]]; }
 
 has_header() {
-  local compiler flags=() dir
+  local compiler flags=() dir dirs=("${HEADER_DIRS[@]}")
+  # MPI wrappers know where their headers are (RHEL: /usr/include/openmpi-x86_64, modules: anywhere).
+  if [[ $1 == mpi.h ]] && command -v mpicxx >/dev/null 2>&1; then
+    for dir in $(mpicxx --showme:incdirs 2>/dev/null || true); do dirs+=("$dir"); done
+  fi
   compiler=$(command -v c++ || command -v g++ || command -v clang++ || true)
   if [[ -n $compiler ]]; then
-    for dir in "${HEADER_DIRS[@]}"; do [[ -d $dir ]] && flags+=("-I$dir"); done
+    for dir in "${dirs[@]}"; do [[ -d $dir ]] && flags+=("-I$dir"); done
     printf '#include <%s>\n' "$1" | "$compiler" -std=c++20 "${flags[@]}" -E -x c++ - >/dev/null 2>&1 && return 0
   fi
-  for dir in /usr/include "${HEADER_DIRS[@]}"; do [[ -f $dir/$1 ]] && return 0; done
+  for dir in /usr/include "${dirs[@]}"; do [[ -f $dir/$1 ]] && return 0; done
   return 1
 }
 
