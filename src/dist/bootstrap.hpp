@@ -9,8 +9,9 @@
 //    [local_rank + 1, world_size], since it is only a hint for CPU threads (Slurm's is the requested per-node
 //    count, which a smaller job step inherits). torchrun's variables win because a launcher inside an mpirun/Slurm
 //    allocation sets them per worker. A malformed or inconsistent rank variable is a ddpx::Error naming it.
-//    What MPI launchers and Slurm say beyond that (whether MPI must come up; a master address and port derived
-//    under Slurm; conflicting variables) is completed by dist/job_environment.hpp.
+//    What MPI launchers and Slurm say beyond that (whether MPI must come up; an sbatch script is one process; the
+//    step's ranks per node; a master address and port derived under Slurm; conflicting variables) is completed
+//    by dist/job_environment.hpp.
 //  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
 //    reject processes of another job.
 //  - share_from_rank0() is the bootstrap exchange: rank 0's bytes reach every rank over MPI_Bcast when MPI is
