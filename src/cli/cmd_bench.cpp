@@ -20,10 +20,10 @@
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/cuda_devices.hpp"
+#include "cli/launch.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
-#include "dist/bootstrap.hpp"
 #include "profile/bench_table.hpp"
 #include "profile/svg_chart.hpp"
 
@@ -169,12 +169,8 @@ int run_bench(BenchFlags f) {
   DDPX_REQUIRE(f.ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", f.ranks_per_gpu);
   DDPX_REQUIRE(f.ranks_per_gpu <= 1 || f.device == "cuda", "--ranks-per-gpu {} applies to --device cuda",
                f.ranks_per_gpu);
-  // bench starts the ranks of every row itself; as one rank of an mpirun/srun/torchrun job each rank would run
-  // the whole matrix and its rows would collide with the outer job's ranks.
-  if (const WorldInfo world = detect_world(); world.world_size > 1)
-    fail("ddpx bench runs as one process and starts every row's ranks itself (--gpus), but this process is rank {} "
-         "of {} started by {}; run `ddpx bench ...` as one process (in an sbatch script: directly, or "
-         "`srun -n 1 ddpx bench ...`)", world.rank, world.world_size, world.launcher);
+  // Every row starts its own ranks: as one rank of a job, each rank would run the whole matrix.
+  require_single_process("bench");
   reject_owned_flags(f.train_flags,
                      {"--device=--device", "--model=--models", "--precision=--precisions", "--comm-hook=--hooks",
                       "--bucket-mb=--bucket-mb", "--nproc-per-node=--gpus", "--steps=--steps", "--warmup=--warmup",

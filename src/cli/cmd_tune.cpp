@@ -14,6 +14,7 @@
 #include "cli/arg_lists.hpp"
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
+#include "cli/launch.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
@@ -37,6 +38,7 @@ struct TuneFlags {
 };
 
 int run_tune(const TuneFlags& f) {
+  require_single_process("tune");  // every trial starts its own ranks
   DDPX_REQUIRE(!f.out.empty(), "--out is required: the config file to write (e.g. --out best.cfg)");
   DDPX_REQUIRE(f.trial_steps >= 2, "--trials-steps {}: at least 2 steps per trial", f.trial_steps);
   const int warmup = f.warmup >= 0 ? f.warmup : std::min(5, f.trial_steps / 4);

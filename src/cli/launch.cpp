@@ -34,6 +34,14 @@ bool start_workers_here(int nproc) {
        nproc, world.rank, world.world_size, world.launcher, world.launcher);
 }
 
+void require_single_process(const std::string& command) {
+  const WorldInfo world = detect_world();
+  if (world.world_size == 1) return;
+  fail("ddpx {} runs as one process and starts the ranks of every run itself, but this process is rank {} of {} "
+       "started by {}; run `ddpx {} ...` as one process (in an sbatch script: directly, or `srun -n 1 ddpx {} ...`)",
+       command, world.rank, world.world_size, world.launcher, command, command);
+}
+
 std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads) {
   if (hardware_threads == 0 || static_cast<unsigned>(nproc) <= hardware_threads) return "";
   return fmt::format("ddpx launch: note: {} CPU ranks on {} hardware thread(s): the ranks time-share the cores, so "

@@ -13,6 +13,10 @@ bool running_as_worker();
 // that is already one rank of a job and was also given --nproc-per-node N > 1 is an error naming both: the job
 // would otherwise silently run with the outer launcher's ranks only.
 bool start_workers_here(int nproc);
+// For commands that start the ranks of every trial themselves (bench, tune): an error naming the command and the
+// launcher when this process is one rank of a job of 2+ (each rank would run every trial, colliding with the
+// others); nothing otherwise (a single process, an sbatch script, `srun -n 1`).
+void require_single_process(const std::string& command);
 // "" when N CPU ranks fit the node's hardware threads, else a one-line note that they will time-share the cores
 // (correct, but each rank runs slower than alone; the numbers measure the oversubscribed machine).
 std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads);

@@ -1,6 +1,6 @@
 // train, allreduce and bench started by an MPI launcher (real mpirun, 2 ranks, no MASTER_* set): train and
-// allreduce bring up MPI the same way (the NCCL path never asks for MASTER_ADDR), bench refuses to run as one rank
-// of a job, naming the launcher; --ranks-per-gpu is refused where it means nothing.
+// allreduce bring up MPI the same way (the NCCL path never asks for MASTER_ADDR), bench and tune (which start the
+// ranks of every run themselves) refuse to run as one rank of a job, naming the launcher; --ranks-per-gpu is refused where it means nothing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -46,11 +46,15 @@ TEST(LaunchedByMpirun, AllreduceOnTheCpuRunsTwoMpiRanks) {
   EXPECT_NE(r.output.find("out of bounds values : 0 OK"), std::string::npos) << r.output;
 }
 
-TEST(LaunchedByMpirun, BenchRefusesToRunAsOneRankOfAJob) {
-  const auto r = mpirun2("bench --device cpu --gpus 1 --steps 2 --warmup 1 --out /tmp/ddpx_never_written");
-  EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("ddpx bench runs as one process"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("started by Open MPI"), std::string::npos) << r.output;
+TEST(LaunchedByMpirun, BenchAndTuneRefuseToRunAsOneRankOfAJob) {
+  for (const std::string command : {"bench --device cpu --gpus 1 --steps 2 --warmup 1 --out /tmp/ddpx_never_written",
+                                    "tune --out /tmp/ddpx_never_written.cfg -- --device cpu --ddp"}) {
+    const auto r = mpirun2(command);
+    EXPECT_NE(r.status, 0) << r.output;
+    const std::string name = command.substr(0, command.find(' '));
+    EXPECT_NE(r.output.find("ddpx " + name + " runs as one process"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("started by Open MPI"), std::string::npos) << r.output;
+  }
 }
 #endif
 
