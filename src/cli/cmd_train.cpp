@@ -51,8 +51,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--images", o->images, ".npy images [N, C, H, W] float32, taken in order (with --labels)")
       ->group(data);
   cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);
-  cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory")->group(data);
-  cmd->add_option("--prefetch", o->prefetch, "pinned batches in the loader ring (0: --workers + 2, so every worker has a slot)")->group(data);
+  cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory (0, the default: GPU ranks use half of "
+                  "their share of the node's CPUs, 1 to 16; CPU ranks use 2)")->group(data);
+  cmd->add_option("--prefetch", o->prefetch, "pinned batches in the loader ring (0: workers + 2, so every worker has a slot)")->group(data);
 
   cmd->add_option("--cpu-threads", o->cpu_threads,
                   "--device cpu: OpenBLAS threads per rank (0: the node's hardware threads shared out by the ranks "

@@ -28,6 +28,7 @@ class RunRecorder {
   const RankRun& rank_run() const { return run_; }
   // "cpu" or the GPU's name (RankInfo::device_name; the verdict's advice depends on it).
   void set_device_name(std::string name) { run_.info.device_name = std::move(name); }
+  void set_loader_workers(int workers) { config_.workers = workers; }  // what --workers resolved to
 
  private:
   const TrainOptions& options_;

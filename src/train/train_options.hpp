@@ -18,7 +18,7 @@ struct TrainOptions {
   // data
   std::string data = "synthetic";  // synthetic | learnable | synthetic-device (cuda)
   std::string images, labels;      // .npy input, taken in order
-  int workers = 4;
+  int workers = 0;                 // loader threads; 0: chosen per rank (data/loader_workers.hpp)
   int cpu_threads = 0;             // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)
   int prefetch = 0;  // ring slots; 0: workers + 2 (every worker busy, two batches ready)
   // optimizer

@@ -15,6 +15,8 @@
 #include "data/batch_loader.hpp"
 #include "ddp/reducer.hpp"
 #include "data/dataset.hpp"
+#include "data/loader_workers.hpp"
+#include "model/blas_threads.hpp"
 #include "io/param_safetensors.hpp"
 #include "train/checkpointing.hpp"
 #include "model/param_layout.hpp"
@@ -97,9 +99,11 @@ TrainSummary run_training(const TrainOptions& options) {
   std::unique_ptr<Dataset> dataset =
       make_dataset(data_options, DataShape{config.channels, config.image_size, config.num_classes});
   BatchLoader::Options loader_options;
-  loader_options.workers = options.workers;
+  const LoaderWorkerChoice workers =
+      choose_loader_workers(options.workers, options.device == "cuda", usable_cpu_count(), dist.local_world);
+  loader_options.workers = workers.workers;
   // Each filling worker holds a slot: fewer slots than workers would leave workers idle.
-  loader_options.depth = options.prefetch > 0 ? options.prefetch : options.workers + 2;
+  loader_options.depth = options.prefetch > 0 ? options.prefetch : workers.workers + 2;
   loader_options.allocate = [&](size_t bytes) { return engine->allocate_host_batch(bytes); };
   loader_options.deallocate = [&](void* p) { engine->free_host_batch(p); };
   const int64_t micro_per_step = options.grad_accum;
@@ -108,12 +112,16 @@ TrainSummary run_training(const TrainOptions& options) {
   log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}",
                   config.spec(), engine->describe(), layout.num_params(), options.batch, dist.world,
                   micro_per_step > 1 ? fmt::format(" x {} accumulation", micro_per_step) : "",
-                  dataset->describe(), options.optimizer,
+                  fmt::format("{}, {} loader thread{}{}", dataset->describe(), workers.workers,
+                              workers.workers == 1 ? "" : "s",
+                              options.workers > 0 ? "" : fmt::format(" ({})", workers.source)),
+                  options.optimizer,
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
+  recorder.set_loader_workers(workers.workers);
   StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
