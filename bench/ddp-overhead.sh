@@ -10,7 +10,7 @@ DDPX=${DDPX:-build/src/cli/ddpx}
 STEPS=${STEPS:-120}
 one() {  # name, data, flags...
   local name=$1 data=$2; shift 2
-  timeout 240 env ${ENVS:-} "$DDPX" train --device cuda --model vit_l_32 --batch 32 --precision bf16 --steps "$STEPS" \
+  timeout 240 "$DDPX" train --device cuda --model vit_l_32 --batch 32 --precision bf16 --steps "$STEPS" \
     --warmup 20 --data "$data" --log-every 60 --report "$OUT/ovh_$name.json" "$@" >"$OUT/ovh_$name.log" 2>&1 \
     || tail -3 "$OUT/ovh_$name.log"
   printf '%-22s %s\n' "$name" "$(grep -E "^summary" "$OUT/ovh_$name.log" | head -1 | cut -c1-150)"
@@ -19,8 +19,8 @@ one() {  # name, data, flags...
 one plain synthetic-device
 one ddp synthetic-device --ddp
 one ddp_b2000 synthetic-device --ddp --bucket-mb 2000
-ENVS=${EXP_A:-} one ddp_exp_a synthetic-device --ddp
-ENVS=${EXP_B:-} one ddp_exp_b synthetic-device --ddp
+one ddp_nograph synthetic-device --ddp --cuda-graph off
+one plain_nograph synthetic-device --cuda-graph off
 one ddp_bf16 synthetic-device --ddp --comm-hook bf16
 one ddp_psgd4 synthetic-device --ddp --comm-hook powersgd:4
 one readme_job synthetic

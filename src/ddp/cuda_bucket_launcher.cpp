@@ -2,6 +2,16 @@
 // Dependency events (timing disabled) are recorded plainly, so under stream capture they become graph edges;
 // timing events are recorded with cudaEventRecordExternal while the stream is being captured (the flag is
 // refused outside capture), so they stay real event nodes in the graph and timings() reads replayed steps too.
+//
+// Note [Bucket ready times cost a graph node]
+// A bucket's ready time is an event on the compute stream, between two backward kernels. Inside a CUDA graph
+// that is an event-record node in the compute chain, and each one costs the chain a few microseconds: with the
+// 49 buckets of ViT-L/32 at 25 MB they slowed a bf16 step by 4% at world 1 (95.2 against 99.2 steps/s; without
+// them 98.8, on one H200, 2026-12-01, bench/ddp-overhead.sh). The start and end events sit on the
+// communication stream, off the compute chain, and stay in every step (the watchdog reads the end events).
+// So ready times are recorded only in the steps the trainer samples (set_ready_timing): eager steps at
+// progress lines, and a second graph per input parity that the trainer replays at those steps
+// (train/step_graphs.hpp). Steps without them report no bucket timings.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -74,7 +84,7 @@ class CudaBucketLauncher : public BucketLauncher {
   void launch(BucketView& bucket, int64_t step) override {
     BucketEvents& events = buckets_[bucket.index];
     check(cudaEventRecord(events.ready_dependency, compute_stream_), "record bucket ready");
-    record_timing(events.ready, compute_stream_, "record ready time");
+    if (ready_timing_) record_timing(events.ready, compute_stream_, "record ready time");
     check(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0), "comm stream wait");
     record_timing(events.start, comm_stream_, "record start time");
     try {
@@ -105,6 +115,8 @@ class CudaBucketLauncher : public BucketLauncher {
 
   bool capturing() const override { return capturing_; }
 
+  void set_ready_timing(bool on) override { ready_timing_ = on; }
+
   CommProgress progress() const override {
     // The watchdog's thread starts on device 0: querying our events there would create a context on GPU 0 in
     // every rank (about 0.5 GiB each). The current device is per thread, so setting it here is enough.
@@ -119,7 +131,7 @@ class CudaBucketLauncher : public BucketLauncher {
 
   std::vector<BucketTiming> timings() override {
     std::vector<BucketTiming> result;
-    if (launched_.empty()) return result;
+    if (launched_.empty() || !ready_timing_) return result;
     check(cudaEventSynchronize(buckets_[launched_.back()->index].end), "wait for the step's last bucket");
     for (const BucketView* bucket : launched_) {
       const BucketEvents& events = buckets_[bucket->index];
@@ -162,6 +174,7 @@ class CudaBucketLauncher : public BucketLauncher {
   std::atomic<bool> done_recorded_{false};
   std::atomic<bool> replay_{false};     // done_ was recorded by watch_replay()
   std::atomic<bool> capturing_{false};  // the open step is being captured into a CUDA graph
+  bool ready_timing_ = true;            // this step (eager, or the graph replayed) records ready times
 };
 
 }  // namespace

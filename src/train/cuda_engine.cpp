@@ -8,7 +8,8 @@
 //  - Phase times come from CUDA events: eager steps read a ring entry two steps old (never stalls); graph steps
 //    read the event nodes of the other parity's graph, i.e. the previous step (waits for that step at most).
 //  - CUDA graphs: capture_begin()/capture_end() around one whole step (zero grads, forward, backward, reducer,
-//    optimizer); one graph per input parity; replay() launches it. The optimizer's step number is frozen in the
+//    optimizer); two graphs (plain, timed) per input parity; replay() launches one. Both variants of a parity
+//    record their phase events into the same events, so those hold the last replay of that parity. The optimizer's step number is frozen in the
 //    graph, so the trainer only captures where that is exact (SGD after step 1).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -74,8 +75,9 @@ class CudaEngine : public CudaStepEngine {
 
   ~CudaEngine() override {
     cudaDeviceSynchronize();
-    for (auto& g : graphs_)
-      if (g) cudaGraphExecDestroy(g);
+    for (auto& variants : graphs_)
+      for (cudaGraphExec_t g : variants)
+        if (g) cudaGraphExecDestroy(g);
     for (int p = 0; p < 2; ++p) cudaEventDestroy(copy_done_[p]), cudaEventDestroy(input_free_[p]);
     for (auto& ring : events_)
       for (auto& e : ring) cudaEventDestroy(e);
@@ -221,7 +223,7 @@ class CudaEngine : public CudaStepEngine {
     if (graph_mode_) {
       // The previous step replayed the other parity's graph; its event nodes hold that step's times until that
       // graph is replayed again (after this call).
-      if (!graphs_[1 - parity_]) return t;
+      if (!replayed_[1 - parity_]) return t;
       events = &graph_events_[1 - parity_];
     } else {
       if (ring_pos_ < 2) return t;
@@ -264,8 +266,11 @@ class CudaEngine : public CudaStepEngine {
 
   // CUDA graphs.
   int input_parity() const override { return parity_; }
-  bool has_graph(int parity) const override { return graphs_[parity] != nullptr; }
-  void capture_begin() override {
+  bool has_graph(int parity, GraphVariant variant) const override {
+    return graphs_[parity][static_cast<int>(variant)] != nullptr;
+  }
+  void capture_begin(GraphVariant variant) override {
+    capture_variant_ = static_cast<int>(variant);
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     DDPX_CUDA_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeRelaxed));
     capturing_ = true;
@@ -275,9 +280,10 @@ class CudaEngine : public CudaStepEngine {
     const cudaError_t end_status = cudaStreamEndCapture(compute_, &graph);
     capturing_ = false;  // the stream has left capture mode, whatever the outcome
     DDPX_CUDA_CHECK(end_status);
-    const cudaError_t instantiate_status = cudaGraphInstantiate(&graphs_[parity_], graph, 0);
+    cudaGraphExec_t& exec = graphs_[parity_][capture_variant_];
+    const cudaError_t instantiate_status = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);  // the executable graph keeps what it needs
-    if (instantiate_status != cudaSuccess) graphs_[parity_] = nullptr;
+    if (instantiate_status != cudaSuccess) exec = nullptr;
     DDPX_CUDA_CHECK(instantiate_status);
     graph_mode_ = true;
   }
@@ -288,9 +294,13 @@ class CudaEngine : public CudaStepEngine {
     cudaGetLastError();  // clears the invalidated capture's error; the caller reports the one that stopped it
     capturing_ = false;
   }
-  void replay(int64_t step) override {
+  void replay(int64_t step, GraphVariant variant) override {
+    cudaGraphExec_t exec = graphs_[parity_][static_cast<int>(variant)];
+    DDPX_REQUIRE(exec != nullptr, "internal: replay of a graph that was never captured (parity {}, variant {})",
+                 parity_, static_cast<int>(variant));
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
-    DDPX_CUDA_CHECK(cudaGraphLaunch(graphs_[parity_], compute_));
+    DDPX_CUDA_CHECK(cudaGraphLaunch(exec, compute_));
+    replayed_[parity_] = true;
     DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
     step_ = step;
   }
@@ -324,7 +334,9 @@ class CudaEngine : public CudaStepEngine {
   int64_t batch_size_ = 0;
   int64_t step_ = 0;
   bool capturing_ = false, graph_mode_ = false;
-  std::array<cudaGraphExec_t, 2> graphs_{};
+  std::array<std::array<cudaGraphExec_t, 2>, 2> graphs_{};  // [input parity][GraphVariant]
+  std::array<bool, 2> replayed_{};  // a graph of that parity has been replayed (its phase events hold a step)
+  int capture_variant_ = 0;
   std::array<std::array<cudaEvent_t, kNumPhaseEvents>, 2> graph_events_{};  // per input parity's graph
 };
 

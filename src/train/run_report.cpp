@@ -86,8 +86,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
     p.total_ms = host_total_ms;
   }
   // Bucket timings synchronize with the step's last bucket: sample them only at progress lines.
-  const bool sample_buckets = dist.reducer && (step % options_.log_every == 0 || !engine.is_cuda());
-  if (sample_buckets) {
+  if (samples_buckets(step, engine.is_cuda())) {
     for (const BucketTiming& b : dist.reducer->bucket_timings()) {
       BucketRecord r;
       r.index = static_cast<int>(b.bucket);
@@ -99,6 +98,8 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
       r.end_ms = b.end_ms;
       record.buckets.push_back(r);
     }
+  }
+  if (!record.buckets.empty()) {
     p.comm_ms = comm_window_ms(record.buckets);
   } else {
     p.comm_ms = p.exposed_comm_ms;

@@ -122,7 +122,8 @@ TrainSummary run_training(const TrainOptions& options) {
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
-  StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0);
+  StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
+                    /*timed_variants=*/dist.reducer != nullptr);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
@@ -194,9 +195,13 @@ TrainSummary run_training(const TrainOptions& options) {
       return batch;
     };
     double comm_wait_ms = 0;
+    // Bucket ready times cost the compute stream a node per bucket: recorded only where they are read.
+    const bool sample_buckets = recorder.samples_buckets(step, engine->is_cuda());
     if (graphs.enabled && step >= graphs.first_step) {
       const HostBatch& batch = acquire_batch();
-      graphs.run(step, [&] {
+      const GraphVariant variant = graphs.variant_for(step, sample_buckets);
+      if (dist.reducer) dist.reducer->set_ready_timing(variant == GraphVariant::timed);
+      graphs.run(step, variant, [&] {
         engine->zero_grads();
         step_calls(true);
         if (dist.reducer) dist.reducer_finish();
@@ -207,6 +212,7 @@ TrainSummary run_training(const TrainOptions& options) {
       engine->batch_consumed(batch);
       loader.release(batch);
     } else {
+      if (dist.reducer) dist.reducer->set_ready_timing(sample_buckets);
       engine->zero_grads();
       for (int64_t micro = 0; micro < micro_per_step; ++micro) {
         const HostBatch& batch = acquire_batch();
