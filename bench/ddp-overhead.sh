@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# DDP's cost at world 1 on one GPU, and the README job's input wait: ViT-L/32 bf16 batch 32, plain against --ddp
-# with each hook (data generated on the GPU, so input never counts), then the README's job (host synthetic data,
-# default loader threads). Prints each run's summary line. Usage (GPU machine, repo root, after a build):
+# DDP's cost at world 1 on one GPU, the optimizer overlapped with backward against after it, and the README job's
+# input wait: ViT-L/32 bf16 batch 32, plain against --ddp with each hook (data generated on the GPU, so input
+# never counts), then the README's job (host synthetic data, default loader threads). Prints each run's summary line. Usage (GPU machine, repo root, after a build):
 #   bash bench/ddp-overhead.sh        (OUT, DDPX, STEPS as in bench/gpu-run.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,8 @@ one() {  # name, data, flags...
   grep -E "^verdict" "$OUT/ovh_$name.log" | cut -c1-200 | sed 's/^/    /'
 }
 one plain synthetic-device
+one plain_optimizer_after synthetic-device --no-optimizer-overlap
+one ddp_optimizer_after synthetic-device --ddp --no-optimizer-overlap
 one ddp synthetic-device --ddp
 one ddp_b2000 synthetic-device --ddp --bucket-mb 2000
 one ddp_nograph synthetic-device --ddp --cuda-graph off

@@ -42,8 +42,10 @@ cudaEvent_t new_event(unsigned flags) {
 
 class CudaBucketLauncher : public BucketLauncher {
  public:
-  CudaBucketLauncher(CommHook& hook, Communicator& comm, size_t num_buckets, void* comm_stream)
-      : hook_(hook), comm_(comm), comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
+  CudaBucketLauncher(CommHook& hook, Communicator& comm, size_t num_buckets, void* comm_stream,
+                     AfterReduce after_reduce)
+      : hook_(hook), comm_(comm), after_reduce_(std::move(after_reduce)),
+        comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
     check(cudaGetDevice(&device_), "cudaGetDevice");
     if (!comm_stream_) {
       check(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -89,6 +91,7 @@ class CudaBucketLauncher : public BucketLauncher {
     record_timing(events.start, comm_stream_, "record start time");
     try {
       hook_.run(bucket, comm_, comm_stream_, step);
+      if (after_reduce_) after_reduce_(bucket.begin, bucket.end, comm_stream_);
     } catch (const std::exception& e) {
       fail("communication hook '{}' failed in bucket {} of step {}: {}", hook_.name(), bucket.index, step, e.what());
     }
@@ -163,6 +166,7 @@ class CudaBucketLauncher : public BucketLauncher {
 
   CommHook& hook_;
   Communicator& comm_;
+  AfterReduce after_reduce_;
   cudaStream_t comm_stream_ = nullptr;
   int device_ = 0;  // the device of the streams and events (the watchdog thread selects it before probing)
   bool owns_stream_ = false;
@@ -180,8 +184,8 @@ class CudaBucketLauncher : public BucketLauncher {
 }  // namespace
 
 std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
-                                                   void* comm_stream) {
-  return std::make_unique<CudaBucketLauncher>(hook, comm, num_buckets, comm_stream);
+                                                   void* comm_stream, AfterReduce after_reduce) {
+  return std::make_unique<CudaBucketLauncher>(hook, comm, num_buckets, comm_stream, std::move(after_reduce));
 }
 
 }  // namespace ddpx

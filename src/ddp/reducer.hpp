@@ -46,6 +46,7 @@ struct ReducerOptions {
   GradDevice device = GradDevice::cpu;
   void* comm_stream = nullptr;          // CUDA: the stream hooks run on; nullptr: the reducer creates one
   CommWatchdog* watchdog = nullptr;     // optional (--comm-timeout)
+  AfterReduce after_reduce;             // optional: runs on each bucket once reduced (bucket_launcher.hpp)
 };
 
 class Reducer {

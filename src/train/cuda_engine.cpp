@@ -55,6 +55,9 @@ class CudaEngine : public CudaStepEngine {
     baseline_used_ = total_bytes - free_bytes;
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+    DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&update_, cudaStreamNonBlocking));
+    DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&span_ready_, cudaEventDisableTiming));
+    DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&updates_done_, cudaEventDisableTiming));
     model_ = std::make_unique<VitCuda>(layout, options.batch, parse_precision(options.precision), compute_);
     const int64_t image_numel = layout.config().image_numel();
     for (int p = 0; p < 2; ++p) {
@@ -84,6 +87,9 @@ class CudaEngine : public CudaStepEngine {
     for (auto& set : graph_events_)
       for (auto& e : set) cudaEventDestroy(e);
     model_.reset();
+    cudaEventDestroy(span_ready_);
+    cudaEventDestroy(updates_done_);
+    cudaStreamDestroy(update_);
     cudaStreamDestroy(copy_);
     cudaStreamDestroy(compute_);
   }
@@ -179,18 +185,40 @@ class CudaEngine : public CudaStepEngine {
 
   void optimizer_step(int64_t step) override {
     record(kOptimizerStart);
-    if (options_.optimizer == "sgd") {
-      SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
-                  static_cast<float>(options_.weight_decay), options_.nesterov};
-      model_->sgd_step(p, step);
-    } else {
-      AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
-                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
-                    static_cast<float>(options_.weight_decay)};
-      model_->adamw_step(p, step);
-    }
+    update(step, 0, layout_.buffer_size(), compute_);
     record(kStepEnd);
     step_ = step;
+    if (!capturing_) ++ring_pos_;
+  }
+
+  void begin_span_updates(int64_t step) override {
+    span_step_ = step;
+    spans_forked_ = false;
+    // Optimizer state is allocated (and zeroed on the compute stream) on first use: before any span, so no span
+    // update can run ahead of that zeroing on another stream.
+    if (options_.optimizer == "sgd" && options_.momentum != 0) model_->momentum_buffer();
+    if (options_.optimizer == "adamw") model_->exp_avg(), model_->exp_avg_sq();
+  }
+  void optimizer_span(size_t begin, size_t end, void* stream) override {
+    cudaStream_t target = static_cast<cudaStream_t>(stream);
+    if (!target) {
+      DDPX_CUDA_CHECK(cudaEventRecord(span_ready_, compute_));
+      DDPX_CUDA_CHECK(cudaStreamWaitEvent(update_, span_ready_, 0));
+      target = update_;
+      spans_forked_ = true;
+    }
+    update(span_step_, begin, end, target);
+  }
+  void finish_span_updates() override {
+    record(kOptimizerStart);
+    // Only a stream this step forked from the compute stream may be joined (under capture, waiting on work the
+    // capture never saw is an error); the reducer's spans are joined by its own finish_step().
+    if (spans_forked_) {
+      DDPX_CUDA_CHECK(cudaEventRecord(updates_done_, update_));
+      DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, updates_done_, 0));
+    }
+    record(kStepEnd);
+    step_ = span_step_;
     if (!capturing_) ++ring_pos_;
   }
 
@@ -306,6 +334,19 @@ class CudaEngine : public CudaStepEngine {
   }
 
  private:
+  void update(int64_t step, size_t begin, size_t end, cudaStream_t stream) {
+    if (options_.optimizer == "sgd") {
+      SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
+                  static_cast<float>(options_.weight_decay), options_.nesterov};
+      model_->sgd_span(p, step, begin, end, stream);
+    } else {
+      AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
+                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
+                    static_cast<float>(options_.weight_decay)};
+      model_->adamw_span(p, step, begin, end, stream);
+    }
+  }
+
   void record(PhaseEvent which) {
     if (capturing_) {
       // Event nodes in the graph: every replay re-records them, so graph steps are timed like eager ones.
@@ -321,6 +362,10 @@ class CudaEngine : public CudaStepEngine {
   int rank_;  // global rank: seeds --data synthetic-device per rank
   std::string device_name_;
   cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  cudaStream_t update_ = nullptr;  // span updates of the optimizer without a reducer (overlapping backward)
+  cudaEvent_t span_ready_ = nullptr, updates_done_ = nullptr;
+  int64_t span_step_ = 0;
+  bool spans_forked_ = false;
   std::unique_ptr<VitCuda> model_;
   std::array<DeviceBuffer<float>, 2> images_;
   std::array<DeviceBuffer<int32_t>, 2> labels_;

@@ -111,6 +111,11 @@ void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamL
   reducer_options.overlap = !options.no_overlap;
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
   reducer_options.watchdog = dist.watchdog.get();
+  // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each bucket is updated once reduced.
+  if (!options.no_optimizer_overlap)
+    reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream) {
+      engine.optimizer_span(begin, end, stream);
+    };
   dist.overlap = reducer_options.overlap;
   dist.reducer = std::make_shared<Reducer>(comm, engine.grad_buffer(), layout.buffer_size(), tensors, std::move(plan),
                                            std::move(hook), reducer_options);

@@ -81,8 +81,10 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(data != "synthetic-device" || device == "cuda", "--data synthetic-device needs --device cuda");
   DDPX_REQUIRE(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
                "--cuda-graph '{}' is not known; choose auto, on or off", cuda_graph);
-  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi",
-               "--backend '{}' is not known; choose auto, nccl or mpi", backend);
+  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi" || backend == "self",
+               "--backend '{}' is not known; choose auto, nccl, mpi or self", backend);
+  DDPX_REQUIRE(!(device == "cuda" && backend == "self"),
+               "--backend self (one process, the reducer without communication) runs on --device cpu only");
   DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"), "--backend nccl needs --device cuda (CPU training uses mpi)");
 }
 

@@ -25,6 +25,7 @@ struct TrainOptions {
   std::string optimizer = "sgd";
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool nesterov = false;
+  bool no_optimizer_overlap = false;  // optimizer after backward instead of span by span during it
   // weights and checkpoints
   std::string load, save, checkpoint_dir, resume;
   int64_t checkpoint_every = 0;

@@ -129,6 +129,16 @@ TrainSummary run_training(const TrainOptions& options) {
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   const char* phase_name = "forward";
   if (graphs.enabled) log(fmt::format("CUDA graph: the whole step is captured at step {} and replayed after", graphs.first_step));
+  // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
+  // attach_reducer().
+  const bool overlap_optimizer = !options.no_optimizer_overlap;
+  auto finish_optimizer = [&](int64_t step) {
+    if (overlap_optimizer) {
+      engine->finish_span_updates();
+    } else {
+      engine->optimizer_step(step);
+    }
+  };
   TrainSummary summary;
   summary.world_size = dist.world;
   const auto run_start = Clock::now();
@@ -167,7 +177,11 @@ TrainSummary run_training(const TrainOptions& options) {
     double data_wait_ms = 0;
     // The calls of one step after its batch is staged; captured once into a CUDA graph where that is exact.
     // NVTX ranges carry the seed's names ("forward", then "backward" from the first final gradient span on).
+    // With the optimizer overlapped, a synchronized micro-batch updates each span once it is final (no reducer)
+    // or reduced (the reducer's AfterReduce); see Note [Optimizer overlapped with backward].
     auto step_calls = [&](bool sync) {
+      const bool span_updates = overlap_optimizer && sync;
+      if (span_updates) engine->begin_span_updates(step);
       if (dist.reducer) dist.reducer_begin(sync, engine->compute_stream());
       std::optional<NvtxRange> phase_range(std::in_place, "forward");
       // Spans are marked in accumulation micro-batches too: the reducer checks them and communicates nothing.
@@ -178,7 +192,11 @@ TrainSummary run_training(const TrainOptions& options) {
           phase_name = "backward";
           phase_range.emplace("backward");
         }
-        if (reduce) dist.reducer_mark_ready(begin, end);
+        if (reduce) {
+          dist.reducer_mark_ready(begin, end);
+        } else if (span_updates) {
+          engine->optimizer_span(begin, end, nullptr);
+        }
       });
       phase_range.reset();
       phase_name = "forward";
@@ -205,7 +223,7 @@ TrainSummary run_training(const TrainOptions& options) {
         engine->zero_grads();
         step_calls(true);
         if (dist.reducer) dist.reducer_finish();
-        engine->optimizer_step(step);
+        finish_optimizer(step);
       }, dist.reducer ? std::function<void()>([&] { dist.reducer->before_replay(); }) : std::function<void()>(),
          dist.reducer ? std::function<void(void*)>([&](void* stream) { dist.reducer->after_replay(stream); })
                       : std::function<void(void*)>());
@@ -227,7 +245,7 @@ TrainSummary run_training(const TrainOptions& options) {
       if (dist.reducer) dist.reducer_finish();
       comm_wait_ms = seconds_since(comm_wait_start) * 1e3;
       NvtxRange optimizer_range("optimizer step");
-      engine->optimizer_step(step);
+      finish_optimizer(step);
     }
     profile_window.on_step_end(step);
     recorder.end_step(step, data_wait_ms, comm_wait_ms, seconds_since(step_start) * 1e3, *engine, dist);

@@ -124,6 +124,45 @@ TEST(CudaTraining, DdpWithOneRankEqualsPlainTraining) {
   EXPECT_EQ(max_abs_diff(weights(plain.save), weights(ddp.save)), 0.0);
 }
 
+// Note [Optimizer overlapped with backward] (train/step_engine.hpp): span updates on the engine's update stream (no
+// DDP) or on the communication stream after each bucket (DDP, world 1) run the same element-wise kernels as the
+// update after backward, so the weights are bit-identical: eager and graph-replayed, SGD with momentum, Nesterov
+// and weight decay, AdamW, bf16 (whose bf16 weight copy the spans update too), and with accumulation.
+TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
+  DDPX_REQUIRE_GPU();
+  struct Case {
+    const char* name;
+    const char* optimizer;
+    const char* precision;
+    const char* graph;
+    bool ddp;
+    int64_t accum;
+  };
+  const Case cases[] = {{"sgd graph", "sgd", "fp32", "on", false, 1},  {"sgd eager", "sgd", "fp32", "off", false, 1},
+                        {"sgd bf16 graph", "sgd", "bf16", "on", false, 1}, {"sgd ddp graph", "sgd", "bf16", "on", true, 1},
+                        {"sgd ddp accum", "sgd", "fp32", "off", true, 2}, {"adamw", "adamw", "bf16", "off", false, 1},
+                        {"adamw ddp", "adamw", "fp32", "off", true, 1}};
+  for (const Case& c : cases) {
+    TrainOptions overlapped = gpu_run(), after = gpu_run();
+    for (TrainOptions* o : {&overlapped, &after}) {
+      o->optimizer = c.optimizer;
+      o->precision = c.precision;
+      o->cuda_graph = c.graph;
+      o->ddp = c.ddp;
+      o->grad_accum = c.accum;
+      o->bucket_mb = o->first_bucket_mb = 0.02;  // several buckets
+      if (std::string(c.optimizer) == "sgd") o->nesterov = true, o->weight_decay = 1e-4;
+      if (std::string(c.optimizer) == "adamw") o->lr = 1e-3, o->momentum = 0, o->weight_decay = 0.01;
+    }
+    after.no_optimizer_overlap = true;
+    overlapped.save = scratch(std::string("overlapped.safetensors")).string();
+    after.save = scratch(std::string("after.safetensors")).string();
+    run_training(overlapped);
+    run_training(after);
+    EXPECT_EQ(max_abs_diff(weights(overlapped.save), weights(after.save)), 0.0) << c.name;
+  }
+}
+
 // With a reducer, graph runs replay a second, timed graph per input parity at progress lines (bucket ready times
 // are a node per bucket on the compute stream: see Note [Bucket ready times cost a graph node]). Both graphs
 // compute the same step, so the weights equal eager DDP's; only the progress-line steps carry bucket timings.
