@@ -17,8 +17,8 @@ one() {  # name, data, flags...
   grep -E "^verdict" "$OUT/ovh_$name.log" | cut -c1-200 | sed 's/^/    /'
 }
 one plain synthetic-device
-one plain_optimizer_after synthetic-device --no-optimizer-overlap
-one ddp_optimizer_after synthetic-device --ddp --no-optimizer-overlap
+one plain_optimizer_overlap synthetic-device --optimizer-overlap on
+one ddp_optimizer_after synthetic-device --ddp --optimizer-overlap off
 one ddp synthetic-device --ddp
 one ddp_b2000 synthetic-device --ddp --bucket-mb 2000
 one ddp_nograph synthetic-device --ddp --cuda-graph off

@@ -66,11 +66,12 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--momentum", o->momentum, "SGD momentum (0: the seed's plain SGD)")->group(opt);
   cmd->add_flag("--nesterov", o->nesterov, "SGD Nesterov momentum")->group(opt);
   cmd->add_option("--weight-decay", o->weight_decay, "SGD L2 / AdamW decoupled weight decay")->group(opt);
-  cmd->add_flag("--no-optimizer-overlap", o->no_optimizer_overlap,
-                "update all parameters after the backward pass instead of each block as soon as its gradients are "
-                "final (no DDP) or reduced (DDP). The overlapped update gives the same weights bit for bit and "
-                "takes the ~1 ms SGD/AdamW pass of ViT-L/32 off the step's critical path; turn it off to measure "
-                "the optimizer as a phase of its own")
+  cmd->add_option("--optimizer-overlap", o->optimizer_overlap,
+                  "auto | on | off: update each block's parameters as soon as its gradients are final (no DDP) or "
+                  "reduced (DDP), during the backward pass, instead of all of them after it. Same weights bit for "
+                  "bit. With DDP it hides the update behind communication (ViT-L/32 bf16 on one H200: 99.2 instead "
+                  "of 97.8 steps/s); without DDP it gained nothing in CUDA graphs and cost eager steps 8%, so auto "
+                  "(the default) overlaps only with DDP; off shows the optimizer as a phase of its own")
       ->group(opt);
   cmd->add_option("--beta1", o->beta1, "AdamW beta1")->group(opt);
   cmd->add_option("--beta2", o->beta2, "AdamW beta2")->group(opt);

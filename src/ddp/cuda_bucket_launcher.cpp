@@ -85,8 +85,9 @@ class CudaBucketLauncher : public BucketLauncher {
 
   void launch(BucketView& bucket, int64_t step) override {
     BucketEvents& events = buckets_[bucket.index];
-    check(cudaEventRecord(events.ready_dependency, compute_stream_), "record bucket ready");
+    // The ready time first: in a graph the communication branch then depends on its node, so ready <= start.
     if (ready_timing_) record_timing(events.ready, compute_stream_, "record ready time");
+    check(cudaEventRecord(events.ready_dependency, compute_stream_), "record bucket ready");
     check(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0), "comm stream wait");
     record_timing(events.start, comm_stream_, "record start time");
     try {

@@ -102,8 +102,12 @@ class CudaEngine : public CudaStepEngine {
   void* compute_stream() override { return compute_; }
   std::string device_name() const override { return device_name_; }  // StepEngine
 
+  // Uploads go through the compute stream (then a sync): a plain cudaMemcpy from pageable memory may return before
+  // its DMA is done, and the legacy stream it uses is not ordered with our non-blocking streams, so a kernel
+  // (the bf16 cast, an update on another stream) could read the buffer early.
   void upload_params(const float* host) override {
-    DDPX_CUDA_CHECK(cudaMemcpy(model_->params(), host, layout_.buffer_size() * 4, cudaMemcpyHostToDevice));
+    DDPX_CUDA_CHECK(
+        cudaMemcpyAsync(model_->params(), host, layout_.buffer_size() * 4, cudaMemcpyHostToDevice, compute_));
     model_->sync_low_precision_weights();
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
   }
@@ -128,12 +132,13 @@ class CudaEngine : public CudaStepEngine {
       bool found = false;
       for (const auto& [dname, ptr] : device_state)
         if (dname == name) {
-          DDPX_CUDA_CHECK(cudaMemcpy(ptr, values.data(), values.size() * 4, cudaMemcpyHostToDevice));
+          DDPX_CUDA_CHECK(cudaMemcpyAsync(ptr, values.data(), values.size() * 4, cudaMemcpyHostToDevice, compute_));
           found = true;
         }
       DDPX_REQUIRE(found, "checkpoint optimizer state '{}' has no place in the CUDA {} optimizer", name,
                    options_.optimizer);
     }
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     step_ = state.step;
   }
   void* allocate_host_batch(size_t bytes) override {

@@ -112,7 +112,7 @@ void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamL
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
   reducer_options.watchdog = dist.watchdog.get();
   // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each bucket is updated once reduced.
-  if (!options.no_optimizer_overlap)
+  if (optimizer_overlaps(options, /*with_reducer=*/true))
     reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream) {
       engine.optimizer_span(begin, end, stream);
     };

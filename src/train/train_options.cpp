@@ -79,6 +79,8 @@ void TrainOptions::validate() const {
                "--images/--labels",
                data);
   DDPX_REQUIRE(data != "synthetic-device" || device == "cuda", "--data synthetic-device needs --device cuda");
+  DDPX_REQUIRE(optimizer_overlap == "auto" || optimizer_overlap == "on" || optimizer_overlap == "off",
+               "--optimizer-overlap '{}' is not known; choose auto, on or off", optimizer_overlap);
   DDPX_REQUIRE(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
                "--cuda-graph '{}' is not known; choose auto, on or off", cuda_graph);
   DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi" || backend == "self",
@@ -86,6 +88,10 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(!(device == "cuda" && backend == "self"),
                "--backend self (one process, the reducer without communication) runs on --device cpu only");
   DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"), "--backend nccl needs --device cuda (CPU training uses mpi)");
+}
+
+bool optimizer_overlaps(const TrainOptions& options, bool with_reducer) {
+  return options.optimizer_overlap == "on" || (options.optimizer_overlap == "auto" && with_reducer);
 }
 
 }  // namespace ddpx

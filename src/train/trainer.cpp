@@ -131,7 +131,7 @@ TrainSummary run_training(const TrainOptions& options) {
   if (graphs.enabled) log(fmt::format("CUDA graph: the whole step is captured at step {} and replayed after", graphs.first_step));
   // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
   // attach_reducer().
-  const bool overlap_optimizer = !options.no_optimizer_overlap;
+  const bool overlap_optimizer = optimizer_overlaps(options, dist.reducer != nullptr);
   auto finish_optimizer = [&](int64_t step) {
     if (overlap_optimizer) {
       engine->finish_span_updates();

@@ -129,7 +129,8 @@ TEST_P(OptimizerOverlapTest, OverlappedUpdatesEqualTheUpdateAfterBackwardBitForB
     o->bucket_mb = 0.02;  // vit_tiny_test (0.08 MB) in about four buckets
     o->first_bucket_mb = 0.02;
   }
-  after.no_optimizer_overlap = true;
+  overlapped.optimizer_overlap = "on";
+  after.optimizer_overlap = "off";
   overlapped.save = (dir / "overlapped.safetensors").string();
   after.save = (dir / "after.safetensors").string();
   run_training(overlapped);

@@ -154,7 +154,8 @@ TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
       if (std::string(c.optimizer) == "sgd") o->nesterov = true, o->weight_decay = 1e-4;
       if (std::string(c.optimizer) == "adamw") o->lr = 1e-3, o->momentum = 0, o->weight_decay = 0.01;
     }
-    after.no_optimizer_overlap = true;
+    overlapped.optimizer_overlap = "on";
+    after.optimizer_overlap = "off";
     overlapped.save = scratch(std::string("overlapped.safetensors")).string();
     after.save = scratch(std::string("after.safetensors")).string();
     run_training(overlapped);
