@@ -27,6 +27,7 @@ struct HeartbeatRecord {
   std::atomic<uint64_t> version;
   std::atomic<uint64_t> entered;
   std::atomic<uint64_t> completed;
+  std::atomic<uint64_t> timed_out;  // 1 once this rank's own watchdog fired
   char label[kLabelBytes];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "heartbeat records need lock-free 64-bit atomics");
@@ -59,6 +60,7 @@ struct PeerView {
   int64_t pid = 0;
   uint64_t entered = 0;
   uint64_t completed = 0;
+  uint64_t timed_out = 0;
   std::string label;
 };
 
@@ -81,6 +83,7 @@ PeerView read_record(const std::filesystem::path& path) {
     std::memcpy(&view.pid, bytes + offsetof(HeartbeatRecord, pid), sizeof view.pid);
     std::memcpy(&view.entered, bytes + offsetof(HeartbeatRecord, entered), sizeof view.entered);
     std::memcpy(&view.completed, bytes + offsetof(HeartbeatRecord, completed), sizeof view.completed);
+    std::memcpy(&view.timed_out, bytes + offsetof(HeartbeatRecord, timed_out), sizeof view.timed_out);
     const char* label = reinterpret_cast<const char*>(bytes + offsetof(HeartbeatRecord, label));
     view.label.assign(label, strnlen(label, kLabelBytes));
     break;
@@ -164,6 +167,10 @@ void HeartbeatBoard::complete() {
   if (record_) record_->completed.store(record_->entered.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
+void HeartbeatBoard::mark_timed_out() {
+  if (record_) record_->timed_out.store(1, std::memory_order_release);
+}
+
 uint64_t HeartbeatBoard::entered() const { return record_ ? record_->entered.load(std::memory_order_acquire) : 0; }
 
 std::string HeartbeatBoard::describe_peers() const {
@@ -180,6 +187,7 @@ std::string HeartbeatBoard::describe_peers() const {
       unseen.push_back(r);
       continue;
     }
+    if (peer.timed_out) continue;  // it gave up waiting, like us (and may have exited since): not a culprit
     const char state = process_state(peer.pid);
     const std::string where = collective_name(peer.entered, peer.label);
     if (state == '\0' || state == 'Z' || state == 'X')

@@ -16,7 +16,8 @@
 //  - Every rank removes its record when the board is destroyed, and the folder when it is then empty.
 //  - Culprits are ranks whose process exited, is stopped, or runs outside any collective with a lower count than
 //    the firing rank's; ranks blocked in an earlier collective are named as waiting only when no culprit is
-//    visible. Ranks compare counts: every rank enters the same collectives in the same order (the communicator's
+//    visible; ranks whose own watchdog fired are never named (they waited too, and may have exited since).
+//    Ranks compare counts: every rank enters the same collectives in the same order (the communicator's
 //    contract), so a rank whose count is below the firing rank's has not reached the collective. On a CUDA
 //    backend the host runs a few steps ahead of the GPU: a difference of one or two steps is not conclusive there.
 //  - Thread-safety: enter()/complete() from one thread at a time (the watchdog calls them under its lock);
@@ -46,6 +47,7 @@ class HeartbeatBoard {
   bool enabled() const { return record_ != nullptr; }
   void enter(std::string_view what);  // a collective starts (numbered from 1)
   void complete();                    // the collective entered last has completed
+  void mark_timed_out();              // this rank's watchdog fired: peers then do not blame this rank
   uint64_t entered() const;
 
   // "rank 2 did not reach it: its process 4242 is stopped (state T), last in collective #5 (the start-up

@@ -121,6 +121,7 @@ void CommWatchdog::watch() {
     if (std::chrono::steady_clock::now() - armed_at_ < timeout_) continue;
     fired_ = true;
     armed_ = false;
+    if (board_) board_->mark_timed_out();
     const std::string peers = board_ ? board_->describe_peers() : "";
     const std::string cause = peers.empty() ? " (a peer rank probably died or stalled)"
                                             : fmt::format(" (collective #{}): {}", board_->entered(), peers);
