@@ -1,7 +1,15 @@
 // MpiSession: MPI initialization with thread support and single finalization.
 #include "dist/mpi_session.hpp"
 
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
 
 #include <mpi.h>
 
@@ -52,7 +60,32 @@ MpiSession::MpiSession() : exceptions_at_start_(std::uncaught_exceptions()) {
 
 MpiSession::~MpiSession() {
   if (std::uncaught_exceptions() > exceptions_at_start_) return;  // unwinding on an error: see the header
-  if (owns_ && initialized()) MPI_Finalize();
+  if (!owns_ || !initialized()) return;
+  if (finalize_timeout_.count() <= 0) {
+    MPI_Finalize();
+    return;
+  }
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  const int rank = world_rank();
+  std::thread bound([&] {
+    std::unique_lock lock(mutex);
+    if (finished.wait_for(lock, finalize_timeout_, [&] { return done; })) return;
+    const std::string line = fmt::format("ddpx: error: rank {}: MPI_Finalize did not return within {:g} s "
+                                         "(--comm-timeout): a peer rank stopped or hangs at the end of the run\n",
+                                         rank, finalize_timeout_.count() / 1000.0);
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+    std::_Exit(3);
+  });
+  MPI_Finalize();
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  finished.notify_all();
+  bound.join();
 }
 
 }  // namespace ddpx

@@ -99,7 +99,10 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
       DDPX_CUDA_CHECK(cudaSetDevice(world.local_rank));
     }
 #endif
-    if (backend == "mpi") dist.mpi_session = std::make_shared<MpiSession>();
+    if (backend == "mpi") {
+      dist.mpi_session = std::make_shared<MpiSession>();
+      dist.mpi_session->set_finalize_timeout(timeout);
+    }
     dist.communicator = make_communicator(backend, world, timeout);
   });
   dist.watchdog->attach(*dist.communicator);
