@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -161,6 +162,13 @@ void HeartbeatBoard::enter(std::string_view what) {
   record_->label[n] = '\0';
   record_->entered.fetch_add(1, std::memory_order_relaxed);
   record_->version.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void HeartbeatBoard::enter_step(int64_t step) {
+  if (!record_) return;
+  char label[32];
+  const int n = std::snprintf(label, sizeof label, "step %lld", static_cast<long long>(step));
+  enter(std::string_view(label, n > 0 ? static_cast<size_t>(n) : 0));
 }
 
 void HeartbeatBoard::complete() {

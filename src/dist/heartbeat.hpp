@@ -46,6 +46,7 @@ class HeartbeatBoard {
 
   bool enabled() const { return record_ != nullptr; }
   void enter(std::string_view what);  // a collective starts (numbered from 1)
+  void enter_step(int64_t step);      // enter("step <step>") without a heap allocation (the reducer's per-bucket path)
   void complete();                    // the collective entered last has completed
   void mark_timed_out();              // this rank's watchdog fired: peers then do not blame this rank
   uint64_t entered() const;

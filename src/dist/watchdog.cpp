@@ -42,7 +42,8 @@ void CommWatchdog::start_watching(std::string what, std::function<CommProgress()
   what_ = std::move(what);
   armed_at_ = std::chrono::steady_clock::now();
   probe_ = std::move(probe);
-  if (board_) board_->enter(step_ >= 0 ? fmt::format("step {}", step_) : what_);
+  if (board_ && step_ >= 0) board_->enter_step(step_);
+  if (board_ && step_ < 0) board_->enter(what_);
 }
 
 void CommWatchdog::stop_watching() {

@@ -48,6 +48,16 @@ fail_case() {
   failures=$((failures + 1))
 }
 
+processes_of_run() {  # the pids whose command line names this run's checkpoint folder (no procps needed)
+  local cmdline pids=""
+  for cmdline in /proc/[0-9]*/cmdline; do
+    local text
+    text=$( { tr '\0' ' ' <"$cmdline"; } 2>/dev/null) || continue
+    [[ "$text" == *"--checkpoint-dir $1/ck "* ]] && pids="$pids ${cmdline//[^0-9]/}"
+  done
+  echo $pids
+}
+
 run_case() {  # run_case LAUNCHER KIND
   local launcher=$1 kind=$2 label="$phase $2 rank $culprit under $1"
   local dir="$root/$launcher-$kind"
@@ -85,7 +95,7 @@ run_case() {  # run_case LAUNCHER KIND
   # No process of this run may outlive it (a stopped rank included): wait up to 10 s, then kill and fail.
   local left=""
   for _ in $(seq 1 20); do
-    left=$(pgrep -f -- "--checkpoint-dir $dir/ck" || true)
+    left=$(processes_of_run "$dir")
     [ -z "$left" ] && break
     sleep 0.5
   done
