@@ -11,7 +11,8 @@
 //    never inside a step's kernels; per-step points compare an integer (test_fault_step).
 // Phases used: start (before the communicator), agreement, broadcast, step-K (the K-th synchronized step this
 // process begins; steps replayed from a CUDA graph do not count),
-// write-<file name> (after the bytes of an atomic file replacement are written, before it is renamed in place).
+// write-<file name> (after the bytes of an atomic file replacement are written, before it is renamed in place),
+// finalize (before MPI_Finalize).
 #pragma once
 #include <signal.h>
 #include <unistd.h>

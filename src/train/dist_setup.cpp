@@ -101,7 +101,7 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
 #endif
     if (backend == "mpi") {
       dist.mpi_session = std::make_shared<MpiSession>();
-      dist.mpi_session->set_finalize_timeout(timeout);
+      dist.mpi_session->set_finalize_timeout(timeout, dist.heartbeat.get());
     }
     dist.communicator = make_communicator(backend, world, timeout);
   });

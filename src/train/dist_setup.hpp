@@ -20,10 +20,11 @@ class MpiSession;
 class HeartbeatBoard;
 
 struct DistContext {
-  std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (declared first: destroyed last)
-  int rank = 0, world = 1, local_rank = 0, local_world = 1;  // local_world: ranks on this node
   // This rank's record of the collectives it entered, read by the peers' watchdogs to name a stalled rank.
+  // Declared first: it outlives MPI_Finalize, which is a collective on it too.
   std::shared_ptr<HeartbeatBoard> heartbeat;
+  std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (destroyed after the rest)
+  int rank = 0, world = 1, local_rank = 0, local_world = 1;  // local_world: ranks on this node
   std::shared_ptr<Communicator> communicator;  // null: single process without DDP
   // Bounds every collective (--comm-timeout), from communicator creation on; set whenever communicator is.
   // Declared after the communicator (it aborts it) and before the reducer so that it outlives it: a reducer torn

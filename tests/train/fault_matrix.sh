@@ -11,6 +11,7 @@
 #   mid-run     before step 3's forward pass                rank 1
 #   checkpoint  in the second checkpoint's write (step 4), after its bytes, before its rename   rank 0
 #   final-save  in the --save write, after its bytes, before its rename                         rank 0
+#   finalize    after the last collective, before MPI_Finalize (which waits for every rank)     rank 1
 # Kinds: kill (SIGKILL), stop (SIGSTOP), slow (sleeps 30 s, ten times the timeout).
 # Every case must: end on its own (each run is bounded by `timeout 60`; reaching it is a hang and fails), exit
 # non-zero, name the culprit rank in its output (mpirun's report of the signal for kill; the watchdog's heartbeat
@@ -28,6 +29,7 @@ case "$phase" in
   mid-run) point=step-3; culprit=1 ;;
   checkpoint) point=write-checkpoint.safetensors@2; culprit=0 ;;
   final-save) point=write-w.safetensors; culprit=0 ;;
+  finalize) point=finalize; culprit=1 ;;
   *) echo "fault_matrix: unknown phase '$phase'"; exit 2 ;;
 esac
 
@@ -87,9 +89,10 @@ run_case() {  # run_case LAUNCHER KIND
     slow) named="rank $culprit has not reached it: process [0-9]+ is busy outside any collective" ;;
   esac
   grep -Eq "$named" "$dir/output.txt" || fail_case "$label" "the output does not name the culprit ('$named')"
+  local report="communication timed out after 3 s"
+  [ "$phase" = finalize ] && report="MPI_Finalize did not return within 3 s"
   if [ "$kind" != kill ]; then
-    grep -q "communication timed out after 3 s" "$dir/output.txt" ||
-      fail_case "$label" "no watchdog report in the output"
+    grep -q "$report" "$dir/output.txt" || fail_case "$label" "no watchdog report ('$report') in the output"
   fi
 
   # No process of this run may outlive it (a stopped rank included): wait up to 10 s, then kill and fail.
