@@ -8,16 +8,16 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/test_fault.hpp"
 #include "ddp/bucket_plan.hpp"
 #include "ddp/comm_hook.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/communicator.hpp"
-#include "dist/mpi_session.hpp"
 #include "dist/heartbeat.hpp"
+#include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
-#include "core/test_fault.hpp"
 #include "train/gather_strings.hpp"
 #include "train/startup_settings.hpp"
 #include "train/step_engine.hpp"
