@@ -14,7 +14,7 @@ namespace ddpx {
 
 CommWatchdog::CommWatchdog(Communicator& comm, std::chrono::milliseconds timeout, HeartbeatBoard* board)
     : CommWatchdog(comm.rank(), timeout, board) {
-  comm_ = &comm;
+  attach(comm);  // under the lock: the thread is already running
 }
 
 CommWatchdog::CommWatchdog(int rank, std::chrono::milliseconds timeout, HeartbeatBoard* board)
