@@ -105,7 +105,10 @@ Command add_train_command(CLI::App& app) {
       ->group(dp);
   cmd->add_option("--powersgd-start", o->powersgd_start, "plain all-reduce before this step (PowerSGD warm-up)")
       ->group(dp);
-  cmd->add_option("--comm-timeout", o->comm_timeout_s, "seconds before a stalled collective aborts the job")
+  cmd->add_option("--comm-timeout", o->comm_timeout_s,
+                  "seconds any rank may wait in one collective, from start-up (communicator creation, agreement, "
+                  "broadcast) to the end (report gather, MPI_Finalize), before the job is aborted naming the rank(s) "
+                  "that did not arrive")
       ->group(dp);
 
   auto* an = "Execution and analysis";

@@ -14,7 +14,6 @@
 #include "profile/step_breakdown.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
-#include "train/gather_strings.hpp"
 #include "train/step_engine.hpp"
 #include "train/trainer.hpp"
 
@@ -115,7 +114,7 @@ void RunRecorder::finish(const TrainSummary& summary, bool print) {
   if (dist_.communicator && dist_.world > 1) {
     nlohmann::json mine;
     to_json(mine, run_);
-    for (const std::string& text : gather_strings(*dist_.communicator, mine.dump())) {
+    for (const std::string& text : dist_.gather_strings(mine.dump())) {
       RankRun r;
       from_json(nlohmann::json::parse(text), r);
       report.ranks.push_back(std::move(r));

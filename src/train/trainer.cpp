@@ -83,7 +83,7 @@ TrainSummary run_training(const TrainOptions& options) {
 
   std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.local_rank, dist.rank, dist.local_world);
   StartState start = initial_state(layout, options);
-  if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.params.data());
+  if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.step, start.params.data());
   engine->upload_params(start.params.data());
   if (start.optimizer) engine->upload_optimizer_state(*start.optimizer);
   DDPX_REQUIRE(start.step < options.steps,
