@@ -11,6 +11,7 @@
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/bootstrap.hpp"
+#include "dist/bootstrap_exchange.hpp"
 #include "dist/communicator.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
@@ -57,6 +58,13 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
     DDPX_CUDA_CHECK(cudaSetDevice(world.local_rank));
   }
 #endif
+  // MPI cannot join processes that torchrun started (each would be an MPI world of its own): refuse before MPI
+  // starts, naming the launchers that work.
+  DDPX_REQUIRE(!(backend == "mpi" && world.world_size > 1 && started_by_torchrun()),
+               "rank {}: torchrun started this rank (world size {}), but --device cpu uses the MPI backend, whose "
+               "ranks mpirun or srun must start; use `mpirun -np {} ddpx train --device cpu ...` or `ddpx train "
+               "--device cpu --nproc-per-node {} ...`, or `--device cuda` (NCCL) under torchrun",
+               world.rank, world.world_size, world.world_size, world.world_size);
   if (backend == "mpi") dist.mpi_session = std::make_shared<MpiSession>();
   dist.communicator = make_communicator(backend, world);
   return dist;
