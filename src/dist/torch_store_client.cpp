@@ -105,8 +105,8 @@ size_t receive_some(int fd, void* data, size_t bytes, Clock::time_point deadline
   return done;
 }
 
-std::string seconds_text(std::chrono::milliseconds timeout) {
-  return fmt::format("{:.0f} s", std::chrono::duration<double>(timeout).count());
+std::string seconds_text(std::chrono::milliseconds duration) {
+  return fmt::format("{:.1f} s", std::chrono::duration<double>(duration).count());
 }
 
 }  // namespace
@@ -186,29 +186,35 @@ bool TorchStoreClient::server_answers_torch_2_handshake() {
   append_u32(hello, kValidateMagic);
   hello.push_back(kTorch2Ping);
   append_u32(hello, nonce);
-  send_all(hello, "the handshake");
+  std::string send_error;
+  if (!try_send_all(hello, send_error)) return false;  // closed already: what 1.13 would do; confirmed next
   uint32_t echoed = 0;
   bool timed_out = false;
+  const auto asked = Clock::now();
   const auto answer_deadline = std::min(deadline_, Clock::now() + kHandshakeAnswerLimit);
   const size_t got = receive_some(connection_.fd, &echoed, sizeof echoed, answer_deadline, timed_out);
   if (got == sizeof echoed && echoed == nonce) return true;
   if (got == 0 && !timed_out) return false;
   if (timed_out)
     fail("rank {}: the server at MASTER_ADDR:MASTER_PORT = {} neither answered PyTorch 2.x's store handshake "
-         "nor closed the connection like PyTorch 1.13's store within {} s: ddpx speaks the store protocols of "
+         "nor closed the connection like PyTorch 1.13's store within {}: ddpx speaks the store protocols of "
          "PyTorch 1.13 and 2.x (VALIDATE/PING); is MASTER_PORT torchrun's store?",
-         rank_, endpoint(), std::chrono::duration_cast<std::chrono::seconds>(kHandshakeAnswerLimit).count());
+         rank_, endpoint(),
+         seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - asked)));
   fail("rank {}: the server at MASTER_ADDR:MASTER_PORT = {} answered PyTorch 2.x's store ping with {} unexpected "
        "byte(s); is MASTER_PORT torchrun's store?",
        rank_, endpoint(), got);
 }
 
 void TorchStoreClient::confirm_torch_1_13() {
-  send_all({kTorch113GetNumKeys}, "the PyTorch 1.13 store check");
   int64_t keys = -1;
   bool timed_out = false;
-  const auto answer_deadline = std::min(deadline_, Clock::now() + kHandshakeAnswerLimit);
-  const size_t got = receive_some(connection_.fd, &keys, sizeof keys, answer_deadline, timed_out);
+  size_t got = 0;
+  std::string send_error;
+  if (try_send_all({kTorch113GetNumKeys}, send_error)) {
+    const auto answer_deadline = std::min(deadline_, Clock::now() + kHandshakeAnswerLimit);
+    got = receive_some(connection_.fd, &keys, sizeof keys, answer_deadline, timed_out);
+  }
   DDPX_REQUIRE(got == sizeof keys && keys >= 0,
                "rank {}: the server at MASTER_ADDR:MASTER_PORT = {} closed the connection on PyTorch 2.x's store "
                "handshake but does not answer like PyTorch 1.13's store either ({}): ddpx speaks the store "
@@ -216,19 +222,30 @@ void TorchStoreClient::confirm_torch_1_13() {
                rank_, endpoint(), timed_out ? "no answer" : "connection closed");
 }
 
-void TorchStoreClient::send_all(const std::vector<uint8_t>& bytes, const char* what) {
+bool TorchStoreClient::try_send_all(const std::vector<uint8_t>& bytes, std::string& error) {
   size_t done = 0;
   while (done < bytes.size()) {
     pollfd waiter{connection_.fd, POLLOUT, 0};
     int ready = ::poll(&waiter, 1, remaining_ms(deadline_));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) fail_io(what, "timed out sending");
-    if (ready < 0) fail_io(what, std::strerror(errno));
+    if (ready <= 0) {
+      error = ready == 0 ? "timed out sending" : std::strerror(errno);
+      return false;
+    }
     ssize_t sent = ::send(connection_.fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
     if (sent < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (sent <= 0) fail_io(what, sent < 0 ? std::strerror(errno) : "connection closed");
+    if (sent <= 0) {
+      error = sent < 0 ? std::strerror(errno) : "connection closed";
+      return false;
+    }
     done += static_cast<size_t>(sent);
   }
+  return true;
+}
+
+void TorchStoreClient::send_all(const std::vector<uint8_t>& bytes, const char* what) {
+  std::string error;
+  if (!try_send_all(bytes, error)) fail_io(what, error);
 }
 
 void TorchStoreClient::receive_exactly(void* data, size_t bytes, const char* what) {
@@ -349,14 +366,13 @@ std::vector<std::vector<uint8_t>> torch_store_allgather(const TorchStoreExchange
   try {
     values = client.wait_and_get(keys, "every rank's part of an all-gather");
   } catch (const Error&) {
-    // Name the ranks that are missing (a short extra deadline: one CHECK per rank, listing the first 16).
-    client.set_deadline(Clock::now() + std::chrono::seconds(5));
+    // Name the ranks that are missing: one CHECK per rank (the first 16 listed) on a fresh connection, since the
+    // deadline may have cut the last exchange in half, with a short deadline of its own.
+    TorchStoreClient prober(exchange.host, exchange.port, exchange.rank, Clock::now() + std::chrono::seconds(5));
     std::string missing;
     int listed = 0;
     for (int r = 0; r < exchange.world_size && listed < 16; ++r)
-      if (!client.check({keys[static_cast<size_t>(r)]})) {
-        missing += (listed++ ? ", " : "") + std::to_string(r);
-      }
+      if (!prober.check({keys[static_cast<size_t>(r)]})) missing += (listed++ ? ", " : "") + std::to_string(r);
     fail("rank {}: timed out after {} waiting in torchrun's store at MASTER_ADDR:MASTER_PORT = {} for rank(s) "
          "{} of {} (did they fail or not start? do all ranks have the same TORCHELASTIC_RUN_ID?)",
          exchange.rank, seconds_text(exchange.timeout), client.endpoint(), missing.empty() ? "?" : missing,

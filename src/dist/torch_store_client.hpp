@@ -12,7 +12,8 @@
 //  - Every failure is a ddpx::Error naming "torchrun's store at MASTER_ADDR:MASTER_PORT = host:port", the rank,
 //    and what to check. Values are limited to 1 MiB, keys to 4 KiB (the 2.x server's limits are 8 MiB and 8 KiB).
 //  - Writes only the keys the caller names; never deletes or changes others (the agent's own keys stay intact).
-//  - One client is one TCP connection; not thread-safe (use one per thread).
+//  - One client is one TCP connection; not thread-safe (use one per thread). After an error it must not be used
+//    again (a reply may still be in flight); make a new one.
 // The exchanges (keys under `key_prefix`, each value carrying the writer's world size, which readers check):
 //  - torch_store_broadcast: rank 0 sets its payload; the others wait for it and get it.
 //  - torch_store_allgather: every rank sets its own key; all wait for all and get them in rank order.
@@ -51,6 +52,7 @@ class TorchStoreClient {
   void connect_socket();
   bool server_answers_torch_2_handshake();
   void confirm_torch_1_13();
+  bool try_send_all(const std::vector<uint8_t>& bytes, std::string& error);
   void send_all(const std::vector<uint8_t>& bytes, const char* what);
   void receive_exactly(void* data, size_t bytes, const char* what);
   [[noreturn]] void fail_io(const char* what, const std::string& reason) const;

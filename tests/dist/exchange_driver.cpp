@@ -10,9 +10,12 @@
 //   exchange_driver: rank R gathered <hex0>,<hex1>,...  (all-gather routes only)
 // It also checks by itself that its own all-gather slot is what it contributed. Exit: 0 done, 1 a check failed,
 // 2 a ddpx::Error (printed). `exchange_driver free-port` prints a free loopback TCP port and exits.
+// Options: --timeout S (default 60) bounds each exchange; --absent-rank R makes rank R exit 0 at once, so the
+// others must time out naming it.
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,14 +54,25 @@ int main(int argc, char** argv) {
       std::printf("%d\n", find_free_port("127.0.0.1"));
       return 0;
     }
+    std::chrono::milliseconds timeout = std::chrono::seconds(60);
+    int absent_rank = -1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+      const std::string flag = argv[i];
+      if (flag == "--timeout") timeout = std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[i + 1]) * 1000));
+      else if (flag == "--absent-rank") absent_rank = std::atoi(argv[i + 1]);
+      else fail("exchange_driver: unknown option {}", flag);
+    }
     const WorldInfo world = detect_world();
     const ExchangeRoute route = exchange_route(world);
+    if (world.rank == absent_rank) {
+      std::printf("exchange_driver: rank %d of %d absent on purpose\n", world.rank, world.world_size);
+      return 0;
+    }
     std::printf("exchange_driver: rank %d of %d route=%s local=%d\n", world.rank, world.world_size,
                 std::string(route_name(route)).c_str(), world.local_rank);
     std::vector<uint8_t> payload = world.rank == 0 ? random_bytes(128) : std::vector<uint8_t>(128, 0xEE);
     if (world.rank == 0) std::printf("exchange_driver: rank 0 sent %s\n", hex(payload).c_str());
     std::fflush(stdout);
-    const auto timeout = std::chrono::seconds(60);
     std::vector<uint8_t> got = broadcast_from_rank0(world, "NCCL unique id", payload, timeout);
     std::printf("exchange_driver: rank %d got %s\n", world.rank, hex(got).c_str());
     std::fflush(stdout);

@@ -8,6 +8,8 @@
 #     (PROGRAM: exchange_driver. Checks: every rank of the world reported exactly once; every rank got rank 0's
 #     bytes; where the route offers the all-gather, every rank gathered the same list, equal to what each rank
 #     contributed, in rank order.)
+#   static-absent N   like static, but rank 1 exits at once: the others must fail within their 3 s timeout,
+#                     naming rank 1 and MASTER_ADDR:MASTER_PORT
 #   train-cpu N       `ddpx train --device cpu --model vit_tiny_test --steps 2` under --standalone (PROGRAM: ddpx);
 #                     must finish both steps
 #   train-cpu-refused N   the same with N >= 2 ranks: must fail at once with the message naming mpirun
@@ -97,6 +99,14 @@ case "$mode" in
     timeout -k 5 150 "$torchrun" "${common[@]}" --nnodes 1 --master_addr 127.0.0.1 --master_port "$port" \
       "$program" >"$work/node0.log" 2>&1 || fail "torchrun exited with status $?"
     check_exchange "$nproc" ;;
+  static-absent)
+    port=$("$program" free-port) || fail "no free port"
+    timeout -k 5 150 "$torchrun" "${common[@]}" --nnodes 1 --master_addr 127.0.0.1 --master_port "$port" \
+      "$program" --timeout 3 --absent-rank 1 >"$work/node0.log" 2>&1 && fail "torchrun succeeded without rank 1"
+    needle="timed out after 3.0 s waiting in torchrun's store at MASTER_ADDR:MASTER_PORT = 127.0.0.1:$port for rank(s) 1 of $nproc"
+    [[ $(grep -cF "$needle" "$work/node0.log") == $((nproc - 1)) ]] ||
+      fail "every rank but 1 must report: $needle"
+    echo "PASS: without rank 1, the other $((nproc - 1)) rank(s) stopped after their timeout, naming rank 1" ;;
   standalone)
     timeout -k 5 150 "$torchrun" "${common[@]}" --standalone "$program" >"$work/node0.log" 2>&1 ||
       fail "torchrun exited with status $?"
