@@ -1,6 +1,10 @@
 // Bootstrap exchange: route choice and the broadcast/all-gather over each route; see the header.
 #include "dist/bootstrap_exchange.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -44,6 +48,41 @@ TorchStoreExchange store_exchange(const WorldInfo& world, std::string_view tag, 
                world.rank, world.master_addr, world.master_port);
   return TorchStoreExchange{world.master_addr, world.master_port, world.rank, world.world_size,
                             torchrun_store_key_prefix(env, tag, next_sequence(tag)), timeout};
+}
+
+// Rank 0 of a job that spans nodes must not listen on a loopback address: the other nodes could never connect,
+// and would only say so at their timeout. (torchrun 1.13's c10d rendezvous names node 0 by its host name, which
+// Debian's /etc/hosts maps to 127.0.1.1.)
+void require_reachable_master_addr(const WorldInfo& world) {
+  if (world.rank != 0 || world.local_world_size >= world.world_size) return;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(world.master_addr.c_str(), nullptr, &hints, &found) != 0 || !found) return;  // said later
+  bool all_loopback = true;
+  std::string first;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = "?";
+    bool loopback = false;
+    if (a->ai_family == AF_INET) {
+      const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+      ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+    } else if (a->ai_family == AF_INET6) {
+      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+      ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+    }
+    if (first.empty()) first = text;
+    all_loopback = all_loopback && loopback;
+  }
+  ::freeaddrinfo(found);
+  DDPX_REQUIRE(!all_loopback,
+               "rank 0: MASTER_ADDR '{}' is {} on this host, a loopback address, but {} of the {} ranks run on other "
+               "nodes and cannot reach it there; make this host's name resolve to an address the other nodes reach "
+               "(for example in /etc/hosts), or name one in MASTER_ADDR (torchrun: --master_addr with --node_rank)",
+               world.master_addr, first, world.world_size - world.local_world_size, world.world_size);
 }
 
 #ifdef DDPX_HAVE_MPI
@@ -109,6 +148,7 @@ std::vector<uint8_t> broadcast_from_rank0(const WorldInfo& world, std::string_vi
                    "rank {}: {} ranks need MASTER_ADDR and MASTER_PORT (or MPI) to exchange the {} before the "
                    "backend starts; launch with `ddpx ... --nproc-per-node N`, torchrun or mpirun, or set both "
                    "variables", world.rank, world.world_size, tag);
+      require_reachable_master_addr(world);
       RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
                               timeout};
       return rendezvous_broadcast(config, payload);

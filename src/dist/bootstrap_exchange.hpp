@@ -8,7 +8,9 @@
 //    rank may listen there); otherwise ddpx's own TCP rendezvous, rank 0 listening on MASTER_ADDR:MASTER_PORT
 //    (ddpx's launcher; torchrun 1.13 with c10d rendezvous or --standalone, where MASTER_PORT is a port that the
 //    agent of the node with rank 0 found free). A worker of ddpx's own launcher (DDPX_WORKER=1) never takes the
-//    store route, even when it inherited torchrun's variables.
+//    store route, even when it inherited torchrun's variables. On ddpx's rendezvous, rank 0 of a job that spans
+//    nodes (LOCAL_WORLD_SIZE < WORLD_SIZE) refuses at once a MASTER_ADDR that is a loopback address on its host
+//    (the other nodes could not connect), naming the address and what to fix.
 //  - Keys in torchrun's store are "/ddpx/<TORCHELASTIC_RUN_ID>/attempt-<TORCHELASTIC_RESTART_COUNT>/<tag>/<n>",
 //    n counting this process's exchanges with that tag, so restarted workers and repeated exchanges never read
 //    stale values. All ranks must make the same exchanges in the same order (as collectives must).

@@ -91,6 +91,19 @@ TEST(BootstrapExchange, AllGatherOnlyWhereTheRouteOffersIt) {
   EXPECT_EQ(all[0], (std::vector<uint8_t>{1, 2}));
 }
 
+TEST(BootstrapExchange, RankZeroOfSeveralNodesRefusesALoopbackMasterAddr) {
+  // torchrun 1.13's c10d rendezvous on a host whose name maps to 127.0.1.1: the other node could never connect.
+  auto vars = torchrun_worker("False");
+  vars["RANK"] = "0";
+  vars["LOCAL_RANK"] = "0";
+  vars["WORLD_SIZE"] = "4";
+  vars["LOCAL_WORLD_SIZE"] = "2";
+  vars["MASTER_ADDR"] = "127.0.1.1";
+  EnvLookup env = fake_env(vars);
+  expect_error([&] { broadcast_from_rank0(detect_world(env), "test bytes", {7}, std::chrono::seconds(1), env); },
+               {"rank 0", "MASTER_ADDR '127.0.1.1' is 127.0.1.1", "loopback", "2 of the 4 ranks"});
+}
+
 // A loopback listener that treats each connection as `behaviour` says, on its own thread, until stopped.
 class WrongServer {
  public:
