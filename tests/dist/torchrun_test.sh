@@ -10,6 +10,8 @@
 #     contributed, in rank order.)
 #   static-absent N   like static, but rank 1 exits at once: the others must fail within their 3 s timeout,
 #                     naming rank 1 and MASTER_ADDR:MASTER_PORT
+#   static-restart N  like static with --max_restarts 1, rank 1 failing once after its exchanges: the second
+#                     attempt's exchange must pass on its own (its keys are apart from the first attempt's)
 #   train-cpu N       `ddpx train --device cpu --model vit_tiny_test --steps 2` under --standalone (PROGRAM: ddpx);
 #                     must finish both steps
 #   train-cpu-refused N   the same with N >= 2 ranks: must fail at once with the message naming mpirun
@@ -37,12 +39,15 @@ fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -n 40 "
 
 common=(--nproc_per_node "$nproc" --no_python -r 1 -t 1)
 
-# Lines "exchange_driver: ..." from all logs, torchrun's "[default0]:" prefixes removed.
-driver_lines() { cat "$work"/*.log | grep -o 'exchange_driver: .*' | sed 's/[[:space:]]*$//'; }
+# Lines "exchange_driver(ATTEMPT): ..." from all logs as "exchange_driver: ...", torchrun's "[default0]:" prefixes
+# removed.
+driver_lines() {
+  cat "$work"/*.log | grep -o "exchange_driver($1): .*" | sed "s/^exchange_driver($1)/exchange_driver/; s/[[:space:]]*$//"
+}
 
 check_exchange() {
-  local world=$1 lines sent r got route
-  lines=$(driver_lines)
+  local world=$1 attempt=${2:-0} lines sent r got route
+  lines=$(driver_lines "$attempt")
   for ((r = 0; r < world; r++)); do
     [[ $(grep -c "^exchange_driver: rank $r of $world route=" <<<"$lines") == 1 ]] ||
       fail "rank $r of $world did not report exactly once"
@@ -107,6 +112,16 @@ case "$mode" in
     [[ $(grep -cF "$needle" "$work/node0.log") == $((nproc - 1)) ]] ||
       fail "every rank but 1 must report: $needle"
     echo "PASS: without rank 1, the other $((nproc - 1)) rank(s) stopped after their timeout, naming rank 1" ;;
+  static-restart)
+    port=$("$program" free-port) || fail "no free port"
+    timeout -k 5 150 "$torchrun" "${common[@]}" --max_restarts 1 --nnodes 1 --master_addr 127.0.0.1 \
+      --master_port "$port" "$program" --fail-once-rank 1 >"$work/node0.log" 2>&1 ||
+      fail "torchrun exited with status $? (the restarted attempt should succeed)"
+    grep -q 'exchange_driver(0): rank 1 failing on purpose' "$work/node0.log" || fail "attempt 0 did not fail"
+    check_exchange "$nproc" 0
+    check_exchange "$nproc" 1
+    [[ $(driver_lines 0 | grep ' sent ') != $(driver_lines 1 | grep ' sent ') ]] || fail "both attempts sent the same"
+    echo "PASS: the restarted attempt exchanged afresh" ;;
   standalone)
     timeout -k 5 150 "$torchrun" "${common[@]}" --standalone "$program" >"$work/node0.log" 2>&1 ||
       fail "torchrun exited with status $?"
