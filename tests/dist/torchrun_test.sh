@@ -42,7 +42,8 @@ common=(--nproc_per_node "$nproc" --no_python -r 1 -t 1)
 # Lines "exchange_driver(ATTEMPT): ..." from all logs as "exchange_driver: ...", torchrun's "[default0]:" prefixes
 # removed.
 driver_lines() {
-  cat "$work"/*.log | grep -o "exchange_driver($1): .*" | sed "s/^exchange_driver($1)/exchange_driver/; s/[[:space:]]*$//"
+  cat "$work"/*.log | grep -o "exchange_driver($1): .*" |
+    sed "s/^exchange_driver($1)/exchange_driver/; s/[[:space:]]*$//"
 }
 
 check_exchange() {
@@ -108,7 +109,8 @@ case "$mode" in
     port=$("$program" free-port) || fail "no free port"
     timeout -k 5 150 "$torchrun" "${common[@]}" --nnodes 1 --master_addr 127.0.0.1 --master_port "$port" \
       "$program" --timeout 3 --absent-rank 1 >"$work/node0.log" 2>&1 && fail "torchrun succeeded without rank 1"
-    needle="timed out after 3.0 s waiting in torchrun's store at MASTER_ADDR:MASTER_PORT = 127.0.0.1:$port for rank(s) 1 of $nproc"
+    needle="timed out after 3.0 s waiting in torchrun's store at MASTER_ADDR:MASTER_PORT = 127.0.0.1:$port"
+    needle+=" for rank(s) 1 of $nproc"
     [[ $(grep -cF "$needle" "$work/node0.log") == $((nproc - 1)) ]] ||
       fail "every rank but 1 must report: $needle"
     echo "PASS: without rank 1, the other $((nproc - 1)) rank(s) stopped after their timeout, naming rank 1" ;;
