@@ -8,8 +8,8 @@
 #     (PROGRAM: exchange_driver. Checks: every rank of the world reported exactly once; every rank got rank 0's
 #     bytes; where the route offers the all-gather, every rank gathered the same list, equal to what each rank
 #     contributed, in rank order.)
-#   static-absent N   like static, but rank 1 exits at once: the others must fail within their 3 s timeout,
-#                     naming rank 1 and MASTER_ADDR:MASTER_PORT
+#   static-absent N   like static, but rank 1 exits at once: the job must fail after the others' 6 s timeout,
+#                     with an error naming rank 1 and MASTER_ADDR:MASTER_PORT
 #   static-restart N  like static with --max_restarts 1, rank 1 failing once after its exchanges: the second
 #                     attempt's exchange must pass on its own (its keys are apart from the first attempt's)
 #   train-cpu N       `ddpx train --device cpu --model vit_tiny_test --steps 2` under --standalone (PROGRAM: ddpx);
@@ -108,12 +108,12 @@ case "$mode" in
   static-absent)
     port=$("$program" free-port) || fail "no free port"
     timeout -k 5 150 "$torchrun" "${common[@]}" --nnodes 1 --master_addr 127.0.0.1 --master_port "$port" \
-      "$program" --timeout 3 --absent-rank 1 >"$work/node0.log" 2>&1 && fail "torchrun succeeded without rank 1"
-    needle="timed out after 3.0 s waiting in torchrun's store at MASTER_ADDR:MASTER_PORT = 127.0.0.1:$port"
+      "$program" --timeout 6 --absent-rank 1 >"$work/node0.log" 2>&1 && fail "torchrun succeeded without rank 1"
+    needle="timed out after 6.0 s waiting in torchrun's store at MASTER_ADDR:MASTER_PORT = 127.0.0.1:$port"
     needle+=" for rank(s) 1 of $nproc"
-    [[ $(grep -cF "$needle" "$work/node0.log") == $((nproc - 1)) ]] ||
-      fail "every rank but 1 must report: $needle"
-    echo "PASS: without rank 1, the other $((nproc - 1)) rank(s) stopped after their timeout, naming rank 1" ;;
+    # The first rank to time out ends the job: torchrun then stops the others, perhaps before they print.
+    grep -qF "$needle" "$work/node0.log" || fail "no rank reported: $needle"
+    echo "PASS: without rank 1, the job stopped after the timeout with an error naming rank 1" ;;
   static-restart)
     port=$("$program" free-port) || fail "no free port"
     timeout -k 5 150 "$torchrun" "${common[@]}" --max_restarts 1 --nnodes 1 --master_addr 127.0.0.1 \
