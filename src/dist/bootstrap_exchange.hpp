@@ -14,7 +14,8 @@
 //  - Keys in torchrun's store are "/ddpx/<TORCHELASTIC_RUN_ID>/attempt-<TORCHELASTIC_RESTART_COUNT>/<tag>/<n>",
 //    n counting this process's exchanges with that tag, so restarted workers and repeated exchanges never read
 //    stale values. All ranks must make the same exchanges in the same order (as collectives must).
-//  - Everything ends within `timeout` with a ddpx::Error naming the route, MASTER_ADDR:MASTER_PORT and the rank.
+//  - Everything ends within `timeout` (an all-gather on torchrun's store: at most 5 s more, to name the ranks that
+//    never came) with a ddpx::Error naming the route, MASTER_ADDR:MASTER_PORT and the rank.
 #pragma once
 #include <chrono>
 #include <cstdint>

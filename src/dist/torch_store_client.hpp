@@ -16,7 +16,8 @@
 //    again (a reply may still be in flight); make a new one.
 // The exchanges (keys under `key_prefix`, each value carrying the writer's world size, which readers check):
 //  - torch_store_broadcast: rank 0 sets its payload; the others wait for it and get it.
-//  - torch_store_allgather: every rank sets its own key; all wait for all and get them in rank order.
+//  - torch_store_allgather: every rank sets its own key; all wait for all and get them in rank order. At the
+//    timeout it takes at most 5 s more (a fresh connection) to name the ranks whose keys are missing.
 #pragma once
 #include <chrono>
 #include <cstdint>
