@@ -3,6 +3,10 @@
 set -euo pipefail
 PKGS=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libopenblas-dev
       libopenmpi-dev openmpi-bin python3)
+# Test-only, added by `install-deps.sh --tests` (scripts/test.sh): a real torchrun (Debian's PyTorch 1.13) for the
+# torchrun tests, and `ip` for the tests' network-namespace hosts.
+TEST_PKGS=(python3-torch iproute2)
+[[ ${1:-} == --tests ]] && PKGS+=("${TEST_PKGS[@]}")
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

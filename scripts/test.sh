@@ -3,6 +3,7 @@
 # is present and are reported as skipped elsewhere). Multi-rank tests start several processes under mpirun.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --tests
 bash scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCL_NVLS_ENABLE=0

@@ -8,13 +8,10 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dist/bootstrap_exchange.hpp"
 #include "dist/self_communicator.hpp"
-#include "dist/tcp_rendezvous.hpp"
 #ifdef DDPX_HAVE_MPI
-#include <mpi.h>
-
 #include "dist/mpi_communicator.hpp"
-#include "dist/mpi_session.hpp"
 #endif
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -90,6 +87,11 @@ WorldInfo detect_world(const EnvLookup& env) {
   world.master_port = parse_int(env, "MASTER_PORT", 0);
   DDPX_REQUIRE(world.master_port < 65536, "MASTER_PORT={} is not a TCP port (1..65535)", world.master_port);
   world.job_token = env("DDPX_JOB_TOKEN").value_or("");
+  // Under torchrun, its run id (a random UUID with --standalone; --rdzv-id otherwise) and restart count: processes
+  // of another job or of an earlier attempt are rejected, and an outsider cannot guess a random run id.
+  const std::string run_id = env("TORCHELASTIC_RUN_ID").value_or("");
+  if (world.job_token.empty() && !run_id.empty() && run_id != "none")
+    world.job_token = "torchrun-" + run_id + "-attempt" + env("TORCHELASTIC_RESTART_COUNT").value_or("0");
   if (world.job_token.empty())
     world.job_token = "port" + std::to_string(world.master_port) + "-world" + std::to_string(world.world_size);
   return world;
@@ -101,22 +103,9 @@ namespace {
 NcclUniqueIdBytes share_nccl_id(const WorldInfo& world, std::chrono::milliseconds timeout) {
   NcclUniqueIdBytes id{};
   if (world.rank == 0) id = NcclCommunicator::new_unique_id();
-  if (world.world_size == 1) return id;
-#ifdef DDPX_HAVE_MPI
-  if (MpiSession::initialized() && MpiSession::world_size() == world.world_size &&
-      MpiSession::world_rank() == world.rank) {
-    MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
-    return id;
-  }
-#endif
-  DDPX_REQUIRE(!world.master_addr.empty() && world.master_port > 0,
-               "rank {}: the NCCL backend with {} ranks needs MASTER_ADDR and MASTER_PORT (or MPI) to exchange "
-               "its unique id; launch with `ddpx ... --nproc N` or torchrun, or set both variables",
-               world.rank, world.world_size);
-  RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
-                          timeout};
-  std::vector<uint8_t> bytes = rendezvous_broadcast(config, std::vector<uint8_t>(id.begin(), id.end()));
-  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the rendezvous delivered {} bytes instead of a {}-byte NCCL id",
+  std::vector<uint8_t> bytes =
+      broadcast_from_rank0(world, "NCCL unique id", std::vector<uint8_t>(id.begin(), id.end()), timeout);
+  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the exchange delivered {} bytes instead of a {}-byte NCCL id",
                world.rank, bytes.size(), id.size());
   std::memcpy(id.data(), bytes.data(), id.size());
   return id;

@@ -9,10 +9,11 @@
 //    [local_rank + 1, world_size], since it is only a hint for CPU threads (Slurm's is the requested per-node
 //    count, which a smaller job step inherits). torchrun's variables win because a launcher inside an mpirun/Slurm
 //    allocation sets them per worker. A malformed or inconsistent rank variable is a ddpx::Error naming it.
-//  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
-//    reject processes of another job.
-//  - make_communicator("nccl") shares the NCCL unique id over MPI_Bcast when MPI is initialized and spans the
-//    same world, else over the TCP rendezvous at MASTER_ADDR:MASTER_PORT; it selects CUDA device = local rank.
+//  - The job token lets the TCP rendezvous reject processes of another job: DDPX_JOB_TOKEN (ddpx's launcher sets a
+//    random one), else under torchrun its TORCHELASTIC_RUN_ID and restart count (unless the run id is "none"),
+//    else one derived from MASTER_PORT and the world size (guessable: set DDPX_JOB_TOKEN where that matters).
+//  - make_communicator("nccl") shares the NCCL unique id through broadcast_from_rank0 (dist/bootstrap_exchange:
+//    MPI, torchrun's agent store or ddpx's TCP rendezvous); it selects CUDA device = local rank.
 #pragma once
 #include <chrono>
 #include <functional>

@@ -14,6 +14,7 @@
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/bootstrap.hpp"
+#include "dist/bootstrap_exchange.hpp"
 #include "dist/communicator.hpp"
 #include "dist/heartbeat.hpp"
 #include "dist/mpi_session.hpp"
@@ -81,6 +82,13 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   if (world.world_size == 1 && !options.ddp) return dist;
   std::string backend = options.backend;
   if (backend == "auto") backend = options.device == "cuda" ? "nccl" : "mpi";
+  // MPI cannot join processes that torchrun started (each would be an MPI world of its own): refuse before MPI
+  // starts, naming the launchers that work.
+  DDPX_REQUIRE(!(backend == "mpi" && world.world_size > 1 && started_by_torchrun()),
+               "rank {}: torchrun started this rank (world size {}), but --device cpu uses the MPI backend, whose "
+               "ranks mpirun or srun must start; use `mpirun -np {} ddpx train --device cpu ...` or `ddpx train "
+               "--device cpu --nproc-per-node {} ...`, or `--device cuda` (NCCL) under torchrun",
+               world.rank, world.world_size, world.world_size, world.world_size);
   // Watched from the first collective on (communicator creation waits for every rank: MPI_Init's exchange, the
   // NCCL id's rendezvous, ncclCommInitRank): a rank that never arrives ends the job after --comm-timeout.
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.comm_timeout_s * 1000));
