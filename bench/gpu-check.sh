@@ -11,7 +11,7 @@ export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 cmake --build build -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -B2 -A8 error "$OUT/build.log" | head -60; exit 1; }
 nvidia-smi -L
-ctest --test-dir build -j 4 --timeout 300 >"$OUT/ctest.log" 2>&1
+ctest --test-dir build -j 4 --timeout 300 --output-on-failure >"$OUT/ctest.log" 2>&1
 status=$?
 grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped\)" "$OUT/ctest.log" | tail -25
 build/src/cli/ddpx topo 2>&1 | tee "$OUT/topo.txt" | head -20

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure what ddpx needs is there, installing only what is missing and installable. Idempotent.
 #   scripts/install-deps.sh          what the build needs
-#   scripts/install-deps.sh --test   that, plus what only the tests need (scripts/test.sh passes it)
+#   scripts/install-deps.sh --tests  that, plus what only the tests need (scripts/test.sh passes it; --test too)
 #   DDPX_SKIP_DEPS=1                 skip this step entirely (clusters with modules, containers, no package manager)
 # Guarantees:
 #  - Every requirement is checked by what the build or the tests use (a command on PATH, a header the compiler
@@ -17,7 +17,7 @@ set -euo pipefail
 
 [[ ${DDPX_SKIP_DEPS:-0} == 1 ]] && { echo "[ddpx setup] DDPX_SKIP_DEPS=1: not checking dependencies"; exit 0; }
 WITH_TESTS=0
-[[ ${1:-} == --test ]] && WITH_TESTS=1
+[[ ${1:-} == --tests || ${1:-} == --test ]] && WITH_TESTS=1
 
 # check|what it is|Debian package. check: cmd:NAME (a command), hdr:PATH (an #include <PATH>), py:MODULE.
 BUILD_REQUIREMENTS=(
@@ -35,6 +35,8 @@ BUILD_REQUIREMENTS=(
 )
 # Only the tests need these (scripts/test.sh). Add a line per test-only requirement.
 TEST_REQUIREMENTS=(
+  "cmd:torchrun|a real torchrun (Debian's PyTorch 1.13) for the torchrun tests|python3-torch"
+  "cmd:ip|iproute2 (ip) for the tests' network-namespace hosts|iproute2"
   "cmd:slurmctld|Slurm (slurmctld, slurmd, srun, sbatch) for the Slurm tests|slurm-wlm"
   "cmd:munged|munge, Slurm's authentication, for the Slurm tests|munge"
 )

@@ -5,7 +5,7 @@
 # TEST_REQUIREMENTS) are installed here, not for the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh --test
+bash scripts/install-deps.sh --tests
 DDPX_DEPS_CHECKED=1 bash scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCL_NVLS_ENABLE=0

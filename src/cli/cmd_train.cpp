@@ -51,8 +51,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--images", o->images, ".npy images [N, C, H, W] float32, taken in order (with --labels)")
       ->group(data);
   cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);
-  cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory")->group(data);
-  cmd->add_option("--prefetch", o->prefetch, "pinned batches in the loader ring (0: --workers + 2, so every worker has a slot)")->group(data);
+  cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory (0, the default: GPU ranks use half of "
+                  "their share of the node's CPUs, 1 to 16; CPU ranks use 2)")->group(data);
+  cmd->add_option("--prefetch", o->prefetch, "pinned batches in the loader ring (0: workers + 2, so every worker has a slot)")->group(data);
 
   cmd->add_option("--cpu-threads", o->cpu_threads,
                   "--device cpu: OpenBLAS threads per rank (0: the node's hardware threads shared out by the ranks "
@@ -65,6 +66,13 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--momentum", o->momentum, "SGD momentum (0: the seed's plain SGD)")->group(opt);
   cmd->add_flag("--nesterov", o->nesterov, "SGD Nesterov momentum")->group(opt);
   cmd->add_option("--weight-decay", o->weight_decay, "SGD L2 / AdamW decoupled weight decay")->group(opt);
+  cmd->add_option("--optimizer-overlap", o->optimizer_overlap,
+                  "auto | on | off: update each block's parameters as soon as its gradients are final (no DDP) or "
+                  "reduced (DDP), during the backward pass, instead of all of them after it. Same weights bit for "
+                  "bit. With DDP it hides the update behind communication (ViT-L/32 bf16 on one H200: 99.2 instead "
+                  "of 97.8 steps/s); without DDP it gained nothing in CUDA graphs and cost eager steps 8%, so auto "
+                  "(the default) overlaps only with DDP; off shows the optimizer as a phase of its own")
+      ->group(opt);
   cmd->add_option("--beta1", o->beta1, "AdamW beta1")->group(opt);
   cmd->add_option("--beta2", o->beta2, "AdamW beta2")->group(opt);
   cmd->add_option("--eps", o->eps, "AdamW epsilon")->group(opt);
@@ -83,7 +91,8 @@ Command add_train_command(CLI::App& app) {
       ->group(dp);
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);
-  cmd->add_option("--backend", o->backend, "auto (nccl on cuda, mpi on cpu) | nccl | mpi")->group(dp);
+  cmd->add_option("--backend", o->backend, "auto (nccl on cuda, mpi on cpu) | nccl | mpi | self (--device cpu, one "
+                  "process: the reducer and hooks without communication, no MPI)")->group(dp);
   cmd->add_option("--ranks-per-gpu", o->ranks_per_gpu,
                   "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
                   "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU")
@@ -100,7 +109,10 @@ Command add_train_command(CLI::App& app) {
       ->group(dp);
   cmd->add_option("--powersgd-start", o->powersgd_start, "plain all-reduce before this step (PowerSGD warm-up)")
       ->group(dp);
-  cmd->add_option("--comm-timeout", o->comm_timeout_s, "seconds before a stalled collective aborts the job")
+  cmd->add_option("--comm-timeout", o->comm_timeout_s,
+                  "seconds any rank may wait in one collective, from start-up (communicator creation, agreement, "
+                  "broadcast) to the end (report gather, MPI_Finalize), before the job is aborted naming the rank(s) "
+                  "that did not arrive")
       ->group(dp);
 
   auto* an = "Execution and analysis";

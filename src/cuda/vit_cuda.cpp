@@ -424,24 +424,40 @@ float* VitCuda::momentum_buffer() { return lazily_allocated(momentum_, "the SGD 
 float* VitCuda::exp_avg() { return lazily_allocated(exp_avg_, "the AdamW exp_avg buffer"); }
 float* VitCuda::exp_avg_sq() { return lazily_allocated(exp_avg_sq_, "the AdamW exp_avg_sq buffer"); }
 
-void VitCuda::sgd_step(const SgdParams& p, int64_t step) {
-  DDPX_REQUIRE(step >= 1, "sgd_step: step must start at 1, got {}", step);
+void VitCuda::sgd_step(const SgdParams& p, int64_t step) { sgd_span(p, step, 0, params_.size(), stream_); }
+
+void VitCuda::adamw_step(const AdamWParams& p, int64_t step) { adamw_span(p, step, 0, params_.size(), stream_); }
+
+namespace {
+void require_span(const char* what, int64_t step, size_t begin, size_t end, size_t size) {
+  DDPX_REQUIRE(step >= 1, "internal: {}: step must start at 1, got {}", what, step);
+  DDPX_REQUIRE(begin <= end && end <= size && begin % 4 == 0 && end % 4 == 0,
+               "internal: {}: span [{}, {}) is not a 4-aligned part of the {}-element buffer", what, begin, end, size);
+}
+}  // namespace
+
+void VitCuda::sgd_span(const SgdParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream) {
+  require_span("sgd_span", step, begin, end, params_.size());
+  if (begin == end) return;
   SgdUpdate update;
   update.lr = p.lr, update.momentum = p.momentum, update.dampening = p.dampening;
   update.weight_decay = p.weight_decay, update.nesterov = p.nesterov, update.first_step = step == 1;
-  sgd_update(params_.get(), grads_.get(), p.momentum != 0.f ? momentum_buffer() : nullptr,
-             low_precision_weights_.get(), static_cast<int64_t>(params_.size()), update, stream_);
+  __nv_bfloat16* low = low_precision_weights_.get();
+  sgd_update(params_.get() + begin, grads_.get() + begin, p.momentum != 0.f ? momentum_buffer() + begin : nullptr,
+             low ? low + begin : nullptr, static_cast<int64_t>(end - begin), update, stream);
 }
 
-void VitCuda::adamw_step(const AdamWParams& p, int64_t step) {
-  DDPX_REQUIRE(step >= 1, "adamw_step: step must start at 1, got {}", step);
+void VitCuda::adamw_span(const AdamWParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream) {
+  require_span("adamw_span", step, begin, end, params_.size());
+  if (begin == end) return;
   AdamWUpdate update;
   update.lr = p.lr, update.beta1 = p.beta1, update.beta2 = p.beta2, update.eps = p.eps;
   update.weight_decay = p.weight_decay;
   update.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta1), step));
   update.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(p.beta2), step)));
-  adamw_update(params_.get(), grads_.get(), exp_avg(), exp_avg_sq(), low_precision_weights_.get(),
-               static_cast<int64_t>(params_.size()), update, stream_);
+  __nv_bfloat16* low = low_precision_weights_.get();
+  adamw_update(params_.get() + begin, grads_.get() + begin, exp_avg() + begin, exp_avg_sq() + begin,
+               low ? low + begin : nullptr, static_cast<int64_t>(end - begin), update, stream);
 }
 
 size_t VitCuda::peak_activation_bytes() const { return engine_->activation_bytes(); }

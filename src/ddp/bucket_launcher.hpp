@@ -11,6 +11,7 @@
 // through watch_replay()).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,13 @@
 #include "dist/watchdog.hpp"
 
 namespace ddpx {
+
+// Called once a bucket's hook has left the average in it, with the bucket's buffer span and where it is final:
+// CUDA, enqueued on the communication stream (passed as `stream`) right after the hook; host, on the
+// communication thread, before the bucket counts as complete (`stream` is nullptr). The trainer applies the
+// optimizer to the span there (see Note [Optimizer overlapped with backward] in train/step_engine.hpp). An
+// exception is reported like the hook's own failure.
+using AfterReduce = std::function<void(size_t begin, size_t end, void* stream)>;
 
 class BucketLauncher {
  public:
@@ -34,15 +42,20 @@ class BucketLauncher {
   virtual CommProgress progress() const = 0;
   // The open step is being captured into a CUDA graph (it runs at its replays). Host: never.
   virtual bool capturing() const { return false; }
-  // Per launched bucket of the last finished step; CUDA waits for that step's events (a host sync).
+  // Whether the steps begun from now on record when each bucket became ready (CUDA; the host launcher always
+  // does). See Note [Bucket ready times cost a graph node].
+  virtual void set_ready_timing(bool on) { (void)on; }
+  // Per launched bucket of the last finished step; CUDA waits for that step's events (a host sync). Empty when
+  // that step did not record ready times (CUDA, set_ready_timing(false)).
   virtual std::vector<BucketTiming> timings() = 0;
 };
 
-std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm);
+// after_reduce may be empty.
+std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm, AfterReduce after_reduce = {});
 #ifdef DDPX_HAVE_CUDA
 // comm_stream: nullptr makes the launcher create (and own) a non-blocking stream.
 std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
-                                                   void* comm_stream);
+                                                   void* comm_stream, AfterReduce after_reduce = {});
 #endif
 
 }  // namespace ddpx

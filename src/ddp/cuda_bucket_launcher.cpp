@@ -2,6 +2,16 @@
 // Dependency events (timing disabled) are recorded plainly, so under stream capture they become graph edges;
 // timing events are recorded with cudaEventRecordExternal while the stream is being captured (the flag is
 // refused outside capture), so they stay real event nodes in the graph and timings() reads replayed steps too.
+//
+// Note [Bucket ready times cost a graph node]
+// A bucket's ready time is an event on the compute stream, between two backward kernels. Inside a CUDA graph
+// that is an event-record node in the compute chain, and each one costs the chain a few microseconds: with the
+// 49 buckets of ViT-L/32 at 25 MB they slowed a bf16 step by 4% at world 1 (95.2 against 99.2 steps/s; without
+// them 98.8, on one H200, 2026-12-01, bench/ddp-overhead.sh). The start and end events sit on the
+// communication stream, off the compute chain, and stay in every step (the watchdog reads the end events).
+// So ready times are recorded only in the steps the trainer samples (set_ready_timing): eager steps at
+// progress lines, and a second graph per input parity that the trainer replays at those steps
+// (train/step_graphs.hpp). Steps without them report no bucket timings.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -32,8 +42,10 @@ cudaEvent_t new_event(unsigned flags) {
 
 class CudaBucketLauncher : public BucketLauncher {
  public:
-  CudaBucketLauncher(CommHook& hook, Communicator& comm, size_t num_buckets, void* comm_stream)
-      : hook_(hook), comm_(comm), comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
+  CudaBucketLauncher(CommHook& hook, Communicator& comm, size_t num_buckets, void* comm_stream,
+                     AfterReduce after_reduce)
+      : hook_(hook), comm_(comm), after_reduce_(std::move(after_reduce)),
+        comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
     check(cudaGetDevice(&device_), "cudaGetDevice");
     if (!comm_stream_) {
       check(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -73,12 +85,14 @@ class CudaBucketLauncher : public BucketLauncher {
 
   void launch(BucketView& bucket, int64_t step) override {
     BucketEvents& events = buckets_[bucket.index];
+    // The ready time first: in a graph the communication branch then depends on its node, so ready <= start.
+    if (ready_timing_) record_timing(events.ready, compute_stream_, "record ready time");
     check(cudaEventRecord(events.ready_dependency, compute_stream_), "record bucket ready");
-    record_timing(events.ready, compute_stream_, "record ready time");
     check(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0), "comm stream wait");
     record_timing(events.start, comm_stream_, "record start time");
     try {
       hook_.run(bucket, comm_, comm_stream_, step);
+      if (after_reduce_) after_reduce_(bucket.begin, bucket.end, comm_stream_);
     } catch (const std::exception& e) {
       fail("communication hook '{}' failed in bucket {} of step {}: {}", hook_.name(), bucket.index, step, e.what());
     }
@@ -105,6 +119,8 @@ class CudaBucketLauncher : public BucketLauncher {
 
   bool capturing() const override { return capturing_; }
 
+  void set_ready_timing(bool on) override { ready_timing_ = on; }
+
   CommProgress progress() const override {
     // The watchdog's thread starts on device 0: querying our events there would create a context on GPU 0 in
     // every rank (about 0.5 GiB each). The current device is per thread, so setting it here is enough.
@@ -119,7 +135,7 @@ class CudaBucketLauncher : public BucketLauncher {
 
   std::vector<BucketTiming> timings() override {
     std::vector<BucketTiming> result;
-    if (launched_.empty()) return result;
+    if (launched_.empty() || !ready_timing_) return result;
     check(cudaEventSynchronize(buckets_[launched_.back()->index].end), "wait for the step's last bucket");
     for (const BucketView* bucket : launched_) {
       const BucketEvents& events = buckets_[bucket->index];
@@ -151,6 +167,7 @@ class CudaBucketLauncher : public BucketLauncher {
 
   CommHook& hook_;
   Communicator& comm_;
+  AfterReduce after_reduce_;
   cudaStream_t comm_stream_ = nullptr;
   int device_ = 0;  // the device of the streams and events (the watchdog thread selects it before probing)
   bool owns_stream_ = false;
@@ -162,13 +179,14 @@ class CudaBucketLauncher : public BucketLauncher {
   std::atomic<bool> done_recorded_{false};
   std::atomic<bool> replay_{false};     // done_ was recorded by watch_replay()
   std::atomic<bool> capturing_{false};  // the open step is being captured into a CUDA graph
+  bool ready_timing_ = true;            // this step (eager, or the graph replayed) records ready times
 };
 
 }  // namespace
 
 std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
-                                                   void* comm_stream) {
-  return std::make_unique<CudaBucketLauncher>(hook, comm, num_buckets, comm_stream);
+                                                   void* comm_stream, AfterReduce after_reduce) {
+  return std::make_unique<CudaBucketLauncher>(hook, comm, num_buckets, comm_stream, std::move(after_reduce));
 }
 
 }  // namespace ddpx

@@ -22,7 +22,8 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 
 class HostBucketLauncher : public BucketLauncher {
  public:
-  HostBucketLauncher(CommHook& hook, Communicator& comm) : hook_(hook), comm_(comm) {
+  HostBucketLauncher(CommHook& hook, Communicator& comm, AfterReduce after_reduce)
+      : hook_(hook), comm_(comm), after_reduce_(std::move(after_reduce)) {
     worker_ = std::thread([this] { work(); });
   }
 
@@ -99,6 +100,7 @@ class HostBucketLauncher : public BucketLauncher {
       if (!skip) {
         try {
           hook_.run(*task.bucket, comm_, nullptr, task.step);
+          if (after_reduce_) after_reduce_(task.bucket->begin, task.bucket->end, nullptr);
         } catch (const std::exception& e) {
           failure = std::make_exception_ptr(Error(fmt::format("communication hook '{}' failed in bucket {} of step "
                                                               "{}: {}", hook_.name(), task.bucket->index,
@@ -117,6 +119,7 @@ class HostBucketLauncher : public BucketLauncher {
 
   CommHook& hook_;
   Communicator& comm_;
+  AfterReduce after_reduce_;
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable work_ready_, all_done_;
@@ -130,8 +133,8 @@ class HostBucketLauncher : public BucketLauncher {
 
 }  // namespace
 
-std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm) {
-  return std::make_unique<HostBucketLauncher>(hook, comm);
+std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm, AfterReduce after_reduce) {
+  return std::make_unique<HostBucketLauncher>(hook, comm, std::move(after_reduce));
 }
 
 }  // namespace ddpx

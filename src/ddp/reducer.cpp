@@ -46,10 +46,10 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
   tensor_marked_.assign(plan_.tensors().size(), 0);
   bucket_marked_.assign(plan_.size(), 0);
   if (options_.device == GradDevice::cpu) {
-    launcher_ = make_host_launcher(*hook_, comm_);
+    launcher_ = make_host_launcher(*hook_, comm_, options_.after_reduce);
   } else {
 #ifdef DDPX_HAVE_CUDA
-    launcher_ = make_cuda_launcher(*hook_, comm_, plan_.size(), options_.comm_stream);
+    launcher_ = make_cuda_launcher(*hook_, comm_, plan_.size(), options_.comm_stream, options_.after_reduce);
 #else
     fail("Reducer: GPU gradients need a CUDA build of ddpx");
 #endif

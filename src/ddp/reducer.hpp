@@ -46,6 +46,7 @@ struct ReducerOptions {
   GradDevice device = GradDevice::cpu;
   void* comm_stream = nullptr;          // CUDA: the stream hooks run on; nullptr: the reducer creates one
   CommWatchdog* watchdog = nullptr;     // optional (--comm-timeout)
+  AfterReduce after_reduce;             // optional: runs on each bucket once reduced (bucket_launcher.hpp)
 };
 
 class Reducer {
@@ -74,8 +75,12 @@ class Reducer {
   const BucketPlan& plan() const { return plan_; }
   const CommHook& hook() const { return *hook_; }
   int64_t synchronized_steps() const { return synchronized_steps_; }
-  // Per bucket of the last synchronized step (CUDA: waits for that step's events).
+  // Per bucket of the last synchronized step (CUDA: waits for that step's events; empty when that step recorded
+  // no ready times).
   std::vector<BucketTiming> bucket_timings() { return launcher_->timings(); }
+  // CUDA: whether the next steps (or the graph replayed next) record bucket ready times; they cost the compute
+  // stream a node per bucket (see Note [Bucket ready times cost a graph node]). On by default.
+  void set_ready_timing(bool on) { launcher_->set_ready_timing(on); }
 
  private:
   void launch_ready_buckets();

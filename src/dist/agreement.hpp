@@ -1,21 +1,35 @@
 // Start-up agreement: every rank checks that all ranks run with the same settings before the first step, and
 // rank 0's initial parameters become everyone's.
-// Guarantees of require_agreement():
-//  - Collective: every rank must call it with the same `what`, in the same order. Cost: one all-gather of a
-//    16-byte digest (FNV-1a hash + length); a second all-gather of the values only on mismatch.
-//  - On mismatch EVERY rank throws the same ddpx::Error, "ranks disagree on <what>: rank 0 has '<v0>', rank 2
-//    has '<v2>'" (the first rank that differs from rank 0; values longer than 200 bytes are truncated with
-//    "..."), so no rank goes on to hang in a collective the others never enter.
+// Guarantees of require_agreement(comm, settings):
+//  - Collective: every rank calls it with a table of (setting, value) pairs built by the same code (same names,
+//    same order). The common case costs ONE all-gather of a 16-byte digest of the whole table (FNV-1a hash +
+//    number of entries), however many settings it holds. Only on a mismatch: one all-gather of a digest per
+//    setting, then one of the first differing setting's value.
+//  - On mismatch EVERY rank throws the same ddpx::Error, "ranks disagree on --lr: rank 0 has '0.01', rank 2
+//    has '0.1'" (the first setting in table order that differs, and the first rank that differs from rank 0 on
+//    it; values longer than 200 bytes are truncated with "..."), followed by " (ranks differing from rank 0:
+//    2, 3)" when several do and "; they also disagree on --steps, --seed" for the next differing settings (up to
+//    3 named). So no rank goes on to hang in a collective the others never enter. Tables of different lengths
+//    (ranks running different ddpx builds) are refused naming both lengths. The group stays usable afterwards.
+//  - The one-setting form is a table of one.
 // broadcast_parameters() is one broadcast from rank 0 of a float buffer in the backend's memory on `stream`.
+// Neither bounds its own wait: the caller runs them under the watchdog (see dist/watchdog.hpp, run_watched).
 #pragma once
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dist/communicator.hpp"
 
 namespace ddpx {
 
+struct AgreedSetting {
+  std::string name;   // the flag, as the user knows it: "--lr"
+  std::string value;  // its value on this rank, as the user would write it
+};
+
+void require_agreement(Communicator& comm, const std::vector<AgreedSetting>& settings);
 void require_agreement(Communicator& comm, std::string_view what, const std::string& value);
 
 void broadcast_parameters(Communicator& comm, float* params, size_t count, void* stream);

@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dist/bootstrap_exchange.hpp"
 #include "dist/gpu_selection.hpp"
 #include "dist/job_environment.hpp"
 #include "dist/self_communicator.hpp"
-#include "dist/tcp_rendezvous.hpp"
 #ifdef DDPX_HAVE_MPI
-#include <mpi.h>
-
 #include "dist/mpi_communicator.hpp"
-#include "dist/mpi_session.hpp"
 #endif
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -93,45 +90,14 @@ WorldInfo detect_world(const EnvLookup& env) {
   DDPX_REQUIRE(world.master_port < 65536, "MASTER_PORT={} is not a TCP port (1..65535)", world.master_port);
   complete_job_environment(world, env);
   world.job_token = env("DDPX_JOB_TOKEN").value_or("");
+  // Under torchrun, its run id (a random UUID with --standalone; --rdzv-id otherwise) and restart count: processes
+  // of another job or of an earlier attempt are rejected, and an outsider cannot guess a random run id.
+  const std::string run_id = env("TORCHELASTIC_RUN_ID").value_or("");
+  if (world.job_token.empty() && !run_id.empty() && run_id != "none")
+    world.job_token = "torchrun-" + run_id + "-attempt" + env("TORCHELASTIC_RESTART_COUNT").value_or("0");
   if (world.job_token.empty())
     world.job_token = "port" + std::to_string(world.master_port) + "-world" + std::to_string(world.world_size);
   return world;
-}
-
-bool needs_mpi_session(std::string_view backend, const WorldInfo& world) {
-  return backend == "mpi" || (world.mpi_launched && world.world_size > 1);
-}
-
-std::vector<uint8_t> share_from_rank0(const WorldInfo& world, std::vector<uint8_t> payload,
-                                      std::chrono::milliseconds timeout, std::string* via) {
-  if (world.world_size == 1) {
-    if (via) *via = "none (one rank)";
-    return payload;
-  }
-#ifdef DDPX_HAVE_MPI
-  if (MpiSession::initialized() && MpiSession::world_size() == world.world_size &&
-      MpiSession::world_rank() == world.rank) {
-    uint64_t size = payload.size();  // rank 0's size first: the others may not know it
-    MPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    payload.resize(size);
-    MPI_Bcast(payload.data(), static_cast<int>(size), MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (via) *via = "MPI";
-    return payload;
-  }
-#endif
-  DDPX_REQUIRE(!world.master_addr.empty() && world.master_port > 0,
-               "rank {}: {} ranks need MASTER_ADDR and MASTER_PORT (or MPI) to exchange the bootstrap id; launch "
-               "with `ddpx ... --nproc-per-node N`, torchrun, mpirun or srun, or set both variables",
-               world.rank, world.world_size);
-  RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
-                          timeout};
-  if (via) *via = "TCP rendezvous";
-  if (world.master_origin.empty()) return rendezvous_broadcast(config, payload);
-  try {
-    return rendezvous_broadcast(config, payload);
-  } catch (const Error& e) {
-    fail("{} [{}; export MASTER_ADDR and MASTER_PORT to choose others]", e.what(), world.master_origin);
-  }
 }
 
 #ifdef DDPX_HAVE_CUDA
@@ -140,8 +106,9 @@ namespace {
 NcclUniqueIdBytes share_nccl_id(const WorldInfo& world, std::chrono::milliseconds timeout) {
   NcclUniqueIdBytes id{};
   if (world.rank == 0) id = NcclCommunicator::new_unique_id();
-  std::vector<uint8_t> bytes = share_from_rank0(world, std::vector<uint8_t>(id.begin(), id.end()), timeout);
-  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the bootstrap delivered {} bytes instead of a {}-byte NCCL id",
+  std::vector<uint8_t> bytes =
+      broadcast_from_rank0(world, "NCCL unique id", std::vector<uint8_t>(id.begin(), id.end()), timeout);
+  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the exchange delivered {} bytes instead of a {}-byte NCCL id",
                world.rank, bytes.size(), id.size());
   std::memcpy(id.data(), bytes.data(), id.size());
   return id;
@@ -155,6 +122,10 @@ std::unique_ptr<Communicator> make_nccl(const WorldInfo& world, std::chrono::mil
 
 }  // namespace
 #endif
+
+bool needs_mpi_session(std::string_view backend, const WorldInfo& world) {
+  return backend == "mpi" || (world.mpi_launched && world.world_size > 1);
+}
 
 std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
                                                 std::chrono::milliseconds rendezvous_timeout) {

@@ -12,12 +12,12 @@
 //    What MPI launchers and Slurm say beyond that (whether MPI must come up; an sbatch script is one process; the
 //    step's ranks per node; a master address and port derived under Slurm; conflicting variables) is completed
 //    by dist/job_environment.hpp.
-//  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
-//    reject processes of another job.
-//  - share_from_rank0() is the bootstrap exchange: rank 0's bytes reach every rank over MPI_Bcast when MPI is
-//    initialized and spans the same world, else over the TCP rendezvous at MASTER_ADDR:MASTER_PORT.
-//    make_communicator("nccl") sends the NCCL unique id through it, after bind_cuda_device()
-//    (dist/gpu_selection.hpp) chose the rank's GPU.
+//  - The job token lets the TCP rendezvous reject processes of another job: DDPX_JOB_TOKEN (ddpx's launcher sets a
+//    random one), else under torchrun its TORCHELASTIC_RUN_ID and restart count (unless the run id is "none"),
+//    else one derived from MASTER_PORT and the world size (guessable: set DDPX_JOB_TOKEN where that matters).
+//  - make_communicator("nccl") shares the NCCL unique id through broadcast_from_rank0 (dist/bootstrap_exchange:
+//    MPI, torchrun's agent store or ddpx's TCP rendezvous), after bind_cuda_device() (dist/gpu_selection.hpp)
+//    chose the rank's GPU.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -25,8 +25,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
-#include <cstdint>
 
 #include "dist/communicator.hpp"
 
@@ -60,12 +58,6 @@ bool launched_as_worker(const EnvLookup& env = process_environment());
 // Whether this process must bring up MPI (ddpx::MpiSession) before make_communicator(backend, world): for the
 // mpi backend, and whenever an MPI launcher started it (so the NCCL id goes over MPI). train and allreduce ask this.
 bool needs_mpi_session(std::string_view backend, const WorldInfo& world);
-
-// Rank 0's `payload` on every rank of `world` (other ranks' payloads are ignored): over MPI_Bcast when MPI is up
-// and spans `world`, else the TCP rendezvous. `via`, when given, is set to "MPI" or "TCP rendezvous". Errors name
-// the rank and, for the rendezvous, MASTER_ADDR/MASTER_PORT and where they came from.
-std::vector<uint8_t> share_from_rank0(const WorldInfo& world, std::vector<uint8_t> payload,
-                                      std::chrono::milliseconds timeout, std::string* via = nullptr);
 
 // backend: "nccl", "mpi" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world size 1.
 std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,

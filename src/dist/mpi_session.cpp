@@ -1,12 +1,21 @@
 // MpiSession: MPI initialization with thread support and single finalization.
 #include "dist/mpi_session.hpp"
 
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
 
 #include <mpi.h>
 
 #include "core/error.hpp"
+#include "core/test_fault.hpp"
+#include "dist/heartbeat.hpp"
 
 namespace ddpx {
 
@@ -61,7 +70,40 @@ MpiSession::MpiSession() : exceptions_at_start_(std::uncaught_exceptions()) {
 
 MpiSession::~MpiSession() {
   if (std::uncaught_exceptions() > exceptions_at_start_) return;  // unwinding on an error: see the header
-  if (owns_ && initialized()) MPI_Finalize();
+  if (!owns_ || !initialized()) return;
+  test_fault_point("finalize");  // a test hook: see core/test_fault.hpp
+  if (finalize_board_) finalize_board_->enter("MPI_Finalize");
+  if (finalize_timeout_.count() <= 0) {
+    MPI_Finalize();
+    return;
+  }
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  const int rank = world_rank();
+  std::thread bound([&] {
+    std::unique_lock lock(mutex);
+    if (finished.wait_for(lock, finalize_timeout_, [&] { return done; })) return;
+    std::string peers = "a peer rank stopped or hangs at the end of the run";
+    if (finalize_board_) {
+      finalize_board_->mark_timed_out();
+      peers = finalize_board_->describe_peers();
+    }
+    const std::string line = fmt::format("ddpx: error: rank {}: MPI_Finalize did not return within {:g} s "
+                                         "(--comm-timeout; collective #{}): {}\n", rank,
+                                         finalize_timeout_.count() / 1000.0,
+                                         finalize_board_ ? finalize_board_->entered() : 0, peers);
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+    std::_Exit(3);
+  });
+  MPI_Finalize();
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  finished.notify_all();
+  bound.join();
 }
 
 }  // namespace ddpx

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/test_fault.hpp"
 
 namespace ddpx {
 
@@ -65,6 +66,23 @@ OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
   if (fd_ < 0) fail_errno("create", path_);
 }
 
+OutputFile::OutputFile(std::filesystem::path path, UnnamedUntilLinked) : path_(std::move(path)) {
+  const std::filesystem::path directory = path_.parent_path().empty() ? "." : path_.parent_path();
+  fd_ = ::open(directory.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  unnamed_ = fd_ >= 0;
+  if (fd_ < 0) fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail_errno("create", path_);
+}
+
+void OutputFile::link() {
+  if (!unnamed_) return;
+  DDPX_REQUIRE(fd_ >= 0, "'{}' is already closed", path_.string());
+  const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+  ::unlink(path_.c_str());  // a temporary left by an older process that was killed in the same instant
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path_.c_str(), AT_SYMLINK_FOLLOW) != 0) fail_errno("link", path_);
+  unnamed_ = false;
+}
+
 OutputFile::~OutputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -110,9 +128,11 @@ void replace_file_atomically(const std::filesystem::path& target, const std::fil
                "replace_file_atomically: '{}' and '{}' must be in one directory for rename to be atomic",
                target.string(), temporary.string());
   try {
-    OutputFile file(temporary);
+    OutputFile file(temporary, OutputFile::UnnamedUntilLinked{});
     write(file);
+    test_fault_point("write-" + target.filename().string());  // a test hook: see core/test_fault.hpp
     file.sync();
+    file.link();
     file.close();
     if (::rename(temporary.c_str(), target.c_str()) != 0) {
       const int error = errno;

@@ -34,6 +34,10 @@ class InputFile {
 class OutputFile {
  public:
   explicit OutputFile(std::filesystem::path path);  // creates or truncates
+  // An unnamed file (O_TMPFILE) in path's directory that appears at `path` only at link(): a process killed while
+  // writing leaves nothing on disk. Where the filesystem has no O_TMPFILE, it is created at `path` at once.
+  struct UnnamedUntilLinked {};
+  OutputFile(std::filesystem::path path, UnnamedUntilLinked);
   ~OutputFile();                                     // closes if close() was not called; errors there are lost
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -43,11 +47,13 @@ class OutputFile {
   void write(const void* data, size_t n);
   void sync();   // fsync: the bytes written so far are on stable storage when it returns
   void close();  // reports a failing close (e.g. a deferred write error)
+  void link();   // gives an unnamed file its path (replacing a stale file there); no-op for a named one
 
  private:
   std::filesystem::path path_;
   int fd_ = -1;
   uint64_t bytes_written_ = 0;
+  bool unnamed_ = false;
 };
 
 // fsync on a directory, so that a rename inside it is durable.
@@ -55,6 +61,8 @@ void sync_directory(const std::filesystem::path& directory);
 
 // Calls write(file) on `temporary`, fsyncs it, renames it over `target`, and fsyncs the directory. On any error
 // the temporary is removed and the error rethrown; `target` is untouched. Both paths must be in one directory.
+// The temporary is unnamed while it is written (O_TMPFILE where supported), so a process killed at any point
+// leaves no temporary behind, except in the instant between naming it and the rename.
 void replace_file_atomically(const std::filesystem::path& target, const std::filesystem::path& temporary,
                              const std::function<void(OutputFile&)>& write);
 

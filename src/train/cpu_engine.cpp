@@ -94,29 +94,17 @@ class CpuEngine : public StepEngine {
 
   void optimizer_step(int64_t step) override {
     auto t0 = Clock::now();
-    const size_t n = params_.size();
-    if (options_.optimizer == "sgd") {
-      SgdOptions o;
-      o.lr = static_cast<float>(options_.lr);
-      o.momentum = static_cast<float>(options_.momentum);
-      o.weight_decay = static_cast<float>(options_.weight_decay);
-      o.nesterov = options_.nesterov;
-      validate(o);
-      float* momentum = state_.buffers.empty() ? nullptr : state_.buffers[0].second.data();
-      sgd_step_cpu(o, params_.data(), grads_.data(), momentum, n, step);
-    } else {
-      AdamWOptions o;
-      o.lr = static_cast<float>(options_.lr);
-      o.beta1 = static_cast<float>(options_.beta1);
-      o.beta2 = static_cast<float>(options_.beta2);
-      o.eps = static_cast<float>(options_.eps);
-      o.weight_decay = static_cast<float>(options_.weight_decay);
-      validate(o);
-      adamw_step_cpu(o, params_.data(), grads_.data(), state_.buffers[0].second.data(),
-                     state_.buffers[1].second.data(), n, step);
-    }
+    update(step, 0, params_.size());
     state_.step = step;
     times_.optimizer = ms_since(t0) + zero_ms_;
+  }
+
+  // The spans run inside the backward pass (or on the reducer's thread): their time is part of those phases.
+  void begin_span_updates(int64_t step) override { span_step_ = step; }
+  void optimizer_span(size_t begin, size_t end, void*) override { update(span_step_, begin, end); }
+  void finish_span_updates() override {
+    state_.step = span_step_;
+    times_.optimizer = zero_ms_;
   }
 
   float last_loss() override { return loss_; }
@@ -134,6 +122,31 @@ class CpuEngine : public StepEngine {
   EnginePhaseTimes last_phase_times() override { return times_; }
 
  private:
+  // The step's update of elements [begin, end): element-wise, so spans of one step equal the whole step.
+  void update(int64_t step, size_t begin, size_t end) {
+    const size_t n = end - begin;
+    if (options_.optimizer == "sgd") {
+      SgdOptions o;
+      o.lr = static_cast<float>(options_.lr);
+      o.momentum = static_cast<float>(options_.momentum);
+      o.weight_decay = static_cast<float>(options_.weight_decay);
+      o.nesterov = options_.nesterov;
+      validate(o);
+      float* momentum = state_.buffers.empty() ? nullptr : state_.buffers[0].second.data() + begin;
+      sgd_step_cpu(o, params_.data() + begin, grads_.data() + begin, momentum, n, step);
+    } else {
+      AdamWOptions o;
+      o.lr = static_cast<float>(options_.lr);
+      o.beta1 = static_cast<float>(options_.beta1);
+      o.beta2 = static_cast<float>(options_.beta2);
+      o.eps = static_cast<float>(options_.eps);
+      o.weight_decay = static_cast<float>(options_.weight_decay);
+      validate(o);
+      adamw_step_cpu(o, params_.data() + begin, grads_.data() + begin, state_.buffers[0].second.data() + begin,
+                     state_.buffers[1].second.data() + begin, n, step);
+    }
+  }
+
   const ParamLayout& layout_;
   TrainOptions options_;
   VitCpu<float> model_;
@@ -143,6 +156,7 @@ class CpuEngine : public StepEngine {
   float loss_ = 0;
   EnginePhaseTimes times_;
   double zero_ms_ = 0;  // the last zero_grads()
+  int64_t span_step_ = 0;  // the step begin_span_updates() opened
   std::string blas_;  // "OpenBLAS, 1 thread: 2 hardware threads / 2 ranks on this node"
 };
 

@@ -8,7 +8,8 @@
 //  - Phase times come from CUDA events: eager steps read a ring entry two steps old (never stalls); graph steps
 //    read the event nodes of the other parity's graph, i.e. the previous step (waits for that step at most).
 //  - CUDA graphs: capture_begin()/capture_end() around one whole step (zero grads, forward, backward, reducer,
-//    optimizer); one graph per input parity; replay() launches it. The optimizer's step number is frozen in the
+//    optimizer); two graphs (plain, timed) per input parity; replay() launches one. Both variants of a parity
+//    record their phase events into the same events, so those hold the last replay of that parity. The optimizer's step number is frozen in the
 //    graph, so the trainer only captures where that is exact (SGD after step 1).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -54,6 +55,9 @@ class CudaEngine : public CudaStepEngine {
     baseline_used_ = total_bytes - free_bytes;
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+    DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&update_, cudaStreamNonBlocking));
+    DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&span_ready_, cudaEventDisableTiming));
+    DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&updates_done_, cudaEventDisableTiming));
     model_ = std::make_unique<VitCuda>(layout, options.batch, parse_precision(options.precision), compute_);
     const int64_t image_numel = layout.config().image_numel();
     for (int p = 0; p < 2; ++p) {
@@ -74,14 +78,18 @@ class CudaEngine : public CudaStepEngine {
 
   ~CudaEngine() override {
     cudaDeviceSynchronize();
-    for (auto& g : graphs_)
-      if (g) cudaGraphExecDestroy(g);
+    for (auto& variants : graphs_)
+      for (cudaGraphExec_t g : variants)
+        if (g) cudaGraphExecDestroy(g);
     for (int p = 0; p < 2; ++p) cudaEventDestroy(copy_done_[p]), cudaEventDestroy(input_free_[p]);
     for (auto& ring : events_)
       for (auto& e : ring) cudaEventDestroy(e);
     for (auto& set : graph_events_)
       for (auto& e : set) cudaEventDestroy(e);
     model_.reset();
+    cudaEventDestroy(span_ready_);
+    cudaEventDestroy(updates_done_);
+    cudaStreamDestroy(update_);
     cudaStreamDestroy(copy_);
     cudaStreamDestroy(compute_);
   }
@@ -94,8 +102,12 @@ class CudaEngine : public CudaStepEngine {
   void* compute_stream() override { return compute_; }
   std::string device_name() const override { return device_name_; }  // StepEngine
 
+  // Uploads go through the compute stream (then a sync): a plain cudaMemcpy from pageable memory may return before
+  // its DMA is done, and the legacy stream it uses is not ordered with our non-blocking streams, so a kernel
+  // (the bf16 cast, an update on another stream) could read the buffer early.
   void upload_params(const float* host) override {
-    DDPX_CUDA_CHECK(cudaMemcpy(model_->params(), host, layout_.buffer_size() * 4, cudaMemcpyHostToDevice));
+    DDPX_CUDA_CHECK(
+        cudaMemcpyAsync(model_->params(), host, layout_.buffer_size() * 4, cudaMemcpyHostToDevice, compute_));
     model_->sync_low_precision_weights();
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
   }
@@ -120,12 +132,13 @@ class CudaEngine : public CudaStepEngine {
       bool found = false;
       for (const auto& [dname, ptr] : device_state)
         if (dname == name) {
-          DDPX_CUDA_CHECK(cudaMemcpy(ptr, values.data(), values.size() * 4, cudaMemcpyHostToDevice));
+          DDPX_CUDA_CHECK(cudaMemcpyAsync(ptr, values.data(), values.size() * 4, cudaMemcpyHostToDevice, compute_));
           found = true;
         }
       DDPX_REQUIRE(found, "checkpoint optimizer state '{}' has no place in the CUDA {} optimizer", name,
                    options_.optimizer);
     }
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     step_ = state.step;
   }
   void* allocate_host_batch(size_t bytes) override {
@@ -177,18 +190,40 @@ class CudaEngine : public CudaStepEngine {
 
   void optimizer_step(int64_t step) override {
     record(kOptimizerStart);
-    if (options_.optimizer == "sgd") {
-      SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
-                  static_cast<float>(options_.weight_decay), options_.nesterov};
-      model_->sgd_step(p, step);
-    } else {
-      AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
-                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
-                    static_cast<float>(options_.weight_decay)};
-      model_->adamw_step(p, step);
-    }
+    update(step, 0, layout_.buffer_size(), compute_);
     record(kStepEnd);
     step_ = step;
+    if (!capturing_) ++ring_pos_;
+  }
+
+  void begin_span_updates(int64_t step) override {
+    span_step_ = step;
+    spans_forked_ = false;
+    // Optimizer state is allocated (and zeroed on the compute stream) on first use: before any span, so no span
+    // update can run ahead of that zeroing on another stream.
+    if (options_.optimizer == "sgd" && options_.momentum != 0) model_->momentum_buffer();
+    if (options_.optimizer == "adamw") model_->exp_avg(), model_->exp_avg_sq();
+  }
+  void optimizer_span(size_t begin, size_t end, void* stream) override {
+    cudaStream_t target = static_cast<cudaStream_t>(stream);
+    if (!target) {
+      DDPX_CUDA_CHECK(cudaEventRecord(span_ready_, compute_));
+      DDPX_CUDA_CHECK(cudaStreamWaitEvent(update_, span_ready_, 0));
+      target = update_;
+      spans_forked_ = true;
+    }
+    update(span_step_, begin, end, target);
+  }
+  void finish_span_updates() override {
+    record(kOptimizerStart);
+    // Only a stream this step forked from the compute stream may be joined (under capture, waiting on work the
+    // capture never saw is an error); the reducer's spans are joined by its own finish_step().
+    if (spans_forked_) {
+      DDPX_CUDA_CHECK(cudaEventRecord(updates_done_, update_));
+      DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, updates_done_, 0));
+    }
+    record(kStepEnd);
+    step_ = span_step_;
     if (!capturing_) ++ring_pos_;
   }
 
@@ -221,7 +256,7 @@ class CudaEngine : public CudaStepEngine {
     if (graph_mode_) {
       // The previous step replayed the other parity's graph; its event nodes hold that step's times until that
       // graph is replayed again (after this call).
-      if (!graphs_[1 - parity_]) return t;
+      if (!replayed_[1 - parity_]) return t;
       events = &graph_events_[1 - parity_];
     } else {
       if (ring_pos_ < 2) return t;
@@ -264,8 +299,11 @@ class CudaEngine : public CudaStepEngine {
 
   // CUDA graphs.
   int input_parity() const override { return parity_; }
-  bool has_graph(int parity) const override { return graphs_[parity] != nullptr; }
-  void capture_begin() override {
+  bool has_graph(int parity, GraphVariant variant) const override {
+    return graphs_[parity][static_cast<int>(variant)] != nullptr;
+  }
+  void capture_begin(GraphVariant variant) override {
+    capture_variant_ = static_cast<int>(variant);
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     DDPX_CUDA_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeRelaxed));
     capturing_ = true;
@@ -275,9 +313,10 @@ class CudaEngine : public CudaStepEngine {
     const cudaError_t end_status = cudaStreamEndCapture(compute_, &graph);
     capturing_ = false;  // the stream has left capture mode, whatever the outcome
     DDPX_CUDA_CHECK(end_status);
-    const cudaError_t instantiate_status = cudaGraphInstantiate(&graphs_[parity_], graph, 0);
+    cudaGraphExec_t& exec = graphs_[parity_][capture_variant_];
+    const cudaError_t instantiate_status = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);  // the executable graph keeps what it needs
-    if (instantiate_status != cudaSuccess) graphs_[parity_] = nullptr;
+    if (instantiate_status != cudaSuccess) exec = nullptr;
     DDPX_CUDA_CHECK(instantiate_status);
     graph_mode_ = true;
   }
@@ -288,14 +327,31 @@ class CudaEngine : public CudaStepEngine {
     cudaGetLastError();  // clears the invalidated capture's error; the caller reports the one that stopped it
     capturing_ = false;
   }
-  void replay(int64_t step) override {
+  void replay(int64_t step, GraphVariant variant) override {
+    cudaGraphExec_t exec = graphs_[parity_][static_cast<int>(variant)];
+    DDPX_REQUIRE(exec != nullptr, "internal: replay of a graph that was never captured (parity {}, variant {})",
+                 parity_, static_cast<int>(variant));
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
-    DDPX_CUDA_CHECK(cudaGraphLaunch(graphs_[parity_], compute_));
+    DDPX_CUDA_CHECK(cudaGraphLaunch(exec, compute_));
+    replayed_[parity_] = true;
     DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
     step_ = step;
   }
 
  private:
+  void update(int64_t step, size_t begin, size_t end, cudaStream_t stream) {
+    if (options_.optimizer == "sgd") {
+      SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
+                  static_cast<float>(options_.weight_decay), options_.nesterov};
+      model_->sgd_span(p, step, begin, end, stream);
+    } else {
+      AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
+                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
+                    static_cast<float>(options_.weight_decay)};
+      model_->adamw_span(p, step, begin, end, stream);
+    }
+  }
+
   void record(PhaseEvent which) {
     if (capturing_) {
       // Event nodes in the graph: every replay re-records them, so graph steps are timed like eager ones.
@@ -311,6 +367,10 @@ class CudaEngine : public CudaStepEngine {
   int rank_;  // global rank: seeds --data synthetic-device per rank
   std::string device_name_;
   cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  cudaStream_t update_ = nullptr;  // span updates of the optimizer without a reducer (overlapping backward)
+  cudaEvent_t span_ready_ = nullptr, updates_done_ = nullptr;
+  int64_t span_step_ = 0;
+  bool spans_forked_ = false;
   std::unique_ptr<VitCuda> model_;
   std::array<DeviceBuffer<float>, 2> images_;
   std::array<DeviceBuffer<int32_t>, 2> labels_;
@@ -324,7 +384,9 @@ class CudaEngine : public CudaStepEngine {
   int64_t batch_size_ = 0;
   int64_t step_ = 0;
   bool capturing_ = false, graph_mode_ = false;
-  std::array<cudaGraphExec_t, 2> graphs_{};
+  std::array<std::array<cudaGraphExec_t, 2>, 2> graphs_{};  // [input parity][GraphVariant]
+  std::array<bool, 2> replayed_{};  // a graph of that parity has been replayed (its phase events hold a step)
+  int capture_variant_ = 0;
   std::array<std::array<cudaEvent_t, kNumPhaseEvents>, 2> graph_events_{};  // per input parity's graph
 };
 

@@ -6,14 +6,19 @@
 
 namespace ddpx {
 
+// Each input parity has two graphs of the same step: `plain`, and `timed`, which also records when each gradient
+// bucket became ready (replayed at the steps whose bucket timings are sampled; see Note [Bucket ready times
+// cost a graph node] in ddp/cuda_bucket_launcher.cpp).
+enum class GraphVariant { plain = 0, timed = 1 };
+
 class CudaStepEngine : public StepEngine {
  public:
   virtual int input_parity() const = 0;      // which input buffer the staged micro-batch is in
-  virtual bool has_graph(int parity) const = 0;
-  virtual void capture_begin() = 0;          // the next step's calls are captured, not run
-  virtual void capture_end() = 0;            // instantiates the graph for the current parity
+  virtual bool has_graph(int parity, GraphVariant variant) const = 0;
+  virtual void capture_begin(GraphVariant variant) = 0;  // the next step's calls are captured, not run
+  virtual void capture_end() = 0;            // instantiates the graph begun, for the current parity
   virtual void capture_abandon() noexcept = 0;  // ends a capture that failed midway; no graph is kept
-  virtual void replay(int64_t step) = 0;     // runs the captured step for the current parity
+  virtual void replay(int64_t step, GraphVariant variant) = 0;  // runs that captured step for the current parity
 };
 
 }  // namespace ddpx

@@ -4,17 +4,24 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/test_fault.hpp"
 #include "ddp/bucket_plan.hpp"
 #include "ddp/comm_hook.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/bootstrap.hpp"
+#include "dist/bootstrap_exchange.hpp"
 #include "dist/communicator.hpp"
 #include "dist/gpu_selection.hpp"
+#include "dist/heartbeat.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
+#include "train/gather_strings.hpp"
+#include "train/startup_settings.hpp"
 #include "train/step_engine.hpp"
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -24,7 +31,10 @@
 
 namespace ddpx {
 
-void DistContext::reducer_begin(bool sync, void* compute_stream) { reducer->begin_step(sync, compute_stream); }
+void DistContext::reducer_begin(bool sync, void* compute_stream) {
+  if (sync) test_fault_step(++steps_begun);
+  reducer->begin_step(sync, compute_stream);
+}
 void DistContext::reducer_mark_ready(size_t begin, size_t end) { reducer->mark_ready(begin, end); }
 void DistContext::reducer_finish() {
   reducer->finish_step();
@@ -36,6 +46,30 @@ std::string DistContext::describe() const {
   return fmt::format("{}, {} rank(s), {} bucket(s), hook {}{}", communicator->backend_name(), world,
                      reducer->plan().size(), reducer->hook().name(), overlap ? ", overlapped with backward" : ", after backward");
 }
+
+namespace {
+
+std::string hook_spec_of(const TrainOptions& options) {
+  std::string hook_spec = options.comm_hook;
+  if (hook_spec.rfind("powersgd:", 0) == 0 && hook_spec.find(':', 9) == std::string::npos)
+    hook_spec += fmt::format(":{}", options.powersgd_start);
+  return hook_spec;
+}
+
+std::vector<GradTensor> grad_tensors_of(const ParamLayout& layout) {
+  std::vector<GradTensor> tensors;
+  for (const auto& t : layout.tensors()) tensors.push_back(GradTensor{t.name, t.offset, t.numel, t.shape});
+  return tensors;
+}
+
+BucketPlan bucket_plan_of(const TrainOptions& options, const std::vector<GradTensor>& tensors) {
+  BucketPlanOptions plan_options;
+  plan_options.cap_bytes = static_cast<size_t>(options.bucket_mb * 1024 * 1024);
+  plan_options.first_bucket_cap_bytes = static_cast<size_t>(options.first_bucket_mb * 1024 * 1024);
+  return BucketPlan(tensors, plan_options);
+}
+
+}  // namespace
 
 DistContext setup_distributed(const TrainOptions& options, const ParamLayout& layout) {
   (void)layout;
@@ -53,61 +87,86 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   if (world.world_size == 1 && !options.ddp) return dist;
   std::string backend = options.backend;
   if (backend == "auto") backend = options.device == "cuda" ? "nccl" : "mpi";
-  // Under mpirun or `srun --mpi=pmix` MPI comes up for every backend: the NCCL id then goes over MPI_Bcast.
-  if (needs_mpi_session(backend, world)) dist.mpi_session = std::make_shared<MpiSession>();
-  dist.communicator = make_communicator(backend, world);
+  // MPI cannot join processes that torchrun started (each would be an MPI world of its own): refuse before MPI
+  // starts, naming the launchers that work.
+  DDPX_REQUIRE(!(backend == "mpi" && world.world_size > 1 && started_by_torchrun()),
+               "rank {}: torchrun started this rank (world size {}), but --device cpu uses the MPI backend, whose "
+               "ranks mpirun or srun must start; use `mpirun -np {} ddpx train --device cpu ...` or `ddpx train "
+               "--device cpu --nproc-per-node {} ...`, or `--device cuda` (NCCL) under torchrun",
+               world.rank, world.world_size, world.world_size, world.world_size);
+  // Watched from the first collective on (communicator creation waits for every rank: MPI_Init's exchange, the
+  // NCCL id's rendezvous, ncclCommInitRank): a rank that never arrives ends the job after --comm-timeout.
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.comm_timeout_s * 1000));
+  dist.heartbeat = std::make_shared<HeartbeatBoard>(
+      world.world_size > 1 ? HeartbeatBoard::job_directory() : std::filesystem::path(), world.rank,
+      world.world_size);
+  dist.watchdog = std::make_shared<CommWatchdog>(world.rank, timeout, dist.heartbeat.get());
+  test_fault_point("start");
+  dist.watchdog->run_watched("communicator creation (" + backend + ")", [&] {
+    // Under mpirun or `srun --mpi=pmix` MPI comes up for every backend: the NCCL id then goes over MPI_Bcast.
+    if (needs_mpi_session(backend, world)) {
+      dist.mpi_session = std::make_shared<MpiSession>();
+      dist.mpi_session->set_finalize_timeout(timeout, dist.heartbeat.get());
+    }
+    dist.communicator = make_communicator(backend, world, timeout);
+  });
+  dist.watchdog->attach(*dist.communicator);
   return dist;
 }
 
 void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const ParamLayout& layout,
-                                  float* host_params) {
+                                  int64_t start_step, float* host_params) {
   Communicator& comm = *dist.communicator;
-  // Every rank must run the same step; a disagreement is an error on every rank, never a hang.
-  require_agreement(comm, "--model", layout.config().spec());
-  require_agreement(comm, "--device/--precision", options.device + "/" + options.precision);
-  require_agreement(comm, "--batch", std::to_string(options.batch));
-  require_agreement(comm, "--grad-accum", std::to_string(options.grad_accum));
-  require_agreement(comm, "--optimizer", options.optimizer);
-  if (comm.buffer_memory() == BufferMemory::host) {
-    broadcast_parameters(comm, host_params, layout.buffer_size(), nullptr);
-    return;
-  }
+  // Every rank must run the same steps; a disagreement is an error on every rank, never a hang. One table, one
+  // collective: the broadcast's size depends on the model, so it must not start before this check.
+  const std::string plan_signature = bucket_plan_of(options, grad_tensors_of(layout)).signature();
+  const std::vector<AgreedSetting> settings =
+      startup_settings(options, layout, start_step, hook_spec_of(options), plan_signature);
+  test_fault_point("agreement");
+  dist.watchdog->run_watched("the start-up agreement", [&] { require_agreement(comm, settings); });
+  test_fault_point("broadcast");
+  dist.watchdog->run_watched("the broadcast of rank 0's parameters", [&] {
+    if (comm.buffer_memory() == BufferMemory::host) {
+      broadcast_parameters(comm, host_params, layout.buffer_size(), nullptr);
+      return;
+    }
 #ifdef DDPX_HAVE_CUDA
-  float* device = nullptr;
-  DDPX_CUDA_CHECK(cudaMalloc(&device, layout.buffer_size() * sizeof(float)));
-  DDPX_CUDA_CHECK(cudaMemcpy(device, host_params, layout.buffer_size() * sizeof(float), cudaMemcpyHostToDevice));
-  broadcast_parameters(comm, device, layout.buffer_size(), nullptr);
-  DDPX_CUDA_CHECK(cudaDeviceSynchronize());
-  DDPX_CUDA_CHECK(cudaMemcpy(host_params, device, layout.buffer_size() * sizeof(float), cudaMemcpyDeviceToHost));
-  DDPX_CUDA_CHECK(cudaFree(device));
+    float* device = nullptr;
+    DDPX_CUDA_CHECK(cudaMalloc(&device, layout.buffer_size() * sizeof(float)));
+    DDPX_CUDA_CHECK(cudaMemcpy(device, host_params, layout.buffer_size() * sizeof(float), cudaMemcpyHostToDevice));
+    broadcast_parameters(comm, device, layout.buffer_size(), nullptr);
+    const cudaError_t synced = cudaDeviceSynchronize();  // returns once the watchdog aborts a hung broadcast
+    if (synced == cudaSuccess)
+      DDPX_CUDA_CHECK(cudaMemcpy(host_params, device, layout.buffer_size() * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaFree(device);
+    DDPX_CUDA_CHECK(synced);
 #else
-  fail("internal: a device communicator in a build without CUDA");
+    fail("internal: a device communicator in a build without CUDA");
 #endif
+  });
+}
+
+std::vector<std::string> DistContext::gather_strings(const std::string& mine) const {
+  std::vector<std::string> all;
+  watchdog->run_watched("the run report's gather", [&] { all = ddpx::gather_strings(*communicator, mine); });
+  return all;
 }
 
 void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamLayout& layout, StepEngine& engine) {
-  std::vector<GradTensor> tensors;
-  for (const auto& t : layout.tensors()) tensors.push_back(GradTensor{t.name, t.offset, t.numel, t.shape});
-  BucketPlanOptions plan_options;
-  plan_options.cap_bytes = static_cast<size_t>(options.bucket_mb * 1024 * 1024);
-  plan_options.first_bucket_cap_bytes = static_cast<size_t>(options.first_bucket_mb * 1024 * 1024);
-  BucketPlan plan(tensors, plan_options);
-  std::string hook_spec = options.comm_hook;
-  if (hook_spec.rfind("powersgd:", 0) == 0 && hook_spec.find(':', 9) == std::string::npos)
-    hook_spec += fmt::format(":{}", options.powersgd_start);
-  std::unique_ptr<CommHook> hook = make_comm_hook(hook_spec);
-
+  // The hook and the bucket plan were agreed on by broadcast_initial_parameters().
+  std::vector<GradTensor> tensors = grad_tensors_of(layout);
+  BucketPlan plan = bucket_plan_of(options, tensors);
+  std::unique_ptr<CommHook> hook = make_comm_hook(hook_spec_of(options));
   Communicator& comm = *dist.communicator;
-  require_agreement(comm, "--comm-hook", hook_spec);
-  require_agreement(comm, "the bucket plan (--bucket-mb/--first-bucket-mb)", plan.signature());
-  require_agreement(comm, "--no-overlap", options.no_overlap ? "set" : "not set");
-
-  dist.watchdog = std::make_shared<CommWatchdog>(
-      comm, std::chrono::milliseconds(static_cast<int64_t>(options.comm_timeout_s * 1000)));
   ReducerOptions reducer_options;
   reducer_options.overlap = !options.no_overlap;
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
   reducer_options.watchdog = dist.watchdog.get();
+  // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each bucket is updated once reduced.
+  if (optimizer_overlaps(options, /*with_reducer=*/true))
+    reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream) {
+      engine.optimizer_span(begin, end, stream);
+    };
   dist.overlap = reducer_options.overlap;
   dist.reducer = std::make_shared<Reducer>(comm, engine.grad_buffer(), layout.buffer_size(), tensors, std::move(plan),
                                            std::move(hook), reducer_options);

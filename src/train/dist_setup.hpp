@@ -2,8 +2,10 @@
 // reducer, set up from the environment and the flags. Without a launcher/MPI/torchrun environment and without
 // --ddp, it is a single process with no communicator (plain training, no DDP overhead at all).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/param_layout.hpp"
 #include "train/train_options.hpp"
@@ -15,35 +17,44 @@ class Communicator;
 class Reducer;
 class CommWatchdog;
 class MpiSession;
+class HeartbeatBoard;
 
 struct DistContext {
-  std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (declared first: destroyed last)
+  // This rank's record of the collectives it entered, read by the peers' watchdogs to name a stalled rank.
+  // Declared first: it outlives MPI_Finalize, which is a collective on it too.
+  std::shared_ptr<HeartbeatBoard> heartbeat;
+  std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (destroyed after the rest)
   int rank = 0, world = 1, local_rank = 0, local_world = 1;  // local_world: ranks on this node
   int cuda_device = 0;  // --device cuda: the GPU bind_cuda_device() chose (dist/gpu_selection.hpp)
   std::shared_ptr<Communicator> communicator;  // null: single process without DDP
-  // Aborts the job when a collective stalls (--comm-timeout). Declared before the reducer so that it outlives it:
-  // a reducer torn down on an error may still wait for a collective, and that wait stays bounded.
+  // Bounds every collective (--comm-timeout), from communicator creation on; set whenever communicator is.
+  // Declared after the communicator (it aborts it) and before the reducer so that it outlives it: a reducer torn
+  // down on an error may still wait for a collective, and that wait stays bounded.
   std::shared_ptr<CommWatchdog> watchdog;
   std::shared_ptr<Reducer> reducer;  // null: no gradient reduction
   std::string launcher = "none";
   bool overlap = true;
+  int64_t steps_begun = 0;  // synchronized reducer steps begun (the step-K test fault points)
 
   void reducer_begin(bool sync, void* compute_stream);
   void reducer_mark_ready(size_t begin, size_t end);
   void reducer_finish();
-  std::string describe() const;  // "NCCL, 2 ranks, 13 buckets (25 MB), hook bf16, overlap"
+  std::string describe() const;
+  // Every rank's string on every rank, under the watchdog (needs a communicator).
+  std::vector<std::string> gather_strings(const std::string& mine) const;  // "NCCL, 2 ranks, 13 buckets (25 MB), hook bf16, overlap"
 };
 
-// Reads rank/world from the environment (launcher, mpirun, srun, torchrun); creates the communicator when the job
-// has several ranks or --ddp is given.
+// Reads rank/world from the environment (launcher, mpirun, srun, torchrun); creates the heartbeat record, the
+// watchdog and then, under the watchdog, the communicator when the job has several ranks or --ddp is given.
 DistContext setup_distributed(const TrainOptions& options, const ParamLayout& layout);
-// Rank 0's parameters overwrite everyone's (host buffer), after checking that all ranks agree on the model,
-// device, precision, batch, accumulation and optimizer (the broadcast's size depends on the model: it must not
-// start before that check); disagreement is an error on every rank naming both values.
+// Rank 0's parameters overwrite everyone's (host buffer), after checking in one collective that all ranks agree
+// on train/startup_settings.hpp's table (model, optimizer, steps, the step this run starts at, data, hook, bucket
+// plan, outputs...; the broadcast's size depends on the model: it must not start before that check);
+// disagreement is an error on every rank naming the setting and both values. Both collectives are watched.
 void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const ParamLayout& layout,
-                                  float* host_params);
-// Builds the bucket plan and the reducer over the engine's gradient buffer, after checking that all ranks agree
-// on the hook, the bucket plan and --no-overlap.
+                                  int64_t start_step, float* host_params);
+// Builds the bucket plan and the reducer over the engine's gradient buffer (their settings were agreed on by
+// broadcast_initial_parameters).
 void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamLayout& layout, StepEngine& engine);
 
 }  // namespace ddpx

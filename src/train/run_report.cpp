@@ -14,7 +14,6 @@
 #include "profile/step_breakdown.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
-#include "train/gather_strings.hpp"
 #include "train/step_engine.hpp"
 #include "train/trainer.hpp"
 
@@ -86,8 +85,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
     p.total_ms = host_total_ms;
   }
   // Bucket timings synchronize with the step's last bucket: sample them only at progress lines.
-  const bool sample_buckets = dist.reducer && (step % options_.log_every == 0 || !engine.is_cuda());
-  if (sample_buckets) {
+  if (samples_buckets(step, engine.is_cuda())) {
     for (const BucketTiming& b : dist.reducer->bucket_timings()) {
       BucketRecord r;
       r.index = static_cast<int>(b.bucket);
@@ -99,6 +97,8 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
       r.end_ms = b.end_ms;
       record.buckets.push_back(r);
     }
+  }
+  if (!record.buckets.empty()) {
     p.comm_ms = comm_window_ms(record.buckets);
   } else {
     p.comm_ms = p.exposed_comm_ms;
@@ -114,7 +114,7 @@ void RunRecorder::finish(const TrainSummary& summary, bool print) {
   if (dist_.communicator && dist_.world > 1) {
     nlohmann::json mine;
     to_json(mine, run_);
-    for (const std::string& text : gather_strings(*dist_.communicator, mine.dump())) {
+    for (const std::string& text : dist_.gather_strings(mine.dump())) {
       RankRun r;
       from_json(nlohmann::json::parse(text), r);
       report.ranks.push_back(std::move(r));

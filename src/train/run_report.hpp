@@ -28,6 +28,12 @@ class RunRecorder {
   const RankRun& rank_run() const { return run_; }
   // "cpu" or the GPU's name (RankInfo::device_name; the verdict's advice depends on it).
   void set_device_name(std::string name) { run_.info.device_name = std::move(name); }
+  void set_loader_workers(int workers) { config_.workers = workers; }  // what --workers resolved to
+  // Whether step `step`'s bucket timings are read (on CUDA that waits for the step's last bucket, so only at
+  // progress lines; the CPU reads every step's). The trainer records ready times only at these steps.
+  bool samples_buckets(int64_t step, bool cuda_engine) const {
+    return dist_.reducer && (step % options_.log_every == 0 || !cuda_engine);
+  }
 
  private:
   const TrainOptions& options_;

@@ -54,6 +54,23 @@ class StepEngine {
   virtual void zero_grads() = 0;
   virtual void forward_backward(float grad_scale, const ReadyFn& on_ready) = 0;
   virtual void optimizer_step(int64_t step) = 0;  // step counts from 1
+
+  // Note [Optimizer overlapped with backward]
+  // Instead of optimizer_step() after the backward pass, the optimizer can be applied span by span while the
+  // backward runs: to each span of the flat buffers as soon as its gradients are final (no reducer: the trainer
+  // passes on_ready's spans) or reduced (the reducer's AfterReduce, ddp/bucket_launcher.hpp). The updates are
+  // element-wise, so the spans of one step, disjoint and covering the buffer, give optimizer_step()'s result bit
+  // for bit. It is safe because a span is final only once the backward pass no longer reads its parameters: the
+  // models mark a whole block ready after its last kernel. Per synchronized step:
+  //   begin_span_updates(step)   before the step's forward (allocates optimizer state on the first call)
+  //   optimizer_span(b, e, s)    for each span, in any order, from the trainer's thread or the reducer's
+  //   finish_span_updates()      where optimizer_step() would be
+  // optimizer_span's stream: the CUDA stream the span's gradients are final on (the reducer's communication
+  // stream), or nullptr: final on the compute stream as enqueued so far, and the update then runs on the
+  // engine's own update stream, overlapping the rest of the backward pass. The CPU engine updates at once.
+  virtual void begin_span_updates(int64_t step) = 0;
+  virtual void optimizer_span(size_t begin, size_t end, void* stream) = 0;
+  virtual void finish_span_updates() = 0;
   // Mean loss of the last forward_backward (synchronizes on CUDA).
   virtual float last_loss() = 0;
   // Logits of images (host, NCHW) for evaluation.

@@ -12,7 +12,7 @@
 namespace ddpx {
 
 StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
-                                   int64_t hook_capturable_from) {
+                                   int64_t hook_capturable_from, bool timed_variants) {
   StepGraphSchedule schedule;
   if (options.cuda_graph == "off" || !cuda_engine) {
     DDPX_REQUIRE(options.cuda_graph != "on" || cuda_engine, "--cuda-graph on needs --device cuda");
@@ -30,30 +30,38 @@ StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine
   }
   schedule.enabled = exact && hook_capturable;
   if (!schedule.enabled) return schedule;
+  schedule.timed_variants = timed_variants;
   // Captured at trainer step start_step + after, i.e. synchronized step after - 1: at least 1 (one eager step
   // first, where hooks and cuBLASLt may allocate) and at least the hook's capturable step. The graph of the
-  // other input parity is captured one step later; both captures fall inside the warm-up where it is long enough
-  // (capture and instantiation are not training throughput).
-  const int64_t after = std::max({options.warmup_steps - 1, int64_t{2}, hook_capturable_from + 1});
+  // other input parity is captured one step later (then the two timed ones, with timed variants); the captures
+  // fall inside the warm-up where it is long enough (capture and instantiation are not training throughput).
+  const int64_t captures = timed_variants ? 4 : 2;
+  const int64_t after = std::max({options.warmup_steps - (captures - 1), int64_t{2}, hook_capturable_from + 1});
   schedule.first_step = start_step + after;
   return schedule;
 }
 
 StepGraphs::StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step,
-                       int64_t hook_capturable_from)
-    : engine_(engine) {
-  const StepGraphSchedule schedule = plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from);
-  enabled = schedule.enabled;
-  first_step = schedule.first_step;
+                       int64_t hook_capturable_from, bool timed_variants)
+    : engine_(engine),
+      schedule_(plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from, timed_variants)) {
+  enabled = schedule_.enabled;
+  first_step = schedule_.first_step;
 }
 
-void StepGraphs::run(int64_t step, const std::function<void()>& calls, const std::function<void()>& before_replay,
-                     const std::function<void(void*)>& after_replay) {
+GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t step, bool sampled) {
+  if (!schedule.timed_variants || step < schedule.first_step + 2) return GraphVariant::plain;
+  if (step < schedule.first_step + 4) return GraphVariant::timed;
+  return sampled ? GraphVariant::timed : GraphVariant::plain;
+}
+
+void StepGraphs::run(int64_t step, GraphVariant variant, const std::function<void()>& calls,
+                     const std::function<void()>& before_replay, const std::function<void(void*)>& after_replay) {
 #ifdef DDPX_HAVE_CUDA
   auto& cuda = static_cast<CudaStepEngine&>(engine_);
   if (before_replay) before_replay();  // a watchdog that has fired throws here, before any capture begins
-  if (!cuda.has_graph(cuda.input_parity())) {
-    cuda.capture_begin();
+  if (!cuda.has_graph(cuda.input_parity(), variant)) {
+    cuda.capture_begin(variant);
     try {
       calls();
     } catch (...) {
@@ -62,10 +70,10 @@ void StepGraphs::run(int64_t step, const std::function<void()>& calls, const std
     }
     cuda.capture_end();
   }
-  cuda.replay(step);
+  cuda.replay(step, variant);
   if (after_replay) after_replay(cuda.compute_stream());
 #else
-  (void)step, (void)before_replay, (void)after_replay;
+  (void)step, (void)variant, (void)before_replay, (void)after_replay;
   calls();
 #endif
 }

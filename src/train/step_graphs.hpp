@@ -5,9 +5,13 @@
 // (CommHook::capturable_from_step(): PowerSGD's first compressed step allocates, so it is never the captured one).
 // Step numbers: trainer steps are 1-based; the reducer counts synchronized steps from 0 at the first step this
 // process runs (start_step + 1), so trainer step s is synchronized step s - start_step - 1.
+// With a reducer each input parity gets a second graph that also records bucket ready times (GraphVariant::timed,
+// replayed at the steps whose bucket timings are sampled; see Note [Bucket ready times cost a graph node] in
+// ddp/cuda_bucket_launcher.cpp): four captures, plain ones first, all inside the warm-up where it is long enough.
 #pragma once
 #include <functional>
 
+#include "train/cuda_engine.hpp"
 #include "train/step_engine.hpp"
 #include "train/train_options.hpp"
 
@@ -18,23 +22,32 @@ namespace ddpx {
 struct StepGraphSchedule {
   bool enabled = false;
   int64_t first_step = 0;
+  bool timed_variants = false;  // each input parity also has its timed graph
 };
+// timed_variants: a reducer's bucket timings are sampled, so each parity also gets its timed graph.
 StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
-                                   int64_t hook_capturable_from);
+                                   int64_t hook_capturable_from, bool timed_variants = false);
+// The graph that graph step `step` (>= first_step) replays: the plain graphs at the first two graph steps, the
+// timed ones at the next two (their captures), then timed where `sampled` (the step's bucket timings are read),
+// else plain. Always plain without timed variants.
+GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t step, bool sampled);
 
 class StepGraphs {
  public:
   // hook_capturable_from: the reducer's hook's capturable_from_step() (0 without a reducer).
-  StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0);
+  StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0,
+             bool timed_variants = false);
   bool enabled = false;
   int64_t first_step = 0;
-  // Captures `calls` into the graph of the current input parity if there is none yet, then replays it between
-  // before_replay() and after_replay(compute_stream) (the reducer's watchdog hooks; either may be empty).
-  void run(int64_t step, const std::function<void()>& calls, const std::function<void()>& before_replay = {},
-           const std::function<void(void*)>& after_replay = {});
+  GraphVariant variant_for(int64_t step, bool sampled) const { return choose_graph_variant(schedule_, step, sampled); }
+  // Captures `calls` into the current input parity's graph of `variant` if there is none yet, then replays it
+  // between before_replay() and after_replay(compute_stream) (the reducer's watchdog hooks; either may be empty).
+  void run(int64_t step, GraphVariant variant, const std::function<void()>& calls,
+           const std::function<void()>& before_replay = {}, const std::function<void(void*)>& after_replay = {});
 
  private:
   StepEngine& engine_;
+  StepGraphSchedule schedule_;
 };
 
 }  // namespace ddpx

@@ -37,7 +37,7 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(batch > 0, "--batch must be a positive number of images per rank, got {}", batch);
   DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
-  DDPX_REQUIRE(workers >= 1 && workers <= 256, "--workers must be in [1, 256], got {}", workers);
+  DDPX_REQUIRE(workers >= 0 && workers <= 256, "--workers must be 0 (auto) or in [1, 256], got {}", workers);
   DDPX_REQUIRE(prefetch == 0 || (prefetch >= 2 && prefetch <= 258), "--prefetch must be 0 (auto) or in [2, 258], got {}",
                prefetch);
   DDPX_REQUIRE(cpu_threads >= 0 && cpu_threads <= 4096,
@@ -79,14 +79,22 @@ void TrainOptions::validate() const {
                "--images/--labels",
                data);
   DDPX_REQUIRE(data != "synthetic-device" || device == "cuda", "--data synthetic-device needs --device cuda");
+  DDPX_REQUIRE(optimizer_overlap == "auto" || optimizer_overlap == "on" || optimizer_overlap == "off",
+               "--optimizer-overlap '{}' is not known; choose auto, on or off", optimizer_overlap);
   DDPX_REQUIRE(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
                "--cuda-graph '{}' is not known; choose auto, on or off", cuda_graph);
-  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi",
-               "--backend '{}' is not known; choose auto, nccl or mpi", backend);
+  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi" || backend == "self",
+               "--backend '{}' is not known; choose auto, nccl, mpi or self", backend);
+  DDPX_REQUIRE(!(device == "cuda" && backend == "self"),
+               "--backend self (one process, the reducer without communication) runs on --device cpu only");
   DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"), "--backend nccl needs --device cuda (CPU training uses mpi)");
   DDPX_REQUIRE(ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", ranks_per_gpu);
   DDPX_REQUIRE(ranks_per_gpu <= 1 || device == "cuda",
                "--ranks-per-gpu {} applies to --device cuda (CPU ranks share the cores already)", ranks_per_gpu);
+}
+
+bool optimizer_overlaps(const TrainOptions& options, bool with_reducer) {
+  return options.optimizer_overlap == "on" || (options.optimizer_overlap == "auto" && with_reducer);
 }
 
 }  // namespace ddpx

@@ -15,6 +15,8 @@
 #include "data/batch_loader.hpp"
 #include "ddp/reducer.hpp"
 #include "data/dataset.hpp"
+#include "data/loader_workers.hpp"
+#include "model/blas_threads.hpp"
 #include "io/param_safetensors.hpp"
 #include "train/checkpointing.hpp"
 #include "model/param_layout.hpp"
@@ -81,7 +83,7 @@ TrainSummary run_training(const TrainOptions& options) {
 
   std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.cuda_device, dist.rank, dist.local_world);
   StartState start = initial_state(layout, options);
-  if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.params.data());
+  if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.step, start.params.data());
   engine->upload_params(start.params.data());
   if (start.optimizer) engine->upload_optimizer_state(*start.optimizer);
   DDPX_REQUIRE(start.step < options.steps,
@@ -97,9 +99,11 @@ TrainSummary run_training(const TrainOptions& options) {
   std::unique_ptr<Dataset> dataset =
       make_dataset(data_options, DataShape{config.channels, config.image_size, config.num_classes});
   BatchLoader::Options loader_options;
-  loader_options.workers = options.workers;
+  const LoaderWorkerChoice workers =
+      choose_loader_workers(options.workers, options.device == "cuda", usable_cpu_count(), dist.local_world);
+  loader_options.workers = workers.workers;
   // Each filling worker holds a slot: fewer slots than workers would leave workers idle.
-  loader_options.depth = options.prefetch > 0 ? options.prefetch : options.workers + 2;
+  loader_options.depth = options.prefetch > 0 ? options.prefetch : workers.workers + 2;
   loader_options.allocate = [&](size_t bytes) { return engine->allocate_host_batch(bytes); };
   loader_options.deallocate = [&](void* p) { engine->free_host_batch(p); };
   const int64_t micro_per_step = options.grad_accum;
@@ -108,18 +112,33 @@ TrainSummary run_training(const TrainOptions& options) {
   log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}",
                   config.spec(), engine->describe(), layout.num_params(), options.batch, dist.world,
                   micro_per_step > 1 ? fmt::format(" x {} accumulation", micro_per_step) : "",
-                  dataset->describe(), options.optimizer,
+                  fmt::format("{}, {} loader thread{}{}", dataset->describe(), workers.workers,
+                              workers.workers == 1 ? "" : "s",
+                              options.workers > 0 ? "" : fmt::format(" ({})", workers.source)),
+                  options.optimizer,
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
-  StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0);
+  recorder.set_loader_workers(workers.workers);
+  StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
+                    /*timed_variants=*/dist.reducer != nullptr);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   const char* phase_name = "forward";
   if (graphs.enabled) log(fmt::format("CUDA graph: the whole step is captured at step {} and replayed after", graphs.first_step));
+  // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
+  // attach_reducer().
+  const bool overlap_optimizer = optimizer_overlaps(options, dist.reducer != nullptr);
+  auto finish_optimizer = [&](int64_t step) {
+    if (overlap_optimizer) {
+      engine->finish_span_updates();
+    } else {
+      engine->optimizer_step(step);
+    }
+  };
   TrainSummary summary;
   summary.world_size = dist.world;
   const auto run_start = Clock::now();
@@ -158,7 +177,11 @@ TrainSummary run_training(const TrainOptions& options) {
     double data_wait_ms = 0;
     // The calls of one step after its batch is staged; captured once into a CUDA graph where that is exact.
     // NVTX ranges carry the seed's names ("forward", then "backward" from the first final gradient span on).
+    // With the optimizer overlapped, a synchronized micro-batch updates each span once it is final (no reducer)
+    // or reduced (the reducer's AfterReduce); see Note [Optimizer overlapped with backward].
     auto step_calls = [&](bool sync) {
+      const bool span_updates = overlap_optimizer && sync;
+      if (span_updates) engine->begin_span_updates(step);
       if (dist.reducer) dist.reducer_begin(sync, engine->compute_stream());
       std::optional<NvtxRange> phase_range(std::in_place, "forward");
       // Spans are marked in accumulation micro-batches too: the reducer checks them and communicates nothing.
@@ -169,7 +192,11 @@ TrainSummary run_training(const TrainOptions& options) {
           phase_name = "backward";
           phase_range.emplace("backward");
         }
-        if (reduce) dist.reducer_mark_ready(begin, end);
+        if (reduce) {
+          dist.reducer_mark_ready(begin, end);
+        } else if (span_updates) {
+          engine->optimizer_span(begin, end, nullptr);
+        }
       });
       phase_range.reset();
       phase_name = "forward";
@@ -186,19 +213,24 @@ TrainSummary run_training(const TrainOptions& options) {
       return batch;
     };
     double comm_wait_ms = 0;
+    // Bucket ready times cost the compute stream a node per bucket: recorded only where they are read.
+    const bool sample_buckets = recorder.samples_buckets(step, engine->is_cuda());
     if (graphs.enabled && step >= graphs.first_step) {
       const HostBatch& batch = acquire_batch();
-      graphs.run(step, [&] {
+      const GraphVariant variant = graphs.variant_for(step, sample_buckets);
+      if (dist.reducer) dist.reducer->set_ready_timing(variant == GraphVariant::timed);
+      graphs.run(step, variant, [&] {
         engine->zero_grads();
         step_calls(true);
         if (dist.reducer) dist.reducer_finish();
-        engine->optimizer_step(step);
+        finish_optimizer(step);
       }, dist.reducer ? std::function<void()>([&] { dist.reducer->before_replay(); }) : std::function<void()>(),
          dist.reducer ? std::function<void(void*)>([&](void* stream) { dist.reducer->after_replay(stream); })
                       : std::function<void(void*)>());
       engine->batch_consumed(batch);
       loader.release(batch);
     } else {
+      if (dist.reducer) dist.reducer->set_ready_timing(sample_buckets);
       engine->zero_grads();
       for (int64_t micro = 0; micro < micro_per_step; ++micro) {
         const HostBatch& batch = acquire_batch();
@@ -213,7 +245,7 @@ TrainSummary run_training(const TrainOptions& options) {
       if (dist.reducer) dist.reducer_finish();
       comm_wait_ms = seconds_since(comm_wait_start) * 1e3;
       NvtxRange optimizer_range("optimizer step");
-      engine->optimizer_step(step);
+      finish_optimizer(step);
     }
     profile_window.on_step_end(step);
     recorder.end_step(step, data_wait_ms, comm_wait_ms, seconds_since(step_start) * 1e3, *engine, dist);

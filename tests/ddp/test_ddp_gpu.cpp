@@ -251,11 +251,12 @@ TEST(NcclOneRank, AbortMakesLaterCallsFail) {
 
 // A device backend whose all-reduce enqueues a host function on the stream; while `stall` is set that function
 // blocks until abort() (a 60 s safety net keeps a broken test from hanging forever), stalling the stream the way
-// a collective waiting for a dead peer does.
+// a collective waiting for a dead peer does. It reports a world of two: in a world of one the allreduce hook
+// issues no collective at all, and then nothing would stall.
 class StallingCommunicator : public Communicator {
  public:
   int rank() const override { return 0; }
-  int size() const override { return 1; }
+  int size() const override { return 2; }
   int local_rank() const override { return 0; }
   std::string backend_name() const override { return "stalling"; }
   BufferMemory buffer_memory() const override { return BufferMemory::cuda; }

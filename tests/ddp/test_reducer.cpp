@@ -54,12 +54,14 @@ struct Fixture {
 
   // One bucket per group (weight + bias): group 4 is 208 bytes (the first cap), the largest group 1248 bytes,
   // and no two neighbouring groups fit in 1248 bytes together.
-  std::unique_ptr<Reducer> make(bool overlap) {
+  std::unique_ptr<Reducer> make(bool overlap, AfterReduce after_reduce = {}) {
     auto recording = std::make_unique<RecordingHook>();
     hook = recording.get();
     BucketPlan plan(model.tensors(), BucketPlanOptions{1248, 208, 4});
+    ReducerOptions options{overlap};
+    options.after_reduce = std::move(after_reduce);
     return std::make_unique<Reducer>(comm, grads.data(), grads.size(), model.tensors(), std::move(plan),
-                                     std::move(recording), ReducerOptions{overlap});
+                                     std::move(recording), options);
   }
   // Marks group spans as the toy model's backward would (group 4 .. 0).
   void mark_all(Reducer& reducer) {
@@ -119,6 +121,32 @@ TEST(Reducer, NoSyncStepsCommunicateNothingAndDoNotCount) {
   f.mark_all(*reducer);
   reducer->finish_step();
   EXPECT_EQ(f.hook->snapshot().back(), (std::pair<size_t, int64_t>{4, 1}));  // the hook saw step index 1
+}
+
+// The overlapped optimizer's hook point: AfterReduce sees each bucket's span once its hook has left the average
+// there (the values are already x2), in bucket order, before finish_step() returns; accumulation micro-batches
+// reduce nothing and so call it never.
+TEST(Reducer, AfterReduceSeesEachReducedBucketOnceBeforeTheStepEnds) {
+  Fixture f;
+  std::mutex mutex;
+  std::vector<std::pair<size_t, size_t>> spans;
+  std::vector<float> first_values;
+  auto reducer = f.make(true, [&](size_t begin, size_t end, void* stream) {
+    EXPECT_EQ(stream, nullptr);  // host buckets: called on the communication thread
+    std::lock_guard lock(mutex);
+    spans.emplace_back(begin, end);
+    first_values.push_back(f.grads[begin]);
+  });
+  for (int micro = 0; micro < 2; ++micro) {
+    reducer->begin_step(micro == 1);
+    f.mark_all(*reducer);
+    reducer->finish_step();
+    if (micro == 0) EXPECT_TRUE(spans.empty());
+  }
+  std::vector<std::pair<size_t, size_t>> expected;
+  for (size_t b = 0; b < reducer->plan().size(); ++b) expected.emplace_back(reducer->plan()[b].begin, reducer->plan()[b].end);
+  EXPECT_EQ(spans, expected);
+  for (float v : first_values) EXPECT_EQ(v, 2.0f);  // after the hook
 }
 
 TEST(Reducer, TimingRecordsPerBucket) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # slurm_jobs.sh DDPX EXCHANGE_DRIVER: real Slurm jobs on a one-node cluster this test starts and stops
 # (tests/support/slurm_cluster.sh), with no MASTER_ADDR/MASTER_PORT anywhere:
-#  1. `srun -n 2` of the bootstrap exchange driver: rank 0's 128 bytes reach rank 1 over the TCP rendezvous at the
-#     address and port derived from SLURM_STEP_NODELIST and SLURM_JOB_ID/SLURM_STEP_ID;
+#  1. `srun -n 2` of exchange_driver (the NCCL id's exchange with a 128-byte stand-in): rank 0's bytes reach
+#     rank 1 over the TCP rendezvous at the address and port derived from SLURM_STEP_NODELIST and
+#     SLURM_JOB_ID/SLURM_STEP_ID;
 #  2. `srun -n 2 --mpi=pmix` of the same driver: over MPI; `srun -n 2 --mpi=pmi2` (which Open MPI cannot join):
 #     over the derived TCP rendezvous;
 #  3. `srun -n 2 --mpi=pmix ddpx train --device cpu ...`: 2 ranks train over MPI and save weights;
@@ -29,12 +30,12 @@ eval "$setup"
 cd "$WORK"
 
 echo "== 1. srun -n 2: exchange over the TCP rendezvous at the derived address and port"
-bash "$HERE/check_exchange.sh" 2 "TCP rendezvous" -- srun -n 2 "$DRIVER" "TCP rendezvous"
+bash "$HERE/check_exchange.sh" 2 "ddpx's TCP rendezvous" -- srun -n 2 "$DRIVER"
 echo "== 2. srun -n 2 --mpi=pmix: exchange over MPI"
-bash "$HERE/check_exchange.sh" 2 MPI -- srun -n 2 --mpi=pmix "$DRIVER" MPI
+bash "$HERE/check_exchange.sh" 2 MPI -- srun -n 2 --mpi=pmix "$DRIVER"
 if srun --mpi=list 2>&1 | grep -q pmi2; then
   echo "== 2b. srun -n 2 --mpi=pmi2: exchange over the TCP rendezvous (Open MPI cannot join PMI-2)"
-  bash "$HERE/check_exchange.sh" 2 "TCP rendezvous" -- srun -n 2 --mpi=pmi2 "$DRIVER" "TCP rendezvous"
+  bash "$HERE/check_exchange.sh" 2 "ddpx's TCP rendezvous" -- srun -n 2 --mpi=pmi2 "$DRIVER"
 fi
 
 TRAIN="--device cpu --model vit_tiny_test --data learnable --batch 4 --steps 6 --log-every 3"

@@ -115,7 +115,8 @@ TEST_F(MpiTest, DisagreementThrowsTheSameMessageOnEveryRank) {
     require_agreement(comm, "--batch", batch);
     ADD_FAILURE() << "rank " << rank << " did not throw";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "ranks disagree on --batch: rank 0 has '32', rank 2 has '33'");
+    const std::string others = world > 3 ? " (ranks differing from rank 0: 2, 3)" : "";
+    EXPECT_EQ(std::string(e.what()), "ranks disagree on --batch: rank 0 has '32', rank 2 has '33'" + others);
   }
   // Same length, different content; and a long value is quoted truncated.
   std::string long_value(500, 'x');
@@ -130,6 +131,31 @@ TEST_F(MpiTest, DisagreementThrowsTheSameMessageOnEveryRank) {
     EXPECT_EQ(std::string(e.what()), expected);
   }
   EXPECT_NO_THROW(require_agreement(comm, "after a disagreement", "same"));  // the group stays usable
+}
+
+TEST_F(MpiTest, ATableIsAgreedInOneCollectiveAndTheFirstDifferenceIsNamed) {
+  std::vector<AgreedSetting> settings{{"--model", "vit_l_32"}, {"--steps", "100"}, {"--lr", "0.01"}, {"--seed", "0"}};
+  EXPECT_NO_THROW(require_agreement(comm, settings));
+  if (rank == world - 1) settings[2].value = "0.1";
+  if (rank == 1) settings[1].value = "99", settings[3].value = "1";
+  try {
+    require_agreement(comm, settings);
+    ADD_FAILURE() << "rank " << rank << " did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ranks disagree on --steps: rank 0 has '100', rank 1 has '99'; they also disagree on --lr, --seed");
+  }
+  // A table of another length (another build) is refused, naming both lengths.
+  std::vector<AgreedSetting> longer = {{"--model", "vit_l_32"}};
+  if (rank == 1) longer.push_back({"--new-flag", "x"});
+  try {
+    require_agreement(comm, longer);
+    ADD_FAILURE() << "rank " << rank << " did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "ranks run different ddpx builds: rank 0 checks 1 start-up settings, rank 1 "
+                                     "checks 2; start every rank from the same ddpx executable");
+  }
+  EXPECT_NO_THROW(require_agreement(comm, std::vector<AgreedSetting>{{"--lr", "same"}}));
 }
 
 TEST_F(MpiTest, BroadcastParametersMakesRankZerosCopyEveryones) {

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "dist/bootstrap.hpp"
+#include "dist/bootstrap_exchange.hpp"
 #include "dist/gpu_selection.hpp"
 #include "dist/job_environment.hpp"
 #include "error_expect.hpp"
@@ -222,7 +223,9 @@ TEST(SlurmEnvironment, ABusyDerivedPortIsNamedWithItsOrigin) {
   const bool held = ::bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
                     ::listen(holder, 1) == 0;  // else someone else holds it: the rendezvous fails all the same
   (void)held;
-  expect_error([&] { share_from_rank0(world, std::vector<uint8_t>(128, 7), std::chrono::seconds(5)); },
+  expect_error([&] {
+    broadcast_from_rank0(world, "test id", std::vector<uint8_t>(128, 7), std::chrono::seconds(5), fake_env(task));
+  },
                {"MASTER_PORT=" + std::to_string(world.master_port) + " (derived from SLURM_JOB_ID=4242, SLURM_STEP_ID=3)",
                 "MASTER_ADDR=127.0.0.1 (first host of SLURM_STEP_NODELIST=127.0.0.1)", "export MASTER_ADDR and MASTER_PORT"});
   ::close(holder);

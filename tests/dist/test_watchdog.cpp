@@ -5,7 +5,11 @@
 #include <atomic>
 #include <thread>
 
+#include <filesystem>
+#include <unistd.h>
+
 #include "core/error.hpp"
+#include "dist/heartbeat.hpp"
 #include "dist/watchdog.hpp"
 
 namespace ddpx {
@@ -78,6 +82,69 @@ TEST(CommWatchdog, QuietWhenCommunicationCompletes) {
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(probes.load(), probes_at_disarm);
   EXPECT_NO_THROW(watchdog.throw_if_fired());
+}
+
+TEST(CommWatchdog, RunWatchedReturnsQuietlyWhenTheCollectiveCompletes) {
+  RecordingCommunicator comm;
+  CommWatchdog watchdog(comm, 100ms);
+  int calls = 0;
+  watchdog.run_watched("the start-up agreement", [&] { ++calls; });
+  std::this_thread::sleep_for(300ms);  // well past the timeout: a completed collective never fires
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(watchdog.fired());
+  // A collective that fails on its own reports its own error.
+  EXPECT_THROW(watchdog.run_watched("the broadcast", [] { throw Error("backend error"); }), Error);
+  EXPECT_FALSE(watchdog.fired());
+}
+
+TEST(CommWatchdog, RunWatchedReportsTheTimeoutInsteadOfTheAbortedCollectivesError) {
+  RecordingCommunicator comm;
+  CommWatchdog watchdog(comm, 100ms);
+  try {
+    watchdog.run_watched("the start-up agreement", [&] {
+      for (int i = 0; i < 500 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);  // blocks until aborted
+      throw Error("mpi backend: MPI_Allgather failed");
+    });
+    FAIL() << "expected the watchdog's error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "rank 2: communication timed out after 0.1 s in the start-up agreement (a peer "
+                                     "rank probably died or stalled)");
+  }
+  EXPECT_TRUE(comm.aborted.load());
+}
+
+TEST(CommWatchdog, NamesTheLaggingRankFromTheHeartbeatBoard) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ddpx_test_watchdog_board_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  RecordingCommunicator comm;  // rank 2 of 4
+  HeartbeatBoard mine(dir, 2, 4), lagging(dir, 3, 4);
+  CommWatchdog watchdog(comm, 100ms, &mine);
+  watchdog.arm(7, [] { return CommProgress{false, 1}; });
+  for (int i = 0; i < 200 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(comm.aborted.load());
+  // The state letter is the main thread's (/proc/PID/stat): sleeping in this loop or running.
+  std::string message = watchdog.message();
+  const size_t state = message.find("(state ");
+  ASSERT_NE(state, std::string::npos) << message;
+  message[state + 7] = '?';
+  EXPECT_EQ(message,
+            "rank 2: communication timed out after 0.1 s in bucket 1 of step 7 (collective #1): rank 3 has not "
+            "reached it: process " + std::to_string(::getpid()) + " is busy outside any collective (state ?), "
+            "before its first collective; no heartbeat from rank(s) 0, 1 on this node (not started yet, or on "
+            "another node)");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommWatchdogDeathTest, BeforeTheCommunicatorExistsAFiringWatchdogEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        CommWatchdog watchdog(1, 100ms);
+        watchdog.run_watched("communicator creation (mpi)", [] { std::this_thread::sleep_for(10s); });
+      },
+      ::testing::ExitedWithCode(3),
+      "ddpx: error: rank 1: communication timed out after 0.1 s in communicator creation \\(mpi\\)");
 }
 
 }  // namespace

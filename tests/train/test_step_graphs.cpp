@@ -41,6 +41,35 @@ TEST(StepGraphs, PlainRunsCaptureAfterTheWarmUpAndAfterResuming) {
   EXPECT_EQ(plan_step_graphs(graph_run("allreduce", 5), true, 100, 0).first_step, 104);
 }
 
+TEST(StepGraphs, WithTimedVariantsFourCapturesFitTheWarmUp) {
+  // Steps 2..5 capture plain (2, 3: both input parities) and timed graphs (4, 5); step 1 stays eager.
+  const StepGraphSchedule timed = plan_step_graphs(graph_run("allreduce", 5), true, 0, 0, true);
+  EXPECT_TRUE(timed.enabled);
+  EXPECT_TRUE(timed.timed_variants);
+  EXPECT_EQ(timed.first_step, 2);
+  EXPECT_EQ(plan_step_graphs(graph_run("allreduce", 20), true, 0, 0, true).first_step, 17);
+  EXPECT_EQ(plan_step_graphs(graph_run("allreduce", 5), true, 100, 0, true).first_step, 102);
+  // The hook's capturable step still comes first.
+  EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 5), true, 0, capturable_from("powersgd:4"), true).first_step, 4);
+}
+
+TEST(StepGraphs, TimedGraphsReplayOnlyWhereBucketTimesAreRead) {
+  const StepGraphSchedule timed = plan_step_graphs(graph_run("allreduce", 5), true, 0, 0, true);
+  // The captures: plain, plain, timed, timed, whatever is sampled.
+  EXPECT_EQ(choose_graph_variant(timed, 2, true), GraphVariant::plain);
+  EXPECT_EQ(choose_graph_variant(timed, 3, true), GraphVariant::plain);
+  EXPECT_EQ(choose_graph_variant(timed, 4, false), GraphVariant::timed);
+  EXPECT_EQ(choose_graph_variant(timed, 5, false), GraphVariant::timed);
+  // Afterwards: timed exactly at the sampled steps.
+  EXPECT_EQ(choose_graph_variant(timed, 6, false), GraphVariant::plain);
+  EXPECT_EQ(choose_graph_variant(timed, 20, true), GraphVariant::timed);
+  EXPECT_EQ(choose_graph_variant(timed, 21, false), GraphVariant::plain);
+  // Without a reducer there is nothing to time: always plain.
+  const StepGraphSchedule plain = plan_step_graphs(graph_run("allreduce", 5), true, 0, 0, false);
+  EXPECT_FALSE(plain.timed_variants);
+  EXPECT_EQ(choose_graph_variant(plain, 20, true), GraphVariant::plain);
+}
+
 TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
   // Trainer step s is synchronized step s - 1; PowerSGD with START 2 compresses (and allocates) first at
   // synchronized step 2 = trainer step 3, so the capture may come at trainer step 4 at the earliest.

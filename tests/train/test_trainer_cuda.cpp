@@ -1,7 +1,8 @@
 // GPU-labelled end-to-end checks of the CUDA training path (skipped where no GPU is found): the trainer's
 // whole-step CUDA graphs give the same weights as eager steps, the CUDA engine matches the CPU engine on the same
-// data, learnable data converges in every precision, DDP with world size 1 equals plain training, and two GPUs
-// (where a machine has them) equal one GPU with the whole batch.
+// data, learnable data converges in every precision, DDP with world size 1 equals plain training (also with the
+// timed graphs replayed at progress lines, which alone carry bucket timings), and two GPUs (where a machine has
+// them) equal one GPU with the whole batch.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "io/param_safetensors.hpp"
 #include "model/vit_init.hpp"
 #include "model/param_layout.hpp"
+#include "profile/step_record.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
@@ -120,6 +122,83 @@ TEST(CudaTraining, DdpWithOneRankEqualsPlainTraining) {
   run_training(ddp);
   // Averaging over one rank is exact (NCCL avg with world 1 copies).
   EXPECT_EQ(max_abs_diff(weights(plain.save), weights(ddp.save)), 0.0);
+}
+
+// Note [Optimizer overlapped with backward] (train/step_engine.hpp): span updates on the engine's update stream (no
+// DDP) or on the communication stream after each bucket (DDP, world 1) run the same element-wise kernels as the
+// update after backward, so the weights are bit-identical: eager and graph-replayed, SGD with momentum, Nesterov
+// and weight decay, AdamW, bf16 (whose bf16 weight copy the spans update too), and with accumulation.
+TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
+  DDPX_REQUIRE_GPU();
+  struct Case {
+    const char* name;
+    const char* optimizer;
+    const char* precision;
+    const char* graph;
+    bool ddp;
+    int64_t accum;
+  };
+  const Case cases[] = {{"sgd graph", "sgd", "fp32", "on", false, 1},  {"sgd eager", "sgd", "fp32", "off", false, 1},
+                        {"sgd bf16 graph", "sgd", "bf16", "on", false, 1}, {"sgd ddp graph", "sgd", "bf16", "on", true, 1},
+                        {"sgd ddp accum", "sgd", "fp32", "off", true, 2}, {"adamw", "adamw", "bf16", "off", false, 1},
+                        {"adamw ddp", "adamw", "fp32", "off", true, 1}};
+  for (const Case& c : cases) {
+    TrainOptions overlapped = gpu_run(), after = gpu_run();
+    for (TrainOptions* o : {&overlapped, &after}) {
+      o->optimizer = c.optimizer;
+      o->precision = c.precision;
+      o->cuda_graph = c.graph;
+      o->ddp = c.ddp;
+      o->grad_accum = c.accum;
+      o->bucket_mb = o->first_bucket_mb = 0.02;  // several buckets
+      if (std::string(c.optimizer) == "sgd") o->nesterov = true, o->weight_decay = 1e-4;
+      if (std::string(c.optimizer) == "adamw") o->lr = 1e-3, o->momentum = 0, o->weight_decay = 0.01;
+    }
+    overlapped.optimizer_overlap = "on";
+    after.optimizer_overlap = "off";
+    overlapped.save = scratch(std::string("overlapped.safetensors")).string();
+    after.save = scratch(std::string("after.safetensors")).string();
+    run_training(overlapped);
+    run_training(after);
+    EXPECT_EQ(max_abs_diff(weights(overlapped.save), weights(after.save)), 0.0) << c.name;
+  }
+}
+
+// With a reducer, graph runs replay a second, timed graph per input parity at progress lines (bucket ready times
+// are a node per bucket on the compute stream: see Note [Bucket ready times cost a graph node]). Both graphs
+// compute the same step, so the weights equal eager DDP's; only the progress-line steps carry bucket timings.
+TEST(CudaTraining, DdpGraphsTimeBucketsAtProgressLinesOnlyAndEqualEager) {
+  DDPX_REQUIRE_GPU();
+  TrainOptions eager = gpu_run(), graphed = gpu_run();
+  eager.ddp = graphed.ddp = true;
+  eager.bucket_mb = graphed.bucket_mb = 0.02;  // vit_tiny_test is 0.08 MB: about 4 buckets
+  eager.first_bucket_mb = graphed.first_bucket_mb = 0.02;
+  eager.log_every = graphed.log_every = 3;
+  eager.cuda_graph = "off";
+  graphed.cuda_graph = "on";
+  eager.save = scratch("ddp_eager.safetensors").string();
+  graphed.save = scratch("ddp_graphed.safetensors").string();
+  graphed.report = scratch("ddp_graphed.json").string();
+  run_training(eager);
+  run_training(graphed);
+  EXPECT_EQ(max_abs_diff(weights(eager.save), weights(graphed.save)), 0.0);
+  const RunReport report = load_run_report(graphed.report);
+  ASSERT_EQ(report.ranks.size(), 1u);
+  // Warm-up 2: step 1 is eager, steps 2 and 3 capture the plain graphs, 4 and 5 the timed ones; measured steps
+  // are 3..12, so the progress-line steps with bucket timings are 6, 9 and 12 (step 3 replayed a plain graph).
+  std::vector<int64_t> timed_steps;
+  for (const StepRecord& step : report.ranks[0].steps) {
+    if (step.buckets.empty()) continue;
+    timed_steps.push_back(step.step);
+    ASSERT_GT(step.buckets.size(), 1u) << "step " << step.step;
+    for (const BucketRecord& b : step.buckets) {
+      EXPECT_LE(b.launch_ms, b.start_ms) << "step " << step.step << " bucket " << b.index;
+      EXPECT_GT(b.launch_ms, 0.0) << "step " << step.step << " bucket " << b.index;
+    }
+    // Backward order: later buckets become ready later.
+    EXPECT_LT(step.buckets.front().launch_ms, step.buckets.back().launch_ms) << "step " << step.step;
+  }
+  EXPECT_EQ(timed_steps, (std::vector<int64_t>{6, 9, 12}));
 }
 
 // Two ranks on batch 4 each train exactly like one rank on batch 8: .npy input is taken in global order, so both
