@@ -424,20 +424,22 @@ float* VitCuda::momentum_buffer() { return lazily_allocated(momentum_, "the SGD 
 float* VitCuda::exp_avg() { return lazily_allocated(exp_avg_, "the AdamW exp_avg buffer"); }
 float* VitCuda::exp_avg_sq() { return lazily_allocated(exp_avg_sq_, "the AdamW exp_avg_sq buffer"); }
 
-void VitCuda::sgd_step(const SgdParams& p, int64_t step) {
+void VitCuda::sgd_step(const SgdParams& p, int64_t step, unsigned long long* nonfinite_gradient) {
   DDPX_REQUIRE(step >= 1, "sgd_step: step must start at 1, got {}", step);
   SgdUpdate update;
   update.lr = p.lr, update.momentum = p.momentum, update.dampening = p.dampening;
   update.weight_decay = p.weight_decay, update.nesterov = p.nesterov, update.first_step = step == 1;
+  update.nonfinite_gradient = nonfinite_gradient;
   sgd_update(params_.get(), grads_.get(), p.momentum != 0.f ? momentum_buffer() : nullptr,
              low_precision_weights_.get(), static_cast<int64_t>(params_.size()), update, stream_);
 }
 
-void VitCuda::adamw_step(const AdamWParams& p, int64_t step) {
+void VitCuda::adamw_step(const AdamWParams& p, int64_t step, unsigned long long* nonfinite_gradient) {
   DDPX_REQUIRE(step >= 1, "adamw_step: step must start at 1, got {}", step);
   AdamWUpdate update;
   update.lr = p.lr, update.beta1 = p.beta1, update.beta2 = p.beta2, update.eps = p.eps;
   update.weight_decay = p.weight_decay;
+  update.nonfinite_gradient = nonfinite_gradient;
   update.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta1), step));
   update.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(p.beta2), step)));
   adamw_update(params_.get(), grads_.get(), exp_avg(), exp_avg_sq(), low_precision_weights_.get(),

@@ -66,8 +66,9 @@ class VitCuda {
                         float* d_loss, const std::function<void(size_t, size_t)>& on_ready = {});
 
   // Fused updates over the flat buffers (and the bf16 copy in bf16 mode); step is 1 on the first call.
-  void sgd_step(const SgdParams& params, int64_t step);
-  void adamw_step(const AdamWParams& params, int64_t step);
+  // nonfinite_gradient (device, optional): lowered to the offset of any Inf/NaN gradient (kernels/optimizer.hpp).
+  void sgd_step(const SgdParams& params, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
+  void adamw_step(const AdamWParams& params, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
 
   // Optimizer state for checkpoints (device fp32, buffer_size() elements each). Each allocates (zeroed) on first
   // call: call them before capturing a graph.

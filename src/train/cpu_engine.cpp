@@ -33,7 +33,8 @@ class CpuEngine : public StepEngine {
         params_(layout.buffer_size(), 0.f),
         grads_(layout.buffer_size(), 0.f),
         logits_(static_cast<size_t>(options.batch * layout.config().num_classes)),
-        dlogits_(logits_.size()) {
+        dlogits_(logits_.size()),
+        numerics_(options.divergence_ratio) {
     if (options.optimizer == "sgd") {
       if (options.momentum != 0) state_.buffers.push_back({"momentum", std::vector<float>(layout.buffer_size(), 0.f)});
     } else if (options.optimizer == "adamw") {
@@ -95,6 +96,10 @@ class CpuEngine : public StepEngine {
   void optimizer_step(int64_t step) override {
     auto t0 = Clock::now();
     const size_t n = params_.size();
+    // Every step: the loss and the gradients about to be applied (after the all-reduce). A bad step is not
+    // applied, so the weights stay those of the last good step.
+    numerics_.observe(step, loss_, grads_);
+    if (numerics_.first_problem()) return;
     if (options_.optimizer == "sgd") {
       SgdOptions o;
       o.lr = static_cast<float>(options_.lr);
@@ -120,6 +125,7 @@ class CpuEngine : public StepEngine {
   }
 
   float last_loss() override { return loss_; }
+  std::optional<NumericsProblem> numerics_problem() override { return numerics_.first_problem(); }
 
   std::vector<float> eval_logits(const float* images, int64_t batch) override {
     std::vector<float> logits(static_cast<size_t>(batch * layout_.config().num_classes));
@@ -139,6 +145,7 @@ class CpuEngine : public StepEngine {
   VitCpu<float> model_;
   std::vector<float> params_, grads_, logits_, dlogits_;
   HostOptimizerState state_;
+  NumericsWatch numerics_;
   const HostBatch* batch_ = nullptr;
   float loss_ = 0;
   EnginePhaseTimes times_;
