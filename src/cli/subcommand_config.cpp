@@ -74,7 +74,7 @@ void read_config_for(CLI::App& cmd) {
       try {
         text = read_small_file(file, kMaxConfigBytes, "--config");  // never blocks on a FIFO, never reads forever
       } catch (const Error& e) {
-        throw CLI::ConfigError("--config " + file + ": cannot read the file (" + e.what() + "); check the path");
+        throw CLI::ConfigError("--config " + file + ": cannot open the file (" + e.what() + "); check the path");
       }
       std::vector<CLI::ConfigItem> items;
       if (is_json(file)) {
