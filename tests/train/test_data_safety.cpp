@@ -240,5 +240,33 @@ TEST(DataSafety, ConfigsImagesAndHyperParametersFollowOnePolicy) {
   fs::remove_all(dir);
 }
 
+#ifdef DDPX_HAVE_MPI
+// Ctrl-C on a CPU multi-rank run (the launcher under mpirun gets SIGINT): before, the job exited 1 with no word;
+// now it says what stopped it and exits 130, as a shell reports an interrupted command. Every wait is bounded.
+TEST(DataSafety, CtrlCOnACpuMultiRankRunSaysSoAndExits130) {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  const fs::path dir = fresh_dir("ctrl_c");
+  const fs::path log = dir / "train.log";
+  const std::string script =
+      "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE -u SLURM_PROCID "
+      "-u SLURM_NTASKS " + std::string(DDPX_BINARY) + " train --device cpu --model vit_tiny_test --nproc-per-node 2 "
+      "--batch 4 --workers 1 --steps 100000000 --log-every 20 > " + log.string() + " 2>&1 & p=$!; "
+      "for i in $(seq 1 600); do grep -q 'step ' " + log.string() + " && break; sleep 0.1; done; kill -INT $p; "
+      "for i in $(seq 1 600); do kill -0 $p 2>/dev/null || break; sleep 0.1; done; kill -KILL $p 2>/dev/null; "
+      "wait $p; echo \"rc=$?\"";
+  FILE* pipe = ::popen(script.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
+  ::pclose(pipe);
+  const std::string printed = read_text(log);
+  EXPECT_NE(out.find("rc=130"), std::string::npos) << out << printed;
+  EXPECT_NE(printed.find("stopped by SIGINT"), std::string::npos) << printed;
+  fs::remove_all(dir);
+}
+#endif
+
 }  // namespace
 }  // namespace ddpx
