@@ -164,6 +164,12 @@ TEST(DataSafety, OutputsNeverDestroyInputsDevicesOrEachOther) {
   r = run_ddpx(std::string(kTiny) + " --steps 8 --warmup 2 --report " + (dir / "a.json").string() + " --trace " +
                (dir / "a.json").string());
   EXPECT_TRUE(mentions(r, "--report") && mentions(r, "--trace") && mentions(r, "same file")) << r.output;
+  const std::string report = (dir / "run.json").string();
+  ASSERT_EQ(run_ddpx(std::string(kTiny) + " --steps 8 --warmup 2 --report " + report).status, 0);
+  const std::string report_before = read_text(report);
+  r = run_ddpx("report " + report + " --trace " + dir.string() + "/./run.json");
+  EXPECT_TRUE(mentions(r, "--trace") && mentions(r, "same file")) << r.output;
+  EXPECT_EQ(read_text(report), report_before);
   r = run_ddpx("eval --model vit_tiny_test --weights " + weights + " --images " + (dir / "x.npy").string() +
                " --out " + (dir / "x.npy").string());
   EXPECT_TRUE(mentions(r, "--out") && mentions(r, "--images")) << r.output;
