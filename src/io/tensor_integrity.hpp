@@ -6,6 +6,8 @@
 // with_checksums() adds the key without touching the tensors (PyTorch's safetensors loader ignores metadata, so
 // torchvision still loads the file); verify_tensor_checksum() throws naming the file and the tensor whose bytes
 // differ from what was written (one flipped bit is always caught: CRC-32 detects every 1- and 2-bit error).
+// The checksum is zlib's crc32, the same as Python's zlib.crc32 over the tensor's bytes, so files can be checked
+// without ddpx.
 #pragma once
 #include <cstddef>
 #include <cstdint>
