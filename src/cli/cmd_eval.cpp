@@ -34,8 +34,8 @@ int run_eval(const EvalOptions& e) {
   std::vector<float> params(layout.buffer_size(), 0.f);
   load_params_safetensors(e.weights, layout, params.data());
   if (const uint64_t bad = first_nonfinite(params); bad != ~0ull)
-    fail("--weights {}: the weights hold {} at flat offset {}; they come from a diverged run or a damaged file, and "
-         "every logit would be NaN", e.weights, params[bad], bad);
+    fail("--weights {}: the weights hold {} in {}; they come from a diverged run or a damaged file, and the logits "
+         "would not be finite", e.weights, params[bad], tensor_at(layout, bad));
   std::vector<float> pixels = read_npy_images(e.images, shape);  // float32, finite: the policy train uses
   const int64_t n = static_cast<int64_t>(pixels.size() / static_cast<size_t>(shape.image_numel()));
   DDPX_REQUIRE(e.batch >= 1, "--batch must be a positive number of images per forward pass, got {}", e.batch);

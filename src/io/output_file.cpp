@@ -93,6 +93,7 @@ void probe_output_directory(const fs::path& dir, std::string_view flag) {
   DDPX_REQUIRE(fs::is_directory(dir), "{} {}: cannot create this folder ({}); choose a path under a writable folder",
                flag, dir.string(), error ? error.message() : "a file of that name is in the way");
   const fs::path probe = dir / (".ddpx-probe." + std::to_string(::getpid()));
+  ::unlink(probe.c_str());  // ours by name: one left by a crashed process of the same pid
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int e = errno;

@@ -8,17 +8,12 @@
 #include <cstring>
 
 namespace ddpx {
-namespace {
-
-// The tensor that holds a flat-buffer offset, by name (padding between tensors is always zero, so never bad).
 std::string tensor_at(const ParamLayout& layout, uint64_t offset) {
   for (const TensorSlot& slot : layout.tensors())
     if (offset >= slot.offset && offset < slot.offset + slot.numel)
       return fmt::format("'{}' (element {} of {})", slot.name, offset - slot.offset, slot.numel);
   return fmt::format("at flat offset {}", offset);
 }
-
-}  // namespace
 
 uint64_t first_nonfinite(std::span<const float> values) {
   constexpr size_t kChunk = 4096;

@@ -45,6 +45,9 @@ class NumericsWatch {
   std::optional<NumericsProblem> problem_;
 };
 
+// The tensor holding a flat-buffer offset: "'encoder.ln.weight' (element 3 of 32)".
+std::string tensor_at(const ParamLayout& layout, uint64_t offset);
+
 // Offset of the first Inf/NaN in values, or ~0 when all are finite (one vectorizable pass).
 uint64_t first_nonfinite(std::span<const float> values);
 
