@@ -20,6 +20,8 @@
 #include "io/checkpoint.hpp"
 #include "io/directory_lock.hpp"
 #include "io/npy.hpp"
+#include "io/param_safetensors.hpp"
+#include "model/param_layout.hpp"
 #include "model/vit_config.hpp"
 
 namespace ddpx {
@@ -243,6 +245,16 @@ TEST(DataSafety, ConfigsImagesAndHyperParametersFollowOnePolicy) {
                (dir / "y.npy").string());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(mentions(r, "is not finite")) << r.output;
+  // Non-finite weights (written by another tool): eval names the tensor instead of printing NaN logits.
+  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  std::vector<float> params(layout.buffer_size(), 0.f);
+  params[layout.at("encoder.ln.bias").offset + 2] = std::numeric_limits<float>::infinity();
+  write_safetensors(dir / "inf.safetensors", layout_tensor_views(layout, "", params.data()));
+  write_images(dir / "x.npy", 4, 0.f);
+  r = run_ddpx("eval --model vit_tiny_test --weights " + (dir / "inf.safetensors").string() + " --images " +
+               (dir / "x.npy").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(mentions(r, "'encoder.ln.bias' (element 2")) << r.output;
   fs::remove_all(dir);
 }
 
