@@ -32,6 +32,7 @@ BUILD_REQUIREMENTS=(
   "hdr:mpi.h|Open MPI headers|libopenmpi-dev"
   "cmd:mpirun|Open MPI's mpirun|openmpi-bin"
   "cmd:python3|Python 3|python3"
+  "hdr:zlib.h|zlib|zlib1g-dev"
 )
 # Only the tests need these (scripts/test.sh). Add a line per test-only requirement.
 TEST_REQUIREMENTS=(

@@ -16,6 +16,7 @@
 #include "cli/cuda_devices.hpp"
 #include "cli/launch.hpp"
 #include "core/error.hpp"
+#include "io/output_file.hpp"
 #include "dist/bootstrap.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/nccl_transport.hpp"
@@ -97,8 +98,7 @@ int run_allreduce(const AllreduceFlags& f) {
       f.json_out);
   if (!f.json_out.empty() && !running_as_worker()) {  // before any rank starts: a late failure strands the others
     DDPX_REQUIRE(f.nproc > 1, "{}", one_rank_json);
-    DDPX_REQUIRE(std::ofstream(f.json_out, std::ios::app).good(),
-                 "--json: cannot write '{}'; check that the folder exists", f.json_out);
+    (void)check_output_path(f.json_out, "--json");
   }
   if (f.device == "cuda" && !running_as_worker()) {
     const int gpus = visible_gpu_count();
@@ -180,10 +180,7 @@ int run_allreduce(const AllreduceFlags& f) {
     j["iters"] = f.iters;
     j["warmup"] = f.warmup;
     j["rows"] = rows;
-    std::ofstream out(f.json_out);
-    DDPX_REQUIRE(out.good(), "--json: cannot write '{}'; check that the folder exists", f.json_out);
-    out << j.dump(1) << '\n';
-    DDPX_REQUIRE(out.good(), "--json: writing '{}' failed (disk full?)", f.json_out);
+    write_output_text(f.json_out, "--json", j.dump(1) + "\n");
     fmt::print("wrote {} (peak table, as profile/comm_stats.hpp load_peak_table reads it)\n", f.json_out);
   }
   return 0;

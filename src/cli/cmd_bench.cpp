@@ -24,6 +24,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
+#include "io/output_file.hpp"
 #include "profile/bench_table.hpp"
 #include "profile/svg_chart.hpp"
 
@@ -154,10 +155,7 @@ std::string now_text() {
 }
 
 void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  DDPX_REQUIRE(out.good(), "--out: cannot write '{}'", path.string());
-  out << text;
-  DDPX_REQUIRE(out.good(), "--out: writing '{}' failed (disk full?)", path.string());
+  write_output_text(path, "--out", text);
 }
 
 int run_bench(BenchFlags f) {

@@ -7,7 +7,10 @@
 #include "core/error.hpp"
 #include "data/npy_dataset.hpp"
 #include "io/npy.hpp"
+#include "io/output_file.hpp"
 #include "io/param_safetensors.hpp"
+#include "io/same_file.hpp"
+#include "train/numerics_guard.hpp"
 #include "model/vit_cpu.hpp"
 #include "train/step_engine.hpp"
 
@@ -22,19 +25,20 @@ struct EvalOptions {
 int run_eval(const EvalOptions& e) {
   const ParamLayout layout(parse_model_spec(e.model));
   const VitConfig& c = layout.config();
+  const DataShape shape{c.channels, c.image_size, c.num_classes};
+  // Outputs first: a bad --out, or one that is an input, is refused before any work.
+  const std::vector<FileRole> inputs = {{"--weights", e.weights}, {"--images", e.images}, {"--labels", e.labels}};
+  const std::vector<FileRole> outputs = {{"--out", e.out}};
+  if (!e.out.empty()) (void)check_output_path(e.out, "--out");
+  require_distinct_files(inputs, outputs);
   std::vector<float> params(layout.buffer_size(), 0.f);
   load_params_safetensors(e.weights, layout, params.data());
-  HostTensor images = read_npy(e.images);
-  DDPX_REQUIRE(images.dtype == TensorDType::f32, "--images {}: holds {} values; ddpx reads float32 images (as "
-               "train does): save them with np.save(path, x.astype(np.float32))", e.images, dtype_name(images.dtype));
-  DDPX_REQUIRE(images.shape.size() == 4 && images.shape[1] == c.channels && images.shape[2] == c.image_size &&
-                   images.shape[3] == c.image_size,
-               "--images {}: shape {} does not match the model's input [N, {}, {}, {}]", e.images,
-               shape_string(images.shape), c.channels, c.image_size, c.image_size);
-  const int64_t n = images.shape[0];
-  DDPX_REQUIRE(n >= 1, "--images {}: the file holds no images", e.images);
+  if (const uint64_t bad = first_nonfinite(params); bad != ~0ull)
+    fail("--weights {}: the weights hold {} in {}; they come from a diverged run or a damaged file, and the logits "
+         "would not be finite", e.weights, params[bad], tensor_at(layout, bad));
+  std::vector<float> pixels = read_npy_images(e.images, shape);  // float32, finite: the policy train uses
+  const int64_t n = static_cast<int64_t>(pixels.size() / static_cast<size_t>(shape.image_numel()));
   DDPX_REQUIRE(e.batch >= 1, "--batch must be a positive number of images per forward pass, got {}", e.batch);
-  std::vector<float> pixels = images.to_float32();
 
   TrainOptions engine_options;
   engine_options.device = e.device;
@@ -57,7 +61,8 @@ int run_eval(const EvalOptions& e) {
   std::vector<float> logits = engine->eval_logits(pixels.data(), n);
 
   if (!e.out.empty()) {
-    write_npy(e.out, HostTensor::from_values<float>({n, c.num_classes}, logits));
+    const HostTensor tensor = HostTensor::from_values<float>({n, c.num_classes}, logits);
+    write_output_file(e.out, "--out", [&](OutputFile& file) { write_npy(file, tensor); });
     fmt::print("logits [{}, {}] written to {}\n", n, c.num_classes, e.out);
   } else {
     for (int64_t i = 0; i < std::min<int64_t>(n, 8); ++i) {
@@ -68,16 +73,7 @@ int run_eval(const EvalOptions& e) {
     if (n > 8) fmt::print("... ({} images; --out FILE.npy writes all logits)\n", n);
   }
   if (!e.labels.empty()) {
-    HostTensor label_tensor = read_npy(e.labels);
-    DDPX_REQUIRE(label_tensor.shape.size() == 1 && label_tensor.shape[0] == n,
-                 "--labels {}: shape {} does not match the {} images (expected [{}])", e.labels,
-                 shape_string(label_tensor.shape), n, n);
-    std::vector<int64_t> wide = label_tensor.to_int64();
-    for (size_t i = 0; i < wide.size(); ++i)
-      DDPX_REQUIRE(wide[i] >= 0 && wide[i] < c.num_classes,
-                   "--labels {}: label {} of image {} is outside the model's classes [0, {})", e.labels, wide[i], i,
-                   c.num_classes);
-    std::vector<int32_t> labels(wide.begin(), wide.end());
+    const std::vector<int32_t> labels = read_npy_labels(e.labels, n, shape);
     const float loss = softmax_cross_entropy<float>(logits.data(), labels.data(), n, c.num_classes, nullptr);
     int64_t correct = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -99,7 +95,9 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--weights", e->weights, ".safetensors with torchvision names")->required();
   cmd->add_option("--images", e->images, ".npy images [N, C, H, W] float32")->required();
   cmd->add_option("--labels", e->labels, ".npy labels [N] int64/int32: also print mean cross-entropy and accuracy");
-  cmd->add_option("--out", e->out, "write logits [N, classes] float32 to this .npy");
+  cmd->add_option("--out", e->out,
+                  "write logits [N, classes] float32 to this .npy (written like train's outputs: atomically, a "
+                  "symlink's target, /dev/null in place; never onto --weights, --images or --labels)");
   cmd->add_option("--device", e->device, "cpu | cuda");
   cmd->add_option("--precision", e->precision, "fp32 | tf32 | bf16 (cuda)");
   cmd->add_option("--batch", e->batch, "images per forward pass");

@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "io/output_file.hpp"
+#include "io/same_file.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
@@ -27,6 +30,12 @@ Command add_report_command(CLI::App& app) {
   cmd->add_option("--trace", f->trace, "also write a Chrome/Perfetto trace of the recorded steps here");
   cmd->add_flag("--json", f->json, "print breakdown and verdict as JSON instead of tables");
   return {cmd, [f] {
+            if (!f->trace.empty()) {
+              (void)check_output_path(f->trace, "--trace");
+              const std::vector<FileRole> inputs = {{"report", f->report}, {"--peak", f->peak}};
+              const std::vector<FileRole> outputs = {{"--trace", f->trace}};
+              require_distinct_files(inputs, outputs);
+            }
             const RunReport report = load_run_report(f->report);
             PeakTable peak;
             if (!f->peak.empty()) peak = load_peak_table(f->peak);

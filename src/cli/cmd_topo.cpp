@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/cuda_devices.hpp"
 #include "core/error.hpp"
+#include "io/output_file.hpp"
 #include "profile/nccl_transport.hpp"
 #include "profile/nvml_topology.hpp"
 #include "profile/topology.hpp"
@@ -101,10 +102,7 @@ int run_topo(const TopoFlags& flags) {
   if (table.gpus.size() > 1) fmt::print("{}", format_transport_prediction(table, p2p_disabled));
   if (!flags.nccl_log.empty()) fmt::print("{}", format_nccl_log_summary(flags.nccl_log));
   if (!flags.json_out.empty()) {
-    std::ofstream out(flags.json_out);
-    DDPX_REQUIRE(out.good(), "--json: cannot write '{}'; check that the folder exists", flags.json_out);
-    out << nlohmann::json(table).dump(1) << '\n';
-    DDPX_REQUIRE(out.good(), "--json: writing '{}' failed (disk full?)", flags.json_out);
+    write_output_text(flags.json_out, "--json", nlohmann::json(table).dump(1) + "\n");
     fmt::print("wrote {}\n", flags.json_out);
   }
   return 0;

@@ -79,11 +79,25 @@ Command add_train_command(CLI::App& app) {
 
   auto* ckpt = "Weights and checkpoints";
   cmd->add_option("--load", o->load, "start from these weights (.safetensors with torchvision names)")->group(ckpt);
-  cmd->add_option("--save", o->save, "write the final weights here (.safetensors, torchvision names)")->group(ckpt);
-  cmd->add_option("--checkpoint-dir", o->checkpoint_dir, "directory for resumable checkpoints (written atomically)")
+  cmd->add_option("--save", o->save,
+                  "write the final weights here (.safetensors, torchvision names, a CRC-32 per tensor). Every output "
+                  "(--save, checkpoints, --report, --trace) replaces a regular file atomically, writes the file a "
+                  "symlink points to (never the link), writes a character device such as /dev/null in place, and "
+                  "refuses block devices, FIFOs, sockets and any path that is also an input or another output")
+      ->group(ckpt);
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "folder for resumable checkpoints: created and probed before training, locked against a second "
+                  "run; written atomically, only from finite state, with a CRC-32 per tensor")
       ->group(ckpt);
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint every K steps (and at the end)")->group(ckpt);
-  cmd->add_option("--resume", o->resume, "continue from the checkpoint in this directory")->group(ckpt);
+  cmd->add_option("--keep-checkpoints", o->keep_checkpoints,
+                  "keep the newest K checkpoints (default 2: the newest and the one before, so a damaged newest "
+                  "still leaves one to resume from); with K > 1 each is checkpoint-<step>.safetensors and "
+                  "checkpoint.safetensors is the newest")
+      ->group(ckpt);
+  cmd->add_option("--resume", o->resume,
+                  "continue from the checkpoint in this folder (or from one file: D/checkpoint-<step>.safetensors)")
+      ->group(ckpt);
 
   auto* dp = "Data parallelism";
   cmd->add_option("--nproc-per-node", *nproc, "start this many worker processes on this node (one per GPU)")
@@ -124,12 +138,17 @@ Command add_train_command(CLI::App& app) {
       ->group(an);
   cmd->add_option("--trace", o->trace, "write a Chrome-trace/Perfetto timeline (all ranks merged)")->group(an);
   cmd->add_option("--log-every", o->log_every, "progress line every K steps")->group(an);
+  cmd->add_option("--divergence-ratio", o->divergence_ratio,
+                  "stop when the loss exceeds R x max(first loss, 1) (0: never). A non-finite loss or gradient "
+                  "stops the run at any R; every step is checked (CUDA: on the device, read at progress lines, "
+                  "checkpoints and the end)")
+      ->group(an);
   cmd->add_flag("--quiet", o->quiet, "no progress lines")->group(an);
 
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
   for (const char* name : {"--batch", "--steps", "--warmup", "--workers", "--prefetch", "--cpu-threads",
-                           "--checkpoint-every", "--grad-accum", "--log-every", "--seed", "--nproc-per-node",
-                           "--ranks-per-gpu"}) {
+                           "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--seed",
+                           "--nproc-per-node", "--ranks-per-gpu"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
@@ -146,6 +165,8 @@ Command add_train_command(CLI::App& app) {
             DDPX_REQUIRE(data_flag->count() == 0 || o->images.empty(),
                          "--data {} and --images {}: give one (--images/--labels train on those files, --data "
                          "generates images)", o->data, o->images);
+            if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
+              o->config_files = config->as<std::vector<std::string>>();
             if (start_workers_here(*nproc)) return launch_workers(*nproc, *o);
             run_training(*o);
             return 0;

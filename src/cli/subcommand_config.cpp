@@ -2,26 +2,38 @@
 #include "cli/subcommand_config.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
+#include "io/posix_file.hpp"
 
 namespace ddpx::cli {
 namespace {
 
+// A config file is a few hundred bytes of flags; 1 MiB bounds an endless or wrong file (--config /dev/urandom is
+// refused as a device before any byte is read, a 10 GB log by its size).
+constexpr uint64_t kMaxConfigBytes = 1 << 20;
+
 bool is_json(const std::string& file) { return file.size() >= 5 && file.compare(file.size() - 5, 5, ".json") == 0; }
 
 // A flat JSON object {"bucket-mb": 25, "comm-hook": "bf16", "ddp": true} as config items (what `ddpx tune --out
-// best.json` writes). Arrays give several values; nested objects are refused.
-std::vector<CLI::ConfigItem> json_items(const std::string& file) {
-  std::ifstream in(file);
+// best.json` writes). Arrays give several values; nested objects are refused; a key given twice is refused, as
+// in a .cfg file (nlohmann's parser would silently keep the last).
+std::vector<CLI::ConfigItem> json_items(const std::string& file, const std::string& contents) {
   nlohmann::json j;
+  std::set<std::string> top_level_keys;
+  const auto refuse_duplicates = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && !top_level_keys.insert(parsed.get<std::string>()).second)
+      throw CLI::ConfigError("--config " + file + ": key '" + parsed.get<std::string>() +
+                             "' is set twice; keep one");
+    return true;
+  };
   try {
-    j = parse_json(in, "--config " + file);
+    j = parse_json(contents, "--config " + file, refuse_duplicates);
   } catch (const nlohmann::json::exception& e) {
     throw CLI::ConfigError("--config " + file + ": not valid JSON (" + e.what() + ")");
   } catch (const Error& e) {
@@ -58,14 +70,19 @@ void read_config_for(CLI::App& cmd) {
     if (config == nullptr || config->count() == 0) return;
     const auto formatter = app->get_config_formatter();
     for (const std::string& file : config->as<std::vector<std::string>>()) {
-      if (!std::ifstream(file).good() || std::filesystem::is_directory(file))
-        throw CLI::ConfigError("--config " + file + ": cannot open the file; check the path");
+      std::string text;
+      try {
+        text = read_small_file(file, kMaxConfigBytes, "--config");  // never blocks on a FIFO, never reads forever
+      } catch (const Error& e) {
+        throw CLI::ConfigError("--config " + file + ": cannot open the file (" + e.what() + "); check the path");
+      }
       std::vector<CLI::ConfigItem> items;
       if (is_json(file)) {
-        items = json_items(file);
+        items = json_items(file, text);
       } else {
         try {
-          items = formatter->from_file(file);
+          std::istringstream in(text);
+          items = formatter->from_config(in);
         } catch (const CLI::ParseError& e) {
           throw CLI::ConfigError("--config " + file + ": " + e.what());
         }

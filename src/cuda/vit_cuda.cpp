@@ -424,9 +424,13 @@ float* VitCuda::momentum_buffer() { return lazily_allocated(momentum_, "the SGD 
 float* VitCuda::exp_avg() { return lazily_allocated(exp_avg_, "the AdamW exp_avg buffer"); }
 float* VitCuda::exp_avg_sq() { return lazily_allocated(exp_avg_sq_, "the AdamW exp_avg_sq buffer"); }
 
-void VitCuda::sgd_step(const SgdParams& p, int64_t step) { sgd_span(p, step, 0, params_.size(), stream_); }
+void VitCuda::sgd_step(const SgdParams& p, int64_t step, unsigned long long* nonfinite_gradient) {
+  sgd_span(p, step, 0, params_.size(), stream_, nonfinite_gradient);
+}
 
-void VitCuda::adamw_step(const AdamWParams& p, int64_t step) { adamw_span(p, step, 0, params_.size(), stream_); }
+void VitCuda::adamw_step(const AdamWParams& p, int64_t step, unsigned long long* nonfinite_gradient) {
+  adamw_span(p, step, 0, params_.size(), stream_, nonfinite_gradient);
+}
 
 namespace {
 void require_span(const char* what, int64_t step, size_t begin, size_t end, size_t size) {
@@ -436,23 +440,29 @@ void require_span(const char* what, int64_t step, size_t begin, size_t end, size
 }
 }  // namespace
 
-void VitCuda::sgd_span(const SgdParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream) {
+void VitCuda::sgd_span(const SgdParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream,
+                       unsigned long long* nonfinite_gradient) {
   require_span("sgd_span", step, begin, end, params_.size());
   if (begin == end) return;
   SgdUpdate update;
   update.lr = p.lr, update.momentum = p.momentum, update.dampening = p.dampening;
   update.weight_decay = p.weight_decay, update.nesterov = p.nesterov, update.first_step = step == 1;
+  update.nonfinite_gradient = nonfinite_gradient;
+  update.offset_base = begin;
   __nv_bfloat16* low = low_precision_weights_.get();
   sgd_update(params_.get() + begin, grads_.get() + begin, p.momentum != 0.f ? momentum_buffer() + begin : nullptr,
              low ? low + begin : nullptr, static_cast<int64_t>(end - begin), update, stream);
 }
 
-void VitCuda::adamw_span(const AdamWParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream) {
+void VitCuda::adamw_span(const AdamWParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream,
+                         unsigned long long* nonfinite_gradient) {
   require_span("adamw_span", step, begin, end, params_.size());
   if (begin == end) return;
   AdamWUpdate update;
   update.lr = p.lr, update.beta1 = p.beta1, update.beta2 = p.beta2, update.eps = p.eps;
   update.weight_decay = p.weight_decay;
+  update.nonfinite_gradient = nonfinite_gradient;
+  update.offset_base = begin;
   update.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta1), step));
   update.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(p.beta2), step)));
   __nv_bfloat16* low = low_precision_weights_.get();

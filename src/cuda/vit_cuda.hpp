@@ -66,12 +66,16 @@ class VitCuda {
                         float* d_loss, const std::function<void(size_t, size_t)>& on_ready = {});
 
   // Fused updates over the flat buffers (and the bf16 copy in bf16 mode); step is 1 on the first call.
-  void sgd_step(const SgdParams& params, int64_t step);
-  void adamw_step(const AdamWParams& params, int64_t step);
+  // nonfinite_gradient (device, optional): lowered to the offset of any Inf/NaN gradient (kernels/optimizer.hpp).
+  void sgd_step(const SgdParams& params, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
+  void adamw_step(const AdamWParams& params, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
   // The same update over elements [begin, end) only, on `stream` (the updates are element-wise, so the spans of
-  // one step together equal the whole step bit for bit). begin and end are multiples of 4 (tensor offsets are).
-  void sgd_span(const SgdParams& params, int64_t step, size_t begin, size_t end, cudaStream_t stream);
-  void adamw_span(const AdamWParams& params, int64_t step, size_t begin, size_t end, cudaStream_t stream);
+  // one step together equal the whole step bit for bit; the non-finite offset is still one of the whole buffer).
+  // begin and end are multiples of 4 (tensor offsets are).
+  void sgd_span(const SgdParams& params, int64_t step, size_t begin, size_t end, cudaStream_t stream,
+                unsigned long long* nonfinite_gradient = nullptr);
+  void adamw_span(const AdamWParams& params, int64_t step, size_t begin, size_t end, cudaStream_t stream,
+                  unsigned long long* nonfinite_gradient = nullptr);
 
   // Optimizer state for checkpoints (device fp32, buffer_size() elements each). Each allocates (zeroed) on first
   // call: call them before capturing a graph.

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -10,34 +11,49 @@
 
 namespace ddpx {
 
-NpyDataset::NpyDataset(const std::string& images_path, const std::string& labels_path, const DataShape& shape)
-    : shape_(shape), images_path_(images_path) {
-  HostTensor images = read_npy(images_path);
-  DDPX_REQUIRE(images.dtype == TensorDType::f32 || images.dtype == TensorDType::f64,
-               "--images {}: dtype {} is not float32 (NCHW float32 images expected)", images_path,
-               dtype_name(images.dtype));
+std::vector<float> read_npy_images(const std::string& path, const DataShape& shape) {
+  HostTensor images = read_npy(path);
+  DDPX_REQUIRE(images.dtype == TensorDType::f32,
+               "--images {}: holds {} values; ddpx reads float32 images: save them with np.save(path, "
+               "x.astype(np.float32))", path, dtype_name(images.dtype));
   DDPX_REQUIRE(images.shape.size() == 4 && images.shape[1] == shape.channels && images.shape[2] == shape.image_size &&
                    images.shape[3] == shape.image_size,
-               "--images {}: shape {} does not match the model's input [N, {}, {}, {}]", images_path,
+               "--images {}: shape {} does not match the model's input [N, {}, {}, {}]", path,
                shape_string(images.shape), shape.channels, shape.image_size, shape.image_size);
-  count_ = images.shape[0];
-  DDPX_REQUIRE(count_ > 0, "--images {}: holds no images", images_path);
-  HostTensor labels = read_npy(labels_path);
+  DDPX_REQUIRE(images.shape[0] > 0, "--images {}: the file holds no images", path);
+  std::vector<float> pixels = images.to_float32();
+  for (size_t i = 0; i < pixels.size(); ++i)
+    DDPX_REQUIRE(std::isfinite(pixels[i]),
+                 "--images {}: value {} at flat index {} (image {}) is not finite; clean the data (e.g. "
+                 "np.nan_to_num) before training or evaluating on it", path, pixels[i], i,
+                 i / static_cast<size_t>(shape.channels * shape.image_size * shape.image_size));
+  return pixels;
+}
+
+std::vector<int32_t> read_npy_labels(const std::string& path, int64_t count, const DataShape& shape) {
+  HostTensor labels = read_npy(path);
   DDPX_REQUIRE(labels.dtype == TensorDType::i32 || labels.dtype == TensorDType::i64 || labels.dtype == TensorDType::u8,
-               "--labels {}: dtype {} is not an integer type (int64 or int32 class indices expected)", labels_path,
+               "--labels {}: dtype {} is not an integer type (int64 or int32 class indices expected)", path,
                dtype_name(labels.dtype));
-  DDPX_REQUIRE(labels.shape.size() == 1 && labels.shape[0] == count_,
-               "--labels {}: shape {} does not match the {} images of {} (expected [{}])", labels_path,
-               shape_string(labels.shape), count_, images_path, count_);
-  images_ = images.to_float32();
+  DDPX_REQUIRE(labels.shape.size() == 1 && labels.shape[0] == count,
+               "--labels {}: shape {} does not match the {} images (expected [{}])", path,
+               shape_string(labels.shape), count, count);
   std::vector<int64_t> wide = labels.to_int64();
-  labels_.resize(wide.size());
+  std::vector<int32_t> narrow(wide.size());
   for (size_t i = 0; i < wide.size(); ++i) {
     DDPX_REQUIRE(wide[i] >= 0 && wide[i] < shape.num_classes,
-                 "--labels {}: label {} at index {} is outside [0, {}) (the model's classes)", labels_path, wide[i], i,
+                 "--labels {}: label {} of image {} is outside the model's classes [0, {})", path, wide[i], i,
                  shape.num_classes);
-    labels_[i] = static_cast<int32_t>(wide[i]);
+    narrow[i] = static_cast<int32_t>(wide[i]);
   }
+  return narrow;
+}
+
+NpyDataset::NpyDataset(const std::string& images_path, const std::string& labels_path, const DataShape& shape)
+    : shape_(shape), images_path_(images_path) {
+  images_ = read_npy_images(images_path, shape);
+  count_ = static_cast<int64_t>(images_.size() / static_cast<size_t>(shape.channels * shape.image_size * shape.image_size));
+  labels_ = read_npy_labels(labels_path, count_, shape);
 }
 
 std::string NpyDataset::describe() const {

@@ -2,13 +2,21 @@
 // Guarantee: rank r of `world` at step s gets samples (s*world + r)*batch ... +batch-1, wrapping around N, so one
 // step on a known batch is reproducible and ranks see disjoint samples while N allows. Shapes are checked against
 // the model at construction (errors name the file, its shape and the model's expectation).
+// read_npy_images/read_npy_labels are the one policy for image and label files, used by train and eval alike:
+// images float32 only (float64 is refused with the line that converts it, as eval always did), every value
+// finite (a NaN pixel is refused naming its index, instead of a NaN loss or NaN logits with exit 0), labels
+// int32/int64/uint8 within the model's classes.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "data/dataset.hpp"
 
 namespace ddpx {
+
+std::vector<float> read_npy_images(const std::string& path, const DataShape& shape);  // [N, C, H, W], N >= 1
+std::vector<int32_t> read_npy_labels(const std::string& path, int64_t count, const DataShape& shape);
 
 class NpyDataset : public Dataset {
  public:

@@ -335,14 +335,23 @@ int launch_under_mpirun(int nproc, const std::vector<std::string>& argv_without_
   }
   ::setpgid(pid, pid);
   std::optional<Clock::time_point> kill_deadline;
+  int interrupted_by = 0;  // the first signal forwarded (Ctrl-C: SIGINT)
   for (;;) {
     int status = 0;
     pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) return exit_code_of(status);
+    if (done == pid) {
+      // mpirun exits 1 after its ranks were interrupted, with no word of why: say it, and exit as a shell does.
+      if (interrupted_by == 0) return exit_code_of(status);
+      fmt::print(stderr, "ddpx launch: stopped by {} ({}): the {} CPU rank(s) under mpirun were stopped\n",
+                 sigabbrev_np(interrupted_by) ? fmt::format("SIG{}", sigabbrev_np(interrupted_by)) : "a signal",
+                 strsignal(interrupted_by), nproc);
+      return 128 + interrupted_by;
+    }
     if (done < 0 && errno != EINTR) fail("launcher: waitpid for mpirun failed: {}", std::strerror(errno));
     pollfd waiter{relay.read_fd(), POLLIN, 0};
     ::poll(&waiter, 1, 100);
     for (int signal_number : relay.drain()) {
+      if (interrupted_by == 0) interrupted_by = signal_number;
       ::kill(pid, signal_number);
       if (!kill_deadline) kill_deadline = Clock::now() + options.grace_period;
     }

@@ -4,21 +4,30 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
 #include "io/param_safetensors.hpp"
+#include "io/output_file.hpp"
 #include "io/posix_file.hpp"
 #include "io/safetensors.hpp"
+#include "io/tensor_integrity.hpp"
 
 namespace ddpx {
 
 namespace {
 
-constexpr std::string_view kVersion = "1";
-constexpr std::string_view kTemporaryName = ".checkpoint.tmp";
+// Version 2 added the per-tensor checksums (required); version 1 files still load, unverified.
+constexpr std::string_view kVersion = "2";
+constexpr std::string_view kFlag = "--checkpoint-dir";
 
 std::string state_prefix(std::string_view state_name) { return fmt::format("optimizer.{}.", state_name); }
 
@@ -87,8 +96,12 @@ class MetadataReader {
 CheckpointInfo parse_info(const SafetensorsReader& reader) {
   const MetadataReader metadata(reader.metadata(), reader.path());
   const std::string& version = metadata.text("ddpx_checkpoint_version");
-  DDPX_REQUIRE(version == kVersion, "checkpoint '{}' has format version {}; this ddpx reads version {}",
-               reader.path().string(), version, kVersion);
+  DDPX_REQUIRE(version == kVersion || version == "1",
+               "checkpoint '{}' has format version {}; this ddpx reads versions 1 and {}", reader.path().string(),
+               version, kVersion);
+  DDPX_REQUIRE(version == "1" || reader.metadata().contains(kChecksumKey),
+               "checkpoint '{}' lacks metadata '{}' (its tensors' checksums); the file is damaged or was edited",
+               reader.path().string(), kChecksumKey);
   CheckpointInfo info;
   info.model_spec = metadata.text("model");
   info.optimizer = metadata.text("optimizer");
@@ -118,18 +131,63 @@ void require_optimizer_size(const ParamLayout& layout, const Optimizer& optimize
                optimizer.name(), optimizer.num_elements(), layout.config().spec(), layout.buffer_size());
 }
 
+std::filesystem::path numbered_checkpoint(const std::filesystem::path& dir, int64_t step) {
+  return dir / fmt::format("checkpoint-{}.safetensors", step);
+}
+
+// The steps of the checkpoint-<step>.safetensors files in dir, ascending.
+std::vector<int64_t> numbered_steps(const std::filesystem::path& dir) {
+  std::vector<int64_t> steps;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    constexpr std::string_view prefix = "checkpoint-", suffix = ".safetensors";
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix))
+      continue;
+    const std::string_view digits(name.data() + prefix.size(), name.size() - prefix.size() - suffix.size());
+    int64_t step = 0;
+    const auto [end, parse_error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (parse_error == std::errc{} && end == digits.data() + digits.size()) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// Points dir/checkpoint.safetensors at `numbered` with a hard link renamed into place (atomic, no copy); where the
+// file system has no hard links (or the name is a symlink, which is never replaced), writes a second copy.
+void make_latest(const std::filesystem::path& dir, const std::filesystem::path& numbered,
+                 const std::function<void(OutputFile&)>& write) {
+  const std::filesystem::path latest = checkpoint_file(dir);
+  const std::filesystem::path link_temporary = dir / fmt::format(".checkpoint.safetensors.{}.link", ::getpid());
+  ::unlink(link_temporary.c_str());
+  if (!std::filesystem::is_symlink(latest) && ::link(numbered.c_str(), link_temporary.c_str()) == 0) {
+    if (::rename(link_temporary.c_str(), latest.c_str()) != 0) {
+      const int error = errno;
+      ::unlink(link_temporary.c_str());
+      fail("cannot rename '{}' to '{}': {}", link_temporary.string(), latest.string(), std::strerror(error));
+    }
+    sync_directory(dir);
+    return;
+  }
+  write_output_file(latest, kFlag, write);
+}
+
 }  // namespace
 
-std::filesystem::path checkpoint_file(const std::filesystem::path& dir) { return dir / "checkpoint.safetensors"; }
+std::filesystem::path checkpoint_file(const std::filesystem::path& dir) {
+  if (std::filesystem::is_regular_file(dir)) return dir;  // --resume D/checkpoint-<step>.safetensors
+  return dir / "checkpoint.safetensors";
+}
 
 bool checkpoint_exists(const std::filesystem::path& dir) { return std::filesystem::is_regular_file(checkpoint_file(dir)); }
 
 void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
-                     const Optimizer& optimizer, const CheckpointState& state) {
+                     const Optimizer& optimizer, const CheckpointState& state, int keep) {
+  DDPX_REQUIRE(keep >= 1, "--keep-checkpoints must be >= 1, got {}", keep);
   require_optimizer_size(layout, optimizer);
   nlohmann::json rng_states = nlohmann::json::array();
   for (const Rng::State& rng : state.rng_states) rng_states.push_back(rng_to_json(rng));
-  const TensorMetadata metadata = {
+  TensorMetadata metadata = {
       {"format", "pt"},
       {"ddpx_checkpoint_version", std::string(kVersion)},
       {"model", layout.config().spec()},
@@ -147,14 +205,29 @@ void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout
     std::vector<TensorView> state_views = layout_tensor_views(layout, state_prefix(name), optimizer.state(name).data());
     views.insert(views.end(), state_views.begin(), state_views.end());
   }
-  const std::filesystem::path target = checkpoint_file(dir);
+  const std::filesystem::path target = keep == 1 ? checkpoint_file(dir) : numbered_checkpoint(dir, state.step);
+  require_finite_tensors(views, fmt::format("checkpoint '{}' (step {})", target.string(), state.step));
+  metadata = with_checksums(views, metadata);
+  const auto write = [&](OutputFile& file) { write_safetensors(file, views, metadata); };
   try {
     std::filesystem::create_directories(dir);
-    replace_file_atomically(target, dir / kTemporaryName,
-                            [&](OutputFile& file) { write_safetensors(file, views, metadata); });
+    write_output_file(target, kFlag, write);
+    if (keep > 1) make_latest(dir, target, write);
   } catch (const std::exception& e) {
     fail("saving checkpoint '{}' failed; the previous checkpoint there (if any) is unchanged: {}", target.string(),
          e.what());
+  }
+  if (keep > 1) {
+    // Keep this one and the newest keep - 1 before it; never touch later steps (a run resumed from an earlier
+    // checkpoint leaves the first run's later ones alone).
+    std::vector<int64_t> older;
+    for (const int64_t step : numbered_steps(dir))
+      if (step < state.step) older.push_back(step);
+    const size_t keep_older = static_cast<size_t>(keep - 1);
+    for (size_t i = 0; i + keep_older < older.size(); ++i) {
+      std::error_code ignored;
+      std::filesystem::remove(numbered_checkpoint(dir, older[i]), ignored);
+    }
   }
 }
 

@@ -3,12 +3,18 @@
 //    "optimizer." tensors),
 //  - the optimizer state, one F32 tensor per parameter and state buffer: "optimizer.<state>.<torchvision name>"
 //    (state: "momentum" for sgd, "exp_avg" / "exp_avg_sq" for adamw),
-//  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "1", "model" (VitConfig::spec()),
+//  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "2", "model" (VitConfig::spec()),
 //    "optimizer" (name), "optimizer_options" (JSON), "optimizer_state" (JSON array of state names),
 //    "optimizer_step" (decimal), "step" (decimal), "rng_states" (JSON array of {"state", "inc", "spare_bits"
-//    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON).
-// Guarantees: saving is atomic (write <dir>/.checkpoint.tmp, fsync, rename, fsync <dir>): a crash at any point
-// leaves the previous checkpoint loadable, and a failed save throws and leaves it untouched. A save/load round
+//    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON), "ddpx.crc32"
+//    (JSON: tensor name -> CRC-32 of its bytes; io/tensor_integrity.hpp; version 1 files lack it and load unchecked).
+// With keep > 1 each save writes <dir>/checkpoint-<step>.safetensors and makes checkpoint.safetensors a hard link
+// to it (a second copy where hard links are not supported); the newest `keep` numbered files are kept, older ones
+// removed, later steps (from a run this one resumed before their end) never touched.
+// Guarantees: saving is atomic (io/output_file.hpp: temporary, fsync, rename, fsync <dir>): a crash at any point
+// leaves the previous checkpoint loadable, and a failed save throws and leaves it untouched. Nothing is written
+// unless every value is finite (the error names the tensor). Loading verifies every tensor's checksum and names
+// the one that fails. A save/load round
 // trip restores parameters, optimizer state, step counts and RNG states bit for bit. Loading checks the model
 // spec and optimizer against this run's and reports a mismatch naming both values and the flag.
 #pragma once
@@ -42,12 +48,13 @@ struct CheckpointInfo {
   CheckpointState state;
 };
 
-std::filesystem::path checkpoint_file(const std::filesystem::path& dir);  // dir / "checkpoint.safetensors"
+// dir / "checkpoint.safetensors", or `dir` itself when it is a file (--resume D/checkpoint-<step>.safetensors).
+std::filesystem::path checkpoint_file(const std::filesystem::path& dir);
 bool checkpoint_exists(const std::filesystem::path& dir);
 
-// Creates dir if needed. optimizer.num_elements() must equal layout.buffer_size().
+// Creates dir if needed. optimizer.num_elements() must equal layout.buffer_size(). keep: --keep-checkpoints.
 void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
-                     const Optimizer& optimizer, const CheckpointState& state);
+                     const Optimizer& optimizer, const CheckpointState& state, int keep = 1);
 
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir);
 

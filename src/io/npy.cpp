@@ -232,6 +232,13 @@ HostTensor read_npy(const std::filesystem::path& path, TensorDType expected_dtyp
 }
 
 void write_npy(const std::filesystem::path& path, const HostTensor& tensor) {
+  OutputFile file(path);
+  write_npy(file, tensor);
+  file.close();
+}
+
+void write_npy(OutputFile& file, const HostTensor& tensor) {
+  const std::filesystem::path& path = file.path();
   const char* descr = descr_from_dtype(tensor.dtype, path);
   DDPX_REQUIRE(tensor.data.size() == tensor.numel() * dtype_size(tensor.dtype),
                "cannot write '{}': the tensor holds {} bytes but {} {} needs {}", path.string(), tensor.data.size(),
@@ -252,11 +259,9 @@ void write_npy(const std::filesystem::path& path, const HostTensor& tensor) {
   preamble.push_back(0);
   const uint64_t length = header.size();
   for (size_t i = 0; i < preamble_size - 8; ++i) preamble.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
-  OutputFile file(path);
   file.write(preamble.data(), preamble.size());
   file.write(header.data(), header.size());
   file.write(tensor.data.data(), tensor.data.size());
-  file.close();
 }
 
 }  // namespace ddpx

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <span>
 
+#include "io/posix_file.hpp"
 #include "io/tensor.hpp"
 
 namespace ddpx {
@@ -18,5 +19,6 @@ HostTensor read_npy(const std::filesystem::path& path, TensorDType expected_dtyp
 
 // Writes format 1.0 (2.0 when the header does not fit 1.0). bf16 has no .npy dtype and is refused.
 void write_npy(const std::filesystem::path& path, const HostTensor& tensor);
+void write_npy(OutputFile& file, const HostTensor& tensor);  // into an open file (io/output_file.hpp's writers)
 
 }  // namespace ddpx

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "io/output_file.hpp"
+#include "io/tensor_integrity.hpp"
 
 namespace ddpx {
 
@@ -77,29 +79,32 @@ void read_layout_buffers(const SafetensorsReader& reader, const ParamLayout& lay
                                        : "";
     fail("'{}'{} does not match --model {}:{}\n{}", reader.path().string(), saved_hint, model, listed, remedy);
   }
+  const std::optional<TensorChecksums> checksums = read_checksums(reader);
   for (const LayoutBufferTarget& target : targets) std::fill_n(target.buffer, layout.buffer_size(), 0.f);
   std::vector<std::byte> staging;
   for (const PlannedRead& read : reads) {
     float* destination = read.buffer + read.slot->offset;
     if (read.entry->dtype == TensorDType::f32) {
       reader.read_bytes(*read.entry, reinterpret_cast<std::byte*>(destination));
+      if (checksums) verify_tensor_checksum(reader, *checksums, *read.entry, reinterpret_cast<std::byte*>(destination));
     } else {
       staging.resize(read.entry->nbytes());
       reader.read_bytes(*read.entry, staging.data());
+      if (checksums) verify_tensor_checksum(reader, *checksums, *read.entry, staging.data());
       convert_to_float32(read.entry->dtype, staging.data(), read.slot->numel, destination);
     }
   }
 }
 
 void save_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, const float* params,
-                             const TensorMetadata& metadata) {
+                             const TensorMetadata& metadata, std::string_view flag) {
   TensorMetadata full_metadata = metadata;
   full_metadata.try_emplace("format", "pt");
   full_metadata.try_emplace("model", layout.config().spec());
   const std::vector<TensorView> views = layout_tensor_views(layout, "", params);
-  const std::filesystem::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  replace_file_atomically(path, temporary,
-                          [&](OutputFile& file) { write_safetensors(file, views, full_metadata); });
+  require_finite_tensors(views, fmt::format("{} {}", flag, path.string()));
+  full_metadata = with_checksums(views, full_metadata);
+  write_output_file(path, flag, [&](OutputFile& file) { write_safetensors(file, views, full_metadata); });
 }
 
 void load_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, float* params) {

@@ -4,7 +4,10 @@
 //  - Loading validates the whole file against the model before any buffer is written: every missing tensor,
 //    unexpected tensor, wrong shape and unusable dtype is listed in one ddpx::Error that names the file, each
 //    tensor, both shapes, the --model and what to do. Padding between slots is set to zero.
-//  - save_params_safetensors replaces the file atomically (no half-written file is ever visible at `path`).
+//  - save_params_safetensors writes under io/output_file's policy (a regular file is replaced atomically: no
+//    half-written file is ever visible at `path`), refuses non-finite values naming the tensor, and records a
+//    CRC-32 per tensor (io/tensor_integrity.hpp). Loading verifies those checksums when the file has them (files
+//    saved by PyTorch have none), naming the damaged tensor; such a failure may leave the buffer partly filled.
 #pragma once
 #include <filesystem>
 #include <span>
@@ -38,8 +41,9 @@ void read_layout_buffers(const SafetensorsReader& reader, const ParamLayout& lay
 
 // Writes the parameters as F32 tensors under torchvision names. metadata gains "format": "pt" and "model":
 // layout.config().spec() unless it sets them.
+// `flag` names the output in errors ("--save").
 void save_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, const float* params,
-                             const TensorMetadata& metadata = {});
+                             const TensorMetadata& metadata = {}, std::string_view flag = "weights file");
 
 // Loads parameters saved by save_params_safetensors or by PyTorch (safetensors.torch.save_file of a torchvision
 // ViT state_dict); F32, F64, F16 and BF16 tensors are accepted (converted to fp32). params holds

@@ -23,7 +23,8 @@ namespace {
 }  // namespace
 
 InputFile::InputFile(std::filesystem::path path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; regular files ignore the flag.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd_ < 0) fail_errno("open", path_);
   struct stat info{};
   if (::fstat(fd_, &info) != 0) {
@@ -32,7 +33,11 @@ InputFile::InputFile(std::filesystem::path path) : path_(std::move(path)) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd_);
-    fail("'{}' is not a regular file", path_.string());
+    const char* kind = S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? "a device"
+                       : S_ISDIR(info.st_mode) ? "a folder"
+                       : S_ISSOCK(info.st_mode) ? "a socket" : "not a regular file";
+    fail("'{}' is {}; ddpx reads regular files only (copy the data to a file first)", path_.string(), kind);
   }
   size_ = static_cast<uint64_t>(info.st_size);
 }
@@ -61,7 +66,19 @@ void InputFile::read_at(uint64_t offset, void* destination, size_t n) const {
   }
 }
 
-OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
+OutputFile::OutputFile(std::filesystem::path path, Mode mode)
+    : path_(std::move(path)), device_(mode == Mode::existing_device) {
+  if (device_) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd_ < 0) fail_errno("open", path_);
+    struct stat info{};
+    if (::fstat(fd_, &info) != 0 || !S_ISCHR(info.st_mode)) {
+      ::close(fd_);
+      fd_ = -1;
+      fail("'{}' is no longer a character device; refusing to write it in place", path_.string());
+    }
+    return;
+  }
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail_errno("create", path_);
 }
@@ -102,6 +119,7 @@ void OutputFile::write(const void* data, size_t n) {
 
 void OutputFile::sync() {
   DDPX_REQUIRE(fd_ >= 0, "'{}' is already closed", path_.string());
+  if (device_) return;  // devices such as /dev/null refuse fsync (EINVAL) and have nothing to make durable
   if (::fsync(fd_) != 0) fail_errno("fsync", path_);
 }
 
@@ -110,6 +128,15 @@ void OutputFile::close() {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail_errno("close", path_);
+}
+
+std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what) {
+  InputFile file(path);
+  DDPX_REQUIRE(file.size() <= max_bytes, "{}: '{}' has {} bytes, more than the {} a file of this kind may have; "
+               "check the path", what, path.string(), file.size(), max_bytes);
+  std::string text(static_cast<size_t>(file.size()), '\0');
+  file.read_at(0, text.data(), text.size());
+  return text;
 }
 
 void sync_directory(const std::filesystem::path& directory) {

@@ -1,6 +1,8 @@
 // Thin POSIX file wrappers for tensor files: positioned reads, checked writes, fsync, and atomic replacement.
 // Guarantees: every failing system call throws ddpx::Error naming the file and the OS reason; a short read is
-// an error (never silently fewer bytes). replace_file_atomically() leaves either the old file or the complete
+// an error (never silently fewer bytes). An InputFile is opened without blocking (O_NONBLOCK) and must be a
+// regular file, so a FIFO without a writer or a device (/dev/urandom, a tape) is refused at once instead of
+// hanging or reading without end. replace_file_atomically() leaves either the old file or the complete
 // new one at the target path, even if the process dies at any point (write temp, fsync, rename, fsync dir).
 // Objects are single-owner (movable, not copyable) and not shared between threads.
 #pragma once
@@ -8,12 +10,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
+#include <string_view>
 
 namespace ddpx {
 
 class InputFile {
  public:
-  explicit InputFile(std::filesystem::path path);  // throws if the file cannot be opened
+  // Throws if the file cannot be opened or is not a regular file (FIFO, device, socket, directory).
+  explicit InputFile(std::filesystem::path path);
   ~InputFile();
   InputFile(InputFile&& other) noexcept;
   InputFile(const InputFile&) = delete;
@@ -33,7 +38,11 @@ class InputFile {
 
 class OutputFile {
  public:
-  explicit OutputFile(std::filesystem::path path);  // creates or truncates
+  enum class Mode {
+    create_or_truncate,  // a regular file (created 0644, or truncated)
+    existing_device,     // an existing character device written in place (/dev/null, a terminal): nothing created
+  };
+  explicit OutputFile(std::filesystem::path path, Mode mode = Mode::create_or_truncate);
   // An unnamed file (O_TMPFILE) in path's directory that appears at `path` only at link(): a process killed while
   // writing leaves nothing on disk. Where the filesystem has no O_TMPFILE, it is created at `path` at once.
   struct UnnamedUntilLinked {};
@@ -45,16 +54,21 @@ class OutputFile {
   const std::filesystem::path& path() const { return path_; }
   uint64_t bytes_written() const { return bytes_written_; }
   void write(const void* data, size_t n);
-  void sync();   // fsync: the bytes written so far are on stable storage when it returns
+  void sync();   // fsync: the bytes written so far are on stable storage when it returns (no-op on a device)
   void close();  // reports a failing close (e.g. a deferred write error)
   void link();   // gives an unnamed file its path (replacing a stale file there); no-op for a named one
 
  private:
   std::filesystem::path path_;
   int fd_ = -1;
+  bool device_ = false;
   uint64_t bytes_written_ = 0;
   bool unnamed_ = false;
 };
+
+// The whole of a small regular file (configs): opened as InputFile (never blocks), at most max_bytes; `what`
+// names it in errors ("--config best.cfg").
+std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what);
 
 // fsync on a directory, so that a rename inside it is durable.
 void sync_directory(const std::filesystem::path& directory);

@@ -13,11 +13,24 @@ using kernels::store4;
 
 constexpr int kThreads = 256;
 
+// Records the lowest offset of a non-finite gradient of this vector (no atomics when all four are finite).
+__device__ __forceinline__ void note_nonfinite(unsigned long long* flag, uint64_t base, const Float4& g,
+                                               int64_t v) {
+  if (flag == nullptr) return;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (!isfinite(g.v[i])) {
+      atomicMin(flag, static_cast<unsigned long long>(base + 4 * v + i));
+      return;
+    }
+}
+
 __global__ void sgd_kernel(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low,
                            int64_t vectors, SgdUpdate u) {
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     Float4 p = load4(params + 4 * v), g = load4(grads + 4 * v);
+    note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
 #pragma unroll
     for (int i = 0; i < 4; ++i) g.v[i] += u.weight_decay * p.v[i];
     if (u.momentum != 0.f) {
@@ -44,6 +57,7 @@ __global__ void adamw_kernel(float* params, const float* grads, float* exp_avg, 
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     Float4 p = load4(params + 4 * v), g = load4(grads + 4 * v), m = load4(exp_avg + 4 * v),
            s = load4(exp_avg_sq + 4 * v);
+    note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       p.v[i] *= decay;

@@ -13,15 +13,21 @@
 
 namespace ddpx {
 
+// nonfinite_gradient (device, optional): the kernel lowers it (atomicMin) to the offset of any gradient that is
+// Inf or NaN, in the same pass (kernels/numerics_check.hpp); the common all-finite case issues no atomics.
 struct SgdUpdate {
   float lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
   bool first_step = true;  // momentum buffer := gradient (torch's first step) instead of the running update
+  unsigned long long* nonfinite_gradient = nullptr;
+  uint64_t offset_base = 0;  // added to the offsets reported there (an update of a span of the buffer)
 };
 
 struct AdamWUpdate {
   float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0;
   float bias_correction1 = 1, bias_correction2_sqrt = 1;  // 1 - beta1^step, sqrt(1 - beta2^step)
+  unsigned long long* nonfinite_gradient = nullptr;
+  uint64_t offset_base = 0;  // added to the offsets reported there (an update of a span of the buffer)
 };
 
 // momentum_buffer may be nullptr only when update.momentum == 0.

@@ -8,9 +8,13 @@
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
+#include "io/output_file.hpp"
 #include "profile/json_fields.hpp"
 
 namespace ddpx {
+namespace {
+constexpr uint64_t kMaxReportBytes = uint64_t{4} << 30;  // reports of very long runs reach hundreds of MB
+}  // namespace
 
 using nlohmann::json;
 namespace jf = json_fields;
@@ -170,12 +174,15 @@ void from_json(const json& j, RunReport& v) {
 }
 
 RunReport load_run_report(const std::string& path) {
-  std::ifstream in(path);
-  DDPX_REQUIRE(in.good(), "cannot open run report '{}': check the path (written by `ddpx train --report FILE`)",
-               path);
+  std::string text;
+  try {
+    text = read_small_file(path, kMaxReportBytes, "run report");  // a regular file, never a FIFO that blocks
+  } catch (const Error& e) {
+    fail("cannot open run report '{}': check the path (written by `ddpx train --report FILE`): {}", path, e.what());
+  }
   RunReport report;
   try {
-    report = parse_json(in, "the file").get<RunReport>();
+    report = parse_json(text, "the file").get<RunReport>();
   } catch (const json::exception& e) {
     fail("run report '{}' is not valid JSON: {}", path, e.what());
   } catch (const Error& e) {
@@ -198,10 +205,11 @@ RunReport load_run_report(const std::string& path) {
 }
 
 void save_run_report(const RunReport& report, const std::string& path) {
-  std::ofstream out(path);
-  DDPX_REQUIRE(out.good(), "cannot write run report '{}': check that the folder exists and is writable", path);
-  out << json(report).dump(1) << '\n';
-  DDPX_REQUIRE(out.good(), "writing run report '{}' failed (disk full?)", path);
+  try {
+    write_output_text(path, "--report", json(report).dump(1) + "\n");  // atomic: never a truncated report
+  } catch (const Error& e) {
+    fail("writing run report '{}' failed; an earlier file there is unchanged: {}", path, e.what());
+  }
 }
 
 }  // namespace ddpx

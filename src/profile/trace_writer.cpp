@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
+#include "io/output_file.hpp"
 #include "profile/comm_stats.hpp"
 
 namespace ddpx {
@@ -140,10 +141,11 @@ json TraceWriter::to_json() const {
 }
 
 void TraceWriter::write(const std::string& path) const {
-  std::ofstream out(path);
-  DDPX_REQUIRE(out.good(), "cannot write trace '{}' (--trace): check that the folder exists and is writable", path);
-  out << to_json().dump() << '\n';
-  DDPX_REQUIRE(out.good(), "writing trace '{}' failed (disk full?)", path);
+  try {
+    write_output_text(path, "--trace", to_json().dump() + "\n");  // atomic: never a truncated trace
+  } catch (const Error& e) {
+    fail("writing trace '{}' (--trace) failed; an earlier file there is unchanged: {}", path, e.what());
+  }
 }
 
 std::vector<std::string> check_trace(const json& trace) {
@@ -224,19 +226,24 @@ json merge_traces(const std::vector<json>& traces) {
 void merge_trace_files(const std::vector<std::string>& inputs, const std::string& output) {
   std::vector<json> traces;
   for (const std::string& path : inputs) {
-    std::ifstream in(path);
-    DDPX_REQUIRE(in.good(), "cannot open trace '{}' for merging: check the path", path);
+    std::string text;
     try {
-      traces.push_back(parse_json(in, "trace '" + path + "'"));
+      text = read_small_file(path, uint64_t{4} << 30, "trace");
+    } catch (const Error& e) {
+      fail("cannot open trace '{}' for merging: check the path: {}", path, e.what());
+    }
+    try {
+      traces.push_back(parse_json(text, "trace '" + path + "'"));
     } catch (const json::exception& e) {
       fail("trace '{}' is not valid JSON: {}", path, e.what());
     }
   }
   json merged = merge_traces(traces);
-  std::ofstream out(output);
-  DDPX_REQUIRE(out.good(), "cannot write merged trace '{}': check that the folder exists and is writable", output);
-  out << merged.dump() << '\n';
-  DDPX_REQUIRE(out.good(), "writing merged trace '{}' failed (disk full?)", output);
+  try {
+    write_output_text(output, "--trace", merged.dump() + "\n");
+  } catch (const Error& e) {
+    fail("writing merged trace '{}' failed; an earlier file there is unchanged: {}", output, e.what());
+  }
 }
 
 }  // namespace ddpx

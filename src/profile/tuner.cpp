@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/output_file.hpp"
 #include "core/json_parse.hpp"
 #include "profile/json_fields.hpp"
 
@@ -117,14 +118,7 @@ double parse_number(const std::string& value, const std::string& path, int line,
 }  // namespace
 
 void write_trial_config(const TrialConfig& config, const std::string& path) {
-  std::ofstream out(path);
-  DDPX_REQUIRE(out.good(), "cannot write config '{}': check that the folder exists and is writable", path);
-  if (ends_with(path, ".json")) {
-    out << json(config).dump(2) << '\n';
-  } else {
-    out << trial_config_text(config);
-  }
-  DDPX_REQUIRE(out.good(), "writing config '{}' failed (disk full?)", path);
+  write_output_text(path, "--out", ends_with(path, ".json") ? json(config).dump(2) + "\n" : trial_config_text(config));
 }
 
 TrialConfig read_trial_config(const std::string& path) {

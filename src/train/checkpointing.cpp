@@ -38,7 +38,7 @@ void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayou
   ckpt.step = step;
   ckpt.extra = {{"seed", options.seed}, {"data", options.data}, {"batch", options.batch},
                 {"grad_accum", options.grad_accum}};
-  save_checkpoint(dir, layout, params, *optimizer, ckpt);
+  save_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
 }
 
 LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout,

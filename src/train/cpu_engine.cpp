@@ -33,7 +33,8 @@ class CpuEngine : public StepEngine {
         params_(layout.buffer_size(), 0.f),
         grads_(layout.buffer_size(), 0.f),
         logits_(static_cast<size_t>(options.batch * layout.config().num_classes)),
-        dlogits_(logits_.size()) {
+        dlogits_(logits_.size()),
+        numerics_(options.divergence_ratio) {
     if (options.optimizer == "sgd") {
       if (options.momentum != 0) state_.buffers.push_back({"momentum", std::vector<float>(layout.buffer_size(), 0.f)});
     } else if (options.optimizer == "adamw") {
@@ -94,6 +95,10 @@ class CpuEngine : public StepEngine {
 
   void optimizer_step(int64_t step) override {
     auto t0 = Clock::now();
+    // Every step: the loss and the gradients about to be applied (after the all-reduce). A bad step is not
+    // applied, so the weights stay those of the last good step.
+    numerics_.observe(step, loss_, grads_);
+    if (numerics_.first_problem()) return;
     update(step, 0, params_.size());
     state_.step = step;
     times_.optimizer = ms_since(t0) + zero_ms_;
@@ -103,11 +108,15 @@ class CpuEngine : public StepEngine {
   void begin_span_updates(int64_t step) override { span_step_ = step; }
   void optimizer_span(size_t begin, size_t end, void*) override { update(span_step_, begin, end); }
   void finish_span_updates() override {
+    // The spans are applied already: a bad step is noted here, the run stops at the trainer's next check, and
+    // nothing non-finite is ever saved (io/tensor_integrity.hpp).
+    numerics_.observe(span_step_, loss_, grads_);
     state_.step = span_step_;
     times_.optimizer = zero_ms_;
   }
 
   float last_loss() override { return loss_; }
+  std::optional<NumericsProblem> numerics_problem() override { return numerics_.first_problem(); }
 
   std::vector<float> eval_logits(const float* images, int64_t batch) override {
     std::vector<float> logits(static_cast<size_t>(batch * layout_.config().num_classes));
@@ -152,6 +161,7 @@ class CpuEngine : public StepEngine {
   VitCpu<float> model_;
   std::vector<float> params_, grads_, logits_, dlogits_;
   HostOptimizerState state_;
+  NumericsWatch numerics_;
   const HostBatch* batch_ = nullptr;
   float loss_ = 0;
   EnginePhaseTimes times_;

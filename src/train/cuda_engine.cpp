@@ -7,6 +7,9 @@
 //    that batch only, so the pinned slot can be refilled) and last_loss().
 //  - Phase times come from CUDA events: eager steps read a ring entry two steps old (never stalls); graph steps
 //    read the event nodes of the other parity's graph, i.e. the previous step (waits for that step at most).
+//  - Numerics (train/numerics_guard.hpp) are checked every step on the device: the optimizer kernel notes any
+//    non-finite gradient in the same pass and one single-thread kernel folds in the loss (kernels/
+//    numerics_check.hpp); both are captured with the step. numerics_problem() reads the flag (synchronizes).
 //  - CUDA graphs: capture_begin()/capture_end() around one whole step (zero grads, forward, backward, reducer,
 //    optimizer); two graphs (plain, timed) per input parity; replay() launches one. Both variants of a parity
 //    record their phase events into the same events, so those hold the last replay of that parity. The optimizer's step number is frozen in the
@@ -22,6 +25,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/precision.hpp"
 #include "cuda/vit_cuda.hpp"
+#include "kernels/numerics_check.hpp"
 #include "kernels/synthetic_data.hpp"
 #include "train/cuda_engine.hpp"
 
@@ -68,6 +72,8 @@ class CudaEngine : public CudaStepEngine {
       DDPX_CUDA_CHECK(cudaEventRecord(input_free_[p], compute_));
     }
     loss_ = DeviceBuffer<float>(1, "loss");
+    numerics_ = DeviceBuffer<NumericsFlag>(1, "numerics flag");
+    numerics_flag_reset(numerics_.get(), compute_);
     for (auto& ring : events_)
       for (auto& e : ring) DDPX_CUDA_CHECK(cudaEventCreate(&e));
     for (auto& set : graph_events_)
@@ -191,7 +197,9 @@ class CudaEngine : public CudaStepEngine {
   void optimizer_step(int64_t step) override {
     record(kOptimizerStart);
     update(step, 0, layout_.buffer_size(), compute_);
+    numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
     record(kStepEnd);
+    if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = step;
     step_ = step;
     if (!capturing_) ++ring_pos_;
   }
@@ -222,7 +230,10 @@ class CudaEngine : public CudaStepEngine {
       DDPX_CUDA_CHECK(cudaEventRecord(updates_done_, update_));
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, updates_done_, 0));
     }
+    // After every span (the reducer's were joined by its finish_step): their kernels noted any bad gradient.
+    numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
     record(kStepEnd);
+    if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = span_step_;
     step_ = span_step_;
     if (!capturing_) ++ring_pos_;
   }
@@ -232,6 +243,20 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaMemcpyAsync(&loss, loss_.get(), sizeof(float), cudaMemcpyDeviceToHost, compute_));
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     return loss;
+  }
+
+  std::optional<NumericsProblem> numerics_problem() override {
+    NumericsFlag flag{};
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(&flag, numerics_.get(), sizeof flag, cudaMemcpyDeviceToHost, compute_));
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    if (flag.first_bad_check == 0) return std::nullopt;
+    NumericsProblem problem;
+    problem.fault = static_cast<NumericsFault>(flag.fault);
+    problem.step = first_checked_step_ + static_cast<int64_t>(flag.first_bad_check) - 1;
+    problem.loss = flag.bad_loss;
+    problem.reference_loss = flag.reference_loss;
+    problem.gradient_offset = flag.first_bad_offset;
+    return problem;
   }
 
   std::vector<float> eval_logits(const float* images, int64_t batch) override {
@@ -335,6 +360,7 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaGraphLaunch(exec, compute_));
     replayed_[parity_] = true;
     DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
+    if (first_checked_step_ == 0) first_checked_step_ = step;
     step_ = step;
   }
 
@@ -343,12 +369,12 @@ class CudaEngine : public CudaStepEngine {
     if (options_.optimizer == "sgd") {
       SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
                   static_cast<float>(options_.weight_decay), options_.nesterov};
-      model_->sgd_span(p, step, begin, end, stream);
+      model_->sgd_span(p, step, begin, end, stream, &numerics_.get()->step_bad_offset);
     } else {
       AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
                     static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
                     static_cast<float>(options_.weight_decay)};
-      model_->adamw_span(p, step, begin, end, stream);
+      model_->adamw_span(p, step, begin, end, stream, &numerics_.get()->step_bad_offset);
     }
   }
 
@@ -376,6 +402,8 @@ class CudaEngine : public CudaStepEngine {
   std::array<DeviceBuffer<int32_t>, 2> labels_;
   std::array<cudaEvent_t, 2> copy_done_{}, input_free_{};
   DeviceBuffer<float> loss_;
+  DeviceBuffer<NumericsFlag> numerics_;
+  int64_t first_checked_step_ = 0;  // the trainer step of the device's first numerics check
   std::array<std::array<cudaEvent_t, kNumPhaseEvents>, kEventRing> events_{};
   int64_t ring_pos_ = 0;
   size_t baseline_used_ = 0;

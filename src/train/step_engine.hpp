@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/batch_loader.hpp"
 #include "model/param_layout.hpp"
+#include "train/numerics_guard.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
@@ -73,6 +75,10 @@ class StepEngine {
   virtual void finish_span_updates() = 0;
   // Mean loss of the last forward_backward (synchronizes on CUDA).
   virtual float last_loss() = 0;
+  // The first step whose loss or gradients broke the numerics rule (train/numerics_guard.hpp), if any. Every step
+  // is checked on both engines. CPU: free to ask after any step. CUDA: the check runs on the device; asking reads
+  // its flag and synchronizes the compute stream, so the trainer asks where it synchronizes anyway.
+  virtual std::optional<NumericsProblem> numerics_problem() = 0;
   // Logits of images (host, NCHW) for evaluation.
   virtual std::vector<float> eval_logits(const float* images, int64_t batch) = 0;
   virtual EnginePhaseTimes last_phase_times() = 0;

@@ -5,28 +5,63 @@
 
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "ddp/comm_hook.hpp"
+#include "io/checkpoint.hpp"
+#include "io/output_file.hpp"
+#include "io/same_file.hpp"
 #include "profile/profile_window.hpp"
 
 namespace ddpx {
 namespace {
 
-// An output file is checked before the run, not after hours of training: its folder exists and is writable.
+// An output file is checked before the run, not after hours of training (io/output_file.hpp's policy).
 void require_writable_file(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  const std::filesystem::path file(path);
-  const std::filesystem::path folder = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
-  DDPX_REQUIRE(!std::filesystem::is_directory(file), "{} {}: that is a folder; give a file name", flag, path);
-  DDPX_REQUIRE(std::filesystem::is_directory(folder) && ::access(folder.c_str(), W_OK) == 0,
-               "{} {}: the folder '{}' does not exist or is not writable; create it or choose another path", flag,
-               path, folder.string());
+  if (!path.empty()) (void)check_output_path(path, flag);
+}
+
+// A hyper-parameter is used in fp32: a value that is finite as a double can round to 0 or Inf there.
+void require_fp32(double value, const char* flag, bool must_be_positive) {
+  const float narrowed = static_cast<float>(value);
+  DDPX_REQUIRE(std::isfinite(value) && std::isfinite(narrowed),
+               "{} {} is not a finite fp32 number (the optimizers compute in fp32, up to 3.4e38)", flag, value);
+  DDPX_REQUIRE(!must_be_positive || narrowed > 0.f,
+               "{} {} is 0 in fp32 (the optimizers compute in fp32; the smallest positive value is 1.4e-45): the "
+               "weights would never change; give a larger value", flag, value);
 }
 
 }  // namespace
+
+void TrainOptions::require_distinct_paths() const {
+  std::vector<FileRole> inputs, outputs;
+  const auto add = [](std::vector<FileRole>& roles, const char* flag, const std::string& path) {
+    if (!path.empty()) roles.push_back({flag, path});
+  };
+  add(inputs, "--load", load);
+  add(inputs, "--images", images);
+  add(inputs, "--labels", labels);
+  // --resume D --checkpoint-dir D is the way to continue a run: the checkpoint is read in full before the first
+  // one is written, so the resumed file only counts as an input against the other outputs.
+  if (!resume.empty()) add(inputs, "--resume", checkpoint_file(resume).string());
+  for (const std::string& file : config_files) add(inputs, "--config", file);
+  add(outputs, "--save", save);
+  add(outputs, "--report", report);
+  add(outputs, "--trace", trace);
+  require_distinct_files(inputs, outputs);
+  if (checkpoint_dir.empty()) return;
+  // --resume D --checkpoint-dir D is how a run continues: the checkpoint is read in full before the first one is
+  // written, so against the checkpoint folder's file the resumed checkpoint is not a clash.
+  std::vector<FileRole> others;
+  for (const FileRole& input : inputs)
+    if (input.flag != "--resume") others.push_back(input);
+  outputs.push_back({"--checkpoint-dir", checkpoint_file(checkpoint_dir)});
+  require_distinct_files(others, outputs);
+}
 
 void TrainOptions::validate() const {
   DDPX_REQUIRE(device == "cpu" || device == "cuda", "--device '{}' is not known; choose cpu or cuda", device);
@@ -44,6 +79,14 @@ void TrainOptions::validate() const {
                "--cpu-threads must be 0 (the node's cores shared by its ranks) or a thread count, got {}", cpu_threads);
   DDPX_REQUIRE(cpu_threads == 0 || device == "cpu", "--cpu-threads {} applies to --device cpu only", cpu_threads);
   DDPX_REQUIRE(lr > 0, "--lr must be positive, got {}", lr);
+  require_fp32(lr, "--lr", true);
+  for (const auto& [flag, value] : {std::pair{"--momentum", momentum}, {"--weight-decay", weight_decay},
+                                    {"--beta1", beta1}, {"--beta2", beta2}, {"--eps", eps}})
+    require_fp32(value, flag, false);
+  DDPX_REQUIRE(keep_checkpoints >= 1 && keep_checkpoints <= 1000000,
+               "--keep-checkpoints must be at least 1 (the newest checkpoint), got {}", keep_checkpoints);
+  DDPX_REQUIRE(std::isfinite(divergence_ratio) && (divergence_ratio == 0 || divergence_ratio >= 1),
+               "--divergence-ratio must be 0 (off) or at least 1, got {}", divergence_ratio);
   DDPX_REQUIRE(grad_accum >= 1, "--grad-accum must be >= 1, got {}", grad_accum);
   // Bucket caps between 4 bytes (one fp32 gradient) and 1 TB; checked here, also without --ddp, so that a typo
   // never waits for the run that would use it (and the cast to bytes can never overflow).
@@ -67,6 +110,13 @@ void TrainOptions::validate() const {
   require_writable_file(save, "--save");
   require_writable_file(report, "--report");
   require_writable_file(trace, "--trace");
+  if (!checkpoint_dir.empty()) {
+    DDPX_REQUIRE(!std::filesystem::exists(checkpoint_dir) || std::filesystem::is_directory(checkpoint_dir),
+                 "--checkpoint-dir {}: that is a file, not a folder; give a folder path", checkpoint_dir);
+    if (std::filesystem::is_directory(checkpoint_dir))
+      require_writable_file(checkpoint_file(checkpoint_dir).string(), "--checkpoint-dir");
+  }
+  require_distinct_paths();
   DDPX_REQUIRE(report.empty() || steps > warmup_steps,
                "--report {} needs steps past the warm-up (only those are measured): --steps {} is not more than "
                "--warmup {}; raise --steps or lower --warmup", report, steps, warmup_steps);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ddpx {
 
@@ -30,6 +31,9 @@ struct TrainOptions {
   // weights and checkpoints
   std::string load, save, checkpoint_dir, resume;
   int64_t checkpoint_every = 0;
+  int keep_checkpoints = 2;  // the newest K checkpoints stay in --checkpoint-dir (train/checkpointing.hpp)
+  // numerics: stop when the loss exceeds this x max(first loss, 1) (train/numerics_guard.hpp); 0: never
+  double divergence_ratio = 1e4;
   // data parallelism
   bool ddp = false;  // use the reducer even with one rank (measures DDP overhead)
   std::string backend = "auto";  // auto | nccl | mpi
@@ -46,8 +50,13 @@ struct TrainOptions {
   std::string report, trace;
   int64_t log_every = 10;
   bool quiet = false;
+  std::vector<std::string> config_files;  // --config files read: inputs no output may overwrite
 
-  void validate() const;  // throws ddpx::Error naming the flag
+  // Throws ddpx::Error naming the flag. Checks values, and every input and output path: outputs under
+  // io/output_file's policy, inputs regular files, no output the same file as an input or another output. Pure:
+  // creates nothing (the trainer creates and locks --checkpoint-dir, see train/run_outputs.hpp).
+  void validate() const;
+  void require_distinct_paths() const;  // part of validate(): outputs vs inputs and each other (io/same_file.hpp)
 };
 
 // Whether the optimizer runs span by span during the backward pass (Note [Optimizer overlapped with backward],

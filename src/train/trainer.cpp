@@ -16,6 +16,8 @@
 #include "ddp/reducer.hpp"
 #include "data/dataset.hpp"
 #include "data/loader_workers.hpp"
+#include "io/directory_lock.hpp"
+#include "io/output_file.hpp"
 #include "model/blas_threads.hpp"
 #include "io/param_safetensors.hpp"
 #include "train/checkpointing.hpp"
@@ -80,6 +82,13 @@ TrainSummary run_training(const TrainOptions& options) {
   auto log = [&](const std::string& line) {
     if (lead) fmt::print("{}\n", line), std::fflush(stdout);
   };
+  // Rank 0 writes the checkpoints: it proves the folder writable and takes it for this run before any work, so a
+  // bad --checkpoint-dir or a second run on the same folder fails now, not at the first checkpoint.
+  std::unique_ptr<DirectoryLock> checkpoint_lock;
+  if (!options.checkpoint_dir.empty() && dist.rank == 0) {
+    probe_output_directory(options.checkpoint_dir, "--checkpoint-dir");
+    checkpoint_lock = std::make_unique<DirectoryLock>(options.checkpoint_dir, "--checkpoint-dir");
+  }
 
   std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.cuda_device, dist.rank, dist.local_world);
   StartState start = initial_state(layout, options);
@@ -164,6 +173,19 @@ TrainSummary run_training(const TrainOptions& options) {
     }
   } abort_on_error{dist};
 
+  // Numerics are checked every step by the engine; this reads the result (free on the CPU, a synchronization on
+  // CUDA, so there it runs only where the host synchronizes anyway: progress lines, checkpoints, the end).
+  const auto require_good_numerics = [&] {
+    if (const std::optional<NumericsProblem> problem = engine->numerics_problem())
+      fail("{}", describe(*problem, layout, options.divergence_ratio, dist.rank));
+  };
+  const auto save_weights = [&](int64_t step) {
+    std::vector<float> params(layout.buffer_size());
+    engine->download_params(params.data());
+    save_params_safetensors(options.save, layout, params.data(),
+                            {{"ddpx.model", config.spec()}, {"ddpx.step", std::to_string(step)}}, "--save");
+  };
+
   for (int64_t step = start.step + 1; step <= options.steps; ++step) {
     if (step == start.step + 1 + options.warmup_steps) {
       engine->synchronize();
@@ -247,6 +269,7 @@ TrainSummary run_training(const TrainOptions& options) {
       NvtxRange optimizer_range("optimizer step");
       finish_optimizer(step);
     }
+    if (!engine->is_cuda()) require_good_numerics();
     profile_window.on_step_end(step);
     recorder.end_step(step, data_wait_ms, comm_wait_ms, seconds_since(step_start) * 1e3, *engine, dist);
     if (step > start.step + options.warmup_steps) {
@@ -258,10 +281,7 @@ TrainSummary run_training(const TrainOptions& options) {
     const bool last = step == options.steps;
     if (step % options.log_every == 0 || last || step == start.step + 1) {
       const float loss = engine->last_loss();  // synchronizes on CUDA
-      DDPX_REQUIRE(std::isfinite(loss),
-                   "rank {}: the loss is {} at step {}: training diverged (try a lower --lr) or the input holds NaN "
-                   "or Inf values; stopping rather than training on non-finite numbers",
-                   dist.rank, loss, step);
+      require_good_numerics();
       if (step == start.step + 1) summary.first_loss = loss;
       summary.final_loss = loss;
       const double elapsed = seconds_since(interval_start);
@@ -274,15 +294,29 @@ TrainSummary run_training(const TrainOptions& options) {
     const bool checkpoint_due =
         !options.checkpoint_dir.empty() &&
         ((options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || last);
+    if (checkpoint_due) require_good_numerics();  // every rank: a bad step stops all of them here, together
     if (checkpoint_due && dist.rank == 0) {
       std::vector<float> params(layout.buffer_size());
       engine->download_params(params.data());
-      save_training_checkpoint(options.checkpoint_dir, layout, params.data(), options,
-                               engine->download_optimizer_state(), step);
+      try {
+        save_training_checkpoint(options.checkpoint_dir, layout, params.data(), options,
+                                 engine->download_optimizer_state(), step);
+      } catch (const Error& checkpoint_error) {
+        // The checkpoint and --save are independent outputs: a failing checkpoint must not lose the weights.
+        if (options.save.empty()) throw;
+        try {
+          save_weights(step);
+        } catch (const Error& save_error) {
+          fail("{}\n--save failed as well: {}", checkpoint_error.what(), save_error.what());
+        }
+        fail("{}\n--save {} holds the weights of step {}, where the run stopped", checkpoint_error.what(),
+             options.save, step);
+      }
       if (step % (options.log_every * 10) == 0 || last) log(fmt::format("checkpoint: {} (step {})", options.checkpoint_dir, step));
     }
   }
   engine->synchronize();
+  require_good_numerics();
   profile_window.finish();
   summary.steps_run = options.steps - start.step;
   summary.seconds = seconds_since(run_start);
@@ -294,9 +328,7 @@ TrainSummary run_training(const TrainOptions& options) {
   summary.data_wait_fraction = measured_wait / std::max(measured_seconds, 1e-9);
 
   if (!options.save.empty() && dist.rank == 0) {
-    std::vector<float> params(layout.buffer_size());
-    engine->download_params(params.data());
-    save_params_safetensors(options.save, layout, params.data(), {{"ddpx.model", config.spec()}});
+    save_weights(options.steps);
     log(fmt::format("saved weights: {}", options.save));
   }
   log(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s ({}) | "

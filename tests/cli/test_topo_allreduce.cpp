@@ -124,7 +124,7 @@ TEST(Allreduce, BadFlagsAreNamed) {
       {"allreduce --device tpu", "--device tpu"},
       {"allreduce --device cpu --iters 0", "--iters 0"},
 #ifdef DDPX_HAVE_MPI
-      {"allreduce --device cpu --sizes 1K --nproc-per-node 2 --json /nonexistent/dir/peak.json", "cannot write"},
+      {"allreduce --device cpu --sizes 1K --nproc-per-node 2 --json /nonexistent/dir/peak.json", "--json /nonexistent/dir/peak.json: the folder"},
 #endif
   };
   for (const auto& [args, expected] : cases) {

@@ -44,6 +44,19 @@ struct TrainingRun {
   }
 };
 
+// Temporary files a save leaves behind (there must be none after a save, failed or not).
+std::vector<std::string> temporaries(const std::filesystem::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().extension() == ".tmp" || entry.path().extension() == ".link") found.push_back(entry.path());
+  return found;
+}
+
+// The temporary this process's next save of dir's checkpoint would use (io/output_file.cpp's naming).
+std::filesystem::path own_temporary(const std::filesystem::path& dir) {
+  return dir / (".checkpoint.safetensors." + std::to_string(::getpid()) + ".tmp");
+}
+
 bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
@@ -70,7 +83,7 @@ TEST(Checkpoint, RoundTripIsBitIdentical) {
     EXPECT_FALSE(checkpoint_exists(dir.path()));
     save_checkpoint(dir / "ckpt", run.layout, run.params.data(), *run.optimizer, state);
     EXPECT_TRUE(checkpoint_exists(dir / "ckpt"));
-    EXPECT_FALSE(std::filesystem::exists(dir / "ckpt/.checkpoint.tmp"));
+    EXPECT_TRUE(temporaries(dir / "ckpt").empty());
 
     TrainingRun fresh("vit_tiny_test", name, {});
     const CheckpointState loaded = load_checkpoint(dir / "ckpt", fresh.layout, fresh.params.data(), *fresh.optimizer);
@@ -214,7 +227,7 @@ TEST(Checkpoint, CrashDuringSaveLeavesThePreviousCheckpoint) {
 
   // A process killed mid-write leaves a partial temporary file behind: the checkpoint is unaffected.
   const std::string complete = testing::read_bytes(checkpoint_file(dir.path()));
-  testing::write_bytes(dir / ".checkpoint.tmp", complete.substr(0, complete.size() / 2));
+  testing::write_bytes(own_temporary(dir.path()), complete.substr(0, complete.size() / 2));
   TrainingRun reader("vit_tiny_test", "adamw", {});
   EXPECT_EQ(load_checkpoint(dir.path(), reader.layout, reader.params.data(), *reader.optimizer).step, 1);
   EXPECT_TRUE(same_bits(reader.params, saved_params));
@@ -224,7 +237,7 @@ TEST(Checkpoint, CrashDuringSaveLeavesThePreviousCheckpoint) {
   CheckpointState second;
   second.step = 2;
   save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, second);
-  EXPECT_FALSE(std::filesystem::exists(dir / ".checkpoint.tmp"));
+  EXPECT_TRUE(temporaries(dir.path()).empty());
   EXPECT_EQ(read_checkpoint_info(dir.path()).state.step, 2);
 }
 
@@ -258,11 +271,84 @@ TEST(Checkpoint, FailingWriteThrowsAndLeavesThePreviousCheckpoint) {
   signal(SIGXFSZ, previous_handler);
 
   EXPECT_NE(message.find("unchanged"), std::string::npos) << message;
-  EXPECT_NE(message.find(".checkpoint.tmp"), std::string::npos) << message;
-  EXPECT_FALSE(std::filesystem::exists(dir / ".checkpoint.tmp"));
+  EXPECT_NE(message.find(own_temporary(dir.path()).filename().string()), std::string::npos) << message;
+  EXPECT_TRUE(temporaries(dir.path()).empty());
   TrainingRun reader("vit_tiny_test", "sgd", {});
   EXPECT_EQ(load_checkpoint(dir.path(), reader.layout, reader.params.data(), *reader.optimizer).step, 1);
   EXPECT_TRUE(same_bits(reader.params, saved_params));
+}
+
+// One flipped bit anywhere in the data section is caught on load, naming the file and the tensor (before, it was
+// resumed without a word and the run ended with different weights).
+TEST(Checkpoint, AFlippedBitInTheDataIsRefusedNamingTheTensor) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "adamw", {});
+  run.step();
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, {});
+  const std::string bytes = testing::read_bytes(checkpoint_file(dir.path()));
+  const SafetensorsReader reader(checkpoint_file(dir.path()));
+  uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);
+  for (const char* name : {"heads.head.weight", "optimizer.exp_avg_sq.conv_proj.weight"}) {
+    SCOPED_TRACE(name);
+    const SafetensorsEntry& entry = reader.at(name);
+    std::string damaged = bytes;
+    damaged[8 + header + entry.data_begin + entry.nbytes() / 2] ^= 0x10;
+    std::filesystem::create_directories(dir / "bad");
+    testing::write_bytes(dir / "bad/checkpoint.safetensors", damaged);
+    TrainingRun fresh("vit_tiny_test", "adamw", {});
+    expect_error([&] { load_checkpoint(dir / "bad", fresh.layout, fresh.params.data(), *fresh.optimizer); },
+                 {"bad/checkpoint.safetensors", std::string("tensor '") + name + "'", "checksum"});
+  }
+}
+
+// A diverged state is never written: the previous checkpoint stays, and the error names the tensor.
+TEST(Checkpoint, NonFiniteStateIsNotWrittenAndThePreviousOneStays) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {.momentum = 0.9f});
+  run.step();
+  CheckpointState first;
+  first.step = 1;
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, first);
+  const std::string good = testing::read_bytes(checkpoint_file(dir.path()));
+  run.params[run.layout.at("encoder.ln.weight").offset + 3] = std::numeric_limits<float>::quiet_NaN();
+  CheckpointState second;
+  second.step = 2;
+  expect_error([&] { save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, second); },
+               {"refusing to write", "encoder.ln.weight", "element 3", "step 2"});
+  run.params[run.layout.at("encoder.ln.weight").offset + 3] = 1.f;
+  run.optimizer->state("momentum")[run.layout.at("class_token").offset] = std::numeric_limits<float>::infinity();
+  expect_error([&] { save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, second); },
+               {"optimizer.momentum.class_token", "inf"});
+  EXPECT_EQ(testing::read_bytes(checkpoint_file(dir.path())), good);
+  EXPECT_TRUE(temporaries(dir.path()).empty());
+}
+
+// --keep-checkpoints K: the newest K stay as checkpoint-<step>.safetensors, checkpoint.safetensors is the newest
+// (a hard link, no second write), and each kept one loads on its own.
+TEST(Checkpoint, KeepsTheNewestKAndLeavesLaterStepsAlone) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {});
+  for (int64_t step = 1; step <= 4; ++step) {
+    run.step();
+    CheckpointState state;
+    state.step = step * 10;
+    save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, state, 2);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "checkpoint-10.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "checkpoint-20.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "checkpoint-30.safetensors"));
+  EXPECT_TRUE(std::filesystem::equivalent(dir / "checkpoint-40.safetensors", checkpoint_file(dir.path())));
+  EXPECT_EQ(read_checkpoint_info(dir.path()).state.step, 40);
+  EXPECT_EQ(read_checkpoint_info(dir / "checkpoint-30.safetensors").state.step, 30);
+  // A run resumed from step 30 that checkpoints step 35 keeps 30 and 35 and never removes the later 40.
+  CheckpointState resumed;
+  resumed.step = 35;
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, resumed, 2);
+  EXPECT_TRUE(std::filesystem::exists(dir / "checkpoint-30.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "checkpoint-40.safetensors"));
+  EXPECT_EQ(read_checkpoint_info(dir.path()).state.step, 35);
+  EXPECT_TRUE(temporaries(dir.path()).empty());
 }
 
 }  // namespace

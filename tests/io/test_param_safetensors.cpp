@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -120,6 +121,36 @@ TEST(ParamSafetensors, MismatchesNameFileTensorShapesAndModel) {
   expect_error([&] { load_params_safetensors(dir / "deeper.safetensors", layout, target.data()); },
                {"deeper.safetensors", "unexpected tensor 'encoder.layers.encoder_layer_3.mlp.3.weight'",
                 "... and 16 more"});
+}
+
+// --save files carry a CRC-32 per tensor (torchvision ignores the metadata); a flipped bit is refused naming the
+// tensor, a file without checksums (saved by PyTorch) still loads, and non-finite weights are never written.
+TEST(ParamSafetensors, ChecksumsCatchAFlippedBitAndNonFiniteWeightsAreNotWritten) {
+  TempDir dir;
+  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  std::vector<float> params = random_params(layout, 3);
+  save_params_safetensors(dir / "w.safetensors", layout, params.data(), {}, "--save");
+  const std::string bytes = testing::read_bytes(dir / "w.safetensors");
+  const SafetensorsReader reader(dir / "w.safetensors");
+  EXPECT_NE(reader.metadata().find("ddpx.crc32"), reader.metadata().end());
+  uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);
+  const SafetensorsEntry& entry = reader.at("encoder.layers.encoder_layer_0.mlp.3.bias");
+  std::string damaged = bytes;
+  damaged[8 + header + entry.data_begin + 1] ^= 0x01;
+  testing::write_bytes(dir / "damaged.safetensors", damaged);
+  std::vector<float> loaded(layout.buffer_size());
+  expect_error([&] { load_params_safetensors(dir / "damaged.safetensors", layout, loaded.data()); },
+               {"damaged.safetensors", "encoder.layers.encoder_layer_0.mlp.3.bias", "checksum"});
+  // Without the key (as PyTorch writes it): loads as before.
+  write_safetensors(dir / "plain.safetensors", layout_tensor_views(layout, "", params.data()));
+  load_params_safetensors(dir / "plain.safetensors", layout, loaded.data());
+  EXPECT_EQ(std::memcmp(loaded.data(), params.data(), params.size() * sizeof(float)), 0);
+
+  params[layout.at("conv_proj.bias").offset] = -std::numeric_limits<float>::infinity();
+  expect_error([&] { save_params_safetensors(dir / "w.safetensors", layout, params.data(), {}, "--save"); },
+               {"--save", "conv_proj.bias", "-inf"});
+  EXPECT_EQ(testing::read_bytes(dir / "w.safetensors"), bytes) << "the good file must stay";
 }
 
 }  // namespace

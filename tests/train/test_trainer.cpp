@@ -199,7 +199,7 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"train --model vit_tiny_test --comm-timeout inf", "--comm-timeout must be between"},
       {"train --model vit_tiny_test --comm-hook foo", "--comm-hook 'foo' is not a hook"},
       {"train --model vit_tiny_test --steps 3 --report /tmp/never.json", "--report /tmp/never.json needs steps past"},
-      // Divergence stops the run at the next progress line instead of training (and saving) NaN weights.
+      // Divergence stops the run at the step it happens (every step is checked) instead of saving NaN weights.
       {"train --model vit_tiny_test --steps 3 --lr 1e30", "the loss is"},
       // Sizes that overflow 64-bit counts or cannot fit: refused before anything is allocated.
       {"model --model custom:layers=9223372036854775807", "layers = 9223372036854775807 is beyond the supported"},

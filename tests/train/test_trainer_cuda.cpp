@@ -239,19 +239,49 @@ TEST(CudaTraining, TwoGpusEqualOneGpuWithTheWholeBatch) {
   expect_two_ranks_equal_one("cuda");
 }
 
+// Numerics on the CUDA path: every step is checked on the device (also inside replayed CUDA graphs) and read at
+// the points where the host synchronizes anyway. SGD at lr 1e30 with the divergence rule off turns the numbers
+// non-finite within a few steps; with progress lines only at the end (--log-every 1000) the run must still name
+// the FIRST bad step (not the last one), and no checkpoint or --save may be written from that state.
+TEST(CudaTraining, NonFiniteStepsAreCaughtOnTheDeviceAndNothingIsSaved) {
+  DDPX_REQUIRE_GPU();
+  for (const char* graphs : {"off", "on"}) {
+    SCOPED_TRACE(graphs);
+    const fs::path ck = scratch(std::string("nonfinite_ck_") + graphs), save = scratch(std::string("nonfinite_") + graphs + ".safetensors");
+    fs::remove_all(ck);
+    fs::remove(save);
+    const CliResult r = run_cli(fmt::format(
+        "train --device cuda --model vit_tiny_test --batch 8 --steps 40 --warmup 2 --workers 1 --lr 1e30 "
+        "--divergence-ratio 0 --log-every 1000 --cuda-graph {} --checkpoint-dir {} --save {}",
+        graphs, ck.string(), save.string()));
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_TRUE(r.output.find("not finite") != std::string::npos || r.output.find("the loss is") != std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("at step 40"), std::string::npos) << "the first bad step must be named:\n" << r.output;
+    EXPECT_FALSE(fs::exists(save));
+    EXPECT_FALSE(fs::exists(ck / "checkpoint.safetensors"));
+  }
+  // Divergence (finite loss far above the first) is caught by the same device flag.
+  const CliResult adamw = run_cli("train --device cuda --model vit_tiny_test --batch 8 --steps 30 --workers 1 "
+                                  "--optimizer adamw --lr 1e6 --log-every 1000");
+  EXPECT_EQ(adamw.status, 2) << adamw.output;
+  EXPECT_NE(adamw.output.find("--divergence-ratio"), std::string::npos) << adamw.output;
+}
+
 #ifdef DDPX_HAVE_MPI
 TEST(CpuTraining, TwoMpiRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu"); }
 
 // Rank 0 fails between steps (its checkpoint cannot be written) while rank 1 already waits in the next step's
 // all-reduce. The job must end at once with rank 0's own error, not hang in MPI_Finalize until rank 1's watchdog
-// reports a communication timeout (60 s here; the test would then also fail on the message).
+// reports a communication timeout (60 s here; the test would then also fail on the message). The folder passes
+// the check before training; a folder squatting on the name of the step-3 checkpoint makes that save fail.
 TEST(CpuTraining, AFailingMpiRankEndsTheJobWithItsOwnError) {
-  const fs::path not_a_folder = scratch("checkpoint_blocker");
-  std::ofstream(not_a_folder) << "a file where the checkpoint folder's parent should be";
+  const fs::path checkpoint_dir = scratch("checkpoint_blocked");
+  fs::create_directories(checkpoint_dir / "checkpoint-3.safetensors" / "occupied");
   const CliResult r = run_cli(fmt::format(
       "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --steps 6 --workers 1 "
-      "--checkpoint-dir {}/ckpt --checkpoint-every 3 --comm-timeout 60",
-      not_a_folder.string()));
+      "--checkpoint-dir {} --checkpoint-every 3 --keep-checkpoints 2 --comm-timeout 60",
+      checkpoint_dir.string()));
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("saving checkpoint"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("communication timed out"), std::string::npos) << r.output;
