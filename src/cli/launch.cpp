@@ -54,7 +54,8 @@ int launch_workers(int nproc, const TrainOptions& options) {
     args.push_back(all[i]);
   }
   DDPX_REQUIRE(nproc <= 1024, "--nproc-per-node {} is not a plausible number of local workers", nproc);
-  if (options.device == "cuda") return launch_local_workers(nproc, args);
+  // GPUs and the Gloo CPU backend need no MPI: N processes of our own; the MPI CPU backend runs under mpirun.
+  if (options.device == "cuda" || options.backend == "gloo") return launch_local_workers(nproc, args);
   const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
   if (!note.empty()) fmt::print(stderr, "{}\n", note);
   return launch_under_mpirun(nproc, args);
