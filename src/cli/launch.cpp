@@ -54,10 +54,11 @@ int launch_workers(int nproc, const TrainOptions& options) {
     args.push_back(all[i]);
   }
   DDPX_REQUIRE(nproc <= 1024, "--nproc-per-node {} is not a plausible number of local workers", nproc);
-  // GPUs and the Gloo CPU backend need no MPI: N processes of our own; the MPI CPU backend runs under mpirun.
-  if (options.device == "cuda" || options.backend == "gloo") return launch_local_workers(nproc, args);
+  if (options.device == "cuda") return launch_local_workers(nproc, args);
   const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
   if (!note.empty()) fmt::print(stderr, "{}\n", note);
+  // The Gloo CPU backend needs no MPI: N processes of our own, like GPUs; the MPI backend runs under mpirun.
+  if (options.backend == "gloo") return launch_local_workers(nproc, args);
   return launch_under_mpirun(nproc, args);
 }
 
