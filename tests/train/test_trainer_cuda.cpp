@@ -169,10 +169,33 @@ TEST(CudaTraining, TwoGpusEqualOneGpuWithTheWholeBatch) {
   expect_two_ranks_equal_one("cuda");
 }
 
+#if defined(DDPX_HAVE_MPI) || defined(DDPX_HAVE_GLOO)
+// Rank 0 fails between steps (its checkpoint cannot be written) while rank 1 already waits in the next step's
+// all-reduce. The job must end at once with rank 0's own error, not hang in MPI_Finalize until rank 1's watchdog
+// reports a communication timeout (60 s here; the test would then also fail on the message). Over Gloo, rank 1
+// sees rank 0's connections close and fails at once; the launcher names rank 0 first.
+void expect_failing_rank_ends_the_job_with_its_own_error(const std::string& backend_flags) {
+  const fs::path not_a_folder = scratch("checkpoint_blocker");
+  std::ofstream(not_a_folder) << "a file where the checkpoint folder's parent should be";
+  const CliResult r = run_cli(fmt::format(
+      "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --steps 6 --workers 1 "
+      "--checkpoint-dir {}/ckpt --checkpoint-every 3 --comm-timeout 60{}",
+      not_a_folder.string(), backend_flags));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("saving checkpoint"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("communication timed out"), std::string::npos) << r.output;
+  if (!backend_flags.empty()) EXPECT_NE(r.output.find("ddpx launch: rank 0 exited"), std::string::npos) << r.output;
+}
+#endif
+
 #ifdef DDPX_HAVE_GLOO
 // The same over Gloo: ddpx's launcher starts the two ranks itself (no mpirun), they connect through the TCP
 // rendezvous' all-gather.
 TEST(CpuTraining, TwoGlooRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu", " --backend gloo"); }
+
+TEST(CpuTraining, AFailingGlooRankEndsTheJobWithItsOwnError) {
+  expect_failing_rank_ends_the_job_with_its_own_error(" --backend gloo");
+}
 
 // The pid of the child of `parent` whose environment has RANK=<rank>, or -1 (a scan of /proc).
 pid_t child_with_rank(pid_t parent, int rank) {
@@ -248,20 +271,7 @@ TEST(CpuTraining, AStoppedGlooRankEndsTheJob) {
 #ifdef DDPX_HAVE_MPI
 TEST(CpuTraining, TwoMpiRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu"); }
 
-// Rank 0 fails between steps (its checkpoint cannot be written) while rank 1 already waits in the next step's
-// all-reduce. The job must end at once with rank 0's own error, not hang in MPI_Finalize until rank 1's watchdog
-// reports a communication timeout (60 s here; the test would then also fail on the message).
-TEST(CpuTraining, AFailingMpiRankEndsTheJobWithItsOwnError) {
-  const fs::path not_a_folder = scratch("checkpoint_blocker");
-  std::ofstream(not_a_folder) << "a file where the checkpoint folder's parent should be";
-  const CliResult r = run_cli(fmt::format(
-      "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --steps 6 --workers 1 "
-      "--checkpoint-dir {}/ckpt --checkpoint-every 3 --comm-timeout 60",
-      not_a_folder.string()));
-  EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("saving checkpoint"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("communication timed out"), std::string::npos) << r.output;
-}
+TEST(CpuTraining, AFailingMpiRankEndsTheJobWithItsOwnError) { expect_failing_rank_ends_the_job_with_its_own_error(""); }
 
 // A launcher's variables for a world of one (an sbatch script's single task) do not stop --nproc-per-node from
 // starting its workers; a process that already is one rank of several refuses the flag instead of ignoring it.
