@@ -241,7 +241,8 @@ void expect_signalled_gloo_rank_ends_the_job(int signal_number, const std::vecto
     for (int i = 0; i < tenths && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return done();
   };
-  const bool training = wait_for([&] { return testing::read_text(output).find("[rank 0] step      3") != std::string::npos; }, 600);
+  const bool training =
+      wait_for([&] { return testing::read_text(output).find("[rank 0] step      3") != std::string::npos; }, 600);
   pid_t rank1 = training ? child_with_rank(launcher, 1) : -1;
   if (rank1 > 0) ::kill(rank1, signal_number);
   wait_for([&] { return exited = exited || ::waitpid(launcher, &status, WNOHANG) == launcher; }, 600);
