@@ -2,7 +2,7 @@
 # Installs the Debian/Ubuntu packages ddpx needs, only those missing. Idempotent; safe to run on every call.
 set -euo pipefail
 PKGS=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libopenblas-dev
-      libopenmpi-dev openmpi-bin python3 zlib1g-dev)
+      libopenmpi-dev openmpi-bin libgloo-dev python3 zlib1g-dev)
 # Test-only, added by `install-deps.sh --tests` (scripts/test.sh): a real torchrun (Debian's PyTorch 1.13) for the
 # torchrun tests, and `ip` for the tests' network-namespace hosts.
 TEST_PKGS=(python3-torch iproute2)

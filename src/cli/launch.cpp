@@ -57,6 +57,8 @@ int launch_workers(int nproc, const TrainOptions& options) {
   if (options.device == "cuda") return launch_local_workers(nproc, args);
   const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
   if (!note.empty()) fmt::print(stderr, "{}\n", note);
+  // The Gloo CPU backend needs no MPI: N processes of our own, like GPUs; the MPI backend runs under mpirun.
+  if (options.backend == "gloo") return launch_local_workers(nproc, args);
   return launch_under_mpirun(nproc, args);
 }
 

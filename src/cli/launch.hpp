@@ -16,7 +16,8 @@ bool start_workers_here(int nproc);
 // "" when N CPU ranks fit the node's hardware threads, else a one-line note that they will time-share the cores
 // (correct, but each rank runs slower than alone; the numbers measure the oversubscribed machine).
 std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads);
-// Re-runs this command line as N workers (CUDA: N processes, one per GPU; CPU: under mpirun), supervises them and
+// Re-runs this command line as N workers (CUDA or --backend gloo: N processes, one per GPU on CUDA; other CPU
+// runs: under mpirun), supervises them and
 // returns the job's exit status.
 int launch_workers(int nproc, const TrainOptions& options);
 }  // namespace ddpx::cli
