@@ -40,7 +40,7 @@ TEST(Launcher, WorkersGetRanksAndPrefixedOutput) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   for (int rank = 0; rank < 3; ++rank)
     EXPECT_NE(run.output.find("[rank " + std::to_string(rank) + "] rank " + std::to_string(rank) +
-                              " of 3 (local " + std::to_string(rank) + ") got 'hello from rank 0'"),
+                              " of 3 (local " + std::to_string(rank) + " of 3) got 'hello from rank 0'"),
               std::string::npos)
         << run.output;
 }
