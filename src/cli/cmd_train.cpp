@@ -85,7 +85,11 @@ Command add_train_command(CLI::App& app) {
   add_node_flags(cmd, *nodes, dp);
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);
-  cmd->add_option("--backend", o->backend, "auto (nccl on cuda, mpi on cpu) | nccl | mpi")->group(dp);
+  cmd->add_option("--backend", o->backend,
+                  "auto (nccl on cuda; on cpu mpi under mpirun or --nproc-per-node, else gloo) | nccl | mpi | "
+                  "gloo (CPU over TCP, no MPI: ranks started by --nproc-per-node, torchrun or any launcher that "
+                  "sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)")
+      ->group(dp);
   cmd->add_option("--comm-hook", o->comm_hook,
                   "allreduce | fp16 | bf16 (cast, halve bytes) | powersgd:R (rank-R compression, error feedback)")
       ->group(dp);

@@ -105,10 +105,11 @@ int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& node
   }
   DDPX_REQUIRE(nproc <= 1024, "--nproc-per-node {} is not a plausible number of local workers", nproc);
   if (nodes.nnodes > 1) {
-    DDPX_REQUIRE(options.device == "cuda" || (options.backend != "auto" && options.backend != "mpi"),
-                 "--nnodes {} with --device cpu needs a CPU backend that ddpx's launcher can start, not --backend "
-                 "{}: MPI spans nodes only under mpirun (`mpirun -H host1,host2 -np N ddpx train --device cpu "
-                 "--backend mpi ...`, without --nnodes)", nodes.nnodes, options.backend);
+    // The workers see torchrun-style variables, so --backend auto picks gloo on the CPU; MPI needs mpirun.
+    DDPX_REQUIRE(options.device == "cuda" || options.backend != "mpi",
+                 "--nnodes {} with --device cpu --backend mpi: MPI spans nodes only under mpirun (`mpirun -H "
+                 "host1:G,host2:G -np N ddpx train --device cpu --backend mpi ...`, without --nnodes); with --nnodes "
+                 "use --backend gloo", nodes.nnodes);
     DDPX_REQUIRE(!nodes.master_addr.empty(), "--nnodes {}: give --master-addr (node 0's address) on every node",
                  nodes.nnodes);
     DDPX_REQUIRE(nodes.join_timeout_s > 0 && nodes.join_timeout_s <= 86400,
@@ -123,7 +124,8 @@ int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& node
         std::clamp(options.comm_timeout_s, 1.0, 86400.0) * 1000));
     return launch_node_workers(std::max(nproc, 1), node, args);
   }
-  if (options.device == "cuda") return launch_local_workers(nproc, args);
+  // GPUs and the Gloo CPU backend need no MPI: N processes of our own; the MPI CPU backend runs under mpirun.
+  if (options.device == "cuda" || options.backend == "gloo") return launch_local_workers(nproc, args);
   const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
   if (!note.empty()) fmt::print(stderr, "{}\n", note);
   return launch_under_mpirun(nproc, args);

@@ -32,9 +32,9 @@ bool start_workers_here(int nproc, const NodeFlags& nodes = {});
 // "" when N CPU ranks fit the node's hardware threads, else a one-line note that they will time-share the cores
 // (correct, but each rank runs slower than alone; the numbers measure the oversubscribed machine).
 std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads);
-// Re-runs this command line (without the launch flags) as N workers (CUDA: N processes, one per GPU; CPU: under
-// mpirun), supervises them and returns the job's exit status. With --nnodes > 1: this node's share of the job
-// through dist/launcher's launch_node_workers (the CPU needs a backend other than mpi then: mpirun spans nodes on
-// its own), the heartbeat timeout being --comm-timeout.
+// Re-runs this command line (without the launch flags) as N workers (CUDA or --backend gloo: N processes, one per
+// GPU on CUDA; other CPU runs: under mpirun), supervises them and returns the job's exit status. With --nnodes > 1:
+// this node's share of the job through dist/launcher's launch_node_workers (on the CPU with gloo: --backend mpi
+// is refused, mpirun spans nodes on its own), the heartbeat timeout being --comm-timeout.
 int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& nodes = {});
 }  // namespace ddpx::cli

@@ -21,6 +21,9 @@
 
 #include "dist/nccl_communicator.hpp"
 #endif
+#ifdef DDPX_HAVE_GLOO
+#include "dist/gloo_communicator.hpp"
+#endif
 
 namespace ddpx {
 namespace {
@@ -90,8 +93,6 @@ WorldInfo detect_world(const EnvLookup& env) {
   world.master_port = parse_int(env, "MASTER_PORT", 0);
   DDPX_REQUIRE(world.master_port < 65536, "MASTER_PORT={} is not a TCP port (1..65535)", world.master_port);
   world.job_token = env("DDPX_JOB_TOKEN").value_or("");
-  if (world.job_token.empty())
-    world.job_token = "port" + std::to_string(world.master_port) + "-world" + std::to_string(world.world_size);
   return world;
 }
 
@@ -141,8 +142,54 @@ std::unique_ptr<Communicator> make_nccl(const WorldInfo& world, std::chrono::mil
 }  // namespace
 #endif
 
+bool gloo_available() {
+#ifdef DDPX_HAVE_GLOO
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string resolve_backend(std::string_view requested, std::string_view device, const EnvLookup& env) {
+  if (requested != "auto") return std::string(requested);
+  if (device == "cuda") return "nccl";
+  const bool mpi_launched = env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMIX_RANK");
+  return mpi_launched || !gloo_available() ? "mpi" : "gloo";
+}
+
+#ifdef DDPX_HAVE_GLOO
+namespace {
+
+std::unique_ptr<Communicator> make_gloo(const WorldInfo& world, std::chrono::milliseconds rendezvous_timeout,
+                                        std::chrono::milliseconds collective_timeout) {
+  DDPX_REQUIRE(world.world_size == 1 || (!world.master_addr.empty() && world.master_port > 0),
+               "rank {}: the gloo backend with {} ranks needs MASTER_ADDR and MASTER_PORT to connect its ranks; "
+               "launch with `ddpx ... --nproc-per-node N --backend gloo`, torchrun, or set both variables",
+               world.rank, world.world_size);
+  RendezvousConfig config;
+  config.master_addr = world.master_addr;
+  config.master_port = world.master_port;
+  config.rank = world.rank;
+  config.world_size = world.world_size;
+  config.job_token = world.job_token;
+  config.timeout = rendezvous_timeout;
+  GlooOptions options;
+  options.timeout = collective_timeout;
+  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME")) options.interface_name = interface;
+  options.reach = world.master_addr.empty() ? "127.0.0.1" : world.master_addr;
+  auto exchange = [&config](const std::vector<uint8_t>& mine) {
+    if (config.world_size == 1) return std::vector<std::vector<uint8_t>>{mine};
+    return rendezvous_allgather(config, mine);
+  };
+  return std::make_unique<GlooCommunicator>(world.rank, world.world_size, world.local_rank, exchange, options);
+}
+
+}  // namespace
+#endif
+
 std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
-                                                std::chrono::milliseconds rendezvous_timeout) {
+                                                std::chrono::milliseconds rendezvous_timeout,
+                                                std::chrono::milliseconds collective_timeout) {
   if (backend == "self") {
     DDPX_REQUIRE(world.world_size == 1, "backend 'self' runs one process but the {} environment says world size {}; "
                                         "use --backend mpi or nccl", world.launcher, world.world_size);
@@ -159,6 +206,14 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, const 
     fail("backend 'mpi' is not available: this ddpx was built without MPI (install libopenmpi-dev and rebuild)");
 #endif
   }
+  if (backend == "gloo") {
+#ifdef DDPX_HAVE_GLOO
+    return make_gloo(world, rendezvous_timeout, collective_timeout);
+#else
+    fail("backend 'gloo' is not available: install libgloo-dev and rebuild");
+#endif
+  }
+  (void)collective_timeout;
   if (backend == "nccl") {
 #ifdef DDPX_HAVE_CUDA
     return make_nccl(world, rendezvous_timeout);
@@ -167,7 +222,7 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, const 
     fail("backend 'nccl' is not available: this ddpx was built without CUDA; use --backend mpi");
 #endif
   }
-  fail("unknown communication backend '{}' (--backend): expected nccl, mpi or self", backend);
+  fail("unknown communication backend '{}' (--backend): expected nccl, mpi, gloo or self", backend);
 }
 
 }  // namespace ddpx

@@ -9,10 +9,17 @@
 //    [local_rank + 1, world_size], since it is only a hint for CPU threads (Slurm's is the requested per-node
 //    count, which a smaller job step inherits). torchrun's variables win because a launcher inside an mpirun/Slurm
 //    allocation sets them per worker. A malformed or inconsistent rank variable is a ddpx::Error naming it.
-//  - The job token (DDPX_JOB_TOKEN, else derived from MASTER_PORT and the world size) lets the TCP rendezvous
-//    reject processes of another job.
+//  - The job token (DDPX_JOB_TOKEN; empty when it is not set) lets the TCP rendezvous reject processes of another
+//    job. Without one the rendezvous runs only on a loopback MASTER_ADDR (see tcp_rendezvous.hpp): a token derived
+//    from public facts (the port, the world size) would keep out nobody.
 //  - make_communicator("nccl") shares the NCCL unique id over MPI_Bcast when MPI is initialized and spans the
 //    same world, else over the TCP rendezvous at MASTER_ADDR:MASTER_PORT; it selects CUDA device = local rank.
+//  - make_communicator("gloo") connects Gloo's full mesh through rendezvous_allgather at MASTER_ADDR:MASTER_PORT;
+//    every Gloo wait gives up after collective_timeout. Each rank listens on the address it uses to reach
+//    MASTER_ADDR, or on the interface GLOO_SOCKET_IFNAME names. Without Gloo in the build it is an error saying
+//    how to get it.
+//  - resolve_backend("auto", device): nccl for cuda; for cpu, mpi when an MPI launcher started the process (Open
+//    MPI's OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK in the environment) or when Gloo is not built in, else gloo.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -47,9 +54,20 @@ WorldInfo detect_world(const EnvLookup& env = process_environment());
 // that describe a world of one (an sbatch script's single task, a stray RANK=0 WORLD_SIZE=1) do not count.
 bool launched_as_worker(const EnvLookup& env = process_environment());
 
-// backend: "nccl", "mpi" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world size 1.
+// backend: "nccl", "mpi", "gloo" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world
+// size 1. collective_timeout: how long a Gloo collective waits for a peer (--comm-timeout); other backends ignore it.
 std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
                                                 std::chrono::milliseconds rendezvous_timeout =
-                                                    std::chrono::seconds(120));
+                                                    std::chrono::seconds(120),
+                                                std::chrono::milliseconds collective_timeout =
+                                                    std::chrono::seconds(300));
+
+// The backend `--backend auto` means for `device` ("cuda" or "cpu") in this environment; others are returned as
+// given.
+std::string resolve_backend(std::string_view requested, std::string_view device,
+                            const EnvLookup& env = process_environment());
+
+// Whether this ddpx was built with the Gloo backend.
+bool gloo_available();
 
 }  // namespace ddpx

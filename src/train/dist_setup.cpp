@@ -46,8 +46,7 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   dist.local_world = world.local_world_size;
   dist.launcher = world.launcher;
   if (world.world_size == 1 && !options.ddp) return dist;
-  std::string backend = options.backend;
-  if (backend == "auto") backend = options.device == "cuda" ? "nccl" : "mpi";
+  const std::string backend = resolve_backend(options.backend, options.device);
 #ifdef DDPX_HAVE_CUDA
   if (options.device == "cuda") {
     int count = 0;
@@ -58,7 +57,8 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   }
 #endif
   if (backend == "mpi") dist.mpi_session = std::make_shared<MpiSession>();
-  dist.communicator = make_communicator(backend, world);
+  const auto comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(options.comm_timeout_s * 1000));
+  dist.communicator = make_communicator(backend, world, std::chrono::seconds(120), comm_timeout);
   return dist;
 }
 

@@ -81,9 +81,12 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(data != "synthetic-device" || device == "cuda", "--data synthetic-device needs --device cuda");
   DDPX_REQUIRE(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
                "--cuda-graph '{}' is not known; choose auto, on or off", cuda_graph);
-  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi",
-               "--backend '{}' is not known; choose auto, nccl or mpi", backend);
-  DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"), "--backend nccl needs --device cuda (CPU training uses mpi)");
+  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi" || backend == "gloo",
+               "--backend '{}' is not known; choose auto, nccl, mpi or gloo", backend);
+  DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"),
+               "--backend nccl needs --device cuda (CPU training uses mpi or gloo)");
+  DDPX_REQUIRE(!(device == "cuda" && backend == "gloo"),
+               "--backend gloo reduces host buffers: it needs --device cpu (GPU training uses nccl)");
 }
 
 }  // namespace ddpx

@@ -30,7 +30,7 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;
   // data parallelism
   bool ddp = false;  // use the reducer even with one rank (measures DDP overhead)
-  std::string backend = "auto";  // auto | nccl | mpi
+  std::string backend = "auto";  // auto | nccl | mpi | gloo
   std::string comm_hook = "allreduce";
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
   bool no_overlap = false;
