@@ -103,6 +103,10 @@ int run_allreduce(const AllreduceFlags& f) {
     DDPX_REQUIRE(f.nproc <= gpus, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one GPU per rank "
                  "(use --device cpu to measure MPI)", f.nproc, gpus);
   }
+  DDPX_REQUIRE(f.nodes.nnodes <= 1 || f.device == "cuda",
+               "--nnodes {} with --device cpu: ddpx allreduce measures CPUs over MPI, which spans nodes through "
+               "mpirun (`mpirun -H host1:G,host2:G -np N ddpx allreduce --device cpu`, without --nnodes)",
+               f.nodes.nnodes);
   if (start_workers_here(f.nproc, f.nodes)) {
     TrainOptions launch;
     launch.device = f.device;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# ddpx train --device cpu --backend gloo across 2 hosts (network namespaces from tests/support/netns_hosts.sh)
+# under ddpx's own launcher: one `ddpx train --nnodes 2 --node-rank R --master-addr A --master-port P
+# --nproc-per-node 2` per host, as the README shows. Checks: 2 nodes x 2 ranks x batch 2 on .npy data end with the
+# weights of 1 rank x batch 8 (fp32 rounding), and kill -9 of rank 3 (on node 1) ends the job on both nodes, each
+# launcher naming rank 3 on node 1 and exiting 137. Every process runs under `timeout`, every wait is bounded, the
+# namespaces go on exit (trap), pass or fail.
+# Usage: multinode_gloo.sh DDPX MULTINODE_WEIGHTS SUPPORT_DIR. Exit 77 (skip) without root or iproute2.
+set -uo pipefail
+DDPX=$1 WEIGHTS=$2 SUPPORT=$3
+P=mng PORT=29631
+WORK=$(mktemp -d)
+chmod 755 "$WORK"
+cleanup() { bash "$SUPPORT/netns_hosts.sh" down "$P"; rm -rf "$WORK"; }
+trap cleanup EXIT
+mapfile -t ADDR < <(bash "$SUPPORT/netns_hosts.sh" up "$P" 2) || exit $?
+[[ ${#ADDR[@]} -eq 2 ]] || exit 77
+A0=${ADDR[0]} A1=${ADDR[1]}
+failures=0
+check() {  # check NAME COMMAND...
+  local name=$1; shift
+  if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); for f in "$WORK"/*.log; do echo "--- $f"; cat "$f"; done; fi
+}
+
+"$WEIGHTS" data "$WORK"
+TRAIN="train --device cpu --model vit_tiny_test --precision fp32 --lr 0.05 --momentum 0.9 --workers 1 \
+--images $WORK/images.npy --labels $WORK/labels.npy --comm-timeout 30"
+# on_node I NAME ARGS...: `ddpx ARGS --nnodes 2 --node-rank I ...` inside host I, in the background.
+on_node() {
+  local i=$1 name=$2; shift 2
+  (timeout 120 bash "$SUPPORT/netns_hosts.sh" exec "$P" "$i" "$DDPX" "$@" --backend gloo --nnodes 2 --node-rank "$i" \
+     --master-addr "$A0" --master-port $PORT --nproc-per-node 2 --join-timeout 30 >"$WORK/$name.log" 2>&1
+   echo $? >"$WORK/$name.rc") &
+}
+
+# 1. 4 ranks x batch 2 on 2 nodes == 1 rank x batch 8.
+timeout 120 "$DDPX" $TRAIN --steps 6 --warmup 2 --batch 8 --save "$WORK/one.safetensors" >"$WORK/one.log" 2>&1
+check "one rank trains" test -s "$WORK/one.safetensors"
+on_node 0 n0 $TRAIN --steps 6 --warmup 2 --batch 2 --save "$WORK/four.safetensors"
+on_node 1 n1 $TRAIN --steps 6 --warmup 2 --batch 2 --save "$WORK/four.safetensors"
+wait
+check "both launchers exit 0" bash -c "[[ \$(cat $WORK/n0.rc) == 0 && \$(cat $WORK/n1.rc) == 0 ]]"
+check "4 ranks: batch 2 x 4 rank(s)" grep -qF "batch 2 x 4 rank(s)" "$WORK/n0.log"
+check "4 ranks on 2 nodes equal 1 rank with the whole batch" "$WEIGHTS" compare "$WORK/one.safetensors" "$WORK/four.safetensors"
+rm -f "$WORK"/*.log "$WORK"/*.rc
+
+# 2. kill -9 of rank 3 (node 1) mid-run: both launchers stop, both name rank 3 on node 1.
+on_node 0 n0 $TRAIN --steps 100000 --warmup 2 --batch 2 --log-every 50
+on_node 1 n1 $TRAIN --steps 100000 --warmup 2 --batch 2 --log-every 50
+rank3=""
+for _ in $(seq 600); do  # up to 60 s: rank 3's process in host 1, and training under way
+  for pid in $(ip netns pids "$P-1" 2>/dev/null); do
+    if [[ $(cat /proc/"$pid"/comm 2>/dev/null) == ddpx ]] && tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null |
+         grep -qx RANK=3; then rank3=$pid; fi
+  done
+  [[ -n $rank3 ]] && grep -q "step" "$WORK/n0.log" 2>/dev/null && break
+  sleep 0.1
+done
+check "rank 3 found running on node 1" test -n "$rank3"
+[[ -n $rank3 ]] && kill -9 "$rank3"
+wait
+for n in n0 n1; do
+  check "kill -9 rank 3: $n exits 137" bash -c "[[ \$(cat $WORK/$n.rc) == 137 ]]"
+  check "kill -9 rank 3: $n names it" grep -qF "ddpx launch: rank 3 on node 1 ($A1) was killed by signal 9" "$WORK/$n.log"
+done
+check "kill -9: no ddpx left on either host" bash -c "for ns in $P-0 $P-1; do for pid in \$(ip netns pids \$ns); do [[ \$(cat /proc/\$pid/comm 2>/dev/null) != ddpx ]] || exit 1; done; done"
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
