@@ -53,7 +53,7 @@ for _ in $(seq 600); do  # up to 60 s: rank 3's process in host 1, and training 
     if [[ $(cat /proc/"$pid"/comm 2>/dev/null) == ddpx ]] && tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null |
          grep -qx RANK=3; then rank3=$pid; fi
   done
-  [[ -n $rank3 ]] && grep -q "step" "$WORK/n0.log" 2>/dev/null && break
+  [[ -n $rank3 ]] && grep -qF "] step " "$WORK/n0.log" 2>/dev/null && break
   sleep 0.1
 done
 check "rank 3 found running on node 1" test -n "$rank3"
