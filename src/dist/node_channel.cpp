@@ -139,7 +139,8 @@ void LineConnection::close() {
 }
 
 bool LineConnection::receive(std::vector<std::string>& lines) {
-  if (!open()) return false;
+  if (fd_ < 0) return false;
+  // Read even after a failed send: the peer's last lines (its verdict) may still wait in the socket.
   for (;;) {
     char buffer[4096];
     ssize_t got = ::recv(fd_, buffer, sizeof buffer, 0);

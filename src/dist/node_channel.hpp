@@ -7,7 +7,8 @@
 //    this host's is a ddpx::Error naming --master-port or --master-addr and what to do. require_port_free() makes
 //    the same check for a port someone else will bind later (the workers' rendezvous).
 //  - connect_within() retries until the deadline (node 0 may start later) and returns -1 when it passed.
-//  - LineConnection never blocks: receive() takes what has arrived and hands back complete lines (at most
+//  - LineConnection never blocks: receive() takes what has arrived (also after a failed send, so a peer's last
+//    words before it closed are not lost) and hands back complete lines (at most
 //    kMaxLineBytes each; a longer line is a broken peer, reported as a lost connection); send() writes a whole
 //    line (messages are tiny, so the socket buffer takes them; a failed write marks the connection lost).
 #pragma once

@@ -3,9 +3,10 @@
 # launch_driver launcher per host (`launch_driver nodes ...` = launch_node_workers(), the code behind
 # `ddpx train --nnodes`), 2 workers per node that join the TCP rendezvous on MASTER_PORT (= --master-port + 1).
 # Checks: every rank of 2 nodes x 2 gets rank 0's payload with RANK = node*2 + local; kill -9 of a rank on node 1,
-# a failing rank, and a launcher killed (either side) end the job on both nodes, each naming the same culprit;
-# and the bad-input list: mismatched --nnodes, a node that never joins (both sides), a port in use (control port
-# and rendezvous port), node rank out of range, an unresolvable and a foreign --master-addr, a node rank twice.
+# a failing rank, a launcher killed (either side), interrupted (SIGINT) or silent (SIGSTOP, past the heartbeat
+# timeout) end the job on both nodes, each naming the same culprit; and the bad-input list: mismatched --nnodes
+# and --nproc-per-node, a node that never joins (both sides), a port in use (control port and rendezvous port),
+# node rank out of range, an unresolvable and a foreign --master-addr, a node rank given twice.
 # Every process runs under `timeout`; every wait loop is bounded; the namespaces go on exit (trap), pass or fail.
 # Usage: multinode_launcher.sh LAUNCH_DRIVER NETNS_HOSTS_SH. Exit 77 (skip) without root or iproute2.
 set -uo pipefail
@@ -26,10 +27,11 @@ check() {  # check NAME CONDITION-COMMAND...
 has() { grep -qF -- "$2" "$WORK/$1.log"; }
 rc_is() { [[ $(cat "$WORK/$1.rc") == "$2" ]]; }
 
-# node HOST NAME NNODES NODE_RANK MASTER PORT JOIN_S MODE: one launcher in the background, output in NAME.log.
+# node HOST NAME NNODES NODE_RANK MASTER PORT JOIN_S MODE: one launcher in the background, output in NAME.log
+# (2 workers and a 10 s heartbeat timeout unless NPROC / HEARTBEAT say otherwise).
 node() {
   local host=$1 name=$2
-  (timeout 60 bash "$NETNS" exec "$P" "$host" "$DRIVER" nodes "$3" "$4" "$5" "$6" 2 "$7" 10 "$8" \
+  (timeout 60 bash "$NETNS" exec "$P" "$host" "$DRIVER" nodes "$3" "$4" "$5" "$6" "${NPROC:-2}" "$7" "${HEARTBEAT:-10}" "$8" \
      >"$WORK/$name.log" 2>&1; echo $? >"$WORK/$name.rc") &
 }
 # Waits (at most 30 s) until NAME.log contains TEXT.
@@ -107,6 +109,31 @@ node 0 n0 3 0 "$A0" $PORT 20 ok; node 1 n1 3 1 "$A0" $PORT 20 ok; sleep 1; node 
 check "node rank twice: node 0" has n0 "--node-rank 1 was given to two nodes"
 check "node rank twice: the second node" has n2 "--node-rank 1 was given to two nodes"
 check "node rank twice: the first node is stopped too" bash -c "[[ \$(cat $WORK/n1.rc) != 0 ]]"
+
+rm_logs
+
+# 11. --nproc-per-node differs: both fail naming both values.
+node 0 n0 2 0 "$A0" $PORT 20 ok; NPROC=3 node 1 n1 2 1 "$A0" $PORT 20 ok; wait
+for n in n0 n1; do
+  check "--nproc-per-node mismatch: $n" has $n "--nproc-per-node differs between nodes: node 1 ($A1) was started with --nproc-per-node 3, node 0 ($A0) with 2"
+done
+rm_logs
+
+# 12. Ctrl-C (SIGINT) on node 1's launcher: every node stops, exit status 130, both name the interrupted launcher.
+node 0 n0 2 0 "$A0" $PORT 20 sleep; node 1 n1 2 1 "$A0" $PORT 20 sleep
+wait_for n1 "rank 3 of 4" && wait_for n0 "rank 1 of 4"; kill -INT "$(pgrep -f "^$DRIVER nodes 2 1 $A0")"; wait
+for n in n0 n1; do
+  check "SIGINT on node 1: $n" bash -c "[[ \$(cat $WORK/$n.rc) == 130 ]] && grep -qF \"ddpx launch: node 1's launcher ($A1) was interrupted by signal 2\" $WORK/$n.log"
+done
+rm_logs
+
+# 13. Node 1's launcher stopped (SIGSTOP: a silent host): node 0 gives up after the 3 s heartbeat timeout; once
+# node 1 runs again it reads node 0's verdict and stops its workers.
+HEARTBEAT=3 node 0 n0 2 0 "$A0" $PORT 20 sleep; HEARTBEAT=3 node 1 n1 2 1 "$A0" $PORT 20 sleep
+wait_for n1 "rank 3 of 4"; launcher1=$(pgrep -f "^$DRIVER nodes 2 1 $A0"); kill -STOP "$launcher1"
+for _ in $(seq 300); do [[ -s $WORK/n0.rc ]] && break; sleep 0.1; done; kill -CONT "$launcher1"; wait
+check "silent node 1: node 0 names it" bash -c "[[ \$(cat $WORK/n0.rc) == 1 ]] && grep -qF \"ddpx launch: node 1's launcher ($A1) sent nothing for 3 s\" $WORK/n0.log"
+check "silent node 1: node 1 stops with node 0's verdict" bash -c "[[ \$(cat $WORK/n1.rc) == 1 ]] && grep -qF \"node 1's launcher ($A1) sent nothing for 3 s\" $WORK/n1.log"
 
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
