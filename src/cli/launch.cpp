@@ -124,10 +124,11 @@ int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& node
         std::clamp(options.comm_timeout_s, 1.0, 86400.0) * 1000));
     return launch_node_workers(std::max(nproc, 1), node, args);
   }
-  // GPUs and the Gloo CPU backend need no MPI: N processes of our own; the MPI CPU backend runs under mpirun.
-  if (options.device == "cuda" || options.backend == "gloo") return launch_local_workers(nproc, args);
+  if (options.device == "cuda") return launch_local_workers(nproc, args);
   const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
   if (!note.empty()) fmt::print(stderr, "{}\n", note);
+  // The Gloo CPU backend needs no MPI: N processes of our own, like GPUs; the MPI backend runs under mpirun.
+  if (options.backend == "gloo") return launch_local_workers(nproc, args);
   return launch_under_mpirun(nproc, args);
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstring>
 #include <exception>
+#include <thread>
 
 #include "core/error.hpp"
 #include "dist/host_reduction.hpp"
@@ -24,6 +25,7 @@
 namespace ddpx {
 namespace {
 
+constexpr auto kPeerFailureGrace = std::chrono::milliseconds(500);
 constexpr uint32_t kAddressFormat = 1;  // u32 format, then per rank: u32 length, the pair's address bytes
 
 // A Gloo context whose pairs are connected from addresses gathered by the caller's all-gather: what
@@ -175,8 +177,13 @@ void GlooCommunicator::run(std::string_view operation, Run&& body) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
+    const std::string reason = e.what();
+    // The peer's end went away: the peer failed first (or timed out and closed). Launchers report the first rank
+    // to exit, so this rank gives the culprit a moment to be seen first instead of racing it to the exit.
+    if (reason.find("closed by peer") != std::string::npos || reason.find("reset by peer") != std::string::npos)
+      std::this_thread::sleep_for(kPeerFailureGrace);
     fail("gloo backend, rank {}: {} failed{}: {} (a peer rank died or stalled for longer than the timeout of {:g} "
-         "s)", rank_, operation, aborted_.load() ? " after the communicator was aborted" : "", e.what(),
+         "s)", rank_, operation, aborted_.load() ? " after the communicator was aborted" : "", reason,
          std::chrono::duration<double>(timeout_).count());
   }
 }

@@ -10,7 +10,9 @@
 //  - Time: every wait inside a Gloo collective, and the connect, gives up after options.timeout (Gloo's context
 //    timeout; ddpx train passes --comm-timeout). A peer that died closes its connections, so its peers fail at
 //    once; a peer that stalls (stopped, hung) makes its peers fail when the timeout expires. Either way the call
-//    throws ddpx::Error naming the backend, the operation, the rank and Gloo's reason, and never hangs.
+//    throws ddpx::Error naming the backend, the operation, the rank and Gloo's reason, and never hangs. When the
+//    reason is that a peer closed its end, the call first waits 0.5 s: the peer failed first, and a launcher
+//    (ddpx's, torchrun, mpirun) reports the first rank to exit, which should be that peer, not this rank.
 //  - abort() (the watchdog's, any thread) marks the communicator aborted: every later call throws ddpx::Error at
 //    once. It does not interrupt a call in progress (Gloo offers no way to wake another thread's wait); that call
 //    still ends within options.timeout of its last progress, which is what bounds a stalled collective.
