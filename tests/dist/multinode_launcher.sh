@@ -15,6 +15,7 @@ P=mnl PORT=29611
 WORK=$(mktemp -d)
 cleanup() { bash "$NETNS" down "$P"; rm -rf "$WORK"; }
 trap cleanup EXIT
+trap "exit 143" TERM INT  # stopped by SIGTERM or Ctrl-C: the EXIT trap still removes the namespaces
 mapfile -t ADDR < <(bash "$NETNS" up "$P" 3) || exit $?
 [[ ${#ADDR[@]} -eq 3 ]] || exit 77
 A0=${ADDR[0]} A1=${ADDR[1]}

@@ -13,6 +13,7 @@ WORK=$(mktemp -d)
 chmod 755 "$WORK"
 cleanup() { bash "$SUPPORT/netns_hosts.sh" down "$P"; rm -rf "$WORK"; }
 trap cleanup EXIT
+trap "exit 143" TERM INT  # stopped by SIGTERM or Ctrl-C: the EXIT trap still removes the namespaces
 mapfile -t ADDR < <(bash "$SUPPORT/netns_hosts.sh" up "$P" 2) || exit $?
 [[ ${#ADDR[@]} -eq 2 ]] || exit 77
 failures=0
