@@ -37,6 +37,11 @@ class Node0 {
  public:
   Node0(int nproc, const NodeOptions& node, const std::string& master_ip, const LaunchOptions& options)
       : nproc_(nproc), node_(node), master_ip_(master_ip), options_(options), peers_(size_t(node.nnodes)) {}
+  ~Node0() {
+    if (listener_ >= 0) ::close(listener_);
+  }
+  Node0(const Node0&) = delete;
+  Node0& operator=(const Node0&) = delete;
 
   int run(const std::vector<std::string>& argv) {
     require_port_free(master_ip_, node_.master_port + 1, "the workers' rendezvous, --master-port + 1");
@@ -54,7 +59,6 @@ class Node0 {
       return supervise(group, relay);
     } catch (const Error& error) {
       abort_all(1, error.what());
-      if (listener_ >= 0) ::close(listener_);
       throw;
     }
   }
