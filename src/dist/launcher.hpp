@@ -1,4 +1,5 @@
-// Launcher: start N workers of this program on this machine and supervise them (what torchrun/mpirun do).
+// Launchers: start workers of this program on this machine and supervise them (what torchrun/mpirun do), alone
+// (launch_local_workers, launch_under_mpirun) or as one node of a multi-node job (launch_node_workers).
 // Guarantees of launch_local_workers():
 //  - Each worker is the executable (default: this one, /proc/self/exe) with argv_without_nproc (argv[0]
 //    included) and the environment of the launcher plus RANK, WORLD_SIZE, LOCAL_RANK (= rank), MASTER_ADDR,
