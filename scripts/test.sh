@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test (CPU tests; GPU tests run where a GPU
-# is present and are reported as skipped elsewhere). Multi-rank tests start several processes under mpirun.
+# is present and are reported as skipped elsewhere). Multi-rank tests start several processes under mpirun or
+# ddpx's own launcher (the Gloo tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh

@@ -177,9 +177,16 @@ std::unique_ptr<Communicator> make_gloo(const WorldInfo& world, std::chrono::mil
   options.timeout = collective_timeout;
   if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME")) options.interface_name = interface;
   options.reach = world.master_addr.empty() ? "127.0.0.1" : world.master_addr;
-  auto exchange = [&config](const std::vector<uint8_t>& mine) {
-    if (config.world_size == 1) return std::vector<std::vector<uint8_t>>{mine};
-    return rendezvous_allgather(config, mine);
+  if (world.world_size == 1)
+    return std::make_unique<GlooCommunicator>(
+        0, 1, 0, [](const std::vector<uint8_t>& mine) { return std::vector<std::vector<uint8_t>>{mine}; }, options);
+  // MASTER_PORT is taken (rank 0) or seen taken (the others) before any Gloo pair binds an ephemeral port, which
+  // could otherwise be MASTER_PORT itself when a launcher picked it as a free port a moment ago.
+  std::unique_ptr<RendezvousHost> host;
+  if (world.rank == 0) host = std::make_unique<RendezvousHost>(config);
+  else wait_for_rendezvous(config);
+  auto exchange = [&](const std::vector<uint8_t>& mine) {
+    return host ? host->allgather(mine) : rendezvous_allgather(config, mine);
   };
   return std::make_unique<GlooCommunicator>(world.rank, world.world_size, world.local_rank, exchange, options);
 }

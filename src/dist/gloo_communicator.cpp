@@ -11,92 +11,26 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
-#include <gloo/transport/context.h>
-#include <gloo/transport/tcp/address.h>
+#include <gloo/transport/unbound_buffer.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <thread>
 
 #include "core/error.hpp"
+#include "dist/gloo_mesh.hpp"
 #include "dist/host_reduction.hpp"
 
 namespace ddpx {
 namespace {
 
 constexpr auto kPeerFailureGrace = std::chrono::milliseconds(500);
-constexpr uint32_t kAddressFormat = 1;  // u32 format, then per rank: u32 length, the pair's address bytes
-
-// A Gloo context whose pairs are connected from addresses gathered by the caller's all-gather: what
-// gloo::rendezvous::Context::connectFullMesh does over a key-value store, here over one exchange.
-class MeshContext : public gloo::Context {
- public:
-  MeshContext(int rank, int size) : gloo::Context(rank, size) {}
-
-  void connect(const std::shared_ptr<gloo::transport::Device>& device, const BytesAllGather& exchange) {
-    auto transport = device->createContext(rank, size);
-    transport->setTimeout(getTimeout());
-    // Each pair listens on its own socket: the payload holds, for every rank (this one's entry empty), the
-    // address of the pair that waits for that rank.
-    std::vector<uint8_t> mine(sizeof kAddressFormat);
-    std::memcpy(mine.data(), &kAddressFormat, sizeof kAddressFormat);
-    for (int peer = 0; peer < size; ++peer) {
-      std::vector<char> bytes;
-      if (peer != rank) bytes = transport->createPair(peer)->address().bytes();
-      const uint32_t length = static_cast<uint32_t>(bytes.size());
-      const auto* raw = reinterpret_cast<const uint8_t*>(&length);
-      mine.insert(mine.end(), raw, raw + sizeof length);
-      mine.insert(mine.end(), bytes.begin(), bytes.end());
-    }
-
-    const std::vector<std::vector<uint8_t>> all = exchange(mine);
-    DDPX_REQUIRE(all.size() == static_cast<size_t>(size), "gloo backend, rank {}: the address exchange returned {} "
-                 "payloads for {} ranks", rank, all.size(), size);
-    for (int peer = 0; peer < size; ++peer) {  // the same order on every rank, as connectFullMesh does
-      if (peer == rank) continue;
-      const std::vector<char> address = address_for(all[static_cast<size_t>(peer)], peer);
-      try {
-        transport->getPair(peer)->connect(address);
-      } catch (const std::exception& e) {
-        fail("gloo backend, rank {}: cannot connect to rank {} at {}: {}", rank, peer,
-             gloo::transport::tcp::Address(address).str(), e.what());
-      }
-    }
-    device_ = device;
-    transportContext_ = std::move(transport);
-  }
-
- private:
-  // The entry for this rank in rank `peer`'s payload: the address of the pair there that waits for this rank.
-  std::vector<char> address_for(const std::vector<uint8_t>& theirs, int peer) const {
-    auto unreadable = [&] {
-      fail("gloo backend, rank {}: rank {}'s addresses ({} bytes) are not in the form this build reads (do all "
-           "ranks run the same ddpx, with the same world size?)", rank, peer, theirs.size());
-    };
-    uint32_t format = 0;
-    if (theirs.size() < sizeof format) unreadable();
-    std::memcpy(&format, theirs.data(), sizeof format);
-    if (format != kAddressFormat) unreadable();
-    size_t at = sizeof format;
-    for (int entry = 0; entry < size; ++entry) {
-      uint32_t length = 0;
-      if (theirs.size() - at < sizeof length) unreadable();
-      std::memcpy(&length, theirs.data() + at, sizeof length);
-      at += sizeof length;
-      if (theirs.size() - at < length) unreadable();
-      if (entry == rank) {
-        if (length == 0) unreadable();
-        return std::vector<char>(theirs.begin() + static_cast<ptrdiff_t>(at),
-                                 theirs.begin() + static_cast<ptrdiff_t>(at + length));
-      }
-      at += length;
-    }
-    unreadable();
-    return {};
-  }
-};
-
+constexpr auto kRollCallPatience = std::chrono::milliseconds(2000);
 // Gloo splits a buffer into segments on element boundaries and calls the reduction with a count of elements, so
 // the output is declared with an element type of the dtype's size.
 void set_output(gloo::AllreduceOptions& options, void* buf, size_t count, size_t element_bytes) {
@@ -156,10 +90,12 @@ GlooCommunicator::GlooCommunicator(int rank, int size, int local_rank, const Byt
     fail("gloo backend, rank {}: cannot listen on {}: {} (set GLOO_SOCKET_IFNAME to a network interface of this "
          "machine)", rank, attr.iface.empty() ? attr.hostname : "interface " + attr.iface, e.what());
   }
-  auto context = std::make_shared<MeshContext>(rank, size);
-  context->setTimeout(timeout_);
-  context->connect(device, exchange);
-  context_ = std::move(context);
+  // Two meshes: the collectives' and a spare one for the roll call after a failure (a Gloo context that timed out
+  // has closed all its pairs).
+  std::vector<std::shared_ptr<gloo::Context>> contexts = connect_gloo_meshes(rank, size, 2, device, timeout_,
+                                                                             exchange);
+  context_ = std::move(contexts[0]);
+  roll_call_context_ = std::move(contexts[1]);
 }
 
 GlooCommunicator::~GlooCommunicator() = default;
@@ -182,6 +118,7 @@ void GlooCommunicator::run(std::string_view operation, Run&& body) {
     // to exit, so this rank gives the culprit a moment to be seen first instead of racing it to the exit.
     if (reason.find("closed by peer") != std::string::npos || reason.find("reset by peer") != std::string::npos)
       std::this_thread::sleep_for(kPeerFailureGrace);
+    report_roll_call(operation);
     fail("gloo backend, rank {}: {} failed{}: {} (a peer rank died or stalled for longer than the timeout of {:g} "
          "s)", rank_, operation, aborted_.load() ? " after the communicator was aborted" : "", reason,
          std::chrono::duration<double>(timeout_).count());
@@ -246,6 +183,62 @@ void GlooCommunicator::barrier() {
     options.setTimeout(timeout_);
     gloo::barrier(options);
   });
+}
+
+void GlooCommunicator::report_roll_call(std::string_view operation) {
+  if (roll_called_.exchange(true) || size_ == 1) return;
+  const std::string line = fmt::format("ddpx: rank {}: roll call after the failed gloo {}: {}\n", rank_, operation,
+                                       roll_call());
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+std::string GlooCommunicator::roll_call() {
+  constexpr uint64_t kRollCallSlot = 0x524f4c4c;  // "ROLL"
+  using Clock = std::chrono::steady_clock;
+  const auto patience = std::min<std::chrono::milliseconds>(kRollCallPatience, timeout_);
+  const auto deadline = Clock::now() + patience;
+  const size_t world = static_cast<size_t>(size_);
+  std::vector<uint8_t> here(world, 1), answers(world, 0);
+  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> sends(world), receives(world);
+  std::string silent, closed;
+  auto add = [](std::string& list, int peer) { list += (list.empty() ? "" : ", ") + std::to_string(peer); };
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const size_t p = static_cast<size_t>(peer);
+    try {
+      sends[p] = roll_call_context_->createUnboundBuffer(&here[p], 1);
+      sends[p]->send(peer, kRollCallSlot);
+      receives[p] = roll_call_context_->createUnboundBuffer(&answers[p], 1);
+      receives[p]->recv(peer, kRollCallSlot);
+    } catch (const std::exception&) {
+      add(closed, peer);
+      receives[p].reset();
+    }
+  }
+  for (int peer = 0; peer < size_; ++peer) {
+    const size_t p = static_cast<size_t>(peer);
+    if (!receives[p]) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    try {
+      if (!receives[p]->waitRecv(nullptr, std::max(left, std::chrono::milliseconds(1)))) add(silent, peer);
+    } catch (const std::exception& e) {
+      // A wait that timed out ends every pair of the context, so later waits report the same timeout.
+      add(std::string(e.what()).find("imed out") != std::string::npos ? silent : closed, peer);
+    }
+  }
+  for (auto& send : sends) try {
+      if (send) send->waitSend(nullptr, std::chrono::milliseconds(1));
+    } catch (const std::exception&) {
+    }
+  std::string result;
+  if (!silent.empty())
+    result += fmt::format("rank(s) {} did not answer within {:g} s (stopped, hung or busy elsewhere)", silent,
+                          std::chrono::duration<double>(patience).count());
+  if (!closed.empty())
+    result += fmt::format("{}rank(s) {} had closed their connections (exited or died)", result.empty() ? "" : "; ",
+                          closed);
+  return result.empty() ? "every other rank answered" : result;
 }
 
 void GlooCommunicator::abort(std::string_view) { aborted_ = true; }

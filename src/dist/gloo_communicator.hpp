@@ -13,6 +13,12 @@
 //    throws ddpx::Error naming the backend, the operation, the rank and Gloo's reason, and never hangs. When the
 //    reason is that a peer closed its end, the call first waits 0.5 s: the peer failed first, and a launcher
 //    (ddpx's, torchrun, mpirun) reports the first rank to exit, which should be that peer, not this rank.
+//  - After a collective fails, the rank calls the roll on a second mesh connected for this alone (the failed
+//    context has closed its pairs): every rank whose collective failed too answers within min(2 s, timeout). It
+//    prints one line to stderr, "ddpx: rank 0: roll call after the failed gloo all_reduce: rank(s) 2 did not
+//    answer within 2 s (stopped, hung or busy elsewhere)" (or the ranks whose connections had closed: exited or
+//    died), before the error propagates: so the stalled rank is named by its live peers, whatever message (the
+//    watchdog's or this one's) the rank then exits with. Once per communicator.
 //  - abort() (the watchdog's, any thread) marks the communicator aborted: every later call throws ddpx::Error at
 //    once. It does not interrupt a call in progress (Gloo offers no way to wake another thread's wait); that call
 //    still ends within options.timeout of its last progress, which is what bounds a stalled collective.
@@ -26,15 +32,9 @@
 #include <vector>
 
 #include "dist/communicator.hpp"
-
-namespace gloo {
-class Context;
-}
+#include "dist/gloo_mesh.hpp"
 
 namespace ddpx {
-
-// All-gather of small byte payloads over the job's ranks: returns size() payloads, rank r's at index r.
-using BytesAllGather = std::function<std::vector<std::vector<uint8_t>>(const std::vector<uint8_t>& mine)>;
 
 struct GlooOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
@@ -69,12 +69,16 @@ class GlooCommunicator : public Communicator {
 
  private:
   void require_alive(std::string_view operation) const;
+  void report_roll_call(std::string_view operation);  // once: calls the roll and prints what it found
+  std::string roll_call();
   template <typename Run>
   void run(std::string_view operation, Run&& body);
 
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<gloo::Context> roll_call_context_;  // a second mesh, used once, after a failure
+  std::atomic<bool> roll_called_{false};
   uint32_t next_tag_ = 0;
   std::atomic<bool> aborted_{false};
 };

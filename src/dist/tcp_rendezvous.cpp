@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -51,6 +52,7 @@ class Socket {
     return *this;
   }
   int fd() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -178,10 +180,8 @@ std::string list_ranks(const std::set<int>& ranks) {
   return text;
 }
 
-// Rank 0: accept peers until every rank 1..world-1 has acknowledged the answer. A broadcast answers each peer at
-// once; an all-gather holds the peers' connections until every rank is present, then answers all of them.
-std::vector<std::vector<uint8_t>> serve(const RendezvousConfig& config, Exchange exchange,
-                                        const std::vector<uint8_t>& mine) {
+// Rank 0: the listening socket on MASTER_ADDR:MASTER_PORT (only that address).
+Socket listen_on(const RendezvousConfig& config) {
   socklen_t address_length = 0;
   sockaddr_storage address = resolve(config, address_length);
   require_token_or_loopback(config, address);
@@ -194,7 +194,13 @@ std::vector<std::vector<uint8_t>> serve(const RendezvousConfig& config, Exchange
                "choose another MASTER_PORT)", endpoint(config), std::strerror(errno));
   DDPX_REQUIRE(::listen(listener.fd(), 128) == 0, "rank 0: listen on {} failed: {}", endpoint(config),
                std::strerror(errno));
+  return listener;
+}
 
+// Rank 0: accept peers until every rank 1..world-1 has acknowledged the answer. A broadcast answers each peer at
+// once; an all-gather holds the peers' connections until every rank is present, then answers all of them.
+std::vector<std::vector<uint8_t>> serve(const RendezvousConfig& config, const Socket& listener, Exchange exchange,
+                                        const std::vector<uint8_t>& mine) {
   const auto deadline = Clock::now() + config.timeout;
   const uint32_t world = static_cast<uint32_t>(config.world_size);
   std::set<int> served;
@@ -390,7 +396,7 @@ std::vector<uint8_t> rendezvous_broadcast(const RendezvousConfig& config, const 
   if (config.rank == 0) {
     DDPX_REQUIRE(payload.size() <= kMaxPayloadBytes, "rendezvous payload of {} bytes is too large",
                  payload.size());
-    serve(config, Exchange::broadcast, payload);
+    serve(config, listen_on(config), Exchange::broadcast, payload);
     return payload;
   }
   return join(config, Exchange::broadcast, {}, kMaxPayloadBytes);
@@ -402,8 +408,49 @@ std::vector<std::vector<uint8_t>> rendezvous_allgather(const RendezvousConfig& c
   DDPX_REQUIRE(mine.size() <= kMaxPayloadBytes, "rank {}: rendezvous all-gather payload of {} bytes is larger than "
                "the {} it carries", config.rank, mine.size(), kMaxPayloadBytes);
   if (config.world_size == 1) return {mine};
-  if (config.rank == 0) return serve(config, Exchange::allgather, mine);
+  if (config.rank == 0) return serve(config, listen_on(config), Exchange::allgather, mine);
   return split_gathered(config, join(config, Exchange::allgather, mine, kMaxGatheredBytes));
+}
+
+RendezvousHost::RendezvousHost(const RendezvousConfig& config) : config_(config) {
+  require_valid(config);
+  DDPX_REQUIRE(config.rank == 0, "rendezvous: rank {} cannot host the rendezvous (rank 0 does)", config.rank);
+  if (config.world_size > 1) listener_fd_ = listen_on(config).release();
+}
+
+RendezvousHost::~RendezvousHost() {
+  if (listener_fd_ >= 0) ::close(listener_fd_);
+}
+
+std::vector<std::vector<uint8_t>> RendezvousHost::allgather(const std::vector<uint8_t>& mine) {
+  DDPX_REQUIRE(mine.size() <= kMaxPayloadBytes, "rank 0: rendezvous all-gather payload of {} bytes is larger than "
+               "the {} it carries", mine.size(), kMaxPayloadBytes);
+  if (config_.world_size == 1) return {mine};
+  Socket listener(std::exchange(listener_fd_, -1));
+  DDPX_REQUIRE(listener.fd() >= 0, "rank 0: this rendezvous host has already run its exchange");
+  return serve(config_, listener, Exchange::allgather, mine);
+}
+
+void wait_for_rendezvous(const RendezvousConfig& config) {
+  require_valid(config);
+  if (config.world_size == 1 || config.rank == 0) return;
+  socklen_t address_length = 0;
+  sockaddr_storage address = resolve(config, address_length);
+  require_token_or_loopback(config, address);
+  const auto deadline = Clock::now() + config.timeout;
+  std::string last_error;
+  for (;;) {
+    Socket probe(::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    DDPX_REQUIRE(probe.fd() >= 0, "rank {}: cannot create a socket: {}", config.rank, std::strerror(errno));
+    const int error = connect_within(probe.fd(), reinterpret_cast<sockaddr*>(&address), address_length, deadline);
+    if (error == 0) return;  // closed at once: rank 0 drops a connection that says nothing
+    last_error = std::strerror(error);
+    if (remaining_ms(deadline) == 0)
+      fail("rank {}: could not reach rank 0 at MASTER_ADDR:MASTER_PORT = {} within {} s (last error: {}); is rank 0 "
+           "running, and are MASTER_ADDR/MASTER_PORT the same on every rank?", config.rank, endpoint(config),
+           std::chrono::duration_cast<std::chrono::seconds>(config.timeout).count(), last_error);
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, remaining_ms(deadline))));
+  }
 }
 
 }  // namespace ddpx

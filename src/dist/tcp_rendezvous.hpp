@@ -48,4 +48,24 @@ std::vector<uint8_t> rendezvous_broadcast(const RendezvousConfig& config, const 
 std::vector<std::vector<uint8_t>> rendezvous_allgather(const RendezvousConfig& config,
                                                        const std::vector<uint8_t>& mine);
 
+// The same all-gather in two steps, for ranks that bind ports of their own before they know their payload (Gloo's
+// pairs listen on ephemeral ports, and MASTER_PORT, picked free by a launcher, may be one): rank 0 binds
+// MASTER_ADDR:MASTER_PORT at construction and runs one all-gather later; the other ranks wait_for_rendezvous()
+// (connect and close at once until rank 0 listens, within the timeout) before binding anything, then call
+// rendezvous_allgather.
+class RendezvousHost {
+ public:
+  explicit RendezvousHost(const RendezvousConfig& config);  // rank 0 only
+  ~RendezvousHost();
+  RendezvousHost(const RendezvousHost&) = delete;
+  RendezvousHost& operator=(const RendezvousHost&) = delete;
+  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine);  // once
+
+ private:
+  RendezvousConfig config_;
+  int listener_fd_ = -1;
+};
+
+void wait_for_rendezvous(const RendezvousConfig& config);
+
 }  // namespace ddpx

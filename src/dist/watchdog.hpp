@@ -8,6 +8,8 @@
 //    comm.abort() (once per watchdog; it stays fired). On MPI that is MPI_Abort: mpirun ends every rank and exits
 //    non-zero, so a killed or stalled rank ends the job within the timeout. On NCCL, ncclCommAbort makes the
 //    hung kernels return and the next throw_if_fired() (the reducer calls it) raises the message as ddpx::Error.
+//    On Gloo, abort() only marks the communicator; the blocked call returns when Gloo's own timeout (also
+//    --comm-timeout in train) expires, and the reducer then raises the watchdog's message.
 //  - probe() runs on the watchdog thread under the watchdog's lock: it must be cheap and thread-safe
 //    (atomics, cudaEventQuery). After disarm() returns, the probe is never called again.
 //  - arm() for a new step replaces the step being watched and restarts the clock (the host may run ahead of the

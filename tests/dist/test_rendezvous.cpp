@@ -174,6 +174,27 @@ TEST(TcpRendezvous, AllGatherGivesEveryRankEveryPayloadInRankOrder) {
   EXPECT_EQ(rendezvous_allgather(config_for(port, 0, 1), {7}), std::vector<std::vector<uint8_t>>{{7}});
 }
 
+// The two-step all-gather: rank 0 holds MASTER_PORT from construction (a second listener cannot take it), the
+// others see it listening before they bind anything, and their probe connections do not disturb the exchange.
+TEST(TcpRendezvous, HostHoldsThePortFromConstructionAndProbesDoNotDisturbIt) {
+  const int port = find_free_port();
+  RendezvousHost host(config_for(port, 0, 3));
+  EXPECT_NE(error_of([&] { RendezvousHost second(config_for(port, 0, 3)); }).find("Address already in use"),
+            std::string::npos);
+  wait_for_rendezvous(config_for(port, 1, 3));
+  wait_for_rendezvous(config_for(port, 2, 3));
+  auto one = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 1, 3), {1}); });
+  auto two = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 2, 3), {2}); });
+  const std::vector<std::vector<uint8_t>> expected{{0}, {1}, {2}};
+  EXPECT_EQ(host.allgather({0}), expected);
+  EXPECT_EQ(one.get(), expected);
+  EXPECT_EQ(two.get(), expected);
+  EXPECT_THROW(host.allgather({0}), Error);  // one exchange per host
+  RendezvousConfig nobody = config_for(find_free_port(), 1, 2);
+  nobody.timeout = 200ms;
+  EXPECT_NE(error_of([&] { wait_for_rendezvous(nobody); }).find("rank 1: could not reach rank 0"), std::string::npos);
+}
+
 TEST(TcpRendezvous, ABroadcastPeerIsRejectedByAnAllGather) {
   const int port = find_free_port();
   auto root = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 0, 2), {1}); });

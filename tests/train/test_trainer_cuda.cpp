@@ -220,7 +220,8 @@ pid_t child_with_rank(pid_t parent, int rank) {
 }
 
 // A rank killed or stopped mid-run ends a Gloo job: killed, the launcher names it; stopped (alive, silent), a live
-// rank's watchdog or Gloo's own timeout (both --comm-timeout) fails that rank and the launcher ends the job. Every
+// rank's watchdog or Gloo's own timeout (both --comm-timeout) fails that rank, its roll call names the stopped
+// rank, and the launcher ends the job. Every
 // wait here is bounded; the job is killed if it outlives them.
 void expect_signalled_gloo_rank_ends_the_job(int signal_number, const std::vector<std::string>& expected) {
   const fs::path output = scratch("gloo_signal_" + std::to_string(signal_number) + ".log");
@@ -241,7 +242,8 @@ void expect_signalled_gloo_rank_ends_the_job(int signal_number, const std::vecto
     for (int i = 0; i < tenths && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return done();
   };
-  const bool training = wait_for([&] { return testing::read_text(output).find("[rank 0] step      3") != std::string::npos; }, 600);
+  const bool training =
+      wait_for([&] { return testing::read_text(output).find("[rank 0] step      3") != std::string::npos; }, 600);
   pid_t rank1 = training ? child_with_rank(launcher, 1) : -1;
   if (rank1 > 0) ::kill(rank1, signal_number);
   wait_for([&] { return exited = exited || ::waitpid(launcher, &status, WNOHANG) == launcher; }, 600);
@@ -262,9 +264,12 @@ TEST(CpuTraining, AKilledGlooRankEndsTheJobAndIsNamed) {
 }
 
 TEST(CpuTraining, AStoppedGlooRankEndsTheJob) {
-  // Rank 0's own watchdog message or Gloo's timeout, whichever comes first (both after 3 s).
+  // Rank 0's own watchdog message or Gloo's timeout, whichever comes first (both after 3 s), and the roll call
+  // that names the stopped rank.
   expect_signalled_gloo_rank_ends_the_job(SIGSTOP, {"ddpx launch: rank 0 exited with status 2 first: ddpx: error: ",
-                                                    "imed out", "3 s"});
+                                                    "imed out", "3 s",
+                                                    "ddpx: rank 0: roll call after the failed gloo all_reduce: "
+                                                    "rank(s) 1 did not answer within 2 s"});
 }
 #endif
 
