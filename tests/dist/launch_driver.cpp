@@ -66,9 +66,9 @@ int main(int argc, char** argv) {
                               std::chrono::seconds(20)};
       std::vector<uint8_t> got =
           rendezvous_broadcast(config, std::vector<uint8_t>(greeting.begin(), greeting.end()));
-      std::printf("rank %d of %d (local %d of %d) got '%s' as pid %d\n", world.rank, world.world_size,
-                  world.local_rank, world.local_world_size, std::string(got.begin(), got.end()).c_str(),
-                  static_cast<int>(::getpid()));
+      std::printf("rank %d of %d (local %d) got '%s' as pid %d, %d rank(s) on this node\n", world.rank,
+                  world.world_size, world.local_rank, std::string(got.begin(), got.end()).c_str(),
+                  static_cast<int>(::getpid()), world.local_world_size);
     } else {
       std::printf("rank %d of %d via %s\n", world.rank, world.world_size, world.launcher.c_str());
     }

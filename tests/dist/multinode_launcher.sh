@@ -44,8 +44,9 @@ rm_logs() { rm -f "$WORK"/*.log "$WORK"/*.rc; }
 # 1. Two nodes x 2 ranks: ranks 0..3, each with rank 0's payload.
 node 0 n0 2 0 "$A0" $PORT 20 ok; node 1 n1 2 1 "$A0" $PORT 20 ok; wait
 check "ok: both launchers exit 0" bash -c "[[ \$(cat $WORK/n0.rc) == 0 && \$(cat $WORK/n1.rc) == 0 ]]"
-check "ok: ranks 0,1 on node 0" bash -c "grep -qF \"rank 0 of 4 (local 0 of 2) got 'hello from rank 0'\" $WORK/n0.log && grep -qF \"rank 1 of 4 (local 1 of 2) got 'hello from rank 0'\" $WORK/n0.log"
-check "ok: ranks 2,3 on node 1" bash -c "grep -qF \"rank 2 of 4 (local 0 of 2) got 'hello from rank 0'\" $WORK/n1.log && grep -qF \"rank 3 of 4 (local 1 of 2) got 'hello from rank 0'\" $WORK/n1.log"
+check "ok: ranks 0,1 on node 0" bash -c "grep -qF \"rank 0 of 4 (local 0) got 'hello from rank 0'\" $WORK/n0.log && grep -qF \"rank 1 of 4 (local 1) got 'hello from rank 0'\" $WORK/n0.log"
+check "ok: LOCAL_WORLD_SIZE 2 on every rank" bash -c "[[ \$(cat $WORK/n0.log $WORK/n1.log | grep -c ', 2 rank(s) on this node\$') == 4 ]]"
+check "ok: ranks 2,3 on node 1" bash -c "grep -qF \"rank 2 of 4 (local 0) got 'hello from rank 0'\" $WORK/n1.log && grep -qF \"rank 3 of 4 (local 1) got 'hello from rank 0'\" $WORK/n1.log"
 rm_logs
 
 # 2. kill -9 of rank 3 (node 1) while all ranks sleep: both nodes end, both name rank 3 on node 1.
