@@ -1,8 +1,9 @@
 // GlooCommunicator: the CPU backend without MPI: Gloo's collectives over its TCP transport, host buffers.
 // Guarantees:
-//  - Connects a full mesh (one TCP connection per pair of ranks). Each rank's Gloo listening address travels
-//    through `exchange`, an all-gather of small byte payloads that the caller provides (ddpx's TCP rendezvous,
-//    rendezvous_allgather, or torchrun's store); this class never talks to a rendezvous itself.
+//  - Connects two full meshes (one TCP connection per pair of ranks each: the collectives' and the roll call's,
+//    see gloo_mesh.hpp). The pairs' addresses travel through `exchange`, called once: an all-gather of small byte
+//    payloads that the caller provides (ddpx's TCP rendezvous, rendezvous_allgather, or torchrun's store); this
+//    class never talks to a rendezvous itself.
 //  - The collectives are Gloo's own algorithms (ring all-reduce, all-gather, broadcast, barrier); calls block
 //    until the buffer holds the result; `stream` is ignored. Every rank gets bit-identical results.
 //  - f16/bf16 are reduced by widening each pair to float, adding (or max) and rounding back to nearest even, as
