@@ -5,7 +5,7 @@ PKGS=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-
       libopenmpi-dev openmpi-bin libgloo-dev python3 zlib1g-dev)
 # Test-only, added by `install-deps.sh --tests` (scripts/test.sh): a real torchrun (Debian's PyTorch 1.13) for the
 # torchrun tests, and `ip` for the tests' network-namespace hosts.
-TEST_PKGS=(python3-torch iproute2)
+TEST_PKGS=(python3-torch iproute2 procps util-linux)
 [[ ${1:-} == --tests ]] && PKGS+=("${TEST_PKGS[@]}")
 missing=()
 for p in "${PKGS[@]}"; do

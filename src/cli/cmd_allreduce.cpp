@@ -36,6 +36,7 @@ struct AllreduceFlags {
   int warmup = 5;
   std::string device = "cuda";
   std::string json_out;
+  NodeFlags nodes;
 };
 
 struct DtypeChoice {
@@ -102,10 +103,14 @@ int run_allreduce(const AllreduceFlags& f) {
     DDPX_REQUIRE(f.nproc <= gpus, "--nproc-per-node {}: only {} GPU(s) visible here; NCCL needs one GPU per rank "
                  "(use --device cpu to measure MPI)", f.nproc, gpus);
   }
-  if (start_workers_here(f.nproc)) {
+  DDPX_REQUIRE(f.nodes.nnodes <= 1 || f.device == "cuda",
+               "--nnodes {} with --device cpu: ddpx allreduce measures CPUs over MPI, which spans nodes through "
+               "mpirun (`mpirun -H host1:G,host2:G -np N ddpx allreduce --device cpu`, without --nnodes)",
+               f.nodes.nnodes);
+  if (start_workers_here(f.nproc, f.nodes)) {
     TrainOptions launch;
     launch.device = f.device;
-    return launch_workers(f.nproc, launch);
+    return launch_workers(f.nproc, launch, f.nodes);
   }
 
   const WorldInfo world = detect_world();
@@ -188,7 +193,7 @@ Command add_allreduce_command(CLI::App& app) {
       "Measure all-reduce like nccl-tests: per message size the time, algbw and busbw (NCCL on GPUs, MPI on CPUs),\n"
       "and write the peak table that run reports compare their buckets with.");
   cmd->option_defaults()->always_capture_default();
-  cmd->add_option("--nproc-per-node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
+  cmd->add_option("--nproc-per-node,--nproc_per_node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--sizes", f->sizes,
                   "MIN:MAX (doubling), MIN:MAX:FACTOR or a list (4K,1M,256M); default 1K:1G on cuda, 1K:16M on cpu");
@@ -197,6 +202,7 @@ Command add_allreduce_command(CLI::App& app) {
   cmd->add_option("--warmup", f->warmup, "untimed all-reduces per size before timing");
   cmd->add_option("--device", f->device, "cuda (NCCL) | cpu (MPI)");
   cmd->add_option("--json", f->json_out, "write the measurements as a peak table (JSON) for run reports");
+  add_node_flags(cmd, f->nodes, "Several nodes");
   return {cmd, [f] { return run_allreduce(*f); }};
 }
 

@@ -18,6 +18,7 @@ namespace ddpx::cli {
 Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   auto nproc = std::make_shared<int>(0);
+  auto nodes = std::make_shared<NodeFlags>();
   CLI::App* cmd = app.add_subcommand(
       "train",
       "Train a ViT, data-parallel when started on several ranks.\n"
@@ -100,9 +101,10 @@ Command add_train_command(CLI::App& app) {
       ->group(ckpt);
 
   auto* dp = "Data parallelism";
-  cmd->add_option("--nproc-per-node", *nproc, "start this many worker processes on this node (one per GPU)")
+  cmd->add_option("--nproc-per-node,--nproc_per_node", *nproc, "start this many worker processes on this node (one per GPU)")
       ->check(CLI::Range(1, 1024))
       ->group(dp);
+  add_node_flags(cmd, *nodes, dp);
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);
   cmd->add_option("--backend", o->backend,
@@ -148,7 +150,7 @@ Command add_train_command(CLI::App& app) {
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
   for (const char* name : {"--batch", "--steps", "--warmup", "--workers", "--prefetch", "--cpu-threads",
                            "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--seed",
-                           "--nproc-per-node"}) {
+                           "--nproc-per-node", "--nnodes", "--node-rank", "--master-port"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
@@ -157,7 +159,7 @@ Command add_train_command(CLI::App& app) {
   // Flags of the other optimizer are an error, not silently ignored.
   const std::vector<std::pair<const char*, const char*>> optimizer_flags = {
       {"--momentum", "sgd"}, {"--nesterov", "sgd"}, {"--beta1", "adamw"}, {"--beta2", "adamw"}, {"--eps", "adamw"}};
-  return {cmd, [o, nproc, data_flag, cmd, optimizer_flags] {
+  return {cmd, [o, nproc, nodes, data_flag, cmd, optimizer_flags] {
             for (const auto& [flag, optimizer] : optimizer_flags)
               DDPX_REQUIRE(cmd->count(flag) == 0 || o->optimizer == optimizer,
                            "{} applies to --optimizer {}, but this run uses --optimizer {}", flag, optimizer,
@@ -167,7 +169,7 @@ Command add_train_command(CLI::App& app) {
                          "generates images)", o->data, o->images);
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
-            if (start_workers_here(*nproc)) return launch_workers(*nproc, *o);
+            if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, *o, *nodes);
             run_training(*o);
             return 0;
           }};
