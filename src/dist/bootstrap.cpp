@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "dist/bootstrap_exchange.hpp"
 #include "dist/self_communicator.hpp"
+#include "dist/tcp_rendezvous.hpp"
 #ifdef DDPX_HAVE_MPI
 #include "dist/mpi_communicator.hpp"
 #endif
