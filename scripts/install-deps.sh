@@ -10,7 +10,8 @@
 #  - Only what is missing is installed, with apt-get, and only where apt-get exists and we are root or sudo works
 #    without a password; the Debian/Ubuntu package to install is named beside each check below.
 #  - A missing build requirement that cannot be installed stops with a message naming it, its package and
-#    DDPX_SKIP_DEPS; a missing test-only requirement is reported and the tests that need it are skipped.
+#    DDPX_SKIP_DEPS; a missing optional (Gloo) or test-only requirement is reported, and ddpx builds without it or
+#    the tests that need it are skipped.
 #  - NCCL comes with the CUDA toolkit or the system (libnccl-dev from NVIDIA's repository); it is not installed here
 #    (CMake fails at configure, naming it, when CUDA is found and NCCL is not).
 set -euo pipefail
@@ -34,10 +35,16 @@ BUILD_REQUIREMENTS=(
   "cmd:python3|Python 3|python3"
   "hdr:zlib.h|zlib|zlib1g-dev"
 )
+# Installed where possible, built without otherwise (CMake leaves the feature out and says so).
+OPTIONAL_REQUIREMENTS=(
+  "hdr:gloo/allreduce.h|Gloo (the CPU backend without MPI; ddpx builds without it)|libgloo-dev"
+)
 # Only the tests need these (scripts/test.sh). Add a line per test-only requirement.
 TEST_REQUIREMENTS=(
   "cmd:torchrun|a real torchrun (Debian's PyTorch 1.13) for the torchrun tests|python3-torch"
   "cmd:ip|iproute2 (ip) for the tests' network-namespace hosts|iproute2"
+  "cmd:pgrep|procps (pgrep) for the multi-node tests|procps"
+  "cmd:unshare|util-linux (unshare) for the multi-node tests' UTS namespaces|util-linux"
   "cmd:slurmctld|Slurm (slurmctld, slurmd, srun, sbatch) for the Slurm tests|slurm-wlm"
   "cmd:munged|munge, Slurm's authentication, for the Slurm tests|munge"
 )
@@ -77,6 +84,10 @@ for line in "${BUILD_REQUIREMENTS[@]}"; do
   IFS='|' read -r check what package <<<"$line"
   present "$check" || { missing_build+=("$package"); what_build+=("$what (${check#*:})"); }
 done
+for line in "${OPTIONAL_REQUIREMENTS[@]}"; do
+  IFS='|' read -r check what package <<<"$line"
+  present "$check" || { missing_test+=("$package"); what_test+=("$what (${check#*:})"); }
+done
 if ((WITH_TESTS)); then
   for line in "${TEST_REQUIREMENTS[@]}"; do
     IFS='|' read -r check what package <<<"$line"
@@ -101,7 +112,7 @@ if ((can_install)); then
   fi
   echo "[ddpx setup] apt-get could not install: ${wanted[*]}" >&2
 fi
-for item in "${what_test[@]}"; do echo "[ddpx setup] missing for the tests (they will be skipped): $item" >&2; done
+for item in "${what_test[@]}"; do echo "[ddpx setup] missing (optional or for the tests, which skip): $item" >&2; done
 if ((${#missing_build[@]})); then
   for item in "${what_build[@]}"; do echo "[ddpx setup] missing: $item" >&2; done
   echo "[ddpx setup] install them (Debian/Ubuntu packages: ${missing_build[*]}) or point CMake at them and set" \

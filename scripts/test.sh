@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test (CPU tests; GPU tests run where a GPU
-# is present and are reported as skipped elsewhere). Multi-rank tests start several processes under mpirun; the
-# Slurm tests start a one-node cluster of their own. The test-only packages (scripts/install-deps.sh's
-# TEST_REQUIREMENTS) are installed here, not for the build.
+# is present and are reported as skipped elsewhere). Multi-rank tests start several processes under mpirun or
+# ddpx's own launcher (the Gloo tests); the Slurm tests start a one-node cluster of their own. The test-only
+# packages (scripts/install-deps.sh's TEST_REQUIREMENTS) are installed here, not for the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --tests

@@ -37,6 +37,7 @@ struct AllreduceFlags {
   std::string device = "cuda";
   std::string json_out;
   int ranks_per_gpu = 0;  // 0: one rank per GPU
+  NodeFlags nodes;
 };
 
 struct DtypeChoice {
@@ -108,10 +109,14 @@ int run_allreduce(const AllreduceFlags& f) {
                  "GPU per rank{} (use --device cpu to measure MPI, or --ranks-per-gpu K with NCCL 2.30+)", f.nproc,
                  gpus, ranks_per_gpu > 1 ? fmt::format(" or one per {} ranks", ranks_per_gpu) : "");
   }
-  if (start_workers_here(f.nproc)) {
+  DDPX_REQUIRE(f.nodes.nnodes <= 1 || f.device == "cuda",
+               "--nnodes {} with --device cpu: ddpx allreduce measures CPUs over MPI, which spans nodes through "
+               "mpirun (`mpirun -H host1:G,host2:G -np N ddpx allreduce --device cpu`, without --nnodes)",
+               f.nodes.nnodes);
+  if (start_workers_here(f.nproc, f.nodes)) {
     TrainOptions launch;
     launch.device = f.device;
-    return launch_workers(f.nproc, launch);
+    return launch_workers(f.nproc, launch, f.nodes);
   }
 
   WorldInfo world = detect_world();
@@ -195,7 +200,7 @@ Command add_allreduce_command(CLI::App& app) {
       "Measure all-reduce like nccl-tests: per message size the time, algbw and busbw (NCCL on GPUs, MPI on CPUs),\n"
       "and write the peak table that run reports compare their buckets with.");
   cmd->option_defaults()->always_capture_default();
-  cmd->add_option("--nproc-per-node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
+  cmd->add_option("--nproc-per-node,--nproc_per_node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--sizes", f->sizes,
                   "MIN:MAX (doubling), MIN:MAX:FACTOR or a list (4K,1M,256M); default 1K:1G on cuda, 1K:16M on cpu");
@@ -206,6 +211,7 @@ Command add_allreduce_command(CLI::App& app) {
   cmd->add_option("--json", f->json_out, "write the measurements as a peak table (JSON) for run reports");
   cmd->add_option("--ranks-per-gpu", f->ranks_per_gpu,
                   "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+); default one rank per GPU");
+  add_node_flags(cmd, f->nodes, "Several nodes");
   return {cmd, [f] { return run_allreduce(*f); }};
 }
 

@@ -18,6 +18,7 @@ namespace ddpx::cli {
 Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   auto nproc = std::make_shared<int>(0);
+  auto nodes = std::make_shared<NodeFlags>();
   CLI::App* cmd = app.add_subcommand(
       "train",
       "Train a ViT, data-parallel when started on several ranks.\n"
@@ -100,13 +101,18 @@ Command add_train_command(CLI::App& app) {
       ->group(ckpt);
 
   auto* dp = "Data parallelism";
-  cmd->add_option("--nproc-per-node", *nproc, "start this many worker processes on this node (one per GPU)")
+  cmd->add_option("--nproc-per-node,--nproc_per_node", *nproc, "start this many worker processes on this node (one per GPU)")
       ->check(CLI::Range(1, 1024))
       ->group(dp);
+  add_node_flags(cmd, *nodes, dp);
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);
-  cmd->add_option("--backend", o->backend, "auto (nccl on cuda, mpi on cpu) | nccl | mpi | self (--device cpu, one "
-                  "process: the reducer and hooks without communication, no MPI)")->group(dp);
+  cmd->add_option("--backend", o->backend,
+                  "auto (nccl on cuda; on cpu mpi under mpirun or --nproc-per-node, else gloo) | nccl | mpi | "
+                  "gloo (CPU over TCP, no MPI: ranks started by --nproc-per-node, torchrun or any launcher that "
+                  "sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT) | self (--device cpu, one process: the reducer "
+                  "and hooks without communication)")
+      ->group(dp);
   cmd->add_option("--ranks-per-gpu", o->ranks_per_gpu,
                   "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
                   "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU")
@@ -148,7 +154,8 @@ Command add_train_command(CLI::App& app) {
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
   for (const char* name : {"--batch", "--steps", "--warmup", "--workers", "--prefetch", "--cpu-threads",
                            "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--seed",
-                           "--nproc-per-node", "--ranks-per-gpu"}) {
+                           "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
+                           "--ranks-per-gpu"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
@@ -157,7 +164,7 @@ Command add_train_command(CLI::App& app) {
   // Flags of the other optimizer are an error, not silently ignored.
   const std::vector<std::pair<const char*, const char*>> optimizer_flags = {
       {"--momentum", "sgd"}, {"--nesterov", "sgd"}, {"--beta1", "adamw"}, {"--beta2", "adamw"}, {"--eps", "adamw"}};
-  return {cmd, [o, nproc, data_flag, cmd, optimizer_flags] {
+  return {cmd, [o, nproc, nodes, data_flag, cmd, optimizer_flags] {
             for (const auto& [flag, optimizer] : optimizer_flags)
               DDPX_REQUIRE(cmd->count(flag) == 0 || o->optimizer == optimizer,
                            "{} applies to --optimizer {}, but this run uses --optimizer {}", flag, optimizer,
@@ -167,7 +174,7 @@ Command add_train_command(CLI::App& app) {
                          "generates images)", o->data, o->images);
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
-            if (start_workers_here(*nproc)) return launch_workers(*nproc, *o);
+            if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, *o, *nodes);
             run_training(*o);
             return 0;
           }};

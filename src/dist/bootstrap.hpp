@@ -14,10 +14,18 @@
 //    by dist/job_environment.hpp.
 //  - The job token lets the TCP rendezvous reject processes of another job: DDPX_JOB_TOKEN (ddpx's launcher sets a
 //    random one), else under torchrun its TORCHELASTIC_RUN_ID and restart count (unless the run id is "none"),
-//    else one derived from MASTER_PORT and the world size (guessable: set DDPX_JOB_TOKEN where that matters).
+//    else empty. Without one the rendezvous runs only on a loopback MASTER_ADDR (see tcp_rendezvous.hpp): a token
+//    derived from public facts (the port, the world size) would keep out nobody.
 //  - make_communicator("nccl") shares the NCCL unique id through broadcast_from_rank0 (dist/bootstrap_exchange:
 //    MPI, torchrun's agent store or ddpx's TCP rendezvous), after bind_cuda_device() (dist/gpu_selection.hpp)
 //    chose the rank's GPU.
+//  - make_communicator("gloo") connects Gloo's full mesh through an all-gather of the ranks' addresses
+//    (allgather_bytes: torchrun's store or ddpx's rendezvous at MASTER_ADDR:MASTER_PORT); every Gloo wait gives
+//    up after collective_timeout. Each rank listens on the address it uses to reach MASTER_ADDR, or on the
+//    interface GLOO_SOCKET_IFNAME names. Without Gloo in the build it is an error saying how to get it.
+//  - resolve_backend("auto", device): nccl for cuda; for cpu, mpi when an MPI launcher started the process (Open
+//    MPI's OMPI_COMM_WORLD_SIZE or PMIX_RANK: started_by_mpi_launcher() in job_environment.hpp) or when Gloo is
+//    not built in, else gloo.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -59,9 +67,20 @@ bool launched_as_worker(const EnvLookup& env = process_environment());
 // mpi backend, and whenever an MPI launcher started it (so the NCCL id goes over MPI). train and allreduce ask this.
 bool needs_mpi_session(std::string_view backend, const WorldInfo& world);
 
-// backend: "nccl", "mpi" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world size 1.
+// backend: "nccl", "mpi", "gloo" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world
+// size 1. collective_timeout: how long a Gloo collective waits for a peer (--comm-timeout); other backends ignore it.
 std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
                                                 std::chrono::milliseconds rendezvous_timeout =
-                                                    std::chrono::seconds(120));
+                                                    std::chrono::seconds(120),
+                                                std::chrono::milliseconds collective_timeout =
+                                                    std::chrono::seconds(300));
+
+// The backend `--backend auto` means for `device` ("cuda" or "cpu") in this environment; others are returned as
+// given.
+std::string resolve_backend(std::string_view requested, std::string_view device,
+                            const EnvLookup& env = process_environment());
+
+// Whether this ddpx was built with the Gloo backend.
+bool gloo_available();
 
 }  // namespace ddpx

@@ -172,8 +172,18 @@ std::vector<std::vector<uint8_t>> allgather_bytes(const WorldInfo& world, std::s
   if (route == ExchangeRoute::single_process) return {mine};
   if (route == ExchangeRoute::torchrun_store)
     return torch_store_allgather(store_exchange(world, tag, timeout, env), mine);
-  fail("rank {}: an all-gather of the {} is available under torchrun's agent store, not over {} (this job's "
-       "route)", world.rank, tag, route_name(route));
+  if (route == ExchangeRoute::ddpx_rendezvous) {
+    DDPX_REQUIRE(!world.master_addr.empty() && world.master_port > 0,
+                 "rank {}: {} ranks need MASTER_ADDR and MASTER_PORT (or MPI) to exchange the {}; launch with "
+                 "`ddpx ... --nproc-per-node N`, torchrun or mpirun, or set both variables",
+                 world.rank, world.world_size, tag);
+    require_reachable_master_addr(world);
+    RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
+                            timeout};
+    return rendezvous_allgather(config, mine);
+  }
+  fail("rank {}: an all-gather of the {} runs over torchrun's agent store or ddpx's rendezvous, not over {} (this "
+       "job's route)", world.rank, tag, route_name(route));
 }
 
 }  // namespace ddpx

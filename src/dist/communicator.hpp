@@ -2,7 +2,7 @@
 // Guarantees:
 //  - Every rank calls the same collectives in the same order with the same counts and dtypes (the caller's
 //    contract, as in NCCL and MPI); a backend never reorders them.
-//  - Buffers live where buffer_memory() says: host memory for MPI, device memory for NCCL, either for Self.
+//  - Buffers live where buffer_memory() says: host memory for MPI and Gloo, device memory for NCCL, either for Self.
 //  - `stream` is an opaque cudaStream_t: NCCL enqueues on it and returns without waiting; host backends ignore
 //    it and return when the buffer holds the result.
 //  - ReduceOp::avg leaves the mean over ranks (sum / size()) in the buffer.
@@ -42,7 +42,8 @@ class Communicator {
   // Returns when every rank has entered the barrier (host-blocking on every backend).
   virtual void barrier() = 0;
   // Tears the group down so that peers blocked in collectives fail instead of hanging. MPI's abort ends the
-  // whole job (MPI_Abort): it is the only library path that terminates processes, used by the watchdog.
+  // whole job (MPI_Abort): it is the only library path that terminates processes, used by the watchdog. Gloo's
+  // cannot interrupt a call in progress: that call ends at Gloo's timeout (see gloo_communicator.hpp).
   virtual void abort(std::string_view reason) = 0;
 };
 

@@ -100,6 +100,10 @@ int slurm_derived_port(uint64_t job_id, uint64_t step_id) {
   return static_cast<int>(19000 + 64 * (job_id % 200) + step_id % 64);
 }
 
+bool started_by_mpi_launcher(const EnvLookup& env) {
+  return env("OMPI_COMM_WORLD_SIZE").has_value() || env("PMIX_RANK").has_value();
+}
+
 void complete_job_environment(WorldInfo& world, const EnvLookup& env) {
   // Half of a launcher's pair means a hand-made or damaged environment: say which half is missing.
   const bool slurm_step = env("SLURM_STEP_ID") || env("SLURM_STEPID");
@@ -121,7 +125,7 @@ void complete_job_environment(WorldInfo& world, const EnvLookup& env) {
     world.launcher = single.launcher;
   }
   if (world.launcher != "torchrun")
-    world.mpi_launched = env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK");
+    world.mpi_launched = started_by_mpi_launcher(env);
   if (world.launcher == "Open MPI" || world.launcher == "Slurm")
     if (const std::optional<uint64_t> pmix_rank = read_number(env, "PMIX_RANK"))
       DDPX_REQUIRE(*pmix_rank == static_cast<uint64_t>(world.rank),

@@ -28,6 +28,10 @@ namespace ddpx {
 
 void complete_job_environment(WorldInfo& world, const EnvLookup& env);
 
+// OMPI_COMM_WORLD_SIZE or PMIX_RANK is set: an MPI launcher Open MPI can join started this process (PMI-2 alone,
+// as `srun --mpi=pmi2` sets it, is not one; see mpi_launched above). The CPU backend's "auto" asks this too.
+bool started_by_mpi_launcher(const EnvLookup& env);
+
 // 19000 + 64 * (job_id mod 200) + (step_id mod 64): in 19000..31799, below Linux's ephemeral range (32768 on), so
 // no outgoing connection holds it; the 64 steps of one job get distinct ports, and two jobs meet on one port only
 // when their ids agree modulo 200 and they share their first node.

@@ -1,4 +1,5 @@
-// Launcher: start N workers of this program on this machine and supervise them (what torchrun/mpirun do).
+// Launchers: start workers of this program on this machine and supervise them (what torchrun/mpirun do), alone
+// (launch_local_workers, launch_under_mpirun) or as one node of a multi-node job (launch_node_workers).
 // Guarantees of launch_local_workers():
 //  - Each worker is the executable (default: this one, /proc/self/exe) with argv_without_nproc (argv[0]
 //    included) and the environment of the launcher plus RANK, WORLD_SIZE, LOCAL_RANK (= rank), MASTER_ADDR,
@@ -44,6 +45,32 @@ int launch_local_workers(int nproc, const std::vector<std::string>& argv_without
                          const LaunchOptions& options = {});
 
 int launch_under_mpirun(int nproc, const std::vector<std::string>& argv_without_nproc,
+                        const LaunchOptions& options = {});
+
+// One node of a multi-node job (`--nnodes N --node-rank R --master-addr A --master-port P`, torchrun's meanings).
+// launch_node_workers() runs once per node; see node_launcher.cpp and docs/design.md ("Multi-node launcher"):
+//  - Port layout: node 0's launcher serves the control channel on A:P; the workers' rendezvous (MASTER_PORT) is
+//    A:P+1. Only A is bound, never all interfaces.
+//  - Workers get RANK = R*G + local, WORLD_SIZE = N*G, LOCAL_RANK, LOCAL_WORLD_SIZE = G, MASTER_ADDR = A (as
+//    resolved), MASTER_PORT = P+1 and one DDPX_JOB_TOKEN for the whole job: 128 random bits drawn by node 0's
+//    launcher and sent to the others over the control channel.
+//  - Bounded start: the other launchers join within join_timeout or every launcher fails naming the missing
+//    node ranks (and node 0's address). Mismatched --nnodes or --nproc-per-node, or a node rank given twice, fail
+//    on node 0 and on the node at fault with the same message naming both values.
+//  - Bounded end: the first worker failure on any node (exit != 0 or a signal), a launcher interrupted, or a
+//    launcher lost (connection closed, or silent past heartbeat_timeout) stops the workers on every node; every
+//    launcher prints the same "ddpx launch: rank K on node R (address) ... first: <its last stderr line>" and
+//    returns the same exit status (the failed rank's; 130 when interrupted; 1 when a launcher was lost).
+struct NodeOptions {
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 29500;
+  std::chrono::milliseconds join_timeout{std::chrono::seconds(300)};
+  std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(300)};
+};
+
+int launch_node_workers(int nproc_per_node, const NodeOptions& node, const std::vector<std::string>& argv,
                         const LaunchOptions& options = {});
 
 // A TCP port on `address` that was free a moment ago (bind to port 0, read it back, close).

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "dist/half_precision.hpp"
+#include "dist/host_reduction.hpp"
 #include "dist/mpi_session.hpp"
 
 namespace ddpx {
@@ -22,31 +23,6 @@ void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) {
     float x = Widen(a[i]), y = Widen(b[i]);
     b[i] = Narrow(kMax ? std::max(x, y) : x + y);
-  }
-}
-
-template <typename T>
-void divide_in_place(void* buf, size_t count, int divisor) {
-  auto* values = static_cast<T*>(buf);
-  for (size_t i = 0; i < count; ++i) values[i] = static_cast<T>(values[i] / static_cast<T>(divisor));
-}
-
-template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
-void divide_16bit_in_place(void* buf, size_t count, int divisor) {
-  auto* values = static_cast<uint16_t*>(buf);
-  float scale = 1.0f / static_cast<float>(divisor);
-  for (size_t i = 0; i < count; ++i) values[i] = Narrow(Widen(values[i]) * scale);
-}
-
-void divide_by_world(void* buf, size_t count, CommDType dtype, int world) {
-  switch (dtype) {
-    case CommDType::f32: return divide_in_place<float>(buf, count, world);
-    case CommDType::f64: return divide_in_place<double>(buf, count, world);
-    case CommDType::i32: return divide_in_place<int32_t>(buf, count, world);
-    case CommDType::i64: return divide_in_place<int64_t>(buf, count, world);
-    case CommDType::u8: return divide_in_place<uint8_t>(buf, count, world);
-    case CommDType::f16: return divide_16bit_in_place<half_to_float, float_to_half>(buf, count, world);
-    case CommDType::bf16: return divide_16bit_in_place<bf16_to_float, float_to_bf16>(buf, count, world);
   }
 }
 

@@ -15,7 +15,9 @@
 //    start-up agreement (collective #3): rank 2's process 4242 is stopped (state T: SIGSTOP or a debugger), last
 //    in collective #2 (...)" (see heartbeat.hpp). On MPI abort() is MPI_Abort: mpirun ends every rank and exits
 //    non-zero, so a killed or stalled rank ends the job within the timeout. On NCCL, ncclCommAbort makes the hung
-//    kernels return and the next throw_if_fired() raises the message as ddpx::Error.
+//    kernels return and the next throw_if_fired() raises the message as ddpx::Error. On Gloo, abort() only marks the
+//    communicator; the blocked call returns when Gloo's own timeout (also --comm-timeout in train) expires, and
+//    the reducer then raises the watchdog's message.
 //  - Before attach(comm) (communicator creation itself is watched) there is nothing to abort: the watchdog then
 //    prints its message and ends the process with std::_Exit(3). That and MPI_Abort are the library's only paths
 //    that terminate a process; mpirun or ddpx's launcher then stops the other ranks.

@@ -85,14 +85,14 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   if (options.device == "cuda") dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
 #endif
   if (world.world_size == 1 && !options.ddp) return dist;
-  std::string backend = options.backend;
-  if (backend == "auto") backend = options.device == "cuda" ? "nccl" : "mpi";
+  const std::string backend = resolve_backend(options.backend, options.device);
   // MPI cannot join processes that torchrun started (each would be an MPI world of its own): refuse before MPI
   // starts, naming the launchers that work.
   DDPX_REQUIRE(!(backend == "mpi" && world.world_size > 1 && started_by_torchrun()),
-               "rank {}: torchrun started this rank (world size {}), but --device cpu uses the MPI backend, whose "
-               "ranks mpirun or srun must start; use `mpirun -np {} ddpx train --device cpu ...` or `ddpx train "
-               "--device cpu --nproc-per-node {} ...`, or `--device cuda` (NCCL) under torchrun",
+               "rank {}: torchrun started this rank (world size {}), but the MPI backend's ranks must come from "
+               "mpirun or srun; under torchrun use --backend gloo (what --backend auto picks where Gloo is built "
+               "in), or start `mpirun -np {} ddpx train --device cpu ...` or `ddpx train --device cpu "
+               "--nproc-per-node {} ...`",
                world.rank, world.world_size, world.world_size, world.world_size);
   // Watched from the first collective on (communicator creation waits for every rank: MPI_Init's exchange, the
   // NCCL id's rendezvous, ncclCommInitRank): a rank that never arrives ends the job after --comm-timeout.
@@ -108,7 +108,7 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
       dist.mpi_session = std::make_shared<MpiSession>();
       dist.mpi_session->set_finalize_timeout(timeout, dist.heartbeat.get());
     }
-    dist.communicator = make_communicator(backend, world, timeout);
+    dist.communicator = make_communicator(backend, world, timeout, timeout);
   });
   dist.watchdog->attach(*dist.communicator);
   return dist;

@@ -133,11 +133,14 @@ void TrainOptions::validate() const {
                "--optimizer-overlap '{}' is not known; choose auto, on or off", optimizer_overlap);
   DDPX_REQUIRE(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
                "--cuda-graph '{}' is not known; choose auto, on or off", cuda_graph);
-  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi" || backend == "self",
-               "--backend '{}' is not known; choose auto, nccl, mpi or self", backend);
+  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi" || backend == "gloo" || backend == "self",
+               "--backend '{}' is not known; choose auto, nccl, mpi, gloo or self", backend);
+  DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"),
+               "--backend nccl needs --device cuda (CPU training uses mpi or gloo)");
+  DDPX_REQUIRE(!(device == "cuda" && backend == "gloo"),
+               "--backend gloo reduces host buffers: it needs --device cpu (GPU training uses nccl)");
   DDPX_REQUIRE(!(device == "cuda" && backend == "self"),
                "--backend self (one process, the reducer without communication) runs on --device cpu only");
-  DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"), "--backend nccl needs --device cuda (CPU training uses mpi)");
   DDPX_REQUIRE(ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", ranks_per_gpu);
   DDPX_REQUIRE(ranks_per_gpu <= 1 || device == "cuda",
                "--ranks-per-gpu {} applies to --device cuda (CPU ranks share the cores already)", ranks_per_gpu);

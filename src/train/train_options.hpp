@@ -36,7 +36,7 @@ struct TrainOptions {
   double divergence_ratio = 1e4;
   // data parallelism
   bool ddp = false;  // use the reducer even with one rank (measures DDP overhead)
-  std::string backend = "auto";  // auto | nccl | mpi
+  std::string backend = "auto";  // auto | nccl | mpi | gloo
   int ranks_per_gpu = 0;         // --ranks-per-gpu K: K ranks share a GPU (NCCL 2.30+); 0: one rank per GPU
   std::string comm_hook = "allreduce";
   double bucket_mb = 25.0, first_bucket_mb = 1.0;

@@ -86,8 +86,35 @@ TEST(Bootstrap, TorchrunVariablesWinOverTheAllocation) {
   EXPECT_EQ(world.world_size, 2);
   EXPECT_EQ(world.master_addr, "127.0.0.1");
   EXPECT_EQ(world.master_port, 29500);
-  EXPECT_EQ(world.job_token, "port29500-world2");  // derived when DDPX_JOB_TOKEN is absent
+  // No token derived from public facts (the port and the world size were guessable): empty, so the rendezvous
+  // runs only on loopback unless DDPX_JOB_TOKEN is set (issue 13 point 7).
+  EXPECT_EQ(world.job_token, "");
 }
+
+TEST(Bootstrap, AutoBackendOnCpuIsMpiUnderAnMpiLauncherElseGloo) {
+  const std::string cpu_default = gloo_available() ? "gloo" : "mpi";
+  EXPECT_EQ(resolve_backend("auto", "cuda", fake_env({})), "nccl");
+  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}})), cpu_default);
+  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}})), cpu_default);
+  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"}})),
+            "mpi");
+  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"PMI_SIZE", "2"}, {"PMI_RANK", "1"}})), "mpi");
+  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"PMIX_RANK", "1"}})), "mpi");
+  EXPECT_EQ(resolve_backend("gloo", "cpu", fake_env({{"OMPI_COMM_WORLD_SIZE", "2"}})), "gloo");
+  EXPECT_EQ(resolve_backend("mpi", "cpu", fake_env({})), "mpi");
+}
+
+#ifndef DDPX_HAVE_GLOO
+TEST(Bootstrap, GlooWithoutGlooInTheBuildSaysHowToGetIt) {
+  WorldInfo world;
+  try {
+    make_communicator("gloo", world);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "backend 'gloo' is not available: install libgloo-dev and rebuild");
+  }
+}
+#endif
 
 TEST(Bootstrap, JobTokenFromTheLauncher) {
   WorldInfo world = detect_world(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"DDPX_JOB_TOKEN", "abc"}}));
@@ -115,10 +142,11 @@ TEST(Bootstrap, UnknownOrMismatchedBackend) {
   two.world_size = 2;
   two.launcher = "torchrun";
   try {
-    make_communicator("gloo", WorldInfo{});
+    make_communicator("ucc", WorldInfo{});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown communication backend 'gloo' (--backend)"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown communication backend 'ucc' (--backend): expected nccl, mpi, gloo "
+                                         "or self"), std::string::npos) << e.what();
   }
   EXPECT_THROW(make_communicator("self", two), Error);
   EXPECT_EQ(make_communicator("self", WorldInfo{})->size(), 1);

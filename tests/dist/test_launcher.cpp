@@ -1,5 +1,6 @@
-// launch_local_workers(), through the launch_driver program: environment, output prefixes, the first-failure
-// report, and that the remaining workers are stopped (SIGTERM, then SIGKILL) instead of hanging the launch.
+// launch_local_workers() and (on loopback) launch_node_workers(), through the launch_driver program: environment,
+// output prefixes, the first-failure report, and that the remaining workers are stopped (SIGTERM, then SIGKILL)
+// instead of hanging the launch.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -22,8 +23,7 @@ struct RunResult {
   std::string output;
 };
 
-RunResult run_driver(const std::string& args) {
-  std::string command = std::string(DDPX_LAUNCH_DRIVER) + " " + args + " 2>&1";
+RunResult run_shell(const std::string& command) {
   RunResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return result;
@@ -33,6 +33,10 @@ RunResult run_driver(const std::string& args) {
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+RunResult run_driver(const std::string& args) {
+  return run_shell(std::string(DDPX_LAUNCH_DRIVER) + " " + args + " 2>&1");
 }
 
 TEST(Launcher, WorkersGetRanksAndPrefixedOutput) {
@@ -161,6 +165,37 @@ TEST(Launcher, UnderMpirun) {
   RunResult failing = run_driver("mpirun 2 fail");
   EXPECT_NE(failing.exit_code, 0) << failing.output;
   EXPECT_NE(failing.output.find("rank 1 failing on purpose"), std::string::npos) << failing.output;
+}
+
+// Two node launchers on one host (both on loopback; the runs across real hosts are multinode_launcher.sh): ranks
+// are node * nproc + local, every rank gets rank 0's payload, and a failing rank on node 1 ends both nodes with
+// the same verdict and exit status.
+TEST(Launcher, TwoNodesOnLoopback) {
+  const int port = find_free_port();
+  const std::string node = std::string(DDPX_LAUNCH_DRIVER) + " nodes 2 ";
+  auto both = [&](const std::string& mode) {
+    const std::string tail = " 127.0.0.1 " + std::to_string(port) + " 2 20 10 " + mode;
+    return run_shell("(timeout 60 " + node + "0" + tail + " & timeout 60 " + node + "1" + tail +
+                     "; echo node1=$?; wait $!; echo node0=$?) 2>&1");
+  };
+  RunResult ok = both("ok");
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_NE(ok.output.find("rank " + std::to_string(rank) + " of 4 (local " + std::to_string(rank % 2) +
+                             ") got 'hello from rank 0' as pid "),
+              std::string::npos)
+        << ok.output;
+  EXPECT_NE(ok.output.find("node0=0"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("node1=0"), std::string::npos) << ok.output;
+
+  RunResult failing = both("fail:3");
+  const std::string verdict =
+      "ddpx launch: rank 3 on node 1 (127.0.0.1) exited with status 3 first: rank 3 failing on purpose";
+  const size_t first = failing.output.find(verdict);
+  ASSERT_NE(first, std::string::npos) << failing.output;
+  EXPECT_NE(failing.output.find(verdict, first + 1), std::string::npos) << "only one node reported it\n"
+                                                                          << failing.output;
+  EXPECT_NE(failing.output.find("node0=3"), std::string::npos) << failing.output;
+  EXPECT_NE(failing.output.find("node1=3"), std::string::npos) << failing.output;
 }
 
 TEST(Launcher, RejectsBadArguments) {

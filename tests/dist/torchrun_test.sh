@@ -13,8 +13,9 @@
 #   static-restart N  like static with --max_restarts 1, rank 1 failing once after its exchanges: the second
 #                     attempt's exchange must pass on its own (its keys are apart from the first attempt's)
 #   train-cpu N       `ddpx train --device cpu --model vit_tiny_test --steps 2` under --standalone (PROGRAM: ddpx);
-#                     must finish both steps
-#   train-cpu-refused N   the same with N >= 2 ranks: must fail at once with the message naming mpirun
+#                     must finish both steps; with N >= 2 over --backend gloo (skipped in a build without Gloo)
+#   train-cpu-refused N   the same with N >= 2 ranks and --backend mpi: must fail at once with the message naming
+#                     mpirun (MPI's ranks cannot come from torchrun)
 # The torchrun is $DDPX_TORCHRUN (default: torchrun on PATH). Flags are spelled with underscores, which every
 # torchrun accepts (1.13 knows no other spelling); `-r 1 -t 1` works around 1.13's default log redirection, which
 # crashes under Python 3.11. Exit 0 pass, 1 fail, 77 skip (no torchrun; namespaces without root or iproute2).
@@ -131,12 +132,18 @@ case "$mode" in
   netns-c10d) run_two_nodes c10d_flags; check_exchange $((2 * nproc)) ;;
   netns-static) run_two_nodes static_flags; check_exchange $((2 * nproc)) ;;
   train-cpu)
+    backend=(); ((nproc > 1)) && backend=(--backend gloo)
     timeout -k 5 150 "$torchrun" "${common[@]}" --standalone "$program" train --device cpu --model vit_tiny_test \
-      --steps 2 >"$work/train.log" 2>&1 || fail "torchrun + ddpx train exited with status $?"
+      --steps 2 "${backend[@]}" >"$work/train.log" 2>&1
+    status=$?
+    if grep -q "backend 'gloo' is not available" "$work/train.log"; then
+      echo "SKIP: this ddpx was built without Gloo"; exit 77
+    fi
+    ((status == 0)) || fail "torchrun + ddpx train exited with status $status"
     grep -q 'step *2/2' "$work/train.log" || fail "ddpx train did not report step 2/2"
     echo "PASS: torchrun started ddpx train --device cpu with $nproc rank(s); it ran both steps" ;;
   train-cpu-refused)
-    timeout -k 5 100 "$torchrun" "${common[@]}" --standalone "$program" train --device cpu \
+    timeout -k 5 100 "$torchrun" "${common[@]}" --standalone "$program" train --device cpu --backend mpi \
       --model vit_tiny_test --steps 2 >"$work/train.log" 2>&1
     status=$?
     [[ $status != 0 && $status != 124 && $status != 137 ]] || fail "expected a quick failure, got status $status"
