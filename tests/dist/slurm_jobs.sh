@@ -7,6 +7,8 @@
 #  2. `srun -n 2 --mpi=pmix` of the same driver: over MPI; `srun -n 2 --mpi=pmi2` (which Open MPI cannot join):
 #     over the derived TCP rendezvous;
 #  3. `srun -n 2 --mpi=pmix ddpx train --device cpu ...`: 2 ranks train over MPI and save weights;
+#  3b. plain `srun -n 2 ddpx train --device cpu ...` (no MPI launcher): --backend auto is Gloo, meeting at the
+#     derived address and port; the same weights as run 3 (skipped when ddpx was built without Gloo);
 #  4. `sbatch --wait` of a script that runs the same `srun` line, and `ddpx train --nproc-per-node 2` in the batch
 #     script itself (one process there, not rank 0 of the allocation): both save weights identical to run 3's,
 #     byte for byte (same seed, same ranks, same all-reduce);
@@ -49,6 +51,17 @@ timeout -k 5 300 srun -n 2 --mpi=pmix "$DDPX" train $TRAIN --save "$WORK/srun.sa
   { cat srun.log; echo "slurm_jobs: srun train failed"; exit 1; }
 cat srun.log
 check_run srun.log
+
+echo "== 3b. srun -n 2 ddpx train (Gloo at the derived address and port)"
+if timeout -k 5 300 srun -n 2 "$DDPX" train $TRAIN --save "$WORK/srun-gloo.safetensors" >srun-gloo.log 2>&1; then
+  grep -q "DDP: gloo, 2 rank(s)" srun-gloo.log || { cat srun-gloo.log; echo "slurm_jobs: not a 2-rank Gloo run"; exit 1; }
+  cmp "$WORK/srun.safetensors" "$WORK/srun-gloo.safetensors" ||
+    { echo "slurm_jobs: the Gloo run's weights differ from the MPI run's"; exit 1; }
+elif grep -q "Gloo" srun-gloo.log && ! grep -q "DDP: gloo" srun-gloo.log && grep -qi "without gloo\|built without" srun-gloo.log; then
+  echo "slurm_jobs: this ddpx has no Gloo; plain srun on the CPU skipped"
+else
+  cat srun-gloo.log; echo "slurm_jobs: plain srun train failed"; exit 1
+fi
 
 echo "== 4. sbatch --wait"
 cat >"$WORK/train.sbatch" <<SCRIPT
