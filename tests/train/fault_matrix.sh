@@ -30,7 +30,7 @@ case "$phase" in
   broadcast) point=broadcast; culprit=1 ;;
   first-step) point=step-1; culprit=2 ;;
   mid-run) point=step-3; culprit=1 ;;
-  checkpoint) point=write-checkpoint.safetensors@2; culprit=0 ;;
+  checkpoint) point=write-checkpoint-4.safetensors; culprit=0 ;;
   final-save) point=write-w.safetensors; culprit=0 ;;
   finalize) point=finalize; culprit=1 ;;
   *) echo "fault_matrix: unknown phase '$phase'"; exit 2 ;;

@@ -193,7 +193,7 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       {"train --model vit_tiny_test --prefetch 1", "--prefetch"},
       {"train --model vit_tiny_test --data synthetic-device", "--data synthetic-device needs --device cuda"},
       {"train --model vit_tiny_test --cuda-graph on", "--cuda-graph on needs --device cuda"},
-      {"train --model vit_tiny_test --backend ucc", "--backend 'ucc' is not known; choose auto, nccl, mpi or gloo"},
+      {"train --model vit_tiny_test --backend ucc", "--backend 'ucc' is not known; choose auto, nccl, mpi, gloo or self"},
       {"train --model vit_tiny_test --device cuda --backend gloo", "--backend gloo reduces host buffers: it needs --device cpu"},
       // Checked even when no reducer would use them, and never cast out of range.
       {"train --model vit_tiny_test --bucket-mb 1e30", "--bucket-mb must be between"},
