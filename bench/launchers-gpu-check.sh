@@ -25,8 +25,8 @@ check() {  # NAME EXPECT(pass|refuse:TEXT) COMMAND...
   local status=$?
   if [[ $expect == pass && $status -eq 0 ]] && grep -q "summary:\|out of bounds values : 0 OK" "$log"; then
     echo "PASS $name"
-  elif [[ $expect == refuse:* && $status -ne 0 ]] && grep -q "${expect#refuse:}" "$log"; then
-    echo "PASS $name (refused: $(grep -o "${expect#refuse:}.*" "$log" | head -1 | cut -c1-160))"
+  elif [[ $expect == refuse:* && $status -ne 0 ]] && grep -q -- "${expect#refuse:}" "$log"; then
+    echo "PASS $name (refused: $(grep -o -- "${expect#refuse:}.*" "$log" | head -1 | cut -c1-160))"
   else
     echo "FAIL $name (exit $status), last lines:"; tail -5 "$log"; failures=$((failures + 1))
   fi
