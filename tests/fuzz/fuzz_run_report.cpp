@@ -1,0 +1,36 @@
+// Fuzz target: run reports (load_run_report: `ddpx report FILE`, `ddpx bench`/`tune` trials), followed by what
+// `ddpx report` does with an accepted report: breakdown, communication statistics, verdict, trace, JSON output.
+// The reader must guarantee, for any bytes: no crash, no hang, no unbounded memory, every refusal a ddpx::Error
+// naming the file and field; and a report it accepts is one every analysis can handle (no crash, no undefined
+// behaviour such as converting an infinite or huge time to an integer).
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzz_support.hpp"
+#include "profile/comm_stats.hpp"
+#include "profile/step_breakdown.hpp"
+#include "profile/step_record.hpp"
+#include "profile/trace_writer.hpp"
+#include "profile/verdict.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const auto path = ddpx::fuzz::write_scratch_file("report.json", data, size);
+  ddpx::fuzz::expect_clean_refusal([&] {
+    const ddpx::RunReport report = ddpx::load_run_report(path.string());
+    const ddpx::StepBreakdown breakdown = ddpx::summarize_steps(report);
+    const ddpx::Verdict verdict = ddpx::diagnose(report);
+    nlohmann::json out;
+    to_json(out["breakdown"], breakdown);
+    to_json(out["verdict"], verdict);
+    (void)out.dump(1);
+    (void)ddpx::format_breakdown(breakdown);
+    (void)verdict.text();
+    (void)ddpx::format_comm_stats(ddpx::run_comm_stats(report), report.config.world, report.ranks.front().info.transport);
+    ddpx::TraceWriter trace;
+    trace.add_report(report);
+    (void)trace.to_json().dump();
+  });
+  return 0;
+}
