@@ -2,9 +2,11 @@
 // `ddpx report` does with an accepted report: breakdown, communication statistics, verdict, trace, JSON output.
 // The reader must guarantee, for any bytes: no crash, no hang, no unbounded memory, every refusal a ddpx::Error
 // naming the file and field; and a report it accepts is one every analysis can handle (no crash, no undefined
-// behaviour such as converting an infinite or huge time to an integer).
+// behaviour), and whose trace passes check_trace (times that fit the trace's int64 nanoseconds).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +32,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)ddpx::format_comm_stats(ddpx::run_comm_stats(report), report.config.world, report.ranks.front().info.transport);
     ddpx::TraceWriter trace;
     trace.add_report(report);
-    (void)trace.to_json().dump();
+    const nlohmann::json trace_json = trace.to_json();
+    (void)trace_json.dump();
+    // The trace of an accepted report is one the viewers can draw (TraceWriter's guarantee).
+    for (const std::string& problem : ddpx::check_trace(trace_json)) {
+      std::fprintf(stderr, "ddpx fuzz: the trace of an accepted report is broken: %s\n", problem.c_str());
+      std::abort();
+    }
   });
   return 0;
 }
