@@ -169,7 +169,8 @@ std::vector<std::string> check_trace(const json& trace) {
       continue;
     }
     if (e["ph"] != "X") continue;
-    if (!e.contains("name") || !e["name"].is_string()) problems.push_back(where + " (\"X\") has no string \"name\"");
+    const bool named = e.contains("name") && e["name"].is_string();
+    if (!named) problems.push_back(where + " (\"X\") has no string \"name\"");
     if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number() ||
         e["dur"].get<double>() < 0) {
       problems.push_back(where + " (\"X\") needs numeric \"ts\" and \"dur\" >= 0");
@@ -177,7 +178,7 @@ std::vector<std::string> check_trace(const json& trace) {
     }
     const double ts = e["ts"].get<double>();
     by_thread[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].push_back(
-        Span{ts, ts + e["dur"].get<double>(), e.value("name", std::string("?"))});
+        Span{ts, ts + e["dur"].get<double>(), named ? e["name"].get<std::string>() : std::string("?")});
   }
   constexpr double kSlackUs = 1e-3;  // 1 ns: ts/dur are printed from whole nanoseconds
   for (auto& [thread, spans] : by_thread) {
