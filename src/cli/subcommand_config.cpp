@@ -20,14 +20,25 @@ bool is_json(const std::string& file) { return file.size() >= 5 && file.compare(
 std::vector<CLI::ConfigItem> json_items(const std::string& file) {
   std::ifstream in(file);
   nlohmann::json j;
+  // nlohmann keeps the last of two equal keys; the .cfg reader refuses a key set twice, and so does this one.
+  std::set<std::string> top_level_keys;
+  std::string duplicate;
+  const auto find_duplicate = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && duplicate.empty() &&
+        !top_level_keys.insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    j = parse_json(in, "--config " + file);
+    j = parse_json(in, "--config " + file, find_duplicate);
   } catch (const nlohmann::json::exception& e) {
     throw CLI::ConfigError("--config " + file + ": not valid JSON (" + e.what() + ")");
   } catch (const Error& e) {
     throw CLI::ConfigError(e.what());
   }
   if (!j.is_object()) throw CLI::ConfigError("--config " + file + ": expected a JSON object of flag names and values");
+  if (!duplicate.empty())
+    throw CLI::ConfigError("--config " + file + ": key '" + duplicate + "' is set twice; keep one");
   const auto text = [&](const std::string& key, const nlohmann::json& value) -> std::string {
     if (value.is_string()) return value.get<std::string>();
     if (value.is_boolean()) return value.get<bool>() ? "true" : "false";

@@ -1,11 +1,12 @@
 // What every file-reader fuzz target shares: a private scratch folder for the file a path-taking reader opens,
 // and the rule that a reader refuses bad input only with ddpx::Error.
-// Guarantees: the scratch folder is created once per process under $TMPDIR (or /tmp) and removed at exit; an
+// Guarantees: the scratch folder is created once per process in /dev/shm (else $TMPDIR or /tmp), removed at exit; an
 // exception other than ddpx::Error (or a refusal type the target names) ends the process with abort() after printing its type
 // and message, so libFuzzer keeps the input as a crash. Hangs and unbounded memory are caught by libFuzzer itself
 // (-timeout, -rss_limit_mb, -malloc_limit_mb), as are the sanitizers' findings (ASan, UBSan, LeakSanitizer).
 #pragma once
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -26,7 +27,13 @@ inline constexpr std::string_view kModelSpec = "custom:image=4,patch=2,channels=
 
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ddpx-fuzz-XXXXXX").string();
+    // In memory when /dev/shm is there: on a busy disk an open() in /tmp once took longer than -timeout.
+    std::error_code error;
+    const std::filesystem::path parent =
+        std::filesystem::is_directory("/dev/shm", error) && ::access("/dev/shm", W_OK) == 0
+            ? std::filesystem::path("/dev/shm")
+            : std::filesystem::temp_directory_path();
+    std::string pattern = (parent / "ddpx-fuzz-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
       std::perror("ddpx fuzz: mkdtemp");
       std::abort();

@@ -46,7 +46,7 @@ for target in "${TARGETS[@]}"; do
   work="$BUILD_DIR/corpus/$target"  # new inputs found here; the seeds are only read
   mkdir -p "$work"
   log="$BUILD_DIR/$target.log"
-  if "$binary" "$work" "$seeds" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=5 -max_len=65536 \
+  if "$binary" "$work" "$seeds" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
        -print_final_stats=1 -artifact_prefix="$ARTIFACTS/$target-" >"$log" 2>&1; then
     echo "fuzz: $target ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs, ${SECONDS_EACH}s, $(ls "$seeds" | wc -l) seeds)"
   else
