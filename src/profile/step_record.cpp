@@ -23,7 +23,7 @@ constexpr double kMaxReportMs = 1e12;
 
 void require_time(const char* record, const char* field, double ms, double min_ms) {
   DDPX_REQUIRE(std::isfinite(ms) && ms >= min_ms && ms <= kMaxReportMs,
-               "{}: field '{}' must be a time in [{}, {:g}] ms, got {}", record, field, min_ms, kMaxReportMs, ms);
+               "{}: field '{}' must be a time in [{:g}, {:g}] ms, got {}", record, field, min_ms, kMaxReportMs, ms);
 }
 
 }  // namespace
