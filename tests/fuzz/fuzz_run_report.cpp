@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)out.dump(1);
     (void)ddpx::format_breakdown(breakdown);
     (void)verdict.text();
-    (void)ddpx::format_comm_stats(ddpx::run_comm_stats(report), report.config.world, report.ranks.front().info.transport);
+    const std::string& link = report.ranks.front().info.transport;
+    (void)ddpx::format_comm_stats(ddpx::run_comm_stats(report), report.config.world, link);
     ddpx::TraceWriter trace;
     trace.add_report(report);
     const nlohmann::json trace_json = trace.to_json();

@@ -1,9 +1,10 @@
 // What every file-reader fuzz target shares: a private scratch folder for the file a path-taking reader opens,
 // and the rule that a reader refuses bad input only with ddpx::Error.
-// Guarantees: the scratch folder is created once per process in /dev/shm (else $TMPDIR or /tmp), removed at exit; an
-// exception other than ddpx::Error (or a refusal type the target names) ends the process with abort() after printing its type
-// and message, so libFuzzer keeps the input as a crash. Hangs and unbounded memory are caught by libFuzzer itself
-// (-timeout, -rss_limit_mb, -malloc_limit_mb), as are the sanitizers' findings (ASan, UBSan, LeakSanitizer).
+// Guarantees: the scratch folder is created once per process in /dev/shm (else $TMPDIR or /tmp) and removed at
+// a normal exit (a crashing run leaves its few kB there); an exception other than ddpx::Error (or a refusal type
+// the target catches itself) ends the process with abort() after printing its type and message, so libFuzzer
+// keeps the input as a crash. Hangs and unbounded memory are caught by libFuzzer itself (-timeout, -rss_limit_mb,
+// -malloc_limit_mb), as are the sanitizers' findings (ASan, UBSan, LeakSanitizer).
 #pragma once
 #include <stdlib.h>
 #include <unistd.h>
@@ -23,7 +24,8 @@ namespace ddpx::fuzz {
 
 // The model the layout-aware targets (parameter files, checkpoints) load into: tiny, so that its files, and so
 // the corpus, stay a few kB, yet it has every kind of tensor a ViT has.
-inline constexpr std::string_view kModelSpec = "custom:image=4,patch=2,channels=1,layers=1,hidden=4,heads=1,mlp=4,classes=2";
+inline constexpr std::string_view kModelSpec =
+    "custom:image=4,patch=2,channels=1,layers=1,hidden=4,heads=1,mlp=4,classes=2";
 
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {

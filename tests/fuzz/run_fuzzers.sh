@@ -48,7 +48,8 @@ for target in "${TARGETS[@]}"; do
   log="$BUILD_DIR/$target.log"
   if "$binary" "$work" "$seeds" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
        -print_final_stats=1 -artifact_prefix="$ARTIFACTS/$target-" >"$log" 2>&1; then
-    echo "fuzz: $target ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs, ${SECONDS_EACH}s, $(ls "$seeds" | wc -l) seeds)"
+    runs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
+    echo "fuzz: $target ok (${runs:-?} runs, ${SECONDS_EACH}s, $(ls "$seeds" | wc -l) seeds)"
   else
     failed+=("$target")
     echo "fuzz: $target FAILED; libFuzzer's report:"

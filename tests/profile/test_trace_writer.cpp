@@ -131,7 +131,8 @@ TEST(TraceWriter, CheckerFindsBrokenNestingAndMissingFields) {
 // Found by tests/fuzz/fuzz_trace_merge: an "X" event whose name is not a string made check_trace throw
 // nlohmann's type_error instead of reporting the problem.
 TEST(TraceWriter, CheckerReportsANameThatIsNotAString) {
-  const json numbered = {{"traceEvents", {{{"ph", "X"}, {"name", 5}, {"pid", 0}, {"tid", 0}, {"ts", 0.0}, {"dur", 1.0}}}}};
+  const json numbered = {
+      {"traceEvents", {{{"ph", "X"}, {"name", 5}, {"pid", 0}, {"tid", 0}, {"ts", 0.0}, {"dur", 1.0}}}}};
   std::vector<std::string> problems;
   ASSERT_NO_THROW(problems = check_trace(numbered));
   ASSERT_EQ(problems.size(), 1u);
