@@ -47,6 +47,9 @@ TEST_REQUIREMENTS=(
   "cmd:unshare|util-linux (unshare) for the multi-node tests' UTS namespaces|util-linux"
   "cmd:slurmctld|Slurm (slurmctld, slurmd, srun, sbatch) for the Slurm tests|slurm-wlm"
   "cmd:munged|munge, Slurm's authentication, for the Slurm tests|munge"
+  "cmd:clang++|clang for the file-reader fuzzers (tests/fuzz)|clang"
+  "hdr:fuzzer/FuzzedDataProvider.h|clang's runtimes (libFuzzer, sanitizers) for tests/fuzz|libclang-rt-dev"
+  "cmd:ccache|ccache (the fuzzers' own build reuses objects)|ccache"
 )
 
 HEADER_DIRS=(/usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas /usr/include/x86_64-linux-gnu

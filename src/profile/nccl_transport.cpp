@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <optional>
 #include <regex>
 
 #include "core/error.hpp"
@@ -32,6 +34,23 @@ std::string transport_family(std::string_view transport) {
   return std::string(transport);
 }
 
+namespace {
+
+// NCCL's lines are a few hundred characters; std::regex recurses once per character matched, so a longer line (a
+// binary file, a log without newlines) would overflow the stack. Such lines are not NCCL's and are skipped.
+constexpr size_t kMaxLogLineBytes = 4096;
+
+// A rank or channel number of the log, or nullopt when it does not fit an int (then the line is not NCCL's).
+std::optional<int> log_number(const std::ssub_match& digits) {
+  const std::string text = digits.str();
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
 NcclTransportSummary parse_nccl_transports(std::string_view log) {
   // Channel <c>[/<n>] : <from>[<dev>] -> <to>[<dev>] [\[send\] |\[receive\] ]via <transport>
   static const std::regex line_pattern(
@@ -42,14 +61,20 @@ NcclTransportSummary parse_nccl_transports(std::string_view log) {
   while (begin <= log.size()) {
     size_t end = log.find('\n', begin);
     if (end == std::string_view::npos) end = log.size();
+    if (end - begin > kMaxLogLineBytes) {
+      begin = end + 1;
+      continue;
+    }
     const std::string line(log.substr(begin, end - begin));
     begin = end + 1;
     std::smatch match;
     if (!std::regex_search(line, match, line_pattern)) continue;
+    const std::optional<int> channel = log_number(match[1]), from = log_number(match[2]), to = log_number(match[3]);
+    if (!channel || !from || !to) continue;
     NcclConnection c;
-    c.channel = std::stoi(match[1].str());
-    c.from_rank = std::stoi(match[2].str());
-    c.to_rank = std::stoi(match[3].str());
+    c.channel = *channel;
+    c.from_rank = *from;
+    c.to_rank = *to;
     c.transport = match[4].str();
     const std::string family = transport_family(c.transport);
     ++summary.family_counts[family];

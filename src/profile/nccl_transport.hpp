@@ -7,7 +7,8 @@
 //    has the final word: compare with parse_nccl_transports() on an NCCL_DEBUG=INFO run.
 //  - parse_nccl_transports() reads the "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read" lines (older forms
 //    "Channel 02 : 3[3] -> 0[0] via SHM/direct/direct", "[send] via NET/Socket/0", "via P2P/direct pointer" and
-//    hex bus ids in brackets included) and ignores every other line.
+//    hex bus ids in brackets included) and ignores every other line, as well as lines longer than 4096 bytes and
+//    numbers too large for an int, which NCCL does not write: any text is parsed without an error or a crash.
 #pragma once
 #include <map>
 #include <string>

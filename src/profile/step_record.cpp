@@ -19,6 +19,19 @@ constexpr uint64_t kMaxReportBytes = uint64_t{4} << 30;  // reports of very long
 using nlohmann::json;
 namespace jf = json_fields;
 
+namespace {
+
+// Times in a report are milliseconds from the run's start. Beyond 10^12 ms (31 years) they are not a run's, and in
+// nanoseconds (the trace) they would not fit an int64, so the trace would silently show other times.
+constexpr double kMaxReportMs = 1e12;
+
+void require_time(const char* record, const char* field, double ms, double min_ms) {
+  DDPX_REQUIRE(std::isfinite(ms) && ms >= min_ms && ms <= kMaxReportMs,
+               "{}: field '{}' must be a time in [{:g}, {:g}] ms, got {}", record, field, min_ms, kMaxReportMs, ms);
+}
+
+}  // namespace
+
 double PhaseTimes::serial_sum_ms() const {
   return data_wait_ms + h2d_copy_ms + forward_ms + backward_ms + exposed_comm_ms + optimizer_ms;
 }
@@ -66,9 +79,9 @@ void from_json(const json& j, PhaseTimes& v) {
   for (const auto& [name, ms] : {std::pair{"data_wait_ms", v.data_wait_ms}, {"h2d_copy_ms", v.h2d_copy_ms},
                                  {"forward_ms", v.forward_ms}, {"backward_ms", v.backward_ms}, {"comm_ms", v.comm_ms},
                                  {"exposed_comm_ms", v.exposed_comm_ms}, {"optimizer_ms", v.optimizer_ms}})
-    DDPX_REQUIRE(std::isfinite(ms) && ms >= 0, "{}: field '{}' must be a time >= 0 ms, got {}", record, name, ms);
-  DDPX_REQUIRE(std::isfinite(v.total_ms) && v.total_ms > 0, "{}: field 'total_ms' must be a time > 0 ms, got {}",
-               record, v.total_ms);
+    require_time(record, name, ms, 0);
+  require_time(record, "total_ms", v.total_ms, 0);
+  DDPX_REQUIRE(v.total_ms > 0, "{}: field 'total_ms' must be a time > 0 ms, got {}", record, v.total_ms);
 }
 
 void to_json(json& j, const BucketRecord& v) {
@@ -88,6 +101,9 @@ void from_json(const json& j, BucketRecord& v) {
   jf::require(j, record, "start_ms", v.start_ms);
   jf::require(j, record, "end_ms", v.end_ms);
   jf::optional(j, record, "stream", v.stream);
+  require_time(record, "launch_ms", v.launch_ms, -kMaxReportMs);
+  require_time(record, "start_ms", v.start_ms, -kMaxReportMs);
+  require_time(record, "end_ms", v.end_ms, -kMaxReportMs);
   DDPX_REQUIRE(v.bytes > 0, "bucket record {}: 'bytes' must be positive, got {}", v.index, v.bytes);
   DDPX_REQUIRE(v.launch_ms <= v.start_ms && v.start_ms <= v.end_ms,
                "bucket record {}: times must satisfy launch <= start <= end, got {} / {} / {} ms", v.index,
@@ -103,14 +119,14 @@ void from_json(const json& j, StepRecord& v) {
   const char* record = "step record";
   jf::require(j, record, "step", v.step);
   jf::optional(j, record, "start_ms", v.start_ms);
+  require_time(record, "start_ms", v.start_ms, -kMaxReportMs);
   jf::require(j, record, "phases", v.phases);
   jf::optional(j, record, "buckets", v.buckets);
   v.gpu_busy_ms.reset();
   if (auto it = j.find("gpu_busy_ms"); it != j.end() && !it->is_null()) {
     double busy = 0;
     jf::read_value(*it, record, "gpu_busy_ms", busy);
-    DDPX_REQUIRE(std::isfinite(busy) && busy >= 0, "{}: field 'gpu_busy_ms' must be a time >= 0 ms, got {}", record,
-                 busy);
+    require_time(record, "gpu_busy_ms", busy, 0);
     v.gpu_busy_ms = busy;
   }
 }

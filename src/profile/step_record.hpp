@@ -5,7 +5,8 @@
 //  - All times are milliseconds. Phase times are durations on the step's critical path; bucket times are
 //    offsets from the step's start (the same clock as StepRecord::start_ms, which counts from the rank's run
 //    start), so a step's buckets and phases can be drawn on one timeline.
-//  - Every struct converts to and from JSON (nlohmann); reading names the missing or mistyped field.
+//  - Every struct converts to and from JSON (nlohmann); reading names the missing or mistyped field, and refuses
+//    a time that is not finite or lies beyond 10^12 ms (31 years), so every time fits a trace's int64 nanoseconds.
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <set>
 
@@ -67,10 +68,25 @@ void TraceWriter::add_rank(const RankInfo& info, const std::vector<StepRecord>& 
   DDPX_REQUIRE(ranks_added_.insert(pid).second, "trace: rank {} was added twice; every rank's steps go in once",
                pid);
   add_process(pid);
+  // Where the last event drawn on each thread ends: a step, copy or bucket whose recorded times overlap the one
+  // before it on its thread (a CUDA step's device time can run past the next step's host start; a damaged file
+  // can say anything) starts where that one ends, so that every thread stays well nested. Sums saturate.
+  std::map<int, int64_t> thread_end;
+  const auto saturating_add = [](int64_t a, int64_t b) {
+    int64_t sum = 0;
+    return __builtin_add_overflow(a, b, &sum) ? (b > 0 ? INT64_MAX : INT64_MIN) : sum;
+  };
+  const auto place = [&](int tid, int64_t start, int64_t duration) {
+    const auto it = thread_end.find(tid);
+    if (it != thread_end.end()) start = std::max(start, it->second);
+    thread_end[tid] = saturating_add(start, duration);
+    return start;
+  };
   for (const StepRecord& step : steps) {
     const PhaseTimes& t = step.phases;
-    const int64_t step_start = to_ns(step.start_ms);
-    const int64_t step_end = step_start + to_ns(std::max(t.total_ms, 0.0));
+    const int64_t step_duration = to_ns(std::max(t.total_ms, 0.0));
+    const int64_t step_start = place(kComputeTid, to_ns(step.start_ms), step_duration);
+    const int64_t step_end = saturating_add(step_start, step_duration);
     events_.push_back(Event{pid, kComputeTid, fmt::format("Batch {}", step.step), step_start, step_end - step_start,
                             json{{"step", step.step}, {"total_ms", t.total_ms}}});
     // The seed's phases, back to back from the step start, clipped to the step.
@@ -82,13 +98,14 @@ void TraceWriter::add_rank(const RankInfo& info, const std::vector<StepRecord>& 
     int64_t cursor = step_start;
     for (const auto& [name, ms] : phases) {
       const int64_t begin = std::min(cursor, step_end);
-      const int64_t end = std::min(cursor + to_ns(std::max(ms, 0.0)), step_end);
+      const int64_t end = std::min(saturating_add(cursor, to_ns(std::max(ms, 0.0))), step_end);
       cursor = end;
       if (end > begin) events_.push_back(Event{pid, kComputeTid, name, begin, end - begin, json::object()});
     }
     if (t.h2d_copy_ms > 0) {
-      const int64_t copy_start = step_start + to_ns(t.data_wait_ms);
-      events_.push_back(Event{pid, kCopyTid, "h2d copy", copy_start, to_ns(t.h2d_copy_ms), json::object()});
+      const int64_t copy_duration = to_ns(t.h2d_copy_ms);
+      const int64_t copy_start = place(kCopyTid, saturating_add(step_start, to_ns(t.data_wait_ms)), copy_duration);
+      events_.push_back(Event{pid, kCopyTid, "h2d copy", copy_start, copy_duration, json::object()});
     }
     for (const BucketRecord& bucket : step.buckets) {
       const double ms = bucket.end_ms - bucket.start_ms;
@@ -98,8 +115,10 @@ void TraceWriter::add_rank(const RankInfo& info, const std::vector<StepRecord>& 
                 {"elements", bucket.elements},
                 {"queued_ms", bucket.start_ms - bucket.launch_ms}};
       const std::string thread = bucket.stream.empty() ? "comm" : bucket.stream;
-      events_.push_back(Event{pid, thread_id(pid, thread), fmt::format("bucket {}", bucket.index),
-                              step_start + to_ns(bucket.start_ms), to_ns(ms), std::move(args)});
+      const int tid = thread_id(pid, thread);
+      const int64_t bucket_start = place(tid, saturating_add(step_start, to_ns(bucket.start_ms)), to_ns(ms));
+      events_.push_back(Event{pid, tid, fmt::format("bucket {}", bucket.index), bucket_start, to_ns(ms),
+                              std::move(args)});
     }
   }
 }
@@ -171,7 +190,8 @@ std::vector<std::string> check_trace(const json& trace) {
       continue;
     }
     if (e["ph"] != "X") continue;
-    if (!e.contains("name") || !e["name"].is_string()) problems.push_back(where + " (\"X\") has no string \"name\"");
+    const bool named = e.contains("name") && e["name"].is_string();
+    if (!named) problems.push_back(where + " (\"X\") has no string \"name\"");
     if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number() ||
         e["dur"].get<double>() < 0) {
       problems.push_back(where + " (\"X\") needs numeric \"ts\" and \"dur\" >= 0");
@@ -179,7 +199,7 @@ std::vector<std::string> check_trace(const json& trace) {
     }
     const double ts = e["ts"].get<double>();
     by_thread[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].push_back(
-        Span{ts, ts + e["dur"].get<double>(), e.value("name", std::string("?"))});
+        Span{ts, ts + e["dur"].get<double>(), named ? e["name"].get<std::string>() : std::string("?")});
   }
   constexpr double kSlackUs = 1e-3;  // 1 ns: ts/dur are printed from whole nanoseconds
   for (auto& [thread, spans] : by_thread) {

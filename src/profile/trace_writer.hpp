@@ -7,6 +7,8 @@
 //    "get batch", "forward", "backward", "wait for gradients" (exposed comm, when > 0) and "optimizer step" laid
 //    out back to back inside it and clipped to it; zero-length phases are left out. Each bucket is one event
 //    "bucket k" on its comm thread (start to end) with args {bytes, hook, busbw_GBps, elements, queued_ms}.
+//    A step, copy or bucket whose recorded times overlap the previous one on its thread is drawn from where that
+//    one ends (its duration kept), so that any report a reader accepted gives a trace check_trace() accepts.
 //  - Times are rounded to whole nanoseconds before they are written, so nesting is exact, not approximate.
 //  - check_trace() validates what the viewers need; merge_traces() refuses two inputs that claim the same rank.
 #pragma once

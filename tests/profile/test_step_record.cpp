@@ -102,6 +102,28 @@ TEST(StepRecord, MissingOrMistypedFieldsAreNamed) {
   testing::expect_error([&] { huge.get<RunConfig>(); }, {"'world'", "whole number"});
 }
 
+// Found with tests/fuzz/fuzz_run_report: a report with a time of 1e300 ms was accepted, and `ddpx report --trace`
+// then wrote events at ts -9.2e15 us (the nanoseconds did not fit an int64).
+TEST(StepRecord, TimesBeyondAnyRunAreRefused) {
+  StepRecord step;
+  step.phases = PhaseTimes{0.1, 0.2, 10, 20, 8, 3, 1.5, 34.8};
+  step.buckets = {bucket(0, 1, 2, 3)};
+  const nlohmann::json good = step;
+  EXPECT_NO_THROW(good.get<StepRecord>());
+  nlohmann::json start = good;
+  start["start_ms"] = 1e300;
+  testing::expect_error([&] { start.get<StepRecord>(); }, {"'start_ms'", "1e+300"});
+  nlohmann::json total = good;
+  total["phases"]["total_ms"] = 1e300;
+  testing::expect_error([&] { total.get<StepRecord>(); }, {"'total_ms'"});
+  nlohmann::json bucket_end = good;
+  bucket_end["buckets"][0]["end_ms"] = 1e300;
+  testing::expect_error([&] { bucket_end.get<StepRecord>(); }, {"'end_ms'"});
+  nlohmann::json bucket_launch = good;
+  bucket_launch["buckets"][0]["launch_ms"] = -1e300;
+  testing::expect_error([&] { bucket_launch.get<StepRecord>(); }, {"'launch_ms'"});
+}
+
 TEST(StepRecord, LoadNamesTheFile) {
   try {
     load_run_report("/nonexistent/report.json");

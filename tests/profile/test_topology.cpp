@@ -99,6 +99,19 @@ TEST(Topology, ParsesTheTransportNcclUsed) {
   EXPECT_TRUE(parse_nccl_transports("no nccl here\n").main_family.empty());
 }
 
+// Found by tests/fuzz/fuzz_nccl_log: std::stoi threw std::out_of_range on a rank that does not fit an int, and
+// std::regex overflowed the stack on a line of a few MB (a log without newlines, a binary file).
+TEST(Topology, NcclLogParserSkipsLinesNcclDoesNotWrite) {
+  const std::string good = "host:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n";
+  const std::string huge_rank = "host:1:2 [0] NCCL INFO Channel 01/0 : 99999999999[0] -> 1[1] via P2P/CUMEM/read\n";
+  const std::string long_line = "host:1:2 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P" +
+                                std::string(size_t{4} << 20, 'x') + "\n";
+  NcclTransportSummary summary;
+  ASSERT_NO_THROW(summary = parse_nccl_transports(huge_rank + long_line + good));
+  ASSERT_EQ(summary.connections.size(), 1u);
+  EXPECT_EQ(summary.connections[0], (NcclConnection{0, 0, 1, "P2P/CUMEM/read"}));
+}
+
 TEST(Topology, ProberWithoutNvmlReturnsAMessage) {
   const TopologyProbe probe = probe_topology("libddpx-no-such-nvml.so.1");
   EXPECT_FALSE(probe.table.has_value());

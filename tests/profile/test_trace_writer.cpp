@@ -90,6 +90,31 @@ TEST(TraceWriter, PhasesLongerThanTheStepAreClippedNotOverlapping) {
   EXPECT_NEAR(wait["dur"].get<double>(), 2000.0, 1e-9);  // 4 ms clipped to the step's end at 15 ms
 }
 
+// Found by tests/fuzz/fuzz_run_report: two steps of one rank whose recorded times overlap (a missing start_ms
+// reads as 0) gave a trace whose phases overlapped without nesting. Each overlapping event now starts where the
+// previous one on its thread ends.
+TEST(TraceWriter, OverlappingStepsCopiesAndBucketsAreDrawnOneAfterAnother) {
+  StepRecord first, second;
+  first.step = 10;
+  first.phases = PhaseTimes{2, 1, 20, 40, 0, 0, 1, 80};
+  first.buckets = {{0, 1024, 256, "allreduce", "all_reduce", 30, 31, 50, "comm"},
+                   {1, 1024, 256, "allreduce", "all_reduce", 35, 40, 60, "comm"}};  // starts inside bucket 0
+  second = first;
+  second.step = 11;
+  second.start_ms = 10;  // inside the first step
+  second.buckets.clear();
+  TraceWriter writer;
+  writer.add_rank(RankInfo{0, "", "fp32", 1, ""}, {first, second});
+  const json trace = writer.to_json();
+  EXPECT_EQ(check_trace(trace), std::vector<std::string>{});
+  const json batch = events_named(trace, "Batch 11").at(0);
+  EXPECT_NEAR(batch["ts"].get<double>(), 80000.0, 1e-9);  // where Batch 10 ends
+  EXPECT_NEAR(batch["dur"].get<double>(), 80000.0, 1e-9);
+  const json bucket = events_named(trace, "bucket 1").at(0);
+  EXPECT_NEAR(bucket["ts"].get<double>(), 50000.0, 1e-9);  // where bucket 0 (31 to 50 ms) ends
+  EXPECT_NEAR(bucket["dur"].get<double>(), 20000.0, 1e-9);
+}
+
 TEST(TraceWriter, CheckerFindsBrokenNestingAndMissingFields) {
   json bad = {{"traceEvents",
                {{{"ph", "X"}, {"name", "a"}, {"pid", 0}, {"tid", 1}, {"ts", 0.0}, {"dur", 10.0}},
@@ -101,6 +126,17 @@ TEST(TraceWriter, CheckerFindsBrokenNestingAndMissingFields) {
   EXPECT_NE(problems[0].find("\"dur\""), std::string::npos) << problems[0];
   EXPECT_NE(problems[1].find("\"b\""), std::string::npos) << problems[1];  // b overlaps a on tid 1; c is alone
   EXPECT_EQ(check_trace(json::array()).size(), 1u);
+}
+
+// Found by tests/fuzz/fuzz_trace_merge: an "X" event whose name is not a string made check_trace throw
+// nlohmann's type_error instead of reporting the problem.
+TEST(TraceWriter, CheckerReportsANameThatIsNotAString) {
+  const json numbered = {
+      {"traceEvents", {{{"ph", "X"}, {"name", 5}, {"pid", 0}, {"tid", 0}, {"ts", 0.0}, {"dur", 1.0}}}}};
+  std::vector<std::string> problems;
+  ASSERT_NO_THROW(problems = check_trace(numbered));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("\"name\""), std::string::npos) << problems[0];
 }
 
 TEST(TraceWriter, MergesRanksAndRefusesDuplicates) {

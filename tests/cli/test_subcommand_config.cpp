@@ -1,0 +1,57 @@
+// read_config_for (`ddpx train --config FILE`) on a small command of its own: both file forms refuse what would
+// silently pick one of two values.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/subcommand_config.hpp"
+
+namespace ddpx::cli {
+namespace {
+
+struct ConfigRun {
+  std::string error;  // the ConfigError's message; empty when parsing succeeded
+  int steps = 0;
+};
+
+ConfigRun parse_config(const std::string& name, const std::string& text) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "ddpx-config-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  const std::filesystem::path file = std::filesystem::path(pattern) / name;
+  std::ofstream(file) << text;
+  ConfigRun run;
+  CLI::App app{"ddpx"};
+  CLI::App* cmd = app.add_subcommand("train", "train");
+  cmd->set_config("--config", "", "config file");
+  cmd->add_option("--steps", run.steps);
+  read_config_for(*cmd);
+  try {
+    app.parse(std::vector<std::string>{file.string(), "--config", "train"});  // reversed, as CLI11 takes it
+  } catch (const CLI::ParseError& e) {
+    run.error = e.what();
+  }
+  std::filesystem::remove_all(pattern);
+  return run;
+}
+
+TEST(SubcommandConfig, BothFormsApplyTheirKeys) {
+  EXPECT_EQ(parse_config("a.cfg", "steps = 7\n").steps, 7);
+  EXPECT_EQ(parse_config("a.json", R"({"steps": 7})").steps, 7);
+}
+
+// The .cfg reader refused a key set twice while the .json reader silently took the last value (issue 13).
+TEST(SubcommandConfig, AKeySetTwiceIsRefusedInBothForms) {
+  const ConfigRun cfg = parse_config("twice.cfg", "steps = 3\n[train]\nsteps = 2\n");
+  EXPECT_NE(cfg.error.find("key 'steps' is set twice"), std::string::npos) << cfg.error;
+  const ConfigRun json = parse_config("twice.json", R"({"steps": 3, "steps": 2})");
+  EXPECT_NE(json.error.find("key 'steps' is set twice"), std::string::npos) << json.error;
+  EXPECT_NE(json.error.find("twice.json"), std::string::npos) << json.error;
+}
+
+}  // namespace
+}  // namespace ddpx::cli
