@@ -4,7 +4,7 @@
 //  - Each worker is the executable (default: this one, /proc/self/exe) with argv_without_nproc (argv[0]
 //    included) and the environment of the launcher plus RANK, WORLD_SIZE, LOCAL_RANK (= rank), MASTER_ADDR,
 //    MASTER_PORT (a free loopback port unless given) and DDPX_JOB_TOKEN (random per launch). CUDA_VISIBLE_DEVICES
-//    is left as it is: a worker picks device = LOCAL_RANK.
+//    is left as it is: a worker picks its GPU from LOCAL_RANK among the visible ones (dist/gpu_selection.hpp).
 //  - Output: every line a worker writes is passed on whole, prefixed "[rank k] ", to the launcher's stdout (from
 //    the worker's stdout) or stderr (from its stderr); lines of different workers never interleave mid-line.
 //  - Supervision: the first worker to exit non-zero or by a signal is reported on stderr as
