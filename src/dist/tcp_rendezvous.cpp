@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "dist/socket_deadline.hpp"
 
 namespace ddpx {
 namespace {
@@ -62,10 +63,6 @@ std::string endpoint(const RendezvousConfig& config) {
   return config.master_addr + ":" + std::to_string(config.master_port);
 }
 
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left > 0 ? static_cast<int>(left) : 0;
-}
 
 // Reads or writes exactly `bytes`; false on timeout or a closed connection.
 bool transfer(int fd, void* data, size_t bytes, bool reading, Clock::time_point deadline) {
@@ -287,25 +284,6 @@ std::vector<std::vector<uint8_t>> serve(const RendezvousConfig& config, const So
   return {mine};
 }
 
-// connect() that gives up at the deadline: a blocking connect to an address that drops SYNs (a firewall, a wrong
-// MASTER_ADDR) would wait for the kernel's retries, about two minutes, whatever --timeout says. Returns 0 or an
-// errno value; the socket is blocking again afterwards.
-int connect_within(int fd, const sockaddr* address, socklen_t length, Clock::time_point deadline) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  int error = ::connect(fd, address, length) == 0 ? 0 : errno;
-  if (error == EINPROGRESS) {
-    pollfd waiter{fd, POLLOUT, 0};
-    int ready = 0;
-    do ready = ::poll(&waiter, 1, remaining_ms(deadline));
-    while (ready < 0 && errno == EINTR);
-    socklen_t size = sizeof error;
-    if (ready <= 0) error = ready == 0 ? ETIMEDOUT : errno;
-    else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
-  }
-  ::fcntl(fd, F_SETFL, flags);
-  return error;
-}
 
 // Ranks > 0: connect (retrying until rank 0 listens), present the hello, receive the body and acknowledge it.
 std::vector<uint8_t> join(const RendezvousConfig& config, Exchange exchange, const std::vector<uint8_t>& mine,

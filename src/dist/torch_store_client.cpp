@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "dist/socket_deadline.hpp"
 
 namespace ddpx {
 namespace {
@@ -46,10 +47,6 @@ const Commands& commands(TorchStoreProtocol protocol) {
   return protocol == TorchStoreProtocol::torch_1_13 ? kTorch113 : kTorch2;
 }
 
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left > 0 ? static_cast<int>(std::min<int64_t>(left, 1 << 30)) : 0;
-}
 
 void append_u64(std::vector<uint8_t>& out, uint64_t value) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(&value);
@@ -67,24 +64,6 @@ void append_bytes(std::vector<uint8_t>& out, const void* data, size_t size) {
   out.insert(out.end(), bytes, bytes + size);
 }
 
-// connect() that gives up at the deadline (a blocking connect to a host that drops SYNs waits minutes).
-// Returns 0 or an errno value.
-int connect_within(int fd, const sockaddr* address, socklen_t length, Clock::time_point deadline) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  int error = ::connect(fd, address, length) == 0 ? 0 : errno;
-  if (error == EINPROGRESS) {
-    pollfd waiter{fd, POLLOUT, 0};
-    int ready = 0;
-    do ready = ::poll(&waiter, 1, remaining_ms(deadline));
-    while (ready < 0 && errno == EINTR);
-    socklen_t size = sizeof error;
-    if (ready <= 0) error = ready == 0 ? ETIMEDOUT : errno;
-    else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
-  }
-  ::fcntl(fd, F_SETFL, flags);
-  return error;
-}
 
 // Reads up to `bytes` until the deadline; returns how many arrived (fewer: closed, reset or timed out).
 size_t receive_some(int fd, void* data, size_t bytes, Clock::time_point deadline, bool& timed_out) {
