@@ -179,7 +179,7 @@ void from_json(const json& j, OptimizerInfo& v) {
   v = OptimizerInfo{};
   jf::require(j, record, "name", v.name);
   DDPX_REQUIRE(v.name == "sgd" || v.name == "adamw", "optimizer: field 'name' must be \"sgd\" or \"adamw\", got \"{}\"",
-               v.name);
+               v.name.substr(0, 40));
   jf::require(j, record, "lr", v.lr);
   jf::optional(j, record, "weight_decay", v.weight_decay);
   jf::optional(j, record, "momentum", v.momentum);
@@ -248,9 +248,10 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "command_line", v.command_line);
   jf::optional(j, record, "optimizer", v.optimizer);
   static const std::regex iso_utc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
-  DDPX_REQUIRE(v.started_utc.empty() || std::regex_match(v.started_utc, iso_utc),
+  // The length check first: std::regex recurses per character, and the field comes from a file.
+  DDPX_REQUIRE(v.started_utc.empty() || (v.started_utc.size() == 20 && std::regex_match(v.started_utc, iso_utc)),
                "run config: field 'started_utc' must be an ISO 8601 UTC time like 2026-12-01T09:37:00Z, got \"{}\"",
-               v.started_utc);
+               v.started_utc.substr(0, 40));
   DDPX_REQUIRE(v.batch > 0 && v.grad_accum > 0 && v.world > 0,
                "run config: batch ({}), grad_accum ({}) and world ({}) must be positive", v.batch, v.grad_accum,
                v.world);
