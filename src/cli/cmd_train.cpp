@@ -175,6 +175,7 @@ Command add_train_command(CLI::App& app) {
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
             if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, *o, *nodes);
+            o->command_line = remembered_command_line();  // for the run report
             run_training(*o);
             return 0;
           }};

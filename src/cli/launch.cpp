@@ -22,6 +22,7 @@ std::vector<std::string>& command_line() {
 }  // namespace
 
 void remember_command_line(int argc, char** argv) { command_line().assign(argv, argv + argc); }
+const std::vector<std::string>& remembered_command_line() { return command_line(); }
 
 bool running_as_worker() { return launched_as_worker(); }
 

@@ -21,6 +21,8 @@ void add_node_flags(CLI::App* cmd, NodeFlags& flags, const std::string& group);
 
 // Keeps argv so launch_workers can re-run the same command line.
 void remember_command_line(int argc, char** argv);
+// The argv remember_command_line kept (empty before it ran).
+const std::vector<std::string>& remembered_command_line();
 // True when this process was started as one rank of a job of 2+ ranks (by ddpx, mpirun, srun or torchrun).
 bool running_as_worker();
 // Whether this process should start `nproc` workers itself (--nproc-per-node N > 1, not already a rank). A process

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/launch.hpp"
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
       "One process per GPU, gradients all-reduced in buckets that overlap the backward pass, compression hooks,\n"
       "and a per-step breakdown that says where the time goes and what to change."};
   app.require_subcommand(1);
+  // "ddpx 0.1 (commit e933e79)": the same version and commit every run report records.
+  app.set_version_flag("--version",
+                       "ddpx " + ddpx::ddpx_version() + " (commit " + ddpx::ddpx_commit() + ")",
+                       "print the version and the git commit this binary was built from, then exit");
   app.footer(
       "Examples:\n"
       "  ddpx model --model vit_l_32                         tensor table and parameter count\n"

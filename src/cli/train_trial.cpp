@@ -3,11 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-#include <charconv>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "cli/child_process.hpp"
 #include "core/error.hpp"
@@ -21,58 +17,34 @@ std::string TrainTrialResult::failure() const {
   if (status == 0 && steps_per_s) return "";
   const std::string tail = file_tail(log_path, 6);
   if (status != 0) return fmt::format("exit status {} (log {}):\n{}", status, log_path, tail);
-  return fmt::format("no throughput in its output or report (log {}):\n{}", log_path, tail);
-}
-
-std::optional<double> parse_summary_steps_per_s(std::string_view output) {
-  size_t at = 0;
-  while ((at = output.find("summary:", at)) != std::string_view::npos) {
-    const size_t line_end = std::min(output.find('\n', at), output.size());
-    const std::string_view line = output.substr(at, line_end - at);
-    const size_t unit = line.find(" steps/s");
-    if (unit != std::string_view::npos) {
-      size_t begin = unit;
-      while (begin > 0 && (std::isdigit(static_cast<unsigned char>(line[begin - 1])) || line[begin - 1] == '.'))
-        --begin;
-      double value = 0;
-      auto [end, ec] = std::from_chars(line.data() + begin, line.data() + unit, value);
-      if (ec == std::errc() && end == line.data() + unit && value > 0) return value;
-    }
-    at = line_end;
-  }
-  return std::nullopt;
+  return fmt::format("no throughput in its run report (log {}):\n{}", log_path, tail);
 }
 
 namespace {
 
-std::optional<double> report_steps_per_s(const std::string& path) {
-  if (path.empty() || !std::filesystem::exists(path)) return std::nullopt;
-  const RunReport report = load_run_report(path);
-  if (report.ranks.empty() || report.ranks.front().steps.empty()) return std::nullopt;
-  double total_ms = 0;
-  for (const StepRecord& step : report.ranks.front().steps) total_ms += step.phases.total_ms;
-  if (total_ms <= 0) return std::nullopt;
-  return static_cast<double>(report.ranks.front().steps.size()) * 1000.0 / total_ms;
+// The trial's steps/s from its run report (the summary's figure, recorded as throughput; see
+// profile/step_record.hpp); nullopt when the child wrote none. A damaged report is an error naming it.
+std::optional<double> trial_steps_per_s(const std::string& path) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  const double value = report_steps_per_s(load_run_report(path));
+  if (!(value > 0)) return std::nullopt;
+  return value;
 }
 
 }  // namespace
 
 TrainTrialResult run_train_trial(const std::string& executable, const TrainTrial& trial) {
+  DDPX_REQUIRE(!trial.report_path.empty(), "run_train_trial: a trial needs a report path (its throughput is read "
+               "from the run report); log {}", trial.log_path);
   std::vector<std::string> argv = {executable, "train"};
   argv.insert(argv.end(), trial.flags.begin(), trial.flags.end());
-  if (!trial.report_path.empty()) {
-    std::filesystem::remove(trial.report_path);  // a stale report must not stand in for this run
-    argv.insert(argv.end(), {"--report", trial.report_path});
-  }
+  std::filesystem::remove(trial.report_path);  // a stale report must not stand in for this run
+  argv.insert(argv.end(), {"--report", trial.report_path});
   TrainTrialResult result;
   result.log_path = trial.log_path;
   result.status = run_child_process(argv, trial.env, trial.log_path);
   if (result.status != 0) return result;
-  std::ifstream in(trial.log_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  result.steps_per_s = parse_summary_steps_per_s(text.str());
-  if (!result.steps_per_s) result.steps_per_s = report_steps_per_s(trial.report_path);
+  result.steps_per_s = trial_steps_per_s(trial.report_path);
   return result;
 }
 

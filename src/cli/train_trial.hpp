@@ -2,9 +2,9 @@
 // and `ddpx tune`.
 // Guarantees:
 //  - The child is `<executable> train <flags...>`, with `env` added to this process's environment, its whole
-//    output in log_path. steps/s is read from the summary line train prints ("summary: ... | 12.34 steps/s, ...",
-//    optionally behind a "[rank 0] " prefix); when that line is missing (e.g. --quiet) and report_path is set,
-//    from the run report: measured steps of rank 0 over the sum of their wall-clock times.
+//    output in log_path. steps/s is read from the run report it writes to report_path (required): the report's
+//    throughput (train's summary figure), or for reports without one rank 0's measured steps over the sum of their
+//    wall-clock times. The human-readable log is never parsed.
 //  - A run that exits non-zero, or reports no positive throughput, gives no steps/s; the log stays for the user.
 #pragma once
 #include <optional>
@@ -18,7 +18,7 @@ struct TrainTrial {
   std::vector<std::string> flags;  // everything after "train"
   std::vector<std::string> env;    // NAME=value
   std::string log_path;
-  std::string report_path;         // "" for none; otherwise passed as --report
+  std::string report_path;         // passed as --report; the throughput comes from it
 };
 
 struct TrainTrialResult {
@@ -30,9 +30,6 @@ struct TrainTrialResult {
 };
 
 TrainTrialResult run_train_trial(const std::string& executable, const TrainTrial& trial);
-
-// The steps/s of the first "summary:" line in train's output; nullopt when there is none.
-std::optional<double> parse_summary_steps_per_s(std::string_view output);
 
 // The value of --name in a flag list ("--name V" or "--name=V"; the last one wins, as in train); nullopt if absent.
 std::optional<std::string> find_flag_value(const std::vector<std::string>& flags, std::string_view name);

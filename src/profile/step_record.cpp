@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
+
 #include <fstream>
+#include <regex>
 #include <utility>
 
 #include "core/error.hpp"
@@ -137,6 +140,7 @@ void to_json(json& j, const RankInfo& v) {
            {"precision", v.precision},
            {"world_size", v.world_size},
            {"transport", v.transport}};
+  if (!v.host.empty()) j["host"] = v.host;
 }
 
 void from_json(const json& j, RankInfo& v) {
@@ -146,6 +150,69 @@ void from_json(const json& j, RankInfo& v) {
   jf::optional(j, record, "precision", v.precision);
   jf::require(j, record, "world_size", v.world_size);
   jf::optional(j, record, "transport", v.transport);
+  jf::optional(j, record, "host", v.host);
+}
+
+std::string OptimizerInfo::text() const {
+  if (name.empty()) return "not recorded";
+  if (name == "adamw")
+    return fmt::format("adamw lr {:g} betas {:g},{:g} eps {:g} weight_decay {:g}", lr, beta1, beta2, eps,
+                       weight_decay);
+  return fmt::format("{} lr {:g} momentum {:g}{} weight_decay {:g}", name, lr, momentum, nesterov ? " nesterov" : "",
+                     weight_decay);
+}
+
+void to_json(json& j, const OptimizerInfo& v) {
+  j = json{{"name", v.name}, {"lr", v.lr}, {"weight_decay", v.weight_decay}};
+  if (v.name == "adamw") {
+    j["beta1"] = v.beta1;
+    j["beta2"] = v.beta2;
+    j["eps"] = v.eps;
+  } else {
+    j["momentum"] = v.momentum;
+    j["nesterov"] = v.nesterov;
+  }
+}
+
+void from_json(const json& j, OptimizerInfo& v) {
+  const char* record = "optimizer";
+  v = OptimizerInfo{};
+  jf::require(j, record, "name", v.name);
+  DDPX_REQUIRE(v.name == "sgd" || v.name == "adamw", "optimizer: field 'name' must be \"sgd\" or \"adamw\", got \"{}\"",
+               v.name.substr(0, 40));
+  jf::require(j, record, "lr", v.lr);
+  jf::optional(j, record, "weight_decay", v.weight_decay);
+  jf::optional(j, record, "momentum", v.momentum);
+  jf::optional(j, record, "nesterov", v.nesterov);
+  jf::optional(j, record, "beta1", v.beta1);
+  jf::optional(j, record, "beta2", v.beta2);
+  jf::optional(j, record, "eps", v.eps);
+  for (const auto& [name, value] : {std::pair{"lr", v.lr}, {"weight_decay", v.weight_decay},
+                                    {"momentum", v.momentum}, {"beta1", v.beta1}, {"beta2", v.beta2}, {"eps", v.eps}})
+    DDPX_REQUIRE(std::isfinite(value) && value >= 0, "optimizer: field '{}' must be a finite number >= 0, got {}",
+                 name, value);
+}
+
+void to_json(json& j, const LossPoint& v) { j = json{{"step", v.step}, {"loss", v.loss}}; }
+
+void from_json(const json& j, LossPoint& v) {
+  jf::require(j, "loss point", "step", v.step);
+  jf::require(j, "loss point", "loss", v.loss);
+  DDPX_REQUIRE(v.step >= 0, "loss point: field 'step' must be >= 0, got {}", v.step);
+  DDPX_REQUIRE(std::isfinite(v.loss), "loss point at step {}: field 'loss' must be finite, got {}", v.step, v.loss);
+}
+
+void to_json(json& j, const RunThroughput& v) {
+  j = json{{"steps_per_s", v.steps_per_s}, {"images_per_s", v.images_per_s}};
+}
+
+void from_json(const json& j, RunThroughput& v) {
+  jf::require(j, "throughput", "steps_per_s", v.steps_per_s);
+  jf::require(j, "throughput", "images_per_s", v.images_per_s);
+  DDPX_REQUIRE(std::isfinite(v.steps_per_s) && v.steps_per_s > 0 && std::isfinite(v.images_per_s) &&
+                   v.images_per_s > 0,
+               "throughput: 'steps_per_s' ({}) and 'images_per_s' ({}) must be finite and positive", v.steps_per_s,
+               v.images_per_s);
 }
 
 void to_json(json& j, const RunConfig& v) {
@@ -155,6 +222,11 @@ void to_json(json& j, const RunConfig& v) {
            {"overlap", v.overlap},     {"grad_accum", v.grad_accum},
            {"world", v.world},         {"ddp", v.ddp},
            {"workers", v.workers}};
+  if (!v.ddpx_version.empty()) j["ddpx_version"] = v.ddpx_version;
+  if (!v.ddpx_commit.empty()) j["ddpx_commit"] = v.ddpx_commit;
+  if (!v.started_utc.empty()) j["started_utc"] = v.started_utc;
+  if (!v.command_line.empty()) j["command_line"] = v.command_line;
+  if (!v.optimizer.name.empty()) j["optimizer"] = v.optimizer;
 }
 
 void from_json(const json& j, RunConfig& v) {
@@ -170,23 +242,55 @@ void from_json(const json& j, RunConfig& v) {
   jf::require(j, record, "world", v.world);
   jf::optional(j, record, "ddp", v.ddp);
   jf::optional(j, record, "workers", v.workers);
+  jf::optional(j, record, "ddpx_version", v.ddpx_version);
+  jf::optional(j, record, "ddpx_commit", v.ddpx_commit);
+  jf::optional(j, record, "started_utc", v.started_utc);
+  jf::optional(j, record, "command_line", v.command_line);
+  jf::optional(j, record, "optimizer", v.optimizer);
+  static const std::regex iso_utc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
+  // The length check first: std::regex recurses per character, and the field comes from a file.
+  DDPX_REQUIRE(v.started_utc.empty() || (v.started_utc.size() == 20 && std::regex_match(v.started_utc, iso_utc)),
+               "run config: field 'started_utc' must be an ISO 8601 UTC time like 2026-12-01T09:37:00Z, got \"{}\"",
+               v.started_utc.substr(0, 40));
   DDPX_REQUIRE(v.batch > 0 && v.grad_accum > 0 && v.world > 0,
                "run config: batch ({}), grad_accum ({}) and world ({}) must be positive", v.batch, v.grad_accum,
                v.world);
 }
 
-void to_json(json& j, const RankRun& v) { j = json{{"info", v.info}, {"steps", v.steps}}; }
+void to_json(json& j, const RankRun& v) {
+  j = json{{"info", v.info}, {"steps", v.steps}};
+  if (!v.losses.empty()) j["losses"] = v.losses;
+}
 
 void from_json(const json& j, RankRun& v) {
   jf::require(j, "rank run", "info", v.info);
   jf::require(j, "rank run", "steps", v.steps);
+  jf::optional(j, "rank run", "losses", v.losses);
+  for (size_t k = 1; k < v.losses.size(); ++k)
+    DDPX_REQUIRE(v.losses[k - 1].step < v.losses[k].step,
+                 "rank run {}: 'losses' must be in increasing step order, step {} follows step {}", v.info.rank,
+                 v.losses[k].step, v.losses[k - 1].step);
 }
 
-void to_json(json& j, const RunReport& v) { j = json{{"config", v.config}, {"ranks", v.ranks}}; }
+void to_json(json& j, const RunReport& v) {
+  j = json{{"config", v.config}, {"ranks", v.ranks}};
+  if (v.throughput) j["throughput"] = *v.throughput;
+}
 
 void from_json(const json& j, RunReport& v) {
   jf::require(j, "run report", "config", v.config);
   jf::require(j, "run report", "ranks", v.ranks);
+  v.throughput.reset();
+  if (auto it = j.find("throughput"); it != j.end() && !it->is_null()) v.throughput = it->get<RunThroughput>();
+}
+
+double report_steps_per_s(const RunReport& report) {
+  if (report.throughput) return report.throughput->steps_per_s;
+  DDPX_REQUIRE(!report.ranks.empty() && !report.ranks.front().steps.empty(),
+               "run report: no throughput and no measured steps of rank 0 to compute it from");
+  double total_ms = 0;
+  for (const StepRecord& step : report.ranks.front().steps) total_ms += step.phases.total_ms;
+  return static_cast<double>(report.ranks.front().steps.size()) * 1000.0 / total_ms;
 }
 
 RunReport load_run_report(const std::string& path) {

@@ -7,6 +7,9 @@
 //    start), so a step's buckets and phases can be drawn on one timeline.
 //  - Every struct converts to and from JSON (nlohmann); reading names the missing or mistyped field, and refuses
 //    a time that is not finite or lies beyond 10^12 ms (31 years), so every time fits a trace's int64 nanoseconds.
+//  - What made a run (version, commit, start time, host, command line, optimizer, losses, throughput) is optional
+//    on read: reports written before these fields existed still load; a field that is present is validated
+//    (finite losses in increasing step order, an ISO 8601 UTC start time, a known optimizer, ...).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -65,7 +68,33 @@ struct RankInfo {
   std::string precision;    // "fp32", "tf32", "bf16"
   int world_size = 1;
   std::string transport;    // how this rank reaches its peers: "P2P/CUMEM/read", "SHM/direct/direct", "NVLink", ""
+  std::string host;         // the machine's host name; "" in reports written before it was recorded
   bool operator==(const RankInfo&) const = default;
+};
+
+// The optimizer and its hyperparameters. JSON holds only the ones that apply: sgd has momentum and nesterov,
+// adamw beta1, beta2 and eps; both have lr and weight_decay. name "" = not recorded (older reports).
+struct OptimizerInfo {
+  std::string name;  // "sgd" or "adamw"
+  double lr = 0, momentum = 0, weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0;
+  bool nesterov = false;
+  bool operator==(const OptimizerInfo&) const = default;
+  // "sgd lr 0.01 momentum 0.9 nesterov weight_decay 0" / "adamw lr 0.001 betas 0.9,0.999 eps 1e-08 ...".
+  std::string text() const;
+};
+
+// The training loss at one logged step (a progress line).
+struct LossPoint {
+  int64_t step = 0;
+  double loss = 0;
+  bool operator==(const LossPoint&) const = default;
+};
+
+// The run's throughput as train's summary line states it (steps after warm-up over their wall-clock time).
+struct RunThroughput {
+  double steps_per_s = 0;
+  double images_per_s = 0;
+  bool operator==(const RunThroughput&) const = default;
 };
 
 // What was run: the flags of `ddpx train` that shape a step.
@@ -81,6 +110,12 @@ struct RunConfig {
   int world = 1;
   bool ddp = true;  // false for the plain single-GPU run (no reducer at all)
   int workers = 8;  // loader worker threads
+  // What made the run ("" / empty in reports written before they were recorded).
+  std::string ddpx_version;               // "0.1"
+  std::string ddpx_commit;                // "e933e79", "e933e79-dirty", "unknown"
+  std::string started_utc;                // "2026-12-01T09:37:00Z"
+  std::vector<std::string> command_line;  // argv of `ddpx train`; empty for runs started through run_training()
+  OptimizerInfo optimizer;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.
@@ -90,6 +125,7 @@ struct RunConfig {
 struct RankRun {
   RankInfo info;
   std::vector<StepRecord> steps;  // measured steps only (warm-up excluded)
+  std::vector<LossPoint> losses;  // this rank's loss at every logged step (warm-up included), steps increasing
   bool operator==(const RankRun&) const = default;
 };
 
@@ -97,6 +133,7 @@ struct RankRun {
 struct RunReport {
   RunConfig config;
   std::vector<RankRun> ranks;  // ranks[k].info.rank == k
+  std::optional<RunThroughput> throughput;  // rank 0's summary figures; absent in older reports
   bool operator==(const RunReport&) const = default;
 };
 
@@ -119,6 +156,12 @@ void to_json(nlohmann::json& j, const StepRecord& value);
 void from_json(const nlohmann::json& j, StepRecord& value);
 void to_json(nlohmann::json& j, const RankInfo& value);
 void from_json(const nlohmann::json& j, RankInfo& value);
+void to_json(nlohmann::json& j, const OptimizerInfo& value);
+void from_json(const nlohmann::json& j, OptimizerInfo& value);
+void to_json(nlohmann::json& j, const LossPoint& value);
+void from_json(const nlohmann::json& j, LossPoint& value);
+void to_json(nlohmann::json& j, const RunThroughput& value);
+void from_json(const nlohmann::json& j, RunThroughput& value);
 void to_json(nlohmann::json& j, const RunConfig& value);
 void from_json(const nlohmann::json& j, RunConfig& value);
 void to_json(nlohmann::json& j, const RankRun& value);
@@ -129,6 +172,8 @@ void from_json(const nlohmann::json& j, RunReport& value);
 // Reads / writes a run report file. Errors (ddpx::Error) name the file and the field that is wrong; reading also
 // checks that ranks are numbered 0..n-1 in order and that every rank has at least one step.
 RunReport load_run_report(const std::string& path);
+// Steps/s of a run: report.throughput when recorded, else rank 0's measured steps over the sum of their times.
+double report_steps_per_s(const RunReport& report);
 void save_run_report(const RunReport& report, const std::string& path);
 
 }  // namespace ddpx

@@ -2,12 +2,15 @@
 #include "train/run_report.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/communicator.hpp"
@@ -33,6 +36,38 @@ std::string link_description(const TrainOptions& options, const DistContext& dis
   return "P2P (NCCL peer-to-peer, predicted)";
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+// Now, as ISO 8601 UTC to the second: "2026-12-01T09:37:00Z".
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32] = {};
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+OptimizerInfo optimizer_info(const TrainOptions& options) {
+  OptimizerInfo info;
+  info.name = options.optimizer;
+  info.lr = options.lr;
+  info.weight_decay = options.weight_decay;
+  if (options.optimizer == "adamw") {
+    info.beta1 = options.beta1;
+    info.beta2 = options.beta2;
+    info.eps = options.eps;
+  } else {
+    info.momentum = options.momentum;
+    info.nesterov = options.nesterov;
+  }
+  return info;
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
@@ -49,6 +84,12 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   config_.world = dist.world;
   config_.ddp = dist.reducer != nullptr;
   config_.workers = options.workers;
+  config_.ddpx_version = ddpx_version();
+  config_.ddpx_commit = ddpx_commit();
+  config_.started_utc = utc_now_iso8601();
+  config_.command_line = options.command_line;
+  config_.optimizer = optimizer_info(options);
+  run_.info.host = host_name();
   run_.info.rank = dist.rank;
   run_.info.world_size = dist.world;
   run_.info.precision = options.precision;
@@ -107,10 +148,13 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   run_.steps.push_back(std::move(record));
 }
 
+void RunRecorder::record_loss(int64_t step, double loss) { run_.losses.push_back({step, loss}); }
+
 void RunRecorder::finish(const TrainSummary& summary, bool print) {
-  (void)summary;
   RunReport report;
   report.config = config_;
+  if (summary.steps_per_s > 0 && summary.images_per_s > 0)
+    report.throughput = RunThroughput{summary.steps_per_s, summary.images_per_s};
   if (dist_.communicator && dist_.world > 1) {
     nlohmann::json mine;
     to_json(mine, run_);

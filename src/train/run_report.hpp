@@ -22,6 +22,8 @@ class RunRecorder {
   void begin_step(int64_t step);
   void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
                 DistContext& dist);
+  // The loss of a logged step (the trainer reads it at progress lines only: on CUDA that synchronizes).
+  void record_loss(int64_t step, double loss);
   // Prints the breakdown and verdict (when print is true) and writes the report/trace files.
   void finish(const TrainSummary& summary, bool print);
 

@@ -282,6 +282,7 @@ TrainSummary run_training(const TrainOptions& options) {
     if (step % options.log_every == 0 || last || step == start.step + 1) {
       const float loss = engine->last_loss();  // synchronizes on CUDA
       require_good_numerics();
+      recorder.record_loss(step, loss);
       if (step == start.step + 1) summary.first_loss = loss;
       summary.final_loss = loss;
       const double elapsed = seconds_since(interval_start);

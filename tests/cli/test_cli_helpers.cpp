@@ -1,8 +1,9 @@
-// The CLI's helpers: list and size flags, train output parsing, owned-flag checks, the all-reduce check values,
+// The CLI's helpers: list and size flags, trial throughput from the run report, owned-flag checks, the all-reduce check values,
 // PCI bus id matching and child processes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <vector>
 
 #include "cli/arg_lists.hpp"
@@ -14,6 +15,7 @@
 #include "cli_runner.hpp"
 #include "core/error.hpp"
 #include "error_expect.hpp"
+#include "profile/step_record.hpp"
 
 namespace ddpx::cli {
 namespace {
@@ -53,15 +55,32 @@ TEST(ArgLists, ByteSizesAndSweeps) {
   EXPECT_EQ(format_byte_size(1000), "1000");
 }
 
-TEST(TrainTrial, SummaryLineGivesStepsPerSecond) {
-  const std::string output =
-      "ddpx train: vit_tiny_test on cpu ...\n"
-      "step     10/10 | loss 2.3 |   99.00 steps/s |    396.0 images/s\n"
-      "[rank 0] summary: 10 steps in 0.10 s | 123.45 steps/s, 493.8 images/s (after 5 warm-up steps) | loss ...\n";
-  ASSERT_TRUE(parse_summary_steps_per_s(output).has_value());
-  EXPECT_DOUBLE_EQ(*parse_summary_steps_per_s(output), 123.45);  // not the progress line's 99
-  EXPECT_FALSE(parse_summary_steps_per_s("step 1/1 | 5.00 steps/s\n").has_value());
-  EXPECT_FALSE(parse_summary_steps_per_s("summary: crashed\n").has_value());
+TEST(TrainTrial, ThroughputComesFromTheRunReportNotTheSummaryLine) {
+  // The real `ddpx train` through a wrapper that removes the summary line from the log: the trial still has its
+  // steps/s, the one the report records.
+  const std::filesystem::path dir = testing::fresh_dir("trial_without_summary");
+  TrainTrial trial;
+  trial.flags = {"--device", "cpu", "--model", "vit_tiny_test", "--batch", "2", "--steps", "6", "--warmup", "2",
+                 "--workers", "1", "--cpu-threads", "1"};
+  trial.env = {std::string("DDPX_REAL=") + DDPX_BINARY};
+  trial.log_path = (dir / "trial.log").string();
+  trial.report_path = (dir / "trial.json").string();
+  const TrainTrialResult result =
+      run_train_trial(std::string(DDPX_CLI_TEST_DIR) + "/train_without_summary.sh", trial);
+  ASSERT_EQ(result.status, 0) << result.failure();
+  const std::string log = testing::read_text(trial.log_path);
+  EXPECT_EQ(log.find("summary:"), std::string::npos) << log;
+  EXPECT_NE(log.find("step      6/6"), std::string::npos) << log;  // the rest of the output is there
+  const RunReport report = load_run_report(trial.report_path);
+  ASSERT_TRUE(report.throughput.has_value());
+  ASSERT_TRUE(result.steps_per_s.has_value()) << result.failure();
+  EXPECT_DOUBLE_EQ(*result.steps_per_s, report.throughput->steps_per_s);
+  EXPECT_EQ(result.failure(), "");
+
+  // A report path is required: the throughput has nowhere else to come from.
+  trial.report_path.clear();
+  EXPECT_NE(error_of([&] { (void)run_train_trial(DDPX_BINARY, trial); }).find("report path"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TrainTrial, FlagLookupAndOwnedFlags) {

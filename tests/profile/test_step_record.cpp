@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
 #include "error_expect.hpp"
 #include "profile/step_record.hpp"
+#include "profile_test_data.hpp"
 
 namespace ddpx {
 namespace {
@@ -122,6 +125,97 @@ TEST(StepRecord, TimesBeyondAnyRunAreRefused) {
   nlohmann::json bucket_launch = good;
   bucket_launch["buckets"][0]["launch_ms"] = -1e300;
   testing::expect_error([&] { bucket_launch.get<StepRecord>(); }, {"'launch_ms'"});
+}
+
+// What made the run: version, commit, start, host, command line, optimizer, losses and throughput.
+RunReport report_with_provenance() {
+  RunReport report;
+  report.config.world = 1;
+  report.config.ddpx_version = "0.1";
+  report.config.ddpx_commit = "e933e79-dirty";
+  report.config.started_utc = "2026-12-01T09:37:00Z";
+  report.config.command_line = {"ddpx", "train", "--optimizer", "adamw", "--lr", "0.001"};
+  report.config.optimizer = OptimizerInfo{"adamw", 1e-3, 0, 0.05, 0.9, 0.999, 1e-8, false};
+  RankRun run;
+  run.info = RankInfo{0, "cpu", "fp32", 1, "", "node-a"};
+  StepRecord step;
+  step.step = 6;
+  step.phases = PhaseTimes{0, 0, 10, 20, 0, 0, 1, 31};
+  run.steps.push_back(step);
+  run.losses = {{1, 2.5}, {5, 2.25}, {10, 1.75}};
+  report.ranks.push_back(run);
+  report.throughput = RunThroughput{12.5, 50};
+  return report;
+}
+
+TEST(StepRecord, WhatMadeTheRunRoundTripsThroughJson) {
+  const RunReport report = report_with_provenance();
+  const nlohmann::json j = report;
+  EXPECT_EQ(j.get<RunReport>(), report);
+  // Only the hyperparameters of the optimizer used are written.
+  EXPECT_TRUE(j["config"]["optimizer"].contains("beta2"));
+  EXPECT_FALSE(j["config"]["optimizer"].contains("momentum"));
+  EXPECT_EQ(report.config.optimizer.text(), "adamw lr 0.001 betas 0.9,0.999 eps 1e-08 weight_decay 0.05");
+  RunReport sgd = report;
+  sgd.config.optimizer = OptimizerInfo{"sgd", 0.01, 0.9, 0, 0, 0, 0, true};
+  const nlohmann::json sgd_json = sgd;
+  EXPECT_FALSE(sgd_json["config"]["optimizer"].contains("beta1"));
+  EXPECT_EQ(sgd_json.get<RunReport>(), sgd);
+  EXPECT_EQ(sgd.config.optimizer.text(), "sgd lr 0.01 momentum 0.9 nesterov weight_decay 0");
+  // Throughput: the recorded figure, not the one computed from the steps (31 ms: 32.26 steps/s).
+  EXPECT_DOUBLE_EQ(report_steps_per_s(report), 12.5);
+  RunReport without = report;
+  without.throughput.reset();
+  EXPECT_NEAR(report_steps_per_s(without), 1000.0 / 31, 1e-9);
+}
+
+TEST(StepRecord, BadProvenanceFieldsAreNamed) {
+  const nlohmann::json good = report_with_provenance();
+  auto with = [&](const char* pointer, nlohmann::json value) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(pointer)] = std::move(value);
+    return j;
+  };
+  testing::expect_error([&] { (void)with("/config/started_utc", "yesterday").get<RunReport>(); },
+                        {"started_utc", "ISO 8601", "yesterday"});
+  testing::expect_error([&] { (void)with("/config/optimizer/name", "lamb").get<RunReport>(); },
+                        {"optimizer", "lamb"});
+  testing::expect_error([&] { (void)with("/config/optimizer/lr", -1.0).get<RunReport>(); }, {"'lr'", "-1"});
+  testing::expect_error([&] { (void)with("/config/command_line", "ddpx train").get<RunReport>(); },
+                        {"command_line"});
+  testing::expect_error([&] { (void)with("/ranks/0/losses/1/loss", "nan").get<RunReport>(); }, {"loss"});
+  testing::expect_error(
+      [&] { (void)with("/ranks/0/losses/1/loss", std::numeric_limits<double>::infinity()).get<RunReport>(); },
+      {"step 5", "'loss' must be finite"});
+  testing::expect_error([&] { (void)with("/ranks/0/losses/1/step", 20).get<RunReport>(); },
+                        {"increasing step order", "20"});
+  testing::expect_error([&] { (void)with("/throughput/steps_per_s", 0.0).get<RunReport>(); },
+                        {"throughput", "steps_per_s"});
+  testing::expect_error([&] { (void)with("/ranks/0/info/host", 7).get<RunReport>(); }, {"host"});
+}
+
+TEST(StepRecord, ReportsWithoutTheProvenanceFieldsStillLoad) {
+  std::vector<std::string> paths;
+  for (const char* name : {"comm_bound_nvlink.json", "comm_bound_shm.json", "compute_bound.json", "ddp_one_gpu.json",
+                           "input_bound.json", "launch_bound.json", "no_overlap.json"})
+    paths.push_back(testing::profile_data(name));
+  for (const char* name : {"2026-11-29-h200-bf16-report.json", "2026-12-01-h200-bf16-ddp1-report.json"})
+    paths.push_back(std::string(DDPX_SOURCE_DIR) + "/docs/results/" + name);
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    const RunReport report = load_run_report(path);
+    EXPECT_TRUE(report.config.ddpx_commit.empty());
+    EXPECT_TRUE(report.config.command_line.empty());
+    EXPECT_TRUE(report.config.optimizer.name.empty());
+    EXPECT_TRUE(report.ranks.front().losses.empty());
+    EXPECT_FALSE(report.throughput.has_value());
+    EXPECT_GT(report_steps_per_s(report), 0);
+    // Written again, it stays without them (no empty fields appear).
+    const nlohmann::json j = report;
+    EXPECT_FALSE(j["config"].contains("optimizer"));
+    EXPECT_FALSE(j.contains("throughput"));
+    EXPECT_EQ(j.get<RunReport>(), report);
+  }
 }
 
 TEST(StepRecord, LoadNamesTheFile) {

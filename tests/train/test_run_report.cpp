@@ -1,0 +1,65 @@
+// RunRecorder (train/run_report.cpp): a run started through run_training() directly records its version, commit,
+// start time, host, optimizer and hyperparameters, every logged step's loss and the summary's throughput, and no
+// command line (only `ddpx train` has one).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "core/build_info.hpp"
+#include "profile/step_record.hpp"
+#include "train/trainer.hpp"
+
+namespace ddpx {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(RunReport, RunTrainingRecordsWhatMadeTheRunWithoutACommandLine) {
+  const fs::path dir = fs::temp_directory_path() / ("ddpx_test_train_run_report_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  TrainOptions o;
+  o.model = "vit_tiny_test";
+  o.batch = 2;
+  o.steps = 7;
+  o.warmup_steps = 2;
+  o.log_every = 3;
+  o.data = "learnable";
+  o.optimizer = "adamw";
+  o.lr = 2e-3;
+  o.weight_decay = 0.01;
+  o.beta1 = 0.8;
+  o.beta2 = 0.99;
+  o.eps = 1e-7;
+  o.workers = 1;
+  o.quiet = true;
+  o.report = (dir / "run.json").string();
+  const TrainSummary summary = run_training(o);
+
+  const RunReport report = load_run_report(o.report);
+  EXPECT_EQ(report.config.ddpx_version, ddpx_version());
+  EXPECT_EQ(report.config.ddpx_commit, ddpx_commit());
+  EXPECT_EQ(report.config.started_utc.size(), std::string("2026-12-01T09:37:00Z").size());
+  EXPECT_TRUE(report.config.command_line.empty());
+  EXPECT_EQ(report.config.optimizer, (OptimizerInfo{"adamw", 2e-3, 0, 0.01, 0.8, 0.99, 1e-7, false}));
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(report.ranks.at(0).info.host, host);
+  // Logged: the first step, every --log-every 3, the last.
+  const std::vector<LossPoint>& losses = report.ranks.at(0).losses;
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_EQ((std::vector<int64_t>{losses[0].step, losses[1].step, losses[2].step, losses[3].step}),
+            (std::vector<int64_t>{1, 3, 6, 7}));
+  EXPECT_FLOAT_EQ(static_cast<float>(losses.front().loss), summary.first_loss);
+  EXPECT_FLOAT_EQ(static_cast<float>(losses.back().loss), summary.final_loss);
+  ASSERT_TRUE(report.throughput.has_value());
+  EXPECT_DOUBLE_EQ(report.throughput->steps_per_s, summary.steps_per_s);
+  EXPECT_DOUBLE_EQ(report.throughput->images_per_s, summary.images_per_s);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ddpx
