@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -124,6 +126,20 @@ BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title
   }
   chart.series.push_back(std::move(ddpx));
   if (any_pytorch) chart.series.push_back(std::move(pytorch));
+  if (std::any_of(chart.notes.begin(), chart.notes.end(), [](const std::string& note) { return !note.empty(); }))
+    chart.note_legend = fmt::format(
+        "eff = scaling efficiency: steps/s at N {0}s / steps/s of the fastest 1-{0} row of the same model and "
+        "precision (100% = perfect weak scaling)",
+        rank_unit);
+  std::set<int> rank_counts;
+  for (const BenchRow& r : rows) rank_counts.insert(r.world);
+  if (rank_counts.size() > 1) {
+    ScalingView view;
+    view.rank_unit = rank_unit;
+    for (size_t i = 0; i < rows.size(); ++i)
+      view.points.push_back({rows[i].world, rows[i].ddpx_steps_per_s, scaling_efficiency(rows, i)});
+    chart.scaling = std::move(view);
+  }
   return chart;
 }
 

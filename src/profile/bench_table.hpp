@@ -37,7 +37,9 @@ std::optional<double> scaling_efficiency(const std::vector<BenchRow>& rows, size
 std::string bench_markdown(const std::vector<BenchRow>& rows, const std::string& rank_unit = "GPU");
 std::string bench_csv(const std::vector<BenchRow>& rows);
 nlohmann::json bench_json(const std::vector<BenchRow>& rows);
-// Categories "config (N GPUs)", series "ddpx" and (when any row has it) "PyTorch", notes "eff 93%".
+// Categories "config (N GPUs)", series "ddpx" and (when any row has it) "PyTorch", notes "eff 93%" with a note
+// legend defining eff (when any row has one), and the scaling view (ddpx steps/s and scaling efficiency of every
+// row against its rank count) exactly when the rows differ in rank count.
 BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title, const std::string& rank_unit = "GPU");
 
 }  // namespace ddpx

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.hpp"
 
@@ -28,25 +29,130 @@ std::string escape_xml(std::string_view text) {
   return out;
 }
 
+double estimate_text_width(std::string_view text, double font_size) {
+  size_t characters = 0;
+  for (char ch : text)
+    if ((static_cast<unsigned char>(ch) & 0xC0) != 0x80) ++characters;  // count UTF-8 code points, not bytes
+  return 0.62 * font_size * static_cast<double>(characters);
+}
+
+AxisTicks nice_ticks(double max_value, int target) {
+  DDPX_REQUIRE(std::isfinite(max_value) && max_value >= 0, "axis ticks: maximum must be finite and >= 0, got {}",
+               max_value);
+  DDPX_REQUIRE(target >= 1, "axis ticks: target tick count must be >= 1, got {}", target);
+  AxisTicks ticks;
+  if (max_value > 0) {
+    const double raw = max_value / target;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+    ticks.step = 10 * magnitude;
+    for (double m : {1.0, 2.0, 5.0})
+      if (m * magnitude >= raw) {
+        ticks.step = m * magnitude;
+        break;
+      }
+    ticks.decimals = std::max(0, -static_cast<int>(std::floor(std::log10(ticks.step) + 1e-9)));
+  }
+  const int count = std::max(1, static_cast<int>(std::ceil(max_value / ticks.step - 1e-9)));
+  ticks.axis_max = count * ticks.step;
+  for (int i = 0; i <= count; ++i) {
+    ticks.values.push_back(i * ticks.step);
+    ticks.labels.push_back(fmt::format("{:.{}f}", i * ticks.step, ticks.decimals));
+  }
+  return ticks;
+}
+
 namespace {
 
 constexpr const char* kColors[] = {"#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2"};
-constexpr double kCharWidth = 7.0;  // px per character at font-size 12 (approximate, sans-serif)
-constexpr double kBarHeight = 16, kBarGap = 3, kGroupGap = 12, kTop = 64, kRight = 140, kBarArea = 520;
-
-// A round axis maximum at or above max_value: 1, 2 or 5 times a power of ten.
-double nice_max(double max_value) {
-  if (max_value <= 0) return 1;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(max_value)));
-  for (double step : {1.0, 2.0, 5.0, 10.0})
-    if (step * magnitude >= max_value) return step * magnitude;
-  return 10 * magnitude;
-}
+constexpr double kFont = 12, kTitleFont = 15, kMargin = 16;
+constexpr double kBarHeight = 16, kBarGap = 3, kGroupGap = 12, kRight = 140, kBarArea = 520;
+constexpr double kPlotHeight = 170, kPlotGap = 70;
 
 std::string number(double value) {
   if (value == 0) return "0";
   return value >= 100 ? fmt::format("{:.0f}", value) : value >= 10 ? fmt::format("{:.1f}", value)
                                                                     : fmt::format("{:.2f}", value);
+}
+
+// Words of text in lines no wider than max_width at font_size (a single word wider than that gets its own line).
+std::vector<std::string> wrap_words(const std::string& text, double max_width, double font_size) {
+  std::vector<std::string> lines;
+  std::string line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    const std::string joined = line.empty() ? word : line + " " + word;
+    if (!line.empty() && estimate_text_width(joined, font_size) > max_width) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = joined;
+    }
+    start = end + 1;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
+struct PlotPoint {
+  int ranks;
+  double value;
+};
+
+// One scatter plot against rank count in the box (x, y, w, h): round y ticks, rank counts evenly spaced on x,
+// a dot per point, the best point per count joined by a line, an optional dashed reference at `reference`.
+std::string scatter_plot(double x, double y, double w, double h, const std::string& heading,
+                         const std::string& rank_unit, const std::vector<PlotPoint>& points, const std::string& suffix,
+                         const char* color, std::optional<double> reference) {
+  double max_value = reference.value_or(0);
+  std::map<int, double> best;
+  for (const PlotPoint& p : points) {
+    max_value = std::max(max_value, p.value);
+    best[p.ranks] = std::max(best.count(p.ranks) ? best[p.ranks] : 0.0, p.value);
+  }
+  const AxisTicks ticks = nice_ticks(max_value, 4);
+  std::map<int, double> x_of;
+  size_t index = 0;
+  for (const auto& [ranks, value] : best) {
+    (void)value;
+    x_of[ranks] = x + w * (static_cast<double>(index) + 0.5) / static_cast<double>(best.size());
+    ++index;
+  }
+  auto y_of = [&](double value) { return y + h - h * value / ticks.axis_max; };
+  std::string svg = fmt::format("<g class=\"plot\">\n<text x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n",
+                                x, y - 12, escape_xml(heading));
+  for (size_t i = 0; i < ticks.values.size(); ++i) {
+    const double ty = y_of(ticks.values[i]);
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", x, ty,
+                       x + w, ty);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#555\">{}</text>\n", x - 6, ty + 4,
+                       escape_xml(ticks.labels[i] + suffix));
+  }
+  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x, y, x,
+                     y + h);
+  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x, y + h,
+                     x + w, y + h);
+  if (reference)
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n", x,
+        y_of(*reference), x + w, y_of(*reference));
+  for (const auto& [ranks, px] : x_of)
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", px,
+                       y + h + 16, ranks);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", x + w / 2,
+                     y + h + 34, escape_xml(rank_unit));
+  if (best.size() > 1) {
+    std::string path;
+    for (const auto& [ranks, value] : best) path += fmt::format("{:.1f},{:.1f} ", x_of[ranks], y_of(value));
+    path.pop_back();
+    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, color);
+  }
+  for (const PlotPoint& p : points)
+    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x_of[p.ranks], y_of(p.value),
+                       color);
+  return svg + "</g>\n";
 }
 
 }  // namespace
@@ -70,13 +176,40 @@ std::string render_svg(const BarChart& chart) {
         max_value = std::max(max_value, *s.values[i]);
       }
   }
-  const double axis_max = nice_max(max_value);
-  size_t longest = 0;
-  for (const std::string& c : chart.categories) longest = std::max(longest, c.size());
-  const double left = 16 + kCharWidth * static_cast<double>(longest);
+  if (chart.scaling) {
+    DDPX_REQUIRE(!chart.scaling->points.empty(), "bar chart '{}': the scaling view has no points", chart.title);
+    for (const ScalingPoint& p : chart.scaling->points)
+      DDPX_REQUIRE(p.ranks >= 1 && std::isfinite(p.steps_per_s) && p.steps_per_s >= 0 &&
+                       (!p.efficiency || (std::isfinite(*p.efficiency) && *p.efficiency >= 0)),
+                   "bar chart '{}': scaling point at {} ranks needs ranks >= 1 and finite values >= 0 (steps/s {})",
+                   chart.title, p.ranks, p.steps_per_s);
+  }
+  const AxisTicks ticks = nice_ticks(max_value);
+  double longest = 0;
+  for (const std::string& c : chart.categories) longest = std::max(longest, estimate_text_width(c, kFont));
+  const double left = kMargin + 8 + longest;
+  double legend_width = 0;
+  for (const ChartSeries& s : chart.series) legend_width += 40 + estimate_text_width(s.name, kFont);
+  legend_width += 16 + estimate_text_width(chart.value_label, kFont);
+  double width = std::max({left + kBarArea + kRight, left + legend_width + kMargin,
+                           2 * kMargin + estimate_text_width(chart.note_legend, kFont)});
+  if (chart.scaling) width = std::max(width, 2 * (kPlotGap + 200) + kMargin);
+
+  // Title: wrapped at spaces to the picture's width, shrunk when its widest line (one long word) still overflows.
+  const double title_room = width - 2 * kMargin;
+  double title_font = kTitleFont;
+  const std::vector<std::string> title_lines = wrap_words(chart.title, title_room, title_font);
+  for (const std::string& line : title_lines)
+    title_font = std::min(title_font, title_font * title_room / std::max(1.0, estimate_text_width(line, title_font)));
+  const double title_line_height = std::ceil(title_font * 1.3);
+  const double legend_y = 14 + title_line_height * static_cast<double>(title_lines.size());
+  const double note_legend_y = legend_y + 20;
+  const double top = (chart.note_legend.empty() ? legend_y : note_legend_y) + 28;
+
   const double group_height = static_cast<double>(chart.series.size()) * (kBarHeight + kBarGap) - kBarGap;
-  const double height = kTop + static_cast<double>(n) * (group_height + kGroupGap) + 40;
-  const double width = left + kBarArea + kRight;
+  const double axis_bottom = top + static_cast<double>(n) * (group_height + kGroupGap);
+  const double scaling_top = axis_bottom + 64;
+  const double height = chart.scaling ? scaling_top + 30 + kPlotHeight + 50 : axis_bottom + 30;
 
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   svg += fmt::format(
@@ -85,50 +218,74 @@ std::string render_svg(const BarChart& chart) {
       width, height, width, height);
   svg += fmt::format("<title>{}</title>\n", escape_xml(chart.title));
   svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
-  svg += fmt::format("<text x=\"{:.1f}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", 16.0,
-                     escape_xml(chart.title));
-  // Legend.
+  for (size_t i = 0; i < title_lines.size(); ++i)
+    svg += fmt::format("<text class=\"title\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{:.1f}\" font-weight=\"bold\">{}</text>\n",
+                       kMargin, title_line_height * static_cast<double>(i + 1), title_font,
+                       escape_xml(title_lines[i]));
+  // Legend: the series, then what the notes mean.
   double legend_x = left;
   for (size_t s = 0; s < chart.series.size(); ++s) {
-    svg += fmt::format("<rect x=\"{:.1f}\" y=\"32\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", legend_x,
-                       kColors[s % std::size(kColors)]);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"42\">{}</text>\n", legend_x + 16, escape_xml(chart.series[s].name));
-    legend_x += 40 + kCharWidth * static_cast<double>(chart.series[s].name.size());
+    svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", legend_x,
+                       legend_y - 10, kColors[s % std::size(kColors)]);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", legend_x + 16, legend_y,
+                       escape_xml(chart.series[s].name));
+    legend_x += 40 + estimate_text_width(chart.series[s].name, kFont);
   }
-  svg += fmt::format("<text x=\"{:.1f}\" y=\"42\" text-anchor=\"end\" fill=\"#555\">{}</text>\n", left + kBarArea,
-                     escape_xml(chart.value_label));
-  // Grid lines and labels at 0, 1/2 and the maximum, then the axis line over them.
-  const double axis_bottom = height - 30;
-  for (double tick : {0.0, 0.5, 1.0}) {
-    const double x = left + tick * kBarArea;
-    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", x,
-                       kTop - 6, x, axis_bottom);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", x,
-                       axis_bottom + 16, number(tick * axis_max));
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#555\">{}</text>\n",
+                     std::max(left + kBarArea, legend_x + 16 + estimate_text_width(chart.value_label, kFont)),
+                     legend_y, escape_xml(chart.value_label));
+  if (!chart.note_legend.empty())
+    svg += fmt::format("<text class=\"note-legend\" x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">{}</text>\n", kMargin,
+                       note_legend_y, escape_xml(chart.note_legend));
+  // Grid lines and round tick labels (one format), then the axis line over them.
+  for (size_t t = 0; t < ticks.values.size(); ++t) {
+    const double x = left + kBarArea * ticks.values[t] / ticks.axis_max;
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", x, top - 6,
+                       x, axis_bottom);
+    svg += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n",
+                       x, axis_bottom + 16, ticks.labels[t]);
   }
-  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left,
-                     kTop - 6, left, axis_bottom);
+  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left, top - 6,
+                     left, axis_bottom);
   // Groups.
   for (size_t i = 0; i < n; ++i) {
-    const double group_top = kTop + static_cast<double>(i) * (group_height + kGroupGap);
+    const double group_top = top + static_cast<double>(i) * (group_height + kGroupGap);
     svg += fmt::format("<g>\n<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 8,
                        group_top + group_height / 2 + 4, escape_xml(chart.categories[i]));
     double label_end = left;
     for (size_t s = 0; s < chart.series.size(); ++s) {
       const double y = group_top + static_cast<double>(s) * (kBarHeight + kBarGap);
       const std::optional<double>& value = chart.series[s].values[i];
-      const double bar = value ? kBarArea * *value / axis_max : 0;
+      const double bar = value ? kBarArea * *value / ticks.axis_max : 0;
       if (value)
         svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", left,
                            y, bar, kBarHeight, kColors[s % std::size(kColors)]);
       const std::string label = value ? number(*value) : "n/a";
       svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", left + bar + 4, y + kBarHeight - 4,
                          escape_xml(label));
-      label_end = std::max(label_end, left + bar + 4 + kCharWidth * static_cast<double>(label.size()));
+      label_end = std::max(label_end, left + bar + 4 + estimate_text_width(label, kFont));
     }
     if (!chart.notes.empty() && !chart.notes[i].empty())
       svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">{}</text>\n", label_end + 8,
                          group_top + group_height / 2 + 4, escape_xml(chart.notes[i]));
+    svg += "</g>\n";
+  }
+  if (chart.scaling) {
+    const ScalingView& view = *chart.scaling;
+    std::vector<PlotPoint> throughput, efficiency;
+    for (const ScalingPoint& p : view.points) {
+      throughput.push_back({p.ranks, p.steps_per_s});
+      if (p.efficiency) efficiency.push_back({p.ranks, 100 * *p.efficiency});
+    }
+    const double plot_width = (width - 2 * kPlotGap - 2 * kMargin) / 2;
+    const std::string unit = view.rank_unit + "s";
+    svg += fmt::format("<g id=\"scaling\">\n<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"14\" font-weight=\"bold\">"
+                       "Scaling against {} count</text>\n",
+                       kMargin, scaling_top - 8, escape_xml(view.rank_unit));
+    svg += scatter_plot(kPlotGap, scaling_top + 30, plot_width, kPlotHeight, "steps/s", unit, throughput, "",
+                        kColors[0], std::nullopt);
+    svg += scatter_plot(2 * kPlotGap + plot_width, scaling_top + 30, plot_width, kPlotHeight,
+                        "scaling efficiency (dashed: 100%)", unit, efficiency, "%", kColors[2], 100.0);
     svg += "</g>\n";
   }
   svg += "</svg>\n";

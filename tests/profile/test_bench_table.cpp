@@ -90,5 +90,31 @@ TEST(BenchTable, ScalingEfficiencyComparesTheSameModelOnly) {
   EXPECT_DOUBLE_EQ(*scaling_efficiency(rows, 2), 0.95);
 }
 
+TEST(BenchTable, ChartDefinesEffAndAddsScalingViewExactlyWhenRankCountsDiffer) {
+  const BarChart mixed = bench_chart(rows(), "t");
+  EXPECT_NE(mixed.note_legend.find("scaling efficiency"), std::string::npos);
+  EXPECT_NE(mixed.note_legend.find("1-GPU"), std::string::npos);
+  ASSERT_TRUE(mixed.scaling.has_value());
+  ASSERT_EQ(mixed.scaling->points.size(), 4u);
+  EXPECT_EQ(mixed.scaling->points[2].ranks, 2);
+  EXPECT_DOUBLE_EQ(mixed.scaling->points[2].steps_per_s, 11.25);
+  EXPECT_DOUBLE_EQ(*mixed.scaling->points[2].efficiency, 11.25 / 12.5);
+  const std::string svg = render_svg(mixed);
+  EXPECT_EQ(testing::check_xml(svg).problem, "");
+  EXPECT_NE(svg.find("id=\"scaling\""), std::string::npos);
+  EXPECT_NE(svg.find("scaling efficiency"), std::string::npos);
+
+  // All rows on one GPU: no efficiency, no legend line for it, no scaling panel.
+  std::vector<BenchRow> single = rows();
+  single.resize(2);
+  const BarChart flat = bench_chart(single, "t");
+  EXPECT_EQ(flat.note_legend, "");
+  EXPECT_FALSE(flat.scaling.has_value());
+  EXPECT_EQ(render_svg(flat).find("id=\"scaling\""), std::string::npos);
+  // All rows on two ranks: one rank count, no scaling panel either.
+  const std::vector<BenchRow> two = {{"a", "fp32", 2, 3.0, std::nullopt}, {"b", "fp32", 2, 4.0, std::nullopt}};
+  EXPECT_FALSE(bench_chart(two, "t", "rank").scaling.has_value());
+}
+
 }  // namespace
 }  // namespace ddpx

@@ -65,5 +65,103 @@ TEST(SvgChart, RejectsInconsistentInput) {
   EXPECT_EQ(testing::check_xml(render_svg(chart)).problem, "");
 }
 
+// The number after `name="` in the first tag that has it (the <svg> root for width/height).
+double attribute(const std::string& svg, const std::string& name, size_t from = 0) {
+  const size_t at = svg.find(" " + name + "=\"", from);
+  EXPECT_NE(at, std::string::npos) << name;
+  return std::stod(svg.substr(at + name.size() + 3));
+}
+
+// Texts of every <text> element whose class is `css_class`, with the position of each.
+std::vector<std::pair<size_t, std::string>> texts_of_class(const std::string& svg, const std::string& css_class) {
+  std::vector<std::pair<size_t, std::string>> out;
+  const std::string open = "<text class=\"" + css_class + "\"";
+  for (size_t at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const size_t start = svg.find('>', at) + 1;
+    out.emplace_back(at, svg.substr(start, svg.find("</text>", start) - start));
+  }
+  return out;
+}
+
+TEST(SvgChart, LongTitleIsWrappedInsideThePicture) {
+  BarChart chart;
+  chart.title = "ddpx bench: steps/s per configuration (cpu (MPI ranks), batch 16 per rank, 40 steps of which 5 "
+                "warm-up, train flags --model vit_small_test --precision fp32 --bucket-mb 100 --hook powersgd:2)";
+  chart.categories = {"a"};
+  chart.series = {{"ddpx", {1.0}}};
+  const std::string svg = render_svg(chart);
+  ASSERT_EQ(testing::check_xml(svg).problem, "");
+  const double width = attribute(svg, "width");
+  const auto lines = texts_of_class(svg, "title");
+  ASSERT_GE(lines.size(), 2u) << svg;  // too long for one line at this width
+  std::string joined;
+  for (const auto& [at, line] : lines) {
+    const double x = attribute(svg, "x", at);
+    const double font = attribute(svg, "font-size", at);
+    EXPECT_LE(x + estimate_text_width(line, font), width) << line;
+    joined += (joined.empty() ? "" : " ") + line;
+  }
+  EXPECT_EQ(joined, escape_xml(chart.title));  // wrapped at spaces, nothing lost
+}
+
+TEST(SvgChart, OneUnbreakableTitleWordIsShrunkToFit) {
+  BarChart chart;
+  chart.title = std::string(400, 'x');
+  chart.categories = {"a"};
+  chart.series = {{"ddpx", {1.0}}};
+  const std::string svg = render_svg(chart);
+  const auto lines = texts_of_class(svg, "title");
+  ASSERT_EQ(lines.size(), 1u);
+  const double font = attribute(svg, "font-size", lines[0].first);
+  EXPECT_LT(font, 15);
+  EXPECT_LE(16 + estimate_text_width(lines[0].second, font), attribute(svg, "width") + 1e-6);
+}
+
+TEST(SvgChart, NiceTicksAreRoundWithOneFormatPerAxis) {
+  const AxisTicks ticks = nice_ticks(9.13);
+  EXPECT_EQ(ticks.labels, (std::vector<std::string>{"0", "2", "4", "6", "8", "10"}));
+  EXPECT_DOUBLE_EQ(ticks.axis_max, 10);
+  const AxisTicks small = nice_ticks(0.37);
+  EXPECT_EQ(small.labels, (std::vector<std::string>{"0.0", "0.1", "0.2", "0.3", "0.4"}));
+  EXPECT_EQ(nice_ticks(0).labels, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(nice_ticks(1234).labels.back(), "1500");  // step 500: 1234 / 5 rounded up to 1, 2 or 5 x 10^k
+  EXPECT_THROW(nice_ticks(-1), Error);
+
+  // In the picture: every tick label of the bar axis has the same count of decimals.
+  BarChart chart;
+  chart.title = "t";
+  chart.categories = {"a", "b"};
+  chart.series = {{"ddpx", {0.37, 0.21}}};
+  const auto labels = texts_of_class(render_svg(chart), "tick");
+  ASSERT_EQ(labels.size(), 5u);
+  for (const auto& [at, label] : labels) {
+    (void)at;
+    ASSERT_NE(label.find('.'), std::string::npos) << label;
+    EXPECT_EQ(label.size() - label.find('.'), 2u) << label;  // one decimal each
+  }
+}
+
+TEST(SvgChart, NoteLegendAndScalingPanelOnlyWhenGiven) {
+  BarChart chart;
+  chart.title = "t";
+  chart.categories = {"a", "b"};
+  chart.series = {{"ddpx", {2.0, 3.0}}};
+  std::string svg = render_svg(chart);
+  EXPECT_TRUE(texts_of_class(svg, "note-legend").empty());
+  EXPECT_EQ(svg.find("id=\"scaling\""), std::string::npos);
+  chart.note_legend = "eff = scaling efficiency";
+  chart.scaling = ScalingView{"GPU", {{1, 2.0, std::nullopt}, {2, 3.0, 0.75}}};
+  svg = render_svg(chart);
+  const testing::XmlCheck check = testing::check_xml(svg);
+  ASSERT_EQ(check.problem, "") << svg;
+  EXPECT_TRUE(has_text(check, "eff = scaling efficiency"));
+  EXPECT_NE(svg.find("id=\"scaling\""), std::string::npos);
+  EXPECT_EQ(check.tag_counts.at("circle"), 3);  // two steps/s dots, one efficiency dot
+  EXPECT_TRUE(has_text(check, "GPUs"));
+  EXPECT_TRUE(has_text(check, "100%"));
+  chart.scaling->points[0].ranks = 0;
+  EXPECT_THROW(render_svg(chart), Error);
+}
+
 }  // namespace
 }  // namespace ddpx
