@@ -6,7 +6,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "dist/socket_deadline.hpp"
 
 namespace ddpx {
 namespace {
@@ -85,26 +85,16 @@ int connect_within(const std::string& address, int port, Clock::time_point deadl
   for (;;) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     DDPX_REQUIRE(fd >= 0, "launcher: cannot create a socket: {}", std::strerror(errno));
-    int result = ::connect(fd, reinterpret_cast<const sockaddr*>(&target), sizeof target);
-    if (result != 0 && errno == EINPROGRESS) {
-      pollfd waiter{fd, POLLOUT, 0};
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (::poll(&waiter, 1, static_cast<int>(std::clamp<long long>(left, 0, 1000))) == 1) {
-        int error = 0;
-        socklen_t length = sizeof error;
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-        result = error == 0 ? 0 : -1;
-        errno = error;
-      } else {
-        errno = ETIMEDOUT;
-      }
-    }
-    if (result == 0) {
+    // One attempt waits at most a second, then the connection is tried afresh until the deadline.
+    const Clock::time_point attempt_deadline = std::min(deadline, Clock::now() + std::chrono::seconds(1));
+    const int error =
+        connect_within(fd, reinterpret_cast<const sockaddr*>(&target), sizeof target, attempt_deadline);
+    if (error == 0) {
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       return fd;
     }
-    last_error = std::strerror(errno);
+    last_error = std::strerror(error);
     ::close(fd);
     if (Clock::now() >= deadline) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
