@@ -204,12 +204,33 @@ bool WorkerGroup::finished() {
   return Clock::now() > *drain_deadline_;
 }
 
+// Relays what is already in the pipe without waiting: after its writer exited, that is everything the writer
+// wrote (unless a child of it still holds the pipe; the loop is bounded so such a child cannot keep us here).
+void WorkerGroup::OutputPipe::drain_available() {
+  for (int round = 0; fd >= 0 && round < 64; ++round) {
+    pollfd waiter{fd, POLLIN, 0};
+    if (::poll(&waiter, 1, 0) <= 0) return;
+    char buffer[65536];
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      relay(std::string_view(buffer, static_cast<size_t>(got)), false);
+    } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+      relay({}, true);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+}
+
 void WorkerGroup::reap() {
   for (Worker& worker : workers_) {
     if (worker.status) continue;
     int status = 0;
     if (::waitpid(worker.pid, &status, WNOHANG) != worker.pid) continue;
     worker.status = status;
+    // Its last words are read before anyone asks for them (a verdict quotes its last stderr line).
+    worker.out.drain_available();
+    worker.err.drain_available();
     const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (failed && !first_failure_) first_failure_ = WorkerExit{worker.rank, status};
   }

@@ -7,7 +7,8 @@
 //    stderr_fd (from its stderr); lines of different workers never interleave mid-line.
 //  - poll_once() never blocks longer than its timeout; it relays output, reaps exited workers and escalates a
 //    stop() to SIGKILL once the grace period has passed. The first worker that exited non-zero or by a signal
-//    is remembered (first_failure()), whoever stops the rest.
+//    is remembered (first_failure()), whoever stops the rest; by the time a worker counts as reaped, everything
+//    it wrote before exiting has been relayed, so last_stderr_line() holds its last words.
 // SignalRelay turns SIGINT/SIGTERM/SIGCHLD into bytes on a pipe (the handler only writes), so a poll() loop sees
 // them; the previous handlers come back on destruction. One relay per process at a time.
 #pragma once
@@ -80,6 +81,7 @@ class WorkerGroup {
     std::string pending;
     std::string last_line;
     void relay(std::string_view bytes, bool at_end);
+    void drain_available();
   };
   struct Worker {
     pid_t pid = -1;
