@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""The folder dependency graph of src/, declared once, and the check that the code keeps to it.
+
+Guarantees (run as the CTest test `include_graph`, so CI runs it through `.ci/run`):
+  - Every `#include "F/..."` (and `#include <F/...>` that names a file under src/) in a file of src/X/ names a
+    folder F that X may depend on: X itself, or a folder reachable from X through ALLOWED_DEPENDENCIES below.
+    A relative include (`"../F/x.hpp"`) counts as the folder it resolves to. A violation is reported as
+    `src/X/file.cpp:LINE: X must not include F ("F/x.hpp") ...`, naming the rule, and the check fails.
+  - Every folder of src/ with a CMakeLists.txt is declared, and the declared graph is acyclic.
+  - The declared graph is CMake's: the ddpx_* libraries a folder's CMakeLists.txt links with
+    target_link_libraries are exactly the folders declared for it (whatever the if() around the call: the check
+    reads the text, so a CUDA-only link counts).
+Exit status 0 when all hold, 1 with one line per problem otherwise, 2 for bad arguments.
+
+A new folder is one line in ALLOWED_DEPENDENCIES (and its CMakeLists.txt); a new dependency is one name in a line
+and the matching target_link_libraries. `--graph` prints the graph as docs/design.md shows it.
+"""
+import argparse
+import os
+import re
+import sys
+
+# Folder -> the folders it may include directly (and, through them, everything they may include). These are the
+# edges of CMake's link graph (target_link_libraries in src/<folder>/CMakeLists.txt); the check keeps both equal.
+ALLOWED_DEPENDENCIES = {
+    "core": [],
+    "model": ["core"],
+    "optim": ["core"],
+    "dist": ["core"],
+    "kernels": ["core"],
+    "io": ["model", "optim"],
+    "data": ["core", "io"],
+    "profile": ["core", "io"],
+    "ddp": ["dist"],
+    "cuda": ["core", "kernels", "model"],
+    "train": ["cuda", "data", "ddp", "dist", "io", "kernels", "model", "optim", "profile"],
+    "cli": ["train"],
+}
+
+# The CMake target each folder builds, when it is not ddpx_<folder>.
+TARGET_OF_FOLDER = {"cli": "ddpx"}
+# Targets that are part of a folder besides its main one (core's generated build-info library).
+EXTRA_TARGETS = {"ddpx_build_info": "core"}
+
+SOURCE_SUFFIXES = (".cpp", ".hpp", ".cu", ".cuh", ".h", ".cc")
+INCLUDE_LINE = re.compile(r'^\s*#\s*include\s*(["<])([^">]+)[">]')
+
+
+def reachable(graph, start):
+    """Every folder reachable from `start` through `graph` (start included)."""
+    seen, stack = {start}, [start]
+    while stack:
+        for dep in graph.get(stack.pop(), []):
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return seen
+
+
+def find_cycle(graph):
+    """A list of folders forming a cycle, or None."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for dep in graph.get(node, []):
+            if state.get(dep) == "open":
+                return path[path.index(dep):] + [dep] if dep in path else path + [dep]
+            if dep not in state:
+                cycle = visit(dep, path + [dep])
+                if cycle:
+                    return cycle
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node, [node])
+            if cycle:
+                return cycle
+    return None
+
+
+def included_folder(src_dir, file_path, quote, included, folders):
+    """The src/ folder an include names, or None when it names none of ours (system and generated headers)."""
+    if quote == '"' and included.startswith("."):
+        resolved = os.path.normpath(os.path.join(os.path.dirname(file_path), included))
+        relative = os.path.relpath(resolved, src_dir)
+        if relative.startswith(".."):
+            return None
+        first = relative.split(os.sep)[0]
+        return first if first in folders else None
+    first = included.split("/")[0]
+    if "/" not in included or first not in folders:
+        return None
+    if quote == "<" and not os.path.exists(os.path.join(src_dir, included)):
+        return None  # a system header whose first folder happens to share a name
+    return first
+
+
+def check_includes(root, graph):
+    src_dir = os.path.join(root, "src")
+    folders = sorted(d for d in os.listdir(src_dir) if os.path.isdir(os.path.join(src_dir, d)))
+    problems = []
+    for folder in folders:
+        if folder not in graph:
+            problems.append(f"src/{folder}/: folder '{folder}' is not declared in ALLOWED_DEPENDENCIES "
+                            f"(scripts/check_includes.py): add a line naming the folders it may include")
+    allowed = {folder: reachable(graph, folder) for folder in graph}
+    for folder in folders:
+        if folder not in graph:
+            continue
+        base = os.path.join(src_dir, folder)
+        for dirpath, _, names in os.walk(base):
+            for name in sorted(names):
+                if not name.endswith(SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(dirpath, name)
+                shown = os.path.relpath(path, root)
+                with open(path, encoding="utf-8", errors="replace") as source:
+                    for number, line in enumerate(source, 1):
+                        match = INCLUDE_LINE.match(line)
+                        if not match:
+                            continue
+                        quote, included = match.groups()
+                        target = included_folder(src_dir, path, quote, included, graph)
+                        if target is None or target in allowed[folder]:
+                            continue
+                        may = ", ".join(sorted(allowed[folder] - {folder})) or "nothing of ddpx"
+                        problems.append(
+                            f"{shown}:{number}: {folder} must not include {target} ({quote}{included}"
+                            f"{'>' if quote == '<' else quote}): {folder} may include {may} "
+                            f"(rule: ALLOWED_DEPENDENCIES in scripts/check_includes.py; dependencies point one way)")
+    return problems
+
+
+def cmake_commands(text, command):
+    """The argument lists of every call of `command` in CMake source `text` (comments removed)."""
+    text = re.sub(r"#[^\n]*", "", text)
+    calls = []
+    for match in re.finditer(r"\b" + command + r"\s*\(", text):
+        depth, i = 1, match.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        calls.append(text[match.end():i - 1].split())
+    return calls
+
+
+def check_cmake(root, graph):
+    src_dir = os.path.join(root, "src")
+    folder_of_target = dict(EXTRA_TARGETS)
+    for folder in graph:
+        folder_of_target[TARGET_OF_FOLDER.get(folder, "ddpx_" + folder)] = folder
+    problems = []
+    for folder in sorted(graph):
+        cmake_file = os.path.join(src_dir, folder, "CMakeLists.txt")
+        if not os.path.exists(cmake_file):
+            continue
+        with open(cmake_file, encoding="utf-8") as f:
+            text = f.read()
+        linked = set()
+        for args in cmake_commands(text, "target_link_libraries"):
+            if not args or folder_of_target.get(args[0]) != folder:
+                continue
+            linked |= {folder_of_target[a] for a in args[1:] if a in folder_of_target} - {folder}
+        declared = set(graph[folder])
+        shown = os.path.relpath(cmake_file, root)
+        for missing in sorted(declared - linked):
+            problems.append(f"{shown}: {folder} is declared to depend on {missing} (scripts/check_includes.py) but "
+                            f"does not link {TARGET_OF_FOLDER.get(missing, 'ddpx_' + missing)}: add it to "
+                            f"target_link_libraries or remove it from ALLOWED_DEPENDENCIES")
+        for extra in sorted(linked - declared):
+            problems.append(f"{shown}: {folder} links {TARGET_OF_FOLDER.get(extra, 'ddpx_' + extra)} but "
+                            f"ALLOWED_DEPENDENCIES (scripts/check_includes.py) does not declare {folder} -> {extra}: "
+                            f"declare it (if it points down) or remove the link")
+    return problems
+
+
+def layers(graph):
+    """Folders grouped by height: layer 0 depends on nothing, layer k only on layers below k."""
+    height = {}
+
+    def of(node):
+        if node not in height:
+            height[node] = 1 + max((of(d) for d in graph[node]), default=-1)
+        return height[node]
+
+    for node in graph:
+        of(node)
+    return [sorted(n for n in graph if height[n] == h) for h in range(max(height.values()) + 1)]
+
+
+def print_graph(graph):
+    for level in reversed(layers(graph)):
+        for folder in level:
+            deps = ", ".join(sorted(graph[folder])) or "(nothing of ddpx)"
+            print(f"{folder:8} -> {deps}")
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="Check that src/ folders include only the folders they may "
+                                                 "(the graph declared in this script, kept equal to CMake's).")
+    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        help="the repository root (default: this script's repository)")
+    parser.add_argument("--graph", action="store_true", help="print the declared graph, top layer first, and exit")
+    args = parser.parse_args(argv)
+    if args.graph:
+        print_graph(ALLOWED_DEPENDENCIES)
+        return 0
+    if not os.path.isdir(os.path.join(args.root, "src")):
+        print(f"check_includes: --root {args.root} has no src/ folder", file=sys.stderr)
+        return 2
+    problems = []
+    cycle = find_cycle(ALLOWED_DEPENDENCIES)
+    if cycle:
+        problems.append("ALLOWED_DEPENDENCIES (scripts/check_includes.py) has a cycle: " + " -> ".join(cycle))
+    for folder, deps in sorted(ALLOWED_DEPENDENCIES.items()):
+        for dep in deps:
+            if dep not in ALLOWED_DEPENDENCIES:
+                problems.append(f"ALLOWED_DEPENDENCIES: {folder} -> {dep}, but {dep} is not declared")
+    if not problems:
+        problems += check_includes(args.root, ALLOWED_DEPENDENCIES)
+        problems += check_cmake(args.root, ALLOWED_DEPENDENCIES)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"check_includes: {len(problems)} problem(s) in the folder dependency graph", file=sys.stderr)
+        return 1
+    print(f"check_includes: {len(ALLOWED_DEPENDENCIES)} folders of src/ include only what they may, "
+          f"and CMake links the same graph")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Tests of scripts/check_includes.py: it passes on the real src/, and on a temporary copy of src/ with one
+planted violation it fails naming the file, the line and the rule. Run as the CTest test include_graph_check;
+each case copies src/ (under 2 MB) into its own temporary folder, which is removed afterwards."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "check_includes.py")
+
+
+def run_check(root):
+    result = subprocess.run([sys.executable, SCRIPT, "--root", root], capture_output=True, text=True, timeout=120)
+    return result.returncode, result.stdout + result.stderr
+
+
+class CopyOfSource(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="ddpx-include-check-")
+        shutil.copytree(os.path.join(ROOT, "src"), os.path.join(self.root, "src"))
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def append_line(self, relative, line):
+        """Appends `line` to src/<relative> and returns its line number."""
+        path = os.path.join(self.root, "src", relative)
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        lines.append(line)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        return len(lines)
+
+    def test_the_copy_passes_as_the_tree_does(self):
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 0, output)
+
+    def test_a_sideways_include_names_file_line_and_rule(self):
+        # ddp knows nothing of the model: its contract is a flat gradient buffer.
+        line = self.append_line("ddp/reducer.cpp", '#include "model/param_layout.hpp"')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn(f"src/ddp/reducer.cpp:{line}: ddp must not include model", output)
+        self.assertIn('"model/param_layout.hpp"', output)
+        self.assertIn("ddp may include core, dist", output)
+        self.assertIn("ALLOWED_DEPENDENCIES in scripts/check_includes.py", output)
+        self.assertEqual(output.count("must not include"), 1, output)
+
+    def test_an_upward_include_fails(self):
+        line = self.append_line("core/error.hpp", '#  include "train/trainer.hpp"')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn(f"src/core/error.hpp:{line}: core must not include train", output)
+        self.assertIn("core may include nothing of ddpx", output)
+
+    def test_a_relative_include_counts_as_the_folder_it_reaches(self):
+        line = self.append_line("profile/verdict.cpp", '#include "../dist/communicator.hpp"')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn(f"src/profile/verdict.cpp:{line}: profile must not include dist", output)
+
+    def test_an_angle_include_of_our_header_counts(self):
+        line = self.append_line("io/npy.cpp", "#include <data/dataset.hpp>")
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn(f"src/io/npy.cpp:{line}: io must not include data", output)
+
+    def test_a_transitive_dependency_is_allowed(self):
+        # cli depends on train, train on dist: cli may include dist without declaring it.
+        self.append_line("cli/main.cpp", '#include "dist/communicator.hpp"')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 0, output)
+
+    def test_an_undeclared_folder_fails(self):
+        os.makedirs(os.path.join(self.root, "src", "extras"))
+        with open(os.path.join(self.root, "src", "extras", "thing.cpp"), "w", encoding="utf-8") as f:
+            f.write('#include "core/error.hpp"\n')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn("folder 'extras' is not declared in ALLOWED_DEPENDENCIES", output)
+
+    def test_a_link_the_graph_does_not_declare_fails(self):
+        self.append_line("optim/CMakeLists.txt", "target_link_libraries(ddpx_optim PUBLIC ddpx_dist)")
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn("src/optim/CMakeLists.txt: optim links ddpx_dist but ALLOWED_DEPENDENCIES", output)
+
+    def test_a_declared_edge_cmake_does_not_link_fails(self):
+        path = os.path.join(self.root, "src", "ddp", "CMakeLists.txt")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace("PUBLIC ddpx_dist", "PUBLIC ddpx_core"))
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn("ddp is declared to depend on dist", output)
+
+
+class DeclaredGraph(unittest.TestCase):
+    def test_is_acyclic_and_closed(self):
+        sys.dont_write_bytecode = True  # no __pycache__ left in scripts/
+        sys.path.insert(0, os.path.dirname(SCRIPT))
+        import check_includes
+
+        graph = check_includes.ALLOWED_DEPENDENCIES
+        self.assertIsNone(check_includes.find_cycle(graph))
+        self.assertEqual(check_includes.find_cycle({"a": ["b"], "b": ["c"], "c": ["a"]}), ["a", "b", "c", "a"])
+        for deps in graph.values():
+            self.assertTrue(set(deps) <= set(graph))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
