@@ -10,13 +10,14 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "dist/child_environment.hpp"
 
 namespace ddpx::cli {
 
 int run_child_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                       const std::string& log_path) {
-  DDPX_REQUIRE(!argv.empty(), "internal: run_child_process without a program");
+  DDPX_INTERNAL_ASSERT(!argv.empty(), "run_child_process without a program");
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   const std::vector<std::string> environment = environment_with(env);
   std::vector<char*> argv_c, env_c;

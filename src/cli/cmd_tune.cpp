@@ -18,6 +18,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "profile/tuner.hpp"
 
 namespace ddpx::cli {
@@ -104,8 +105,8 @@ int run_tune(const TuneFlags& f) {
   fmt::print("\n{}", result.summary());
 
   write_trial_config(result.best.config, f.out);
-  DDPX_REQUIRE(read_trial_config(f.out) == result.best.config,
-               "internal: '{}' does not read back as the winning configuration {}", f.out, result.best.config.flags());
+  DDPX_INTERNAL_ASSERT(read_trial_config(f.out) == result.best.config,
+                       "'{}' does not read back as the winning configuration {}", f.out, result.best.config.flags());
   std::string extra;
   for (const std::string& flag : f.train_flags) extra += " " + flag;
   fmt::print("wrote {}: {}\nuse it with: ddpx train --config {}{}\n", f.out, result.best.config.flags(), f.out, extra);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "dist/half_precision.hpp"
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -30,7 +31,7 @@ void fill_elements(void* data, size_t count, CommDType dtype, float value) {
       return;
     }
     default:
-      fail("internal: all-reduce bench supports f32, f16 and bf16, not {}", comm_dtype_name(dtype));
+      DDPX_INTERNAL_FAIL("all-reduce bench supports f32, f16 and bf16, not {}", comm_dtype_name(dtype));
   }
 }
 
@@ -41,8 +42,8 @@ int64_t count_differing(const void* data, size_t count, CommDType dtype, float e
     for (size_t i = 0; i < count; ++i) wrong += in[i] != expected;
     return wrong;
   }
-  DDPX_REQUIRE(dtype == CommDType::f16 || dtype == CommDType::bf16,
-               "internal: all-reduce bench supports f32, f16 and bf16, not {}", comm_dtype_name(dtype));
+  DDPX_INTERNAL_ASSERT(dtype == CommDType::f16 || dtype == CommDType::bf16,
+                       "all-reduce bench supports f32, f16 and bf16, not {}", comm_dtype_name(dtype));
   const uint16_t* in = static_cast<const uint16_t*>(data);
   for (size_t i = 0; i < count; ++i)
     wrong += (dtype == CommDType::f16 ? half_to_float(in[i]) : bf16_to_float(in[i])) != expected;
@@ -76,7 +77,7 @@ struct AllreduceBench::Impl {
     DDPX_CUDA_CHECK(cudaMalloc(&buffer, max_bytes));
     DDPX_CUDA_CHECK(cudaMalloc(&stats, 2 * sizeof(double)));
 #else
-    fail("internal: a device communicator in a build without CUDA");
+    DDPX_INTERNAL_FAIL("a device communicator in a build without CUDA");
 #endif
   }
 
@@ -156,9 +157,9 @@ AllreduceBench::~AllreduceBench() = default;
 CollectiveTiming AllreduceBench::measure(size_t count, CommDType dtype, int warmup, int iters) {
   Impl& b = *impl_;
   const size_t bytes = count * comm_dtype_size(dtype);
-  DDPX_REQUIRE(count > 0 && bytes <= b.max_bytes && iters >= 1 && warmup >= 0,
-               "internal: all-reduce bench of {} elements ({} bytes, buffer {}) with {} iterations", count, bytes,
-               b.max_bytes, iters);
+  DDPX_INTERNAL_ASSERT(count > 0 && bytes <= b.max_bytes && iters >= 1 && warmup >= 0,
+                       "all-reduce bench of {} elements ({} bytes, buffer {}) with {} iterations", count, bytes,
+                       b.max_bytes, iters);
   b.zero(bytes);
   for (int i = 0; i < warmup; ++i) b.comm.all_reduce(b.buffer, count, dtype, ReduceOp::sum, b.stream_handle());
   b.sync();

@@ -1,5 +1,7 @@
 // ddpx command-line entry point: parses the subcommand and its flags (CLI11), runs it, and turns every
-// ddpx::Error into "ddpx: error: <message>" with exit status 2. Subcommands live one per file (cmd_*.cpp).
+// ddpx::Error into "ddpx: error: <message>" with exit status 2, and every internal error (DDPX_INTERNAL_ASSERT, or
+// an exception no ddpx code raises on purpose) into "ddpx: internal error ..." with status 4 (core/exit_status.hpp).
+// Subcommands live one per file (cmd_*.cpp).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -9,6 +11,8 @@
 #include "cli/launch.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "core/exit_status.hpp"
+#include "core/internal_assert.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -32,7 +36,10 @@ int main(int argc, char** argv) {
       "  ddpx allreduce --nproc-per-node 2 --sizes 1K:1G     nccl-tests-like bus bandwidth table\n"
       "  ddpx bench --precisions fp32,bf16 --hooks allreduce,bf16 --gpus 1,2   the seed's table in one command\n"
       "  ddpx tune --out best.cfg -- --model vit_l_32 --device cuda   then: ddpx train --config best.cfg\n"
-      "Run 'ddpx <command> --help' for the flags of one command.");
+      "Run 'ddpx <command> --help' for the flags of one command.\n"
+      "Exit status: 0 success; 2 a bad flag, file or value, or a failed run (the message names it); 3 a\n"
+      "collective timed out with nothing to unwind (--comm-timeout); 4 an internal error (a bug in ddpx: please\n"
+      "report it); a launcher (--nproc-per-node, --nnodes) exits with its first failed rank's status.");
   // Flag errors look like every other ddpx error: "ddpx: error: --batch: 'abc' is not ...".
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "ddpx: error: " + std::string(e.what()) + "\nRun 'ddpx <command> --help' for the flags of a command.\n";
@@ -42,19 +49,23 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? ddpx::exit_status::success : ddpx::exit_status::user_error;
   }
   try {
     return commands.run(app);
   } catch (const ddpx::Error& e) {
     fmt::print(stderr, "ddpx: error: {}\n", e.what());
-    return 2;
+    return ddpx::exit_status::user_error;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "ddpx: error: out of memory: the model, --batch or the data do not fit in this machine's "
                        "memory; lower --batch or use a smaller model\n");
-    return 2;
+    return ddpx::exit_status::user_error;
+  } catch (const ddpx::InternalError& e) {
+    fmt::print(stderr, "ddpx: {}\n", e.what());  // "internal error at FILE:LINE ...: please report it ..."
+    return ddpx::exit_status::internal_error;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "ddpx: internal error: {}\n", e.what());
-    return 3;
+    fmt::print(stderr, "ddpx: internal error: {}. This is a bug in ddpx: please report it with the command line "
+                       "and this message\n", e.what());
+    return ddpx::exit_status::internal_error;
   }
 }

@@ -5,7 +5,8 @@
 //  - DDPX_TEST_FAULT="PHASE[@N]:RANK:KIND[:SECONDS]" makes the process whose rank is RANK (read from RANK,
 //    OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, in bootstrap's order; 0 without any) misbehave the N-th time
 //    (default 1) it reaches test_fault_point(PHASE): KIND kill raises SIGKILL, stop raises SIGSTOP, slow sleeps
-//    SECONDS (default 60), throw throws ddpx::Error("injected fault ..."). Other processes and phases are untouched.
+//    SECONDS (default 60), throw throws ddpx::Error("injected fault ..."), internal fails a DDPX_INTERNAL_ASSERT
+//    (ddpx::InternalError: the CLI's exit status 4). Other processes and phases are untouched.
 //  - The variable is parsed once; a malformed value is a ddpx::Error naming it at the first fault point.
 //  - Cost when unset: one load of a parsed flag per call. Fault points sit at phase boundaries and in file writes,
 //    never inside a step's kernels; per-step points compare an integer (test_fault_step).
@@ -24,6 +25,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 
 namespace ddpx {
 namespace test_fault_detail {
@@ -63,7 +65,7 @@ inline FaultSpec parse(const char* text) {
     rest.remove_prefix(colon + 1);
   }
   spec.error = std::string("DDPX_TEST_FAULT='") + text +
-               "' is not PHASE[@N]:RANK:KIND[:SECONDS] with KIND kill, stop, slow or throw (a test hook)";
+               "' is not PHASE[@N]:RANK:KIND[:SECONDS] with KIND kill, stop, slow, throw or internal (a test hook)";
   if (count < 3) return spec;
   std::string_view phase = parts[0];
   if (const size_t at = phase.find('@'); at != std::string_view::npos) {
@@ -73,7 +75,9 @@ inline FaultSpec parse(const char* text) {
   int64_t rank = 0, seconds = 60;
   if (phase.empty() || !parse_number(parts[1], rank)) return spec;
   if (count == 4 && !parse_number(parts[3], seconds)) return spec;
-  if (parts[2] != "kill" && parts[2] != "stop" && parts[2] != "slow" && parts[2] != "throw") return spec;
+  if (parts[2] != "kill" && parts[2] != "stop" && parts[2] != "slow" && parts[2] != "throw" &&
+      parts[2] != "internal")
+    return spec;
   spec.phase = std::string(phase);
   spec.rank = static_cast<int>(rank);
   spec.kind = std::string(parts[2]);
@@ -98,6 +102,8 @@ inline void test_fault_point(std::string_view phase) {
   if (spec.kind == "stop") ::raise(SIGSTOP);
   if (spec.kind == "slow") ::sleep(spec.seconds);
   if (spec.kind == "throw") fail("rank {}: injected fault at {} (DDPX_TEST_FAULT)", spec.rank, phase);
+  DDPX_INTERNAL_ASSERT(spec.kind != "internal", "rank {}: injected internal fault at {} (DDPX_TEST_FAULT)",
+                       spec.rank, phase);
 }
 
 // The step-K fault point, without building a string per step.

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "dist/launcher.hpp"
 #include "dist/tcp_rendezvous.hpp"
 #include "dist/torch_store_client.hpp"
@@ -162,7 +163,7 @@ std::vector<uint8_t> broadcast_from_rank0(const WorldInfo& world, std::string_vi
       }
     }
   }
-  fail("internal: no exchange route for rank {}", world.rank);
+  DDPX_INTERNAL_FAIL("no exchange route for rank {}", world.rank);
 }
 
 std::vector<std::vector<uint8_t>> allgather_bytes(const WorldInfo& world, std::string_view tag,

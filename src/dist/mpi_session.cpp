@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include "core/error.hpp"
+#include "core/exit_status.hpp"
 #include "core/test_fault.hpp"
 #include "dist/heartbeat.hpp"
 
@@ -95,7 +96,7 @@ MpiSession::~MpiSession() {
                                          finalize_board_ ? finalize_board_->entered() : 0, peers);
     std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
-    std::_Exit(3);
+    std::_Exit(exit_status::comm_timeout);
   });
   MPI_Finalize();
   {

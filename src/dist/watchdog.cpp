@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/exit_status.hpp"
 #include "dist/heartbeat.hpp"
 
 namespace ddpx {
@@ -133,7 +134,7 @@ void CommWatchdog::watch() {
     std::fflush(stderr);
     Communicator* comm = comm_;
     lock.unlock();
-    if (comm == nullptr) std::_Exit(3);  // start-up: nothing to abort yet (see the header)
+    if (comm == nullptr) std::_Exit(exit_status::comm_timeout);  // start-up: nothing to abort yet (see the header)
     comm->abort(message_);  // MPI: does not return
     lock.lock();
   }

@@ -19,7 +19,7 @@
 //    communicator; the blocked call returns when Gloo's own timeout (also --comm-timeout in train) expires, and
 //    the reducer then raises the watchdog's message.
 //  - Before attach(comm) (communicator creation itself is watched) there is nothing to abort: the watchdog then
-//    prints its message and ends the process with std::_Exit(3). That and MPI_Abort are the library's only paths
+//    prints its message and ends the process with std::_Exit(3) (exit_status::comm_timeout). That and MPI_Abort are the library's only paths
 //    that terminate a process; mpirun or ddpx's launcher then stops the other ranks.
 //  - Every arm() and run_watched() is one collective on the board (entered, then completed when the probe
 //    reports completion, disarm() or run_watched() returns).

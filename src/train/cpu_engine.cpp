@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
+#include "core/internal_assert.hpp"
 #include "dist/bootstrap.hpp"
 #include "model/blas_threads.hpp"
 #include "model/vit_cpu.hpp"
@@ -81,7 +82,7 @@ class CpuEngine : public StepEngine {
   }
 
   void forward_backward(float grad_scale, const ReadyFn& on_ready) override {
-    DDPX_REQUIRE(batch_ != nullptr, "internal: forward_backward without a batch");
+    DDPX_INTERNAL_ASSERT(batch_ != nullptr, "forward_backward without a batch");
     const int64_t classes = layout_.config().num_classes;
     auto t0 = Clock::now();
     model_.forward(params_.data(), batch_->images, batch_->batch, logits_.data());
