@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/cublas_check.hpp"
 #include "core/cuda_check.hpp"
 
 namespace ddpx {
