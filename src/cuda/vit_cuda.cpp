@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/internal_assert.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/column_sum.hpp"
 #include "kernels/gelu.hpp"
@@ -434,9 +435,9 @@ void VitCuda::adamw_step(const AdamWParams& p, int64_t step, unsigned long long*
 
 namespace {
 void require_span(const char* what, int64_t step, size_t begin, size_t end, size_t size) {
-  DDPX_REQUIRE(step >= 1, "internal: {}: step must start at 1, got {}", what, step);
-  DDPX_REQUIRE(begin <= end && end <= size && begin % 4 == 0 && end % 4 == 0,
-               "internal: {}: span [{}, {}) is not a 4-aligned part of the {}-element buffer", what, begin, end, size);
+  DDPX_INTERNAL_ASSERT(step >= 1, "{}: step must start at 1, got {}", what, step);
+  DDPX_INTERNAL_ASSERT(begin <= end && end <= size && begin % 4 == 0 && end % 4 == 0,
+                       "{}: span [{}, {}) is not a 4-aligned part of the {}-element buffer", what, begin, end, size);
 }
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "core/cuda_check.hpp"
 #include "core/error.hpp"
 #include "ddp/cast_kernels.hpp"
 
@@ -42,11 +43,6 @@ unsigned blocks_for(size_t count) {
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
 }
 
-void check_launch(const char* what) {
-  cudaError_t status = cudaGetLastError();
-  DDPX_REQUIRE(status == cudaSuccess, "cast hook: {} kernel launch failed: {}", what, cudaGetErrorString(status));
-}
-
 }  // namespace
 
 void launch_scale_to_wire_format(const float* in, uint16_t* out, size_t count, float scale, WireFormat format,
@@ -57,7 +53,7 @@ void launch_scale_to_wire_format(const float* in, uint16_t* out, size_t count, f
     scale_to_wire_kernel<WireFormat::fp16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count, scale);
   else
     scale_to_wire_kernel<WireFormat::bf16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count, scale);
-  check_launch("scale+cast");
+  DDPX_CHECK_LAUNCH("cast hook: scale+cast");
 }
 
 void launch_widen_from_wire_format(const uint16_t* in, float* out, size_t count, WireFormat format, void* stream) {
@@ -67,7 +63,7 @@ void launch_widen_from_wire_format(const uint16_t* in, float* out, size_t count,
     widen_from_wire_kernel<WireFormat::fp16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count);
   else
     widen_from_wire_kernel<WireFormat::bf16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count);
-  check_launch("widen");
+  DDPX_CHECK_LAUNCH("cast hook: widen");
 }
 
 }  // namespace ddpx

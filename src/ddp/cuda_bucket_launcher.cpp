@@ -16,27 +16,24 @@
 
 #include <atomic>
 
+#include "core/cuda_check.hpp"
 #include "core/error.hpp"
 #include "ddp/bucket_launcher.hpp"
 
 namespace ddpx {
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  DDPX_REQUIRE(status == cudaSuccess, "reducer (CUDA): {} failed: {}", what, cudaGetErrorString(status));
-}
-
 // Records a timing event: an event node when `stream` is being captured, a plain record otherwise.
-void record_timing(cudaEvent_t event, cudaStream_t stream, const char* what) {
+void record_timing(cudaEvent_t event, cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  check(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  DDPX_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   const unsigned flags = capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
-  check(cudaEventRecordWithFlags(event, stream, flags), what);
+  DDPX_CUDA_CHECK(cudaEventRecordWithFlags(event, stream, flags));
 }
 
 cudaEvent_t new_event(unsigned flags) {
   cudaEvent_t event = nullptr;
-  check(cudaEventCreateWithFlags(&event, flags), "cudaEventCreate");
+  DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&event, flags));
   return event;
 }
 
@@ -46,9 +43,9 @@ class CudaBucketLauncher : public BucketLauncher {
                      AfterReduce after_reduce)
       : hook_(hook), comm_(comm), after_reduce_(std::move(after_reduce)),
         comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
-    check(cudaGetDevice(&device_), "cudaGetDevice");
+    DDPX_CUDA_CHECK(cudaGetDevice(&device_));
     if (!comm_stream_) {
-      check(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
       owns_stream_ = true;
     }
     step_begin_ = new_event(cudaEventDefault);
@@ -74,36 +71,36 @@ class CudaBucketLauncher : public BucketLauncher {
   void begin_step(int64_t, void* compute_stream) override {
     compute_stream_ = static_cast<cudaStream_t>(compute_stream);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    check(cudaStreamIsCapturing(compute_stream_, &capture), "cudaStreamIsCapturing");
+    DDPX_CUDA_CHECK(cudaStreamIsCapturing(compute_stream_, &capture));
     capturing_ = capture == cudaStreamCaptureStatusActive;
     launched_.clear();
     done_recorded_ = false;
     replay_ = false;
     launched_count_ = 0;
-    record_timing(step_begin_, compute_stream_, "record step begin");
+    record_timing(step_begin_, compute_stream_);
   }
 
   void launch(BucketView& bucket, int64_t step) override {
     BucketEvents& events = buckets_[bucket.index];
     // The ready time first: in a graph the communication branch then depends on its node, so ready <= start.
-    if (ready_timing_) record_timing(events.ready, compute_stream_, "record ready time");
-    check(cudaEventRecord(events.ready_dependency, compute_stream_), "record bucket ready");
-    check(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0), "comm stream wait");
-    record_timing(events.start, comm_stream_, "record start time");
+    if (ready_timing_) record_timing(events.ready, compute_stream_);
+    DDPX_CUDA_CHECK(cudaEventRecord(events.ready_dependency, compute_stream_));
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0));
+    record_timing(events.start, comm_stream_);
     try {
       hook_.run(bucket, comm_, comm_stream_, step);
       if (after_reduce_) after_reduce_(bucket.begin, bucket.end, comm_stream_);
     } catch (const std::exception& e) {
       fail("communication hook '{}' failed in bucket {} of step {}: {}", hook_.name(), bucket.index, step, e.what());
     }
-    record_timing(events.end, comm_stream_, "record end time");
+    record_timing(events.end, comm_stream_);
     launched_.push_back(&bucket);
     ++launched_count_;
   }
 
   void finish_step() override {
-    check(cudaEventRecord(done_, comm_stream_), "record step done");
-    check(cudaStreamWaitEvent(compute_stream_, done_, 0), "compute stream wait");
+    DDPX_CUDA_CHECK(cudaEventRecord(done_, comm_stream_));
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_stream_, done_, 0));
     done_recorded_ = true;
   }
 
@@ -111,7 +108,7 @@ class CudaBucketLauncher : public BucketLauncher {
   // bucket events inside the graph keep their previous replay's state until their nodes run, so they cannot
   // tell which bucket a replay is in).
   void watch_replay(void* compute_stream) override {
-    check(cudaEventRecord(done_, static_cast<cudaStream_t>(compute_stream)), "record replay done");
+    DDPX_CUDA_CHECK(cudaEventRecord(done_, static_cast<cudaStream_t>(compute_stream)));
     replay_ = true;  // before capturing_ goes false: a poll in between must not query the captured bucket events
     done_recorded_ = true;
     capturing_ = false;
@@ -136,16 +133,16 @@ class CudaBucketLauncher : public BucketLauncher {
   std::vector<BucketTiming> timings() override {
     std::vector<BucketTiming> result;
     if (launched_.empty() || !ready_timing_) return result;
-    check(cudaEventSynchronize(buckets_[launched_.back()->index].end), "wait for the step's last bucket");
+    DDPX_CUDA_CHECK(cudaEventSynchronize(buckets_[launched_.back()->index].end));
     for (const BucketView* bucket : launched_) {
       const BucketEvents& events = buckets_[bucket->index];
       BucketTiming timing{bucket->index, bucket->numel(), bucket->numel() * sizeof(float), 0, 0, 0};
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, step_begin_, events.ready), "bucket ready time");
+      DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, step_begin_, events.ready));
       timing.ready_ms = ms;
-      check(cudaEventElapsedTime(&ms, step_begin_, events.start), "bucket start time");
+      DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, step_begin_, events.start));
       timing.start_ms = ms;
-      check(cudaEventElapsedTime(&ms, step_begin_, events.end), "bucket end time");
+      DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, step_begin_, events.end));
       timing.end_ms = ms;
       result.push_back(timing);
     }

@@ -4,6 +4,8 @@
 #include "core/error.hpp"
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "core/cuda_check.hpp"
 #endif
 
 namespace ddpx {
@@ -17,9 +19,7 @@ void* DeviceScratch::reserve(size_t bytes) {
   if (bytes <= bytes_) return data_;
   if (data_) {
     // Work enqueued earlier may still use the old allocation (PowerSGD buckets share one scratch).
-    cudaError_t synced = cudaDeviceSynchronize();
-    DDPX_REQUIRE(synced == cudaSuccess, "communication hook: waiting to grow the device scratch failed: {}",
-                 cudaGetErrorString(synced));
+    DDPX_CUDA_CHECK(cudaDeviceSynchronize());
     cudaFree(data_);
   }
   data_ = nullptr;

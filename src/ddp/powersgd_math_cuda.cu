@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/cuda_check.hpp"
 #include "core/error.hpp"
 #include "ddp/device_scratch.hpp"
 #include "ddp/powersgd_math.hpp"
@@ -40,10 +41,6 @@ constexpr int kReduceChunk = kThreads * 4;
 constexpr long long kSegmentChunk = 8192;
 constexpr int kOrthThreads = 512;
 constexpr int kOrthRowsPerThread = 8;    // register path: rows <= 4096
-
-void check_cuda(cudaError_t status, const char* what) {
-  DDPX_REQUIRE(status == cudaSuccess, "PowerSGD (CUDA): {} failed: {}", what, cudaGetErrorString(status));
-}
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
@@ -493,7 +490,7 @@ struct OrthPlan {
     if (w[3].size) orthogonalize_registers_kernel<8><<<w[3].size, kOrthThreads, 0, stream>>>(factors, w[3].data);
     if (in_memory.size)
       orthogonalize_memory_kernel<<<in_memory.size, kOrthThreads, 0, stream>>>(factors, in_memory.data);
-    check_cuda(cudaGetLastError(), "orthogonalization kernel");
+    DDPX_CHECK_LAUNCH("orthogonalization kernel");
   }
 };
 
@@ -564,12 +561,11 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     // One allocation: E, packed, P, Q (floats, zeroed), then the tables.
     const size_t floats = layout.bucket_elements + layout.uncompressed_elements + layout.p_elements + layout.q_elements;
     const size_t float_bytes = (floats * sizeof(float) + 255) / 256 * 256;
-    check_cuda(cudaMalloc(&storage_, float_bytes + staging.bytes().size() + 1), "cudaMalloc of E, P, Q and tables");
-    check_cuda(cudaMemset(storage_, 0, float_bytes), "cudaMemset of the error buffer");
+    DDPX_CUDA_CHECK(cudaMalloc(&storage_, float_bytes + staging.bytes().size() + 1));
+    DDPX_CUDA_CHECK(cudaMemset(storage_, 0, float_bytes));
     auto* tables = reinterpret_cast<unsigned char*>(storage_) + float_bytes;
     if (!staging.bytes().empty())
-      check_cuda(cudaMemcpy(tables, staging.bytes().data(), staging.bytes().size(), cudaMemcpyHostToDevice),
-                 "upload of the task tables");
+      DDPX_CUDA_CHECK(cudaMemcpy(tables, staging.bytes().data(), staging.bytes().size(), cudaMemcpyHostToDevice));
     error_ = storage_;
     packed_ = error_ + layout.bucket_elements;
     p_ = packed_ + layout.uncompressed_elements;
@@ -586,7 +582,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     // The memset and the pageable upload above ran on the legacy stream, which the hook's non-blocking streams do
     // not wait for (and a pageable cudaMemcpy may return before its DMA lands): finish them before any kernel reads
     // E or the tables. Construction happens in an eager step (the first compressed one), never under capture.
-    check_cuda(cudaDeviceSynchronize(), "PowerSGD set-up (E cleared, task tables uploaded)");
+    DDPX_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   ~CudaPowerSgdMath() override { cudaFree(storage_); }
@@ -597,10 +593,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   float* q() override { return q_; }
 
   void set_q(const std::vector<float>& host_q, void* stream) override {
-    check_cuda(cudaMemcpyAsync(q_, host_q.data(), host_q.size() * sizeof(float), cudaMemcpyHostToDevice,
-                               as_stream(stream)),
-               "upload of the initial Q");
-    check_cuda(cudaStreamSynchronize(as_stream(stream)), "upload of the initial Q");  // host_q is temporary
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(q_, host_q.data(), host_q.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                    as_stream(stream)));
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));  // host_q is temporary
   }
 
   void orthogonalize_q(void* stream) override { orth_q_.launch(q_, as_stream(stream)); }
@@ -621,7 +616,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
         case 4: launch(begin_kernel<4>); break;
         default: launch(begin_kernel<8>); break;
       }
-      check_cuda(cudaGetLastError(), "error feedback and P = M Q kernel");
+      DDPX_CHECK_LAUNCH("error feedback and P = M Q kernel");
     }
   }
 
@@ -638,10 +633,10 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       case 4: launch(slab_kernel<4>); break;
       default: launch(slab_kernel<8>); break;
     }
-    check_cuda(cudaGetLastError(), "M^T P partial-sum kernel");
+    DDPX_CHECK_LAUNCH("M^T P partial-sum kernel");
     reduce_slabs_kernel<<<reduce_tasks_.size, kThreads, 0, as_stream(stream)>>>(partial, q_, matrices_.data,
                                                                                 reduce_tasks_.data);
-    check_cuda(cudaGetLastError(), "M^T P reduction kernel");
+    DDPX_CHECK_LAUNCH("M^T P reduction kernel");
   }
 
   void finish(float* bucket, void* stream) override {
@@ -658,7 +653,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       case 4: launch(finish_kernel<4>); break;
       default: launch(finish_kernel<8>); break;
     }
-    check_cuda(cudaGetLastError(), "P Q^T and error update kernel");
+    DDPX_CHECK_LAUNCH("P Q^T and error update kernel");
   }
 
  private:

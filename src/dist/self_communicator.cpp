@@ -6,6 +6,8 @@
 #include "core/error.hpp"
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "core/cuda_check.hpp"
 #endif
 
 namespace ddpx {
@@ -31,10 +33,7 @@ void SelfCommunicator::all_gather(const void* send, void* recv, size_t count_per
     return;
   }
 #ifdef DDPX_HAVE_CUDA
-  cudaError_t status = cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice,
-                                       static_cast<cudaStream_t>(stream));
-  DDPX_REQUIRE(status == cudaSuccess, "self communicator: all_gather copy of {} bytes failed: {}", bytes,
-               cudaGetErrorString(status));
+  DDPX_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
 #else
   (void)stream;
   fail("self communicator: device buffers need a CUDA build of ddpx");

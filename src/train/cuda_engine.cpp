@@ -22,6 +22,7 @@
 
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/internal_assert.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/precision.hpp"
 #include "cuda/vit_cuda.hpp"
@@ -354,8 +355,8 @@ class CudaEngine : public CudaStepEngine {
   }
   void replay(int64_t step, GraphVariant variant) override {
     cudaGraphExec_t exec = graphs_[parity_][static_cast<int>(variant)];
-    DDPX_REQUIRE(exec != nullptr, "internal: replay of a graph that was never captured (parity {}, variant {})",
-                 parity_, static_cast<int>(variant));
+    DDPX_INTERNAL_ASSERT(exec != nullptr, "replay of a graph that was never captured (parity {}, variant {})",
+                         parity_, static_cast<int>(variant));
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     DDPX_CUDA_CHECK(cudaGraphLaunch(exec, compute_));
     replayed_[parity_] = true;
