@@ -1,5 +1,5 @@
-// gather_strings: every rank's string, on every rank, through the job's communicator (host buffers for MPI,
-// device staging for NCCL). Used once per run for reports; never in the step.
+// gather_strings: every rank's string, on every rank, through the job's communicator (dist/host_collectives: host
+// buffers for MPI and Gloo, device staging for NCCL). Used once per run for reports; never in the step.
 #pragma once
 #include <string>
 #include <vector>
