@@ -1,7 +1,6 @@
 // Ring-of-slots loader; see batch_loader.hpp for the guarantees.
 #include "data/batch_loader.hpp"
 
-#include <chrono>
 
 #include "core/error.hpp"
 
@@ -90,7 +89,6 @@ void BatchLoader::worker_loop() {
 }
 
 const HostBatch& BatchLoader::acquire() {
-  const auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
   const size_t s = static_cast<size_t>(next_to_consume_ % static_cast<int64_t>(slots_.size()));
   const auto failed_here = [&] { return worker_error_ && next_to_consume_ >= failed_step_; };
@@ -101,7 +99,6 @@ const HostBatch& BatchLoader::acquire() {
   DDPX_REQUIRE(states_[s] == SlotState::ready, "batch loader stopped while step {} was awaited", next_to_consume_);
   states_[s] = SlotState::in_use;
   ++next_to_consume_;
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return slots_[s];
 }
 

@@ -8,7 +8,6 @@
 //  - A worker exception is rethrown by acquire() in the consumer thread when it asks for the step that failed;
 //    batches of earlier steps are still delivered first, whatever the workers' timing. The destructor stops and
 //    joins workers.
-//  - wait_seconds() is the time the consumer spent blocked in acquire(): the input pipeline's visible cost.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -50,7 +49,6 @@ class BatchLoader {
   // Returns a slot obtained from acquire() to the workers.
   void release(const HostBatch& batch);
 
-  double wait_seconds() const { return wait_seconds_; }
   int workers() const { return static_cast<int>(threads_.size()); }
 
  private:
@@ -70,7 +68,6 @@ class BatchLoader {
   bool stopping_ = false;
   std::exception_ptr worker_error_;
   int64_t failed_step_ = 0;  // the step whose fill threw (valid when worker_error_ is set)
-  double wait_seconds_ = 0;
   std::vector<std::thread> threads_;
 };
 

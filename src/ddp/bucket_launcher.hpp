@@ -44,7 +44,7 @@ class BucketLauncher {
   virtual bool capturing() const { return false; }
   // Whether the steps begun from now on record when each bucket became ready (CUDA; the host launcher always
   // does). See Note [Bucket ready times cost a graph node].
-  virtual void set_ready_timing(bool on) { (void)on; }
+  virtual void set_ready_timing(bool /*on*/) {}
   // Per launched bucket of the last finished step; CUDA waits for that step's events (a host sync). Empty when
   // that step did not record ready times (CUDA, set_ready_timing(false)).
   virtual std::vector<BucketTiming> timings() = 0;

@@ -115,9 +115,8 @@ std::string scatter_plot(double x, double y, double w, double h, const std::stri
   const AxisTicks ticks = nice_ticks(max_value, 4);
   std::map<int, double> x_of;
   size_t index = 0;
-  for (const auto& [ranks, value] : best) {
-    (void)value;
-    x_of[ranks] = x + w * (static_cast<double>(index) + 0.5) / static_cast<double>(best.size());
+  for (const auto& entry : best) {
+    x_of[entry.first] = x + w * (static_cast<double>(index) + 0.5) / static_cast<double>(best.size());
     ++index;
   }
   auto y_of = [&](double value) { return y + h - h * value / ticks.axis_max; };

@@ -70,9 +70,8 @@ OptimizerInfo optimizer_info(const TrainOptions& options) {
 
 }  // namespace
 
-RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
+RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist)
     : options_(options), dist_(dist), first_measured_step_(0) {
-  (void)layout;
   config_.model = options.model;
   config_.batch = options.batch;
   config_.precision = options.precision;

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/param_layout.hpp"
 #include "profile/step_record.hpp"
 #include "train/dist_setup.hpp"
 #include "train/train_options.hpp"
@@ -18,7 +17,7 @@ struct TrainSummary;
 
 class RunRecorder {
  public:
-  RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout);
+  RunRecorder(const TrainOptions& options, const DistContext& dist);
   void begin_step(int64_t step);
   void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
                 DistContext& dist);
@@ -27,7 +26,6 @@ class RunRecorder {
   // Prints the breakdown and verdict (when print is true) and writes the report/trace files.
   void finish(const TrainSummary& summary, bool print);
 
-  const RankRun& rank_run() const { return run_; }
   // "cpu" or the GPU's name (RankInfo::device_name; the verdict's advice depends on it).
   void set_device_name(std::string name) { run_.info.device_name = std::move(name); }
   void set_loader_workers(int workers) { config_.workers = workers; }  // what --workers resolved to
