@@ -2,6 +2,7 @@
 // Guarantee: every failure a user can cause (bad flag, bad file, bad shape, disagreeing ranks) surfaces as a
 // ddpx::Error whose message names the offending flag/file/rank/value and says what to do. The CLI catches it,
 // prints "ddpx: error: <message>" and exits with status 2; nothing in the library calls exit() or abort().
+// Invariants of ddpx's own code are not user errors: DDPX_INTERNAL_ASSERT (core/internal_assert.hpp), status 4.
 #pragma once
 #include <fmt/format.h>
 
