@@ -125,19 +125,24 @@ MeasuredStep measure_step(const RunReport& report, const std::string& file) {
   m.overlap = c.overlap;
   m.batch = c.batch;
   m.tensors = c.gradient_tensors;
-  std::vector<double> data, h2d, forward, backward, optimizer, other, exposed;
+  std::vector<double> data, h2d, forward, backward, optimizer, exposed;
   for (const StepRecord& s : rank.steps) {
     const PhaseTimes& p = s.phases;
     data.push_back(p.data_wait_ms), h2d.push_back(p.h2d_copy_ms), forward.push_back(p.forward_ms);
     backward.push_back(p.backward_ms), optimizer.push_back(p.optimizer_ms), exposed.push_back(p.exposed_comm_ms);
-    other.push_back(std::max(0.0, p.total_ms - p.serial_sum_ms()));
   }
   m.data_wait_ms = median(data), m.h2d_copy_ms = median(h2d), m.forward_ms = median(forward);
-  m.backward_ms = median(backward), m.optimizer_ms = median(optimizer), m.other_ms = median(other);
+  m.backward_ms = median(backward), m.optimizer_ms = median(optimizer);
   m.measured_exposed_ms = median(exposed);
   DDPX_REQUIRE(m.backward_ms > 0, "report {}: the median backward time (ranks[0].steps[].phases.backward_ms) is {} "
                "ms; a step without a backward pass cannot be predicted", file, m.backward_ms);
   m.steps_per_s = report_steps_per_s(report);
+  DDPX_REQUIRE(m.steps_per_s > 0 && std::isfinite(m.steps_per_s), "report {}: no throughput (throughput.steps_per_s "
+               "or the steps' total_ms)", file);
+  // Everything of the measured step that is neither a phase nor exposed communication: the time between recorded
+  // steps too (progress lines, the loader hand-over), so that compute_ms() + exposed is the measured step.
+  m.other_ms = std::max(0.0, 1000.0 / m.steps_per_s - (m.data_wait_ms + m.h2d_copy_ms + m.forward_ms +
+                                                         m.backward_ms + m.optimizer_ms + m.measured_exposed_ms));
 
   const std::vector<BucketMedians> buckets = bucket_medians(rank);
   m.measured_buckets = static_cast<int>(buckets.size());

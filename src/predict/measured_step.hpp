@@ -2,8 +2,9 @@
 // Guarantees (measure_step):
 //  - Only reports of one rank are taken (world 1, with or without --ddp); grad_accum 1; gradient_tensors present;
 //    each refusal names the file and the field and says how to record a suitable report.
-//  - Phases are medians over the measured steps; other_ms is the median of total - (serial phases + exposed comm),
-//    clipped at 0, so forward + backward + optimizer + data + other + exposed reproduces the measured step.
+//  - Phases are medians over the measured steps; other_ms = 1000 / (the report's steps/s) - (phases + exposed
+//    comm), clipped at 0: what the step costs beyond its phases, the time between recorded steps included. So
+//    compute_ms() + the measured exposed communication is the measured step (1000 / steps/s).
 //  - Ready times are from the backward pass's start. Anchor: the last bucket becomes ready when backward ends
 //    (its last tensor, conv_proj, is the last gradient), so bucket k is ready at backward - (ready_last - ready_k)
 //    on whatever clock the report used; clipped to [0, backward]. A tensor's ready time is interpolated linearly in

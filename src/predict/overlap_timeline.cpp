@@ -25,7 +25,7 @@ OverlapResult simulate_overlap(std::vector<TimelineBucket>& buckets, double back
     result.exposed_ms += std::max(0.0, b.end_ms - std::max(b.start_ms, backward_ms));
   }
   result.comm_end_ms = stream_free;
-  result.hidden_ms = result.busy_ms - result.exposed_ms;
+  result.hidden_ms = std::max(0.0, result.busy_ms - result.exposed_ms);
   return result;
 }
 

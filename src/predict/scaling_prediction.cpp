@@ -13,6 +13,8 @@
 namespace ddpx::predict {
 namespace {
 
+std::string ms_text(double ms) { return ms < 10 ? fmt::format("{:.2f}", ms) : fmt::format("{:.1f}", ms); }
+
 bool is_cpu_device(const std::string& device) { return device == "cpu"; }
 
 // Everything that makes the inputs disagree: reports of different runs, a link measured for another run, rank counts
@@ -76,25 +78,28 @@ const MeasuredStep& report_for(const PredictionRequest& r, const HookSpec& hook,
 void write_verdict(PredictedRow& row, const LinkModel& link) {
   if (row.exposed_comm_ms < 0.05 * row.step_ms) {
     row.bound = "compute";
-    row.verdict = fmt::format("compute-bound: {:.1f} of {:.1f} ms of communication hidden under the backward pass",
-                              row.hidden_comm_ms, row.comm_busy_ms);
+    row.verdict = fmt::format("compute-bound: communication adds {} ms ({:.1f}% of the step); {} of its {} ms "
+                              "hidden under the backward pass", ms_text(row.exposed_comm_ms),
+                              100 * row.exposed_comm_ms / row.step_ms, ms_text(row.hidden_comm_ms),
+                              ms_text(row.comm_busy_ms));
     return;
   }
   const double biggest = std::max({row.comm_latency_ms, row.hook_own_ms, row.comm_bandwidth_ms});
   if (biggest == row.comm_latency_ms) {
     row.bound = "latency";
-    row.verdict = fmt::format("latency-bound: {} all-reduce calls pay {:.1f} ms of per-call latency, {:.1f} ms "
-                              "exposed; fewer, larger buckets", row.messages, row.comm_latency_ms,
-                              row.exposed_comm_ms);
+    row.verdict = fmt::format("latency-bound: {} all-reduce calls pay {} ms of per-call latency, {} ms exposed; "
+                              "fewer, larger buckets", row.messages, ms_text(row.comm_latency_ms),
+                              ms_text(row.exposed_comm_ms));
   } else if (biggest == row.hook_own_ms) {
     row.bound = "hook";
-    row.verdict = fmt::format("hook-bound: the hook's own work is {:.1f} ms a step, {:.1f} ms exposed; a cheaper "
-                              "hook", row.hook_own_ms, row.exposed_comm_ms);
+    row.verdict = fmt::format("hook-bound: the hook's own work (and the optimizer's spans on the comm stream) is "
+                              "{} ms a step, {} ms exposed; a cheaper hook", ms_text(row.hook_own_ms),
+                              ms_text(row.exposed_comm_ms));
   } else {
     row.bound = "bandwidth";
-    row.verdict = fmt::format("bandwidth-bound: {:.3f} GB a step over {}, {:.1f} of {:.1f} ms exposed; compress "
-                              "(bf16, PowerSGD) or a faster link", static_cast<double>(row.wire_bytes) / 1e9,
-                              link.intra.name, row.exposed_comm_ms, row.comm_busy_ms);
+    row.verdict = fmt::format("bandwidth-bound: {:.3f} GB a step over {}, {} of {} ms exposed; compress (bf16, "
+                              "PowerSGD) or a faster link", static_cast<double>(row.wire_bytes) / 1e9,
+                              link.intra.name, ms_text(row.exposed_comm_ms), ms_text(row.comm_busy_ms));
   }
 }
 
