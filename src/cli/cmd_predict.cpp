@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "io/output_file.hpp"
+#include "model/param_layout.hpp"
 #include "predict/link_sources.hpp"
 #include "predict/prediction_output.hpp"
 #include "predict/scaling_prediction.hpp"
@@ -33,11 +34,27 @@ struct PredictFlags {
   std::string json_out;
 };
 
+// A report written before config.gradient_tensors existed: the tensors of ddpx's layout of its model (the layout
+// is a pure function of the model spec, so it is the one the run used). Returns whether it filled them.
+bool fill_gradient_tensors(RunReport& report) {
+  if (!report.config.gradient_tensors.empty()) return false;
+  const ParamLayout layout(parse_model_spec(report.config.model));
+  for (const TensorSlot& slot : layout.tensors())
+    report.config.gradient_tensors.push_back({slot.name, slot.shape, static_cast<int64_t>(slot.offset),
+                                              static_cast<int64_t>(slot.numel)});
+  return true;
+}
+
 int run_predict(const PredictFlags& f) {
   using namespace ddpx::predict;
   if (!f.json_out.empty()) (void)check_output_path(f.json_out, "--json");
   PredictionRequest request;
-  for (const std::string& path : f.reports) request.reports.push_back(measure_step(load_run_report(path), path));
+  std::vector<std::string> filled;
+  for (const std::string& path : f.reports) {
+    RunReport report = load_run_report(path);
+    if (fill_gradient_tensors(report)) filled.push_back(path);
+    request.reports.push_back(measure_step(report, path));
+  }
   request.link = resolve_link(f.link);
   if (!f.network.empty()) {
     DDPX_REQUIRE(!request.link.network || f.link != "ib-ndr",
@@ -55,6 +72,9 @@ int run_predict(const PredictFlags& f) {
   request.first_bucket_mb = f.first_bucket_mb > 0 ? f.first_bucket_mb : request.reports.front().first_bucket_mb;
   const Prediction prediction = predict_scaling(request);
   fmt::print("{}", format_prediction(request, prediction));
+  for (const std::string& path : filled)
+    fmt::print("# note: {} predates config.gradient_tensors; its tensors are ddpx's layout of model {}\n", path,
+               request.reports.front().model);
   if (!f.json_out.empty()) {
     write_output_text(f.json_out, "--json", prediction_json(request, prediction).dump(1) + "\n");
     fmt::print("wrote {}\n", f.json_out);

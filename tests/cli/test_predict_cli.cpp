@@ -99,12 +99,29 @@ TEST_F(PredictCli, BadInputIsRefusedNamingWhatAndWhy) {
                      write("l32-link.json", R"({"collective": "all_reduce", "world": 2, "model": "vit_l_32",
                            "points": [{"bytes": 1024, "busbw_GBps": 1}]})"),
                  {"l32-link.json", "model 'vit_l_32'", "vit_tiny_test"});
-  expect_refused(recorded("ddp_one_gpu.json") + " --link nvlink4", {"ddp_one_gpu.json", "config.gradient_tensors"});
   expect_refused(recorded("comm_bound_nvlink.json") + " --link nvlink4", {"comm_bound_nvlink.json", "2 ranks"});
   expect_refused(*report_ + " --link nvlink4 --hooks powersgd", {"--hooks", "powersgd"});
   expect_refused(*report_ + " --link nvlink4 --bucket-cap-mb 0", {"--bucket-cap-mb"});
   expect_refused((*dir_ / "absent.json").string() + " --link nvlink4", {"absent.json"});
   expect_refused(*report_ + " " + *report_ + " --link nvlink4", {"both measured hook allreduce"});
+}
+
+TEST_F(PredictCli, AReportWithoutGradientTensorsTakesThemFromTheModelLayout) {
+  // A report of an older ddpx (no config.gradient_tensors): the CLI fills them from ddpx's layout of its model and
+  // says so; a report whose model ddpx does not know stays an error.
+  // The H200 report of docs/results (ViT-L/32 bf16, --ddp at world 1) is one.
+  const std::string h200 = std::string(DDPX_SOURCE_DIR) + "/docs/results/2026-12-01-h200-bf16-ddp1-report.json";
+  const auto r = run_ddpx("predict " + h200 + " --link nvlink4 --ranks 2,8 --hooks allreduce --bucket-cap-mb 25");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("predates config.gradient_tensors; its tensors are ddpx's layout of model vit_l_32"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("# ddpx predict: vit_l_32 bf16, batch 32 per rank, on NVIDIA H200"), std::string::npos)
+      << r.output;
+  // A synthetic report whose buckets are not ddpx's plan of its model is refused, naming both counts.
+  expect_refused(recorded("ddp_one_gpu.json") + " --link nvlink4", {"ddp_one_gpu.json", "13 buckets", "73"});
+  nlohmann::json old = nlohmann::json::parse(read_text(h200));
+  old["config"]["model"] = "resnet50";
+  expect_refused(write("resnet.json", old.dump()) + " --link nvlink4", {"resnet50"});
 }
 
 #ifdef DDPX_MPIEXEC
