@@ -16,12 +16,16 @@ warmup=${WARMUP:-10}
 batch=${BATCH:-4}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=(mpirun -np 2 --bind-to core --oversubscribe)
+# MPI_YIELD=1: Open MPI's waiting ranks yield the core instead of busy-polling it (mpi_yield_when_idle). With one
+# core per rank, a rank whose communication thread polls inside an all-reduce takes that core from its own backward.
+if [ "${MPI_YIELD:-0}" = 1 ]; then mpirun+=(--mca mpi_yield_when_idle 1); fi
 mkdir -p "$out"
 cd "$out"
 common=(--device cpu --model "$model" --batch "$batch" --steps "$steps" --warmup "$warmup" --workers 1
         --cpu-threads 1 --log-every 10)
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# mpirun: ${mpirun[*]}"
 echo "# model $model, batch $batch, $steps steps ($warmup warm-up); ddpx $("$ddpx" --version)"
 "${mpirun[@]}" "$ddpx" allreduce --device cpu --sizes 4K:64M:4 --iters 10 --warmup 3 --json link.json > link.log
 echo "# link: $(grep 'avg bus bandwidth' link.log)"

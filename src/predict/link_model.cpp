@@ -52,11 +52,18 @@ Shape shape_of(const LinkModel& link, int ranks) {
 
 double ring_factor(int ranks) { return 2.0 * (ranks - 1) / ranks; }
 
-// The measured curve at its own world: bytes * factor / busbw(bytes), the smallest size's time below it.
+// The measured curve at its own world: bytes * factor / busbw(bytes). Below the smallest measured size, the fitted
+// line (latency + bytes / peak), scaled to meet the measurement at that size.
 double measured_time_us(const MeasuredCurve& curve, int64_t bytes) {
+  const double factor = ring_factor(curve.world);
+  auto at_size = [&](int64_t b) { return static_cast<double>(b) * factor / (curve.table.busbw_at(b) * 1e3); };
   const int64_t smallest = curve.table.points().front().bytes;
-  const int64_t at = std::max(bytes, smallest);
-  return static_cast<double>(at) * ring_factor(curve.world) / (curve.table.busbw_at(at) * 1e3);
+  if (bytes >= smallest) return at_size(bytes);
+  auto fitted = [&](int64_t b) {
+    return 2.0 * (curve.world - 1) * curve.hop_latency_us + static_cast<double>(b) * factor /
+                                                                (curve.peak_busbw_GBps * 1e3);
+  };
+  return fitted(bytes) * at_size(smallest) / fitted(smallest);
 }
 
 CollectiveCost measured_cost(const LinkModel& link, const Shape& s, int64_t bytes) {

@@ -11,7 +11,7 @@
 //  - Across nodes the bus bandwidth is min(intra-node busbw, ranks per node * network busbw per NIC): one NIC
 //    per rank (rail-optimized nodes, as DGX machines are built).
 //  - A measured level (a `ddpx allreduce --json` table of W ranks) prices N = W exactly as measured (bus bandwidth
-//    interpolated in log2 size, sizes below the smallest measured one cost that one's time); other N add the
+//    interpolated in log2 size; below the smallest measured size, the fitted line scaled to meet it there); other N add the
 //    fitted per-hop latency 2(N-W)*alpha and the bandwidth term bytes*(2(N-1)/N - 2(W-1)/W)/busbw_peak.
 //  - Every cost is finite and positive for bytes > 0 and 2 <= N; bytes == 0 costs nothing (no call is made).
 #pragma once

@@ -103,8 +103,8 @@ TEST(LinkSources, MeasuredLinkReproducesItsWorldAndExtrapolates) {
   EXPECT_NEAR(allreduce_cost(link, 2, bytes).ms, at_two_us / 1e3, 1e-9);
   // 4 ranks: 2 * (4 - 2) more hops of 5 us, and bytes * (1.5 - 1) more at 10 GB/s.
   EXPECT_NEAR(allreduce_cost(link, 4, bytes).ms, (at_two_us + 20.0 + bytes * 0.5 / 1e4) / 1e3, 1e-9);
-  // Below the smallest measured size: that size's time.
-  EXPECT_NEAR(allreduce_cost(link, 2, 16).ms, (10.0 + 1024 / 1e4) / 1e3, 1e-9);
+  // Below the smallest measured size: the fitted line (it meets the measurement there).
+  EXPECT_NEAR(allreduce_cost(link, 2, 16).ms, (10.0 + 16 / 1e4) / 1e3, 1e-9);
 }
 
 class LinkFiles : public ::testing::Test {
