@@ -92,9 +92,12 @@ void write_verdict(PredictedRow& row, const LinkModel& link) {
                               ms_text(row.exposed_comm_ms));
   } else if (biggest == row.hook_own_ms) {
     row.bound = "hook";
-    row.verdict = fmt::format("hook-bound: the hook's own work (and the optimizer's spans on the comm stream) is "
-                              "{} ms a step, {} ms exposed; a cheaper hook", ms_text(row.hook_own_ms),
-                              ms_text(row.exposed_comm_ms));
+    row.verdict = fmt::format("hook-bound: the comm stream's work besides all-reduce (hook kernels, optimizer "
+                              "spans) is {} ms a step, {} ms exposed; {}", ms_text(row.hook_own_ms),
+                              ms_text(row.exposed_comm_ms),
+                              row.hook.kind == HookKind::allreduce
+                                  ? "try --optimizer-overlap off (the update after backward)"
+                                  : "a cheaper hook");
   } else {
     row.bound = "bandwidth";
     row.verdict = fmt::format("bandwidth-bound: {:.3f} GB a step over {}, {} of {} ms exposed; compress (bf16, "
