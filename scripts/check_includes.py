@@ -34,7 +34,8 @@ ALLOWED_DEPENDENCIES = {
     "ddp": ["dist"],
     "cuda": ["core", "kernels", "model"],
     "train": ["cuda", "data", "ddp", "dist", "io", "kernels", "model", "optim", "profile"],
-    "cli": ["train"],
+    "predict": ["core", "profile"],
+    "cli": ["predict", "train"],
 }
 
 # The CMake target each folder builds, when it is not ddpx_<folder>.

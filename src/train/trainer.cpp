@@ -128,7 +128,7 @@ TrainSummary run_training(const TrainOptions& options) {
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
-  RunRecorder recorder(options, dist);
+  RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
   StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
