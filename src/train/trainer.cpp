@@ -140,8 +140,8 @@ TrainSummary run_training(const TrainOptions& options) {
   calibration_request.with_reducer = dist.reducer != nullptr;
   calibration_request.phase_time_lag = engine->is_cuda() ? 1 : 0;
   StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
-                    /*timed_variants=*/dist.reducer != nullptr);
-  if (graphs.enabled) calibration_request.with_reducer = false;  // graph steps calibrate in a later change
+                    /*timed_variants=*/dist.reducer != nullptr, calibration_reserve(calibration_request));
+  if (graphs.enabled) calibration_request.earliest_step = graphs.first_step + graphs.captures;
   const CalibrationSchedule calibration = plan_calibration(calibration_request);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
@@ -260,7 +260,7 @@ TrainSummary run_training(const TrainOptions& options) {
     // path.
     const bool calibrating = calibration.contains(step);
     double calibration_reduce_ms = 0;
-    const bool captured = false;
+    bool captured = false;
     auto plain_forward_backward = [&] {
       engine->forward_backward(1.0f / static_cast<float>(micro_per_step), [](size_t, size_t) {});
     };
@@ -276,15 +276,28 @@ TrainSummary run_training(const TrainOptions& options) {
     if (calibrating) {
       NvtxRange calibration_range("calibration step");
       dist.reducer->set_ready_timing(false);
-      engine->zero_grads();
-      for (int64_t micro = 0; micro < micro_per_step; ++micro) {
+      if (graphs.enabled && step >= graphs.first_step) {
         const HostBatch& batch = acquire_batch();
-        plain_forward_backward();
+        captured = graphs.run(step, GraphVariant::calibration, [&] {
+          engine->zero_grads();
+          plain_forward_backward();
+          reduce_after_backward();
+          engine->optimizer_step(step);
+        }, [&] { dist.reducer->before_replay(); }, [&](void* stream) { dist.reducer->after_replay(stream); });
+        calibration_reduce_ms = 0;  // enqueued at capture; the replay's reduction is timed on the device
         engine->batch_consumed(batch);
         loader.release(batch);
+      } else {
+        engine->zero_grads();
+        for (int64_t micro = 0; micro < micro_per_step; ++micro) {
+          const HostBatch& batch = acquire_batch();
+          plain_forward_backward();
+          engine->batch_consumed(batch);
+          loader.release(batch);
+        }
+        reduce_after_backward();
+        engine->optimizer_step(step);
       }
-      reduce_after_backward();
-      engine->optimizer_step(step);
     } else if (graphs.enabled && step >= graphs.first_step) {
       const HostBatch& batch = acquire_batch();
       const GraphVariant variant = graphs.variant_for(step, sample_buckets);

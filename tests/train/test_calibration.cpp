@@ -19,6 +19,7 @@
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
 #include "train/calibration.hpp"
+#include "train/step_graphs.hpp"
 
 namespace ddpx {
 namespace {
@@ -79,6 +80,32 @@ TEST(CalibrationSchedule, ResumedRunsCalibrateInTheirOwnWarmup) {
   const CalibrationSchedule s = plan_calibration(r);
   EXPECT_EQ(s.first_step, 44);
   EXPECT_EQ(s.last_step, 46);
+}
+
+TEST(CalibrationSchedule, CudaGraphCapturesMoveEarlierToLeaveRoomForCalibration) {
+  TrainOptions o;
+  o.device = "cuda";
+  o.optimizer = "sgd";
+  o.warmup_steps = 8;
+  CalibrationRequest r = request(2, 8, /*lag=*/1);
+  const StepGraphSchedule graphs = plan_step_graphs(o, /*cuda_engine=*/true, 0, 1, /*timed_variants=*/true,
+                                                    calibration_reserve(r));
+  ASSERT_TRUE(graphs.enabled);
+  EXPECT_EQ(graphs.first_step, 2);  // captures at steps 2..5 (without calibration: 5..8)
+  EXPECT_EQ(graphs.captures, 4);
+  r.earliest_step = graphs.first_step + graphs.captures;
+  const CalibrationSchedule s = plan_calibration(r);
+  EXPECT_EQ(s.first_step, 6);
+  EXPECT_EQ(s.last_step, 7);
+  // The default warm-up of 5 leaves no step after the four captures: none, and the run says why.
+  o.warmup_steps = 5;
+  r = request(2, 5, 1);
+  const StepGraphSchedule short_graphs = plan_step_graphs(o, true, 0, 1, true, calibration_reserve(r));
+  r.earliest_step = short_graphs.first_step + short_graphs.captures;
+  const CalibrationSchedule none = plan_calibration(r);
+  EXPECT_EQ(none.count(), 0);
+  EXPECT_NE(none.shortfall.find("and the CUDA graph captures"), std::string::npos) << none.shortfall;
+  EXPECT_NE(none.shortfall.find("raise --warmup by 2"), std::string::npos) << none.shortfall;
 }
 
 // ---- end to end, through the ddpx executable ----
