@@ -43,7 +43,8 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--calibrate-steps", o->calibrate_steps,
                   "with DDP: up to N of the warm-up's last steps run without the reducer during backward (their "
                   "gradients are reduced after it, so the weights are the same) to time the plain step that DDP's "
-                  "cost in the breakdown and verdict is measured against (default 2; 0: off)")
+                  "cost in the breakdown and verdict is measured against (default 3, an odd count: the median is "
+                  "one step; 0: off)")
       ->group(what);
   cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
 

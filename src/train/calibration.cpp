@@ -12,8 +12,8 @@ CalibrationSchedule plan_calibration(const CalibrationRequest& r) {
   if (!r.with_reducer || r.steps <= 0) return schedule;
   const int64_t earliest = std::max(r.earliest_step, r.start_step + 2);  // never the first, cold, step
   const int64_t latest = r.start_step + r.warmup - r.phase_time_lag;     // the lag keeps measured records clean
-  const int64_t fit = std::max<int64_t>(0, latest - earliest + 1);
-  const int64_t count = std::min(r.steps, fit);
+  const int64_t fit = latest - earliest + 1;  // negative when even the first calibration step is too late
+  const int64_t count = std::clamp<int64_t>(fit, 0, r.steps);
   schedule.last_step = latest;
   schedule.first_step = latest - count + 1;
   if (count < r.steps)
@@ -21,7 +21,7 @@ CalibrationSchedule plan_calibration(const CalibrationRequest& r) {
         "--warmup {} holds {} of --calibrate-steps {} (calibration steps follow the first warm-up step{} and end "
         "{} step(s) before the measured steps); raise --warmup by {}",
         r.warmup, count, r.steps, r.earliest_step > r.start_step + 2 ? " and the CUDA graph captures" : "",
-        r.phase_time_lag, r.steps - count);
+        r.phase_time_lag, r.steps - fit);  // each warm-up step more adds one: the graph captures stay put there
   return schedule;
 }
 
