@@ -4,7 +4,8 @@
 // End to end on the CPU, through `ddpx train`: at one rank (allreduce and lossy hooks, accumulation, AdamW) and at
 // two ranks, a calibrated run's weights equal an uncalibrated run's bit for bit, and its report carries the
 // calibration steps and a DDP cost whose parts add up to the measured step minus the calibrated plain step, as
-// computed from the report's own records. No timing is asserted, only consistency.
+// computed from the report's own records. No timing is asserted, only consistency. On a GPU (skipped elsewhere)
+// the same with CUDA graphs on and off.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "gpu_guard.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/param_layout.hpp"
 #include "model/vit_config.hpp"
@@ -128,7 +130,7 @@ std::string train_args(const std::string& extra) {
 
 // The report's DDP cost, checked against the report's own records: measured and plain are the medians the
 // guarantee names, and the parts add up to their difference.
-void expect_cost_adds_up(const RunReport& report, int64_t calibration_steps) {
+void expect_cost_adds_up(const RunReport& report, int64_t calibration_steps, int64_t warmup = 5) {
   ASSERT_TRUE(report.ddp_cost.has_value());
   const DdpCost& cost = *report.ddp_cost;
   EXPECT_EQ(cost.calibration_steps, calibration_steps);
@@ -141,7 +143,7 @@ void expect_cost_adds_up(const RunReport& report, int64_t calibration_steps) {
       plains.push_back(record.plain.total_ms);
       EXPECT_EQ(record.plain.exposed_comm_ms, 0.0);
       EXPECT_GE(record.reduce_ms, 0.0);
-      EXPECT_LE(record.step, 5);  // inside the warm-up
+      EXPECT_LE(record.step, warmup);  // inside the warm-up
     }
     measured.push_back(median_of(totals));
     plain.push_back(median_of(plains));
@@ -189,6 +191,8 @@ INSTANTIATE_TEST_SUITE_P(
                       OneRankCase{"adamw_accum", "--optimizer adamw --lr 0.001 --grad-accum 2"}),
     [](const ::testing::TestParamInfo<OneRankCase>& info) { return info.param.name; });
 
+#ifdef DDPX_HAVE_MPI
+// --nproc-per-node 2 on the CPU: ddpx re-runs itself under mpirun (the MPI backend).
 TEST(CalibratedRun, TwoCpuRanksEndWithTheWeightsOfAnUncalibratedRun) {
   const fs::path dir = testing::fresh_dir("calibration_two_ranks");
   const testing::CliResult calibrated = run_ddpx(train_args(
@@ -203,6 +207,36 @@ TEST(CalibratedRun, TwoCpuRanksEndWithTheWeightsOfAnUncalibratedRun) {
   ASSERT_EQ(report.ranks.size(), 2u);
   expect_cost_adds_up(report, 3);
   fs::remove_all(dir);
+}
+#endif
+
+// The GPU path: calibration steps replayed from their own graphs (--cuda-graph on: captures at 2..5, calibration
+// 6..8, step 9 ordinary, measured from 10) and eager (--cuda-graph off: calibration 6..8 as well, the CUDA engine's
+// one-step lag keeping step 9 ordinary) leave the weights of an uncalibrated run, bit for bit (NCCL at one rank is
+// exact; the bf16 hook's rounding is the same at any time).
+TEST(CalibratedCudaRun, GraphAndEagerCalibrationKeepTheWeightsAndTheCostAddsUp) {
+  DDPX_REQUIRE_GPU();
+  for (const std::string graph : {"on", "off"})
+    for (const std::string hook : {"allreduce", "bf16"}) {
+      const fs::path dir = testing::fresh_dir("calibration_cuda_" + graph + "_" + hook);
+      const std::string args =
+          "train --device cuda --model vit_tiny_test --batch 8 --data learnable --workers 2 --steps 14 --warmup 9 "
+          "--bucket-mb 0.02 --first-bucket-mb 0.02 --lr 0.05 --momentum 0.9 --seed 3 --quiet --ddp --cuda-graph " +
+          graph + " --comm-hook " + hook;
+      const testing::CliResult calibrated = run_ddpx(args + " --calibrate-steps 3 --report " +
+                                                     (dir / "run.json").string() + " --save " +
+                                                     (dir / "calibrated.safetensors").string());
+      ASSERT_EQ(calibrated.status, 0) << calibrated.output;
+      const testing::CliResult plain =
+          run_ddpx(args + " --calibrate-steps 0 --save " + (dir / "uncalibrated.safetensors").string());
+      ASSERT_EQ(plain.status, 0) << plain.output;
+      EXPECT_EQ(weights_of(dir / "calibrated.safetensors"), weights_of(dir / "uncalibrated.safetensors"))
+          << graph << " " << hook;
+      const RunReport report = load_run_report((dir / "run.json").string());
+      expect_cost_adds_up(report, 3, 9);
+      EXPECT_EQ(report.ranks.front().calibration.front().step, 6) << graph << " " << hook;
+      fs::remove_all(dir);
+    }
 }
 
 TEST(CalibratedRun, WithoutDdpOrWithCalibrationOffTheReportHasNoCost) {
