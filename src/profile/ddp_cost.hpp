@@ -9,6 +9,10 @@
 //    no step recorded buckets). The run's figure is the median over ranks of the per-rank figures, as the
 //    breakdown's across-rank medians.
 //  - The parts add up by construction: cost = measured - plain, other = cost - exposed - hook work.
+//  - With the optimizer overlapped (--optimizer-overlap, on by default with DDP) a bucket's interval includes its
+//    span's optimizer update, so hook work includes those updates while the measured step's optimizer phase shrinks
+//    by as much; the plain step runs its optimizer after the backward pass (as a run without --ddp does), so the
+//    rest is lower by the same amount: the sum is unchanged.
 #pragma once
 #include <optional>
 
