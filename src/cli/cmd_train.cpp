@@ -158,9 +158,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet", o->quiet, "no progress lines")->group(an);
 
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
-  for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch", "--cpu-threads",
-                           "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--seed",
-                           "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
+  for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
+                           "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every",
+                           "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
                            "--ranks-per-gpu"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(

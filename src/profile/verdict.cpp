@@ -138,9 +138,10 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
   Verdict v;
   v.bound = Bound::compute;
   v.fraction = C / T;
-  const std::pair<Bound, double> candidates[] = {{Bound::communication, comm_share >= th.exposed_comm ? comm_share : -1},
-                                                 {Bound::input, I / T >= th.input ? I / T : -1},
-                                                 {Bound::launch, have_busy && G / T >= th.launch ? G / T : -1}};
+  const std::pair<Bound, double> candidates[] = {
+      {Bound::communication, comm_share >= th.exposed_comm ? comm_share : -1},
+      {Bound::input, I / T >= th.input ? I / T : -1},
+      {Bound::launch, have_busy && G / T >= th.launch ? G / T : -1}};
   double best = 0;
   for (const auto& [bound, share] : candidates)
     if (share > best) {
