@@ -99,12 +99,14 @@ std::string cost_sentence(const DdpCost& d) {
                      ms(d.hook_work_ms), ms(d.other_ms), ms(d.plain_step_ms));
 }
 
-// What DDP on one GPU costs: the calibrated cost when there is one, else only the exposed part, said as such.
-std::string one_gpu_cost(const std::optional<DdpCost>& cost, double E, double T) {
-  if (cost) return "DDP on one GPU costs " + cost_sentence(*cost);
-  return fmt::format("DDP on one GPU costs at least {} of the step ({} of {} ms exposed communication; what overlap "
-                     "hides is not calibrated: give --calibrate-steps and a --warmup that holds them)",
-                     pct(E / T), ms(E), ms(T));
+// What DDP on one GPU (one CPU rank) costs: the calibrated cost when there is one, else only the exposed part,
+// said as such.
+std::string one_rank_cost(const std::optional<DdpCost>& cost, double E, double T, bool cpu_engine) {
+  const std::string subject = cpu_engine ? "DDP on one CPU rank" : "DDP on one GPU";
+  if (cost) return subject + " costs " + cost_sentence(*cost);
+  return fmt::format("{} costs at least {} of the step ({} of {} ms exposed communication; what overlap hides is not "
+                     "calibrated: give --calibrate-steps and a --warmup that holds them)",
+                     subject, pct(E / T), ms(E), ms(T));
 }
 
 }  // namespace
@@ -160,7 +162,7 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
   switch (v.bound) {
     case Bound::communication:
       if (ddp_on_one_gpu) {
-        v.finding = one_gpu_cost(b.ddp_cost, E, T);
+        v.finding = one_rank_cost(b.ddp_cost, E, T, cpu_engine);
         v.advice = "run without --ddp";
       } else if (!c.overlap) {
         v.finding = fmt::format("--no-overlap is set and communication is {} of the step ({} of {} ms)", pct(E / T),
@@ -199,7 +201,7 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
   }
 
   if (ddp_on_one_gpu && v.bound != Bound::communication)
-    v.notes.push_back(one_gpu_cost(b.ddp_cost, E, T) + ": run without --ddp.");
+    v.notes.push_back(one_rank_cost(b.ddp_cost, E, T, cpu_engine) + ": run without --ddp.");
   if (!ddp_on_one_gpu && c.ddp && b.ddp_cost)
     v.notes.push_back(fmt::format("Against a step without the reducer, DDP costs {}.", cost_sentence(*b.ddp_cost)));
   const double median_rank_total = b[Phase::total].median;

@@ -159,6 +159,9 @@ TEST(Verdict, HiddenDdpCostAtWorldOneIsReportedAsTheSumOfItsParts) {
             "compute 0.20, reducer machinery / slowed backward 0.50; calibrated plain step 9.8 ms): run without "
             "--ddp.");
   EXPECT_EQ(v.notes[0].find("costs 0.0%"), std::string::npos);
+  RunReport cpu = hidden_cost_report(1);
+  cpu.ranks.front().info.device_name = "cpu";
+  EXPECT_EQ(diagnose(cpu).notes.at(0).rfind("DDP on one CPU rank costs 6.7% of the step (0.70 of 10.5 ms", 0), 0u);
 }
 
 TEST(Verdict, HiddenDdpCostAboveTenPercentBoundsTheStepAtWorldOne) {
