@@ -50,11 +50,24 @@ double comm_window_ms(const std::vector<BucketRecord>& buckets) {
   return std::max(0.0, last_end - first_launch);
 }
 
-double exposed_comm_ms(const std::vector<BucketRecord>& buckets, double backward_end_ms, double serial_comm_ms) {
+std::vector<TimeInterval> comm_intervals(const std::vector<BucketRecord>& buckets) {
+  std::vector<TimeInterval> intervals;
+  intervals.reserve(buckets.size());
+  for (const BucketRecord& bucket : buckets) intervals.push_back({bucket.start_ms, bucket.end_ms});
+  return intervals;
+}
+
+double exposed_comm_ms(const std::vector<BucketRecord>& buckets, const std::vector<TimeInterval>& compute,
+                       double serial_comm_ms) {
   DDPX_REQUIRE(serial_comm_ms >= 0, "exposed_comm_ms: serial comm time must be >= 0 ms, got {}", serial_comm_ms);
-  double last_end = backward_end_ms;
-  for (const BucketRecord& bucket : buckets) last_end = std::max(last_end, bucket.end_ms);
-  return (last_end - backward_end_ms) + serial_comm_ms;
+  return uncovered_ms(comm_intervals(buckets), compute) + serial_comm_ms;
+}
+
+double exposed_comm_ms(const std::vector<BucketRecord>& buckets, double backward_end_ms, double serial_comm_ms) {
+  // Everything before the backward's end is compute: from the earliest time on the step's clock.
+  double earliest = std::min(0.0, backward_end_ms);
+  for (const BucketRecord& bucket : buckets) earliest = std::min(earliest, bucket.start_ms);
+  return exposed_comm_ms(buckets, std::vector<TimeInterval>{{earliest, backward_end_ms}}, serial_comm_ms);
 }
 
 void fill_comm_phases(StepRecord& step, double backward_end_ms, double serial_comm_ms) {
@@ -215,6 +228,43 @@ void from_json(const json& j, RunThroughput& v) {
                v.images_per_s);
 }
 
+void to_json(json& j, const CalibrationRecord& v) {
+  j = json{{"step", v.step}, {"plain", v.plain}, {"reduce_ms", v.reduce_ms}};
+}
+
+void from_json(const json& j, CalibrationRecord& v) {
+  const char* record = "calibration record";
+  jf::require(j, record, "step", v.step);
+  jf::require(j, record, "plain", v.plain);
+  jf::require(j, record, "reduce_ms", v.reduce_ms);
+  require_time(record, "reduce_ms", v.reduce_ms, 0);
+}
+
+void to_json(json& j, const DdpCost& v) {
+  j = json{{"calibration_steps", v.calibration_steps}, {"measured_step_ms", v.measured_step_ms},
+           {"plain_step_ms", v.plain_step_ms},           {"cost_ms", v.cost_ms},
+           {"exposed_comm_ms", v.exposed_comm_ms},       {"hook_work_ms", v.hook_work_ms},
+           {"other_ms", v.other_ms}};
+}
+
+void from_json(const json& j, DdpCost& v) {
+  const char* record = "ddp cost";
+  jf::require(j, record, "calibration_steps", v.calibration_steps);
+  jf::require(j, record, "measured_step_ms", v.measured_step_ms);
+  jf::require(j, record, "plain_step_ms", v.plain_step_ms);
+  jf::require(j, record, "cost_ms", v.cost_ms);
+  jf::require(j, record, "exposed_comm_ms", v.exposed_comm_ms);
+  jf::require(j, record, "hook_work_ms", v.hook_work_ms);
+  jf::require(j, record, "other_ms", v.other_ms);
+  DDPX_REQUIRE(v.calibration_steps > 0, "ddp cost: field 'calibration_steps' must be positive, got {}",
+               v.calibration_steps);
+  for (const auto& [name, ms] : {std::pair{"measured_step_ms", v.measured_step_ms}, {"plain_step_ms", v.plain_step_ms},
+                                 {"exposed_comm_ms", v.exposed_comm_ms}, {"hook_work_ms", v.hook_work_ms}})
+    require_time(record, name, ms, 0);
+  for (const auto& [name, ms] : {std::pair{"cost_ms", v.cost_ms}, {"other_ms", v.other_ms}})
+    require_time(record, name, ms, -kMaxReportMs);  // a cost below the noise is negative
+}
+
 void to_json(json& j, const GradientTensorInfo& v) {
   j = json{{"name", v.name}, {"shape", v.shape}, {"offset", v.offset}, {"numel", v.numel}};
 }
@@ -290,12 +340,14 @@ void from_json(const json& j, RunConfig& v) {
 void to_json(json& j, const RankRun& v) {
   j = json{{"info", v.info}, {"steps", v.steps}};
   if (!v.losses.empty()) j["losses"] = v.losses;
+  if (!v.calibration.empty()) j["calibration"] = v.calibration;
 }
 
 void from_json(const json& j, RankRun& v) {
   jf::require(j, "rank run", "info", v.info);
   jf::require(j, "rank run", "steps", v.steps);
   jf::optional(j, "rank run", "losses", v.losses);
+  jf::optional(j, "rank run", "calibration", v.calibration);
   for (size_t k = 1; k < v.losses.size(); ++k)
     DDPX_REQUIRE(v.losses[k - 1].step < v.losses[k].step,
                  "rank run {}: 'losses' must be in increasing step order, step {} follows step {}", v.info.rank,
@@ -305,6 +357,7 @@ void from_json(const json& j, RankRun& v) {
 void to_json(json& j, const RunReport& v) {
   j = json{{"config", v.config}, {"ranks", v.ranks}};
   if (v.throughput) j["throughput"] = *v.throughput;
+  if (v.ddp_cost) j["ddp_cost"] = *v.ddp_cost;
 }
 
 void from_json(const json& j, RunReport& v) {
@@ -312,6 +365,8 @@ void from_json(const json& j, RunReport& v) {
   jf::require(j, "run report", "ranks", v.ranks);
   v.throughput.reset();
   if (auto it = j.find("throughput"); it != j.end() && !it->is_null()) v.throughput = it->get<RunThroughput>();
+  v.ddp_cost.reset();
+  if (auto it = j.find("ddp_cost"); it != j.end() && !it->is_null()) v.ddp_cost = it->get<DdpCost>();
 }
 
 double report_steps_per_s(const RunReport& report) {
