@@ -13,7 +13,9 @@
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
+#include "dist/clock_offset.hpp"
 #include "dist/communicator.hpp"
+#include "dist/watchdog.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
@@ -68,6 +70,17 @@ OptimizerInfo optimizer_info(const TrainOptions& options) {
   return info;
 }
 
+// This rank's offset from its own run clock to rank 0's (both counted from their run starts): rounds of a host
+// collective on every rank, under the watchdog. Exactly 0 on rank 0 and in a single process.
+ClockAlignment measure_run_clock_offset(const DistContext& dist, double run_start_ms) {
+  if (!dist.communicator) return ClockAlignment{};
+  ClockOffset offset;
+  dist.watchdog->run_watched("the clock offset measurement", [&] {
+    offset = measure_clock_offset(*dist.communicator, [&] { return now_ms() - run_start_ms; });
+  });
+  return ClockAlignment{offset.offset_ms, offset.uncertainty_ms};
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
@@ -96,6 +109,11 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   run_.info.device_name = options.device;
   run_.info.transport = link_description(options, dist);
   run_start_ms_ = now_ms();
+  run_.info.clock = measure_run_clock_offset(dist, run_start_ms_);
+}
+
+double RunRecorder::run_clock_ms(double steady_ms) const {
+  return steady_ms - run_start_ms_ + run_.info.clock->offset_ms;
 }
 
 void RunRecorder::begin_step(int64_t step) {
@@ -108,7 +126,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   if (step < first_measured_step_) return;
   StepRecord record;
   record.step = step;
-  record.start_ms = now_ms() - run_start_ms_ - host_total_ms;
+  record.start_ms = run_clock_ms(now_ms() - host_total_ms);
   const EnginePhaseTimes t = engine.last_phase_times();
   PhaseTimes& p = record.phases;
   p.data_wait_ms = data_wait_ms;

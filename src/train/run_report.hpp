@@ -1,7 +1,9 @@
 // RunRecorder: turns the trainer's per-step measurements into profile/ records (StepRecord, RunReport), and at the
 // end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON.
 // Guarantee: measuring never synchronizes the device in the hot path (the engine hands over times of completed
-// steps only); warm-up steps are not recorded.
+// steps only); warm-up steps are not recorded. Step times are on the run clock (profile/step_record.hpp): the
+// constructor measures this rank's clock offset to rank 0 (a collective on every rank, before the first step)
+// and every time recorded afterwards is shifted by it. See Note [One clock for all ranks] (docs/design.md).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -44,6 +46,8 @@ class RunRecorder {
   RankRun run_;
   int64_t first_measured_step_;
   double run_start_ms_ = 0;
+  // A steady_clock time (ms) on the run clock: since this rank's run start, plus its offset to rank 0's.
+  double run_clock_ms(double steady_ms) const;
 };
 
 }  // namespace ddpx
