@@ -3,17 +3,21 @@
 // --json`, and can turn the report into a Chrome/Perfetto trace. Lets a person analyse runs from another machine.
 // The tables follow a "what made this run" block (version, commit, start, host, command line, optimizer) and rank
 // 0's loss curve (first and last logged values); fields an older report lacks read "not recorded".
+// --check-trace FILE checks a Chrome/Perfetto trace (profile/trace_check.hpp): with or without a report, it prints
+// what it found and the command exits 1 when the trace has problems (2 when it cannot be read).
 #include <fmt/format.h>
 
 #include <memory>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
+#include "profile/trace_check.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
 
@@ -48,21 +52,51 @@ std::string provenance_block(const RunReport& report) {
   return text;
 }
 
+// Checks a trace file and prints the verdict; 0 when it is fine, 1 when not.
+int check_trace_command(const std::string& path) {
+  const TraceCheck check = check_trace_file(path);
+  if (check.ok()) {
+    fmt::print("trace {}: {} slices on {} tracks of {} process{}: every track well nested, in time order\n", path,
+               check.slices, check.tracks, check.processes, check.processes == 1 ? "" : "es");
+    return 0;
+  }
+  constexpr size_t kShown = 50;
+  fmt::print("trace {}: {} problem{} ({} slices on {} tracks):\n", path, check.problems.size(),
+             check.problems.size() == 1 ? "" : "s", check.slices, check.tracks);
+  for (size_t i = 0; i < check.problems.size() && i < kShown; ++i) fmt::print("  {}\n", check.problems[i]);
+  if (check.problems.size() > kShown) fmt::print("  ... and {} more\n", check.problems.size() - kShown);
+  return 1;
+}
+
 }  // namespace
 
 Command add_report_command(CLI::App& app) {
   struct Flags {
-    std::string report, peak, trace;
+    std::string report, peak, trace, check_trace;
     bool json = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "Analyse a saved run report (ddpx train --report FILE): breakdown, bandwidth, verdict, trace");
-  cmd->add_option("report", f->report, "the JSON written by `ddpx train --report`")->required();
+      "report", "Analyse a saved run report (ddpx train --report FILE): breakdown, bandwidth, verdict, trace; "
+                "or check a trace file (--check-trace)");
+  cmd->add_option("report", f->report, "the JSON written by `ddpx train --report` (optional with --check-trace)");
   cmd->add_option("--peak", f->peak, "peak bus bandwidth by size from `ddpx allreduce --json` (for % of peak)");
   cmd->add_option("--trace", f->trace, "also write a Chrome/Perfetto trace of the recorded steps here");
   cmd->add_flag("--json", f->json, "print breakdown and verdict as JSON instead of tables");
+  cmd->add_option("--check-trace", f->check_trace,
+                  "check a Chrome/Perfetto trace (from --trace): every track well nested (no partly overlapping "
+                  "slices), in time order, steps in order; exits 1 when it is not (runs after --trace, so it can "
+                  "check the trace just written)");
   return {cmd, [f] {
+            DDPX_REQUIRE(!f->report.empty() || !f->check_trace.empty(),
+                         "ddpx report: give a run report (ddpx report run.json) or a trace to check (ddpx report "
+                         "--check-trace run.trace.json)");
+            DDPX_REQUIRE(!f->report.empty() || (f->trace.empty() && f->peak.empty() && !f->json),
+                         "ddpx report: --trace, --peak and --json need a run report (ddpx report run.json ...)");
+            DDPX_REQUIRE(!f->json || f->check_trace.empty(),
+                         "ddpx report: --check-trace prints text, which would break --json's output; check the "
+                         "trace in a second call (ddpx report --check-trace FILE)");
+            if (f->report.empty()) return check_trace_command(f->check_trace);
             if (!f->trace.empty()) {
               (void)check_output_path(f->trace, "--trace");
               const std::vector<FileRole> inputs = {{"report", f->report}, {"--peak", f->peak}};
@@ -94,6 +128,7 @@ Command add_report_command(CLI::App& app) {
               trace.write(f->trace);
               fmt::print("trace: {} (open it in Perfetto or chrome://tracing)\n", f->trace);
             }
+            if (!f->check_trace.empty()) return check_trace_command(f->check_trace);
             return 0;
           }};
 }
