@@ -15,6 +15,7 @@
 #include "ddp/reducer.hpp"
 #include "dist/clock_offset.hpp"
 #include "dist/communicator.hpp"
+#include "dist/host_collectives.hpp"
 #include "dist/watchdog.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/trace_writer.hpp"
@@ -70,15 +71,22 @@ OptimizerInfo optimizer_info(const TrainOptions& options) {
   return info;
 }
 
-// This rank's offset from its own run clock to rank 0's (both counted from their run starts): rounds of a host
-// collective on every rank, under the watchdog. Exactly 0 on rank 0 and in a single process.
-ClockAlignment measure_run_clock_offset(const DistContext& dist, double run_start_ms) {
-  if (!dist.communicator) return ClockAlignment{};
-  ClockOffset offset;
+// Where this rank's steady clock stands against rank 0's, and rank 0's run start on rank 0's clock (the run
+// clock's zero): rounds of a host collective and one broadcast on every rank, under the watchdog. Without a
+// communicator the process is its own rank 0.
+struct RunClock {
+  ClockAlignment alignment;
+  double origin_ms = 0;  // rank 0's run start, steady_clock ms on rank 0's clock
+};
+RunClock measure_run_clock(const DistContext& dist, double run_start_ms) {
+  RunClock clock{ClockAlignment{}, run_start_ms};
+  if (!dist.communicator) return clock;
   dist.watchdog->run_watched("the clock offset measurement", [&] {
-    offset = measure_clock_offset(*dist.communicator, [&] { return now_ms() - run_start_ms; });
+    const ClockOffset offset = measure_clock_offset(*dist.communicator, now_ms);
+    clock.alignment = ClockAlignment{offset.offset_ms, offset.uncertainty_ms};
+    broadcast_host(*dist.communicator, &clock.origin_ms, sizeof(clock.origin_ms), 0);
   });
-  return ClockAlignment{offset.offset_ms, offset.uncertainty_ms};
+  return clock;
 }
 
 }  // namespace
@@ -108,12 +116,13 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   run_.info.precision = options.precision;
   run_.info.device_name = options.device;
   run_.info.transport = link_description(options, dist);
-  run_start_ms_ = now_ms();
-  run_.info.clock = measure_run_clock_offset(dist, run_start_ms_);
+  const RunClock clock = measure_run_clock(dist, now_ms());
+  run_.info.clock = clock.alignment;
+  run_origin_ms_ = clock.origin_ms;
 }
 
 double RunRecorder::run_clock_ms(double steady_ms) const {
-  return steady_ms - run_start_ms_ + run_.info.clock->offset_ms;
+  return steady_ms + run_.info.clock->offset_ms - run_origin_ms_;
 }
 
 void RunRecorder::begin_step(int64_t step) {

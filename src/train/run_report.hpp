@@ -45,8 +45,8 @@ class RunRecorder {
   RunConfig config_;
   RankRun run_;
   int64_t first_measured_step_;
-  double run_start_ms_ = 0;
-  // A steady_clock time (ms) on the run clock: since this rank's run start, plus its offset to rank 0's.
+  double run_origin_ms_ = 0;  // rank 0's run start on rank 0's steady clock (ms): the run clock's zero
+  // A steady_clock time (ms) of this rank on the run clock: shifted onto rank 0's clock, from rank 0's run start.
   double run_clock_ms(double steady_ms) const;
 };
 
