@@ -125,6 +125,20 @@ double RunRecorder::run_clock_ms(double steady_ms) const {
   return steady_ms + run_.info.clock->offset_ms - run_origin_ms_;
 }
 
+void RunRecorder::apply_device_times(StepRecord& record, const EnginePhaseTimes& t, double host_total_ms) const {
+  PhaseTimes& p = record.phases;
+  p.h2d_copy_ms = t.h2d_copy;
+  p.forward_ms = t.forward;
+  p.backward_ms = t.backward;
+  p.optimizer_ms = t.optimizer;
+  // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
+  // exposed communication. Device time plus the host's wait for data is the step.
+  p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+  p.total_ms = std::max(host_total_ms, t.device_total + p.data_wait_ms);
+  if (record.buckets.empty()) p.comm_ms = p.exposed_comm_ms;
+  if (t.device_start_steady_ms) record.device_start_ms = run_clock_ms(*t.device_start_steady_ms);
+}
+
 void RunRecorder::begin_step(int64_t step) {
   if (first_measured_step_ == 0) first_measured_step_ = step + options_.warmup_steps;
 }
@@ -137,17 +151,21 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   record.step = step;
   record.start_ms = run_clock_ms(now_ms() - host_total_ms);
   const EnginePhaseTimes t = engine.last_phase_times();
+  // CUDA: the engine's times are of a completed step, the one before this (t.step). That step's record, pushed
+  // last time with a stand-in, gets its own times and its device start now; see Note [One clock for all ranks].
+  const bool device_times = engine.is_cuda() && t.device_total > 0;
+  if (device_times && t.step > 0 && t.step != step && !run_.steps.empty() && run_.steps.back().step == t.step)
+    apply_device_times(run_.steps.back(), t, previous_host_total_ms_);
+  previous_host_total_ms_ = host_total_ms;
   PhaseTimes& p = record.phases;
   p.data_wait_ms = data_wait_ms;
   p.h2d_copy_ms = t.h2d_copy;
   p.forward_ms = t.forward;
   p.backward_ms = t.backward;
   p.optimizer_ms = t.optimizer;
-  if (engine.is_cuda() && t.device_total > 0) {
-    // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
-    // exposed communication. Device time plus the host's wait for data is the step.
-    p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
-    p.total_ms = std::max(host_total_ms, t.device_total + data_wait_ms);
+  if (device_times) {
+    // Until this step's own times arrive (next step), the previous step's stand in for them.
+    apply_device_times(record, t, host_total_ms);
   } else {
     p.exposed_comm_ms = comm_wait_ms;
     p.total_ms = host_total_ms;
@@ -172,6 +190,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
     p.comm_ms = p.exposed_comm_ms;
   }
   if (!engine.is_cuda()) p.comm_ms = std::max(p.comm_ms, comm_wait_ms);
+  if (device_times && t.step != step) record.device_start_ms.reset();  // a stand-in's start is not this step's
   run_.steps.push_back(std::move(record));
 }
 

@@ -16,6 +16,7 @@
 namespace ddpx {
 
 class StepEngine;
+struct EnginePhaseTimes;
 struct TrainSummary;
 
 class RunRecorder {
@@ -45,9 +46,12 @@ class RunRecorder {
   RunConfig config_;
   RankRun run_;
   int64_t first_measured_step_;
+  double previous_host_total_ms_ = 0;  // the host's time of the step recorded last (CUDA fills it in a step late)
   double run_origin_ms_ = 0;  // rank 0's run start on rank 0's steady clock (ms): the run clock's zero
   // A steady_clock time (ms) of this rank on the run clock: shifted onto rank 0's clock, from rank 0's run start.
   double run_clock_ms(double steady_ms) const;
+  // CUDA: a step's phases, total and device start from its events (t.step's).
+  void apply_device_times(StepRecord& record, const EnginePhaseTimes& t, double host_total_ms) const;
 };
 
 }  // namespace ddpx

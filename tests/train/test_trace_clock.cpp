@@ -2,7 +2,8 @@
 // --trace`: two CPU ranks (over MPI, then Gloo) write one trace that the project's checker accepts, whose step k
 // overlaps in time across the ranks (they all-reduce every step, so on one clock step k must overlap), with each
 // rank's clock offset kept in the report; `ddpx report --check-trace` says so, and refuses a bad trace with exit
-// status 1.
+// status 1. On a GPU (skipped without one) a real CUDA trace, laid out from the GPU's event times, passes the
+// same checker.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -16,8 +17,10 @@
 #include <string>
 
 #include "cli_runner.hpp"
+#include "gpu_guard.hpp"
 #include "profile/step_record.hpp"
 #include "profile/trace_check.hpp"
+#include "train/trainer.hpp"
 
 namespace ddpx {
 namespace {
@@ -130,6 +133,48 @@ TEST(TraceClock, ReportCheckTraceRefusesABadTraceWithExitStatusOne) {
   EXPECT_EQ(nothing.status, 2) << nothing.output;
   EXPECT_NE(nothing.output.find("give a run report"), std::string::npos) << nothing.output;
   fs::remove(bad);
+}
+
+// GPU: a few DDP steps on CUDA (world 1, so every bucket is timed at the progress lines) write a real trace; the
+// checker accepts it, and its steps are laid out from the GPU's event times, one after the other.
+TEST(TraceClock, ACudaTrainingTracePassesTheChecker) {
+  DDPX_REQUIRE_GPU();
+  for (const char* graphs : {"off", "on"}) {
+    SCOPED_TRACE(graphs);
+    TrainOptions o;
+    o.device = "cuda";
+    o.model = "vit_tiny_test";
+    o.batch = 8;
+    o.steps = 12;
+    o.warmup_steps = 2;
+    o.log_every = 2;
+    o.data = "learnable";
+    o.optimizer = "sgd";
+    o.workers = 2;
+    o.quiet = true;
+    o.ddp = true;
+    o.cuda_graph = graphs;
+    o.trace = scratch(std::string("cuda_") + graphs + ".trace.json").string();
+    run_training(o);
+    const TraceCheck check = check_trace_file(o.trace);
+    EXPECT_TRUE(check.ok()) << check.problems.front();
+    const json trace = read_json(o.trace);
+    size_t device_steps = 0, buckets = 0;
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const std::string name = e["name"].get<std::string>();
+      if (name.rfind("Batch ", 0) == 0 && e["args"].value("timeline", "") == "device") ++device_steps;
+      if (name.rfind("bucket ", 0) == 0) {
+        ++buckets;
+        EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0);
+        EXPECT_TRUE(e["args"].contains("busbw_GBps"));
+      }
+    }
+    // Every measured step whose events were read has a device start (the two newest may not have been read).
+    EXPECT_GE(device_steps, 6u);
+    EXPECT_GT(buckets, 0u);
+    fs::remove(o.trace);
+  }
 }
 
 }  // namespace
