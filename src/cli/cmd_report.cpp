@@ -7,7 +7,9 @@
 // what it found and the command exits 1 when the trace has problems (2 when it cannot be read).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -25,6 +27,29 @@ namespace ddpx::cli {
 namespace {
 
 std::string or_not_recorded(const std::string& text) { return text.empty() ? "not recorded" : text; }
+
+// Each rank's measured clock offset to rank 0 (Note [One clock for all ranks]); the first 8 ranks, then the
+// largest uncertainty of all. Nothing for a single rank.
+std::string clock_line(const RunReport& report) {
+  if (report.ranks.size() < 2) return "";
+  std::string offsets;
+  double widest = 0;
+  bool recorded = true;
+  for (size_t i = 1; i < report.ranks.size(); ++i) {
+    const std::optional<ClockAlignment>& clock = report.ranks[i].info.clock;
+    if (!clock) {
+      recorded = false;
+      break;
+    }
+    widest = std::max(widest, clock->uncertainty_ms);
+    if (i <= 8)
+      offsets += fmt::format("{}rank {} {:+.3f} +- {:.3f} ms", i == 1 ? "" : ", ", i, clock->offset_ms,
+                             clock->uncertainty_ms);
+  }
+  if (!recorded) return "clock: offsets to rank 0 not recorded (older report): ranks may not line up in a trace\n";
+  if (report.ranks.size() > 9) offsets += fmt::format(", ... (largest uncertainty {:.3f} ms)", widest);
+  return fmt::format("clock: every rank on rank 0's clock; offsets to it: {}\n", offsets);
+}
 
 std::string provenance_block(const RunReport& report) {
   const RunConfig& c = report.config;
@@ -49,6 +74,7 @@ std::string provenance_block(const RunReport& report) {
   if (report.throughput)
     text += fmt::format("throughput: {:.2f} steps/s, {:.1f} images/s\n", report.throughput->steps_per_s,
                         report.throughput->images_per_s);
+  text += clock_line(report);
   return text;
 }
 

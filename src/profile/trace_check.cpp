@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <regex>
+#include <string_view>
 #include <set>
 #include <utility>
 
@@ -37,12 +37,21 @@ std::optional<std::string> metadata_name(const json& e) {
   return e["args"]["name"].get<std::string>();
 }
 
-// "Batch 12" -> 12; anything else -> nullopt.
+// "Batch 12" -> 12; anything else (other names, no digits, more than 18 of them) -> nullopt.
 std::optional<int64_t> batch_number(const std::string& name) {
-  static const std::regex pattern("Batch (-?[0-9]{1,18})");
-  std::smatch match;
-  if (!std::regex_match(name, match, pattern)) return std::nullopt;
-  return std::stoll(match[1].str());
+  constexpr std::string_view prefix = "Batch ";
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 19 || name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  size_t i = prefix.size();
+  const bool negative = name[i] == '-';
+  if (negative) ++i;
+  if (i == name.size() || name.size() - i > 18) return std::nullopt;  // 18 digits fit an int64
+  int64_t value = 0;
+  for (; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    value = value * 10 + (name[i] - '0');
+  }
+  return negative ? -value : value;
 }
 
 }  // namespace

@@ -85,6 +85,10 @@ void expect_two_rank_trace_lines_up(const std::string& backend_flags, const std:
   EXPECT_EQ(report.ranks[0].info.clock->uncertainty_ms, 0.0);
   const ClockAlignment rank1 = *report.ranks[1].info.clock;
   EXPECT_LE(std::abs(rank1.offset_ms), rank1.uncertainty_ms + 1e-9);
+  const CliResult shown = testing::run_ddpx("report " + report_path.string());
+  EXPECT_EQ(shown.status, 0) << shown.output;
+  EXPECT_NE(shown.output.find("clock: every rank on rank 0's clock; offsets to it: rank 1 "), std::string::npos)
+      << shown.output;
 
   // Step k of rank 0 and of rank 1 overlap on the common clock: neither rank's all-reduce of step k can end
   // before the other's began. Slack: rank 1's clock uncertainty, plus 1 ns of printing.
