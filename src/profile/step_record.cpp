@@ -291,6 +291,11 @@ void from_json(const json& j, RankRun& v) {
     DDPX_REQUIRE(v.losses[k - 1].step < v.losses[k].step,
                  "rank run {}: 'losses' must be in increasing step order, step {} follows step {}", v.info.rank,
                  v.losses[k].step, v.losses[k - 1].step);
+  // A trace draws a rank's steps one after the other (profile/trace_check.hpp checks "Batch N" order).
+  for (size_t k = 1; k < v.steps.size(); ++k)
+    DDPX_REQUIRE(v.steps[k - 1].step < v.steps[k].step,
+                 "rank run {}: 'steps' must be in increasing step order, step {} follows step {}", v.info.rank,
+                 v.steps[k].step, v.steps[k - 1].step);
 }
 
 void to_json(json& j, const RunReport& v) {

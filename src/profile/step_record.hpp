@@ -184,7 +184,7 @@ void to_json(nlohmann::json& j, const RunReport& value);
 void from_json(const nlohmann::json& j, RunReport& value);
 
 // Reads / writes a run report file. Errors (ddpx::Error) name the file and the field that is wrong; reading also
-// checks that ranks are numbered 0..n-1 in order and that every rank has at least one step.
+// checks that ranks are numbered 0..n-1 in order and that every rank has at least one step, in increasing step order.
 RunReport load_run_report(const std::string& path);
 // Steps/s of a run: report.throughput when recorded, else rank 0's measured steps over the sum of their times.
 double report_steps_per_s(const RunReport& report);

@@ -135,19 +135,21 @@ TraceCheck check_trace_events(const json& trace) {
       }
       open.push_back(&slice);
     }
-    // Steps in order: "Batch N" slices of one track follow each other in increasing N.
-    const Slice* previous_batch = nullptr;
-    int64_t previous_number = 0;
-    for (const Slice& slice : slices) {
-      const std::optional<int64_t> number = batch_number(slice.name);
-      if (!number) continue;
-      if (previous_batch && *number <= previous_number)
+    // Steps in order: "Batch N" slices of one track follow each other in increasing N. Slices that start at the
+    // same time (a zero-length step and the next) may be listed either way.
+    std::vector<std::pair<int64_t, const Slice*>> batches;
+    for (const Slice& slice : slices)
+      if (const std::optional<int64_t> number = batch_number(slice.name)) batches.push_back({*number, &slice});
+    std::stable_sort(batches.begin(), batches.end(), [](const auto& a, const auto& b) {
+      return a.second->start != b.second->start ? a.second->start < b.second->start : a.first < b.first;
+    });
+    for (size_t i = 1; i < batches.size(); ++i) {
+      const Slice& previous = *batches[i - 1].second;
+      const Slice& slice = *batches[i].second;
+      if (batches[i].first <= batches[i - 1].first)
         check.problems.push_back(fmt::format("{}: \"{}\" (starts {:.3f} us) comes after \"{}\" (starts {:.3f} us): "
                                              "steps must follow each other in increasing order",
-                                             where, slice.name, slice.start, previous_batch->name,
-                                             previous_batch->start));
-      previous_batch = &slice;
-      previous_number = *number;
+                                             where, slice.name, slice.start, previous.name, previous.start));
     }
   }
   check.tracks = by_track.size();

@@ -241,6 +241,12 @@ TEST(StepRecord, ClockOffsetAndDeviceStartRoundTripThroughJson) {
                         {"rank info clock", "missing field 'offset_ms'"});
   testing::expect_error([&] { (void)with("/ranks/0/steps/0/device_start_ms", "soon").get<RunReport>(); },
                         {"device_start_ms"});
+  // Steps out of order (found by fuzz_run_report: its trace would draw step 12 after step 22).
+  nlohmann::json reordered = j;
+  reordered["ranks"][0]["steps"].push_back(reordered["ranks"][0]["steps"][0]);
+  reordered["ranks"][0]["steps"][1]["step"] = 2;
+  testing::expect_error([&] { (void)reordered.get<RunReport>(); },
+                        {"rank run 0", "increasing step order", "step 2 follows step 6"});
   const RunReport older = load_run_report(testing::profile_data("comm_bound_nvlink.json"));
   for (const RankRun& rank : older.ranks) {
     EXPECT_FALSE(rank.info.clock.has_value());
