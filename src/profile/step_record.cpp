@@ -236,6 +236,27 @@ void from_json(const json& j, RunThroughput& v) {
                v.images_per_s);
 }
 
+void to_json(json& j, const GradientTensorInfo& v) {
+  j = json{{"name", v.name}, {"shape", v.shape}, {"offset", v.offset}, {"numel", v.numel}};
+}
+
+void from_json(const json& j, GradientTensorInfo& v) {
+  const char* record = "gradient tensor";
+  jf::require(j, record, "name", v.name);
+  jf::require(j, record, "shape", v.shape);
+  jf::require(j, record, "offset", v.offset);
+  jf::require(j, record, "numel", v.numel);
+  int64_t product = 1;
+  bool shape_ok = !v.shape.empty();
+  for (int64_t extent : v.shape) {
+    shape_ok = shape_ok && extent > 0 && product <= (int64_t{1} << 50) / extent;
+    if (shape_ok) product *= extent;
+  }
+  DDPX_REQUIRE(v.numel > 0 && v.offset >= 0 && shape_ok && product == v.numel,
+               "gradient tensor '{}': numel {} must be positive and equal the product of its shape, at a "
+               "non-negative offset (got offset {})", v.name.substr(0, 80), v.numel, v.offset);
+}
+
 void to_json(json& j, const RunConfig& v) {
   j = json{{"model", v.model},         {"batch", v.batch},
            {"precision", v.precision}, {"hook", v.hook},
@@ -248,6 +269,7 @@ void to_json(json& j, const RunConfig& v) {
   if (!v.started_utc.empty()) j["started_utc"] = v.started_utc;
   if (!v.command_line.empty()) j["command_line"] = v.command_line;
   if (!v.optimizer.name.empty()) j["optimizer"] = v.optimizer;
+  if (!v.gradient_tensors.empty()) j["gradient_tensors"] = v.gradient_tensors;
 }
 
 void from_json(const json& j, RunConfig& v) {
@@ -268,6 +290,14 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "started_utc", v.started_utc);
   jf::optional(j, record, "command_line", v.command_line);
   jf::optional(j, record, "optimizer", v.optimizer);
+  jf::optional(j, record, "gradient_tensors", v.gradient_tensors);
+  for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
+    const GradientTensorInfo& before = v.gradient_tensors[k - 1];
+    DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,
+                 "run config: 'gradient_tensors' must be in buffer order without overlap: '{}' at offset {} starts "
+                 "inside '{}' (offset {}, {} elements)", v.gradient_tensors[k].name.substr(0, 80),
+                 v.gradient_tensors[k].offset, before.name.substr(0, 80), before.offset, before.numel);
+  }
   static const std::regex iso_utc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
   // The length check first: std::regex recurses per character, and the field comes from a file.
   DDPX_REQUIRE(v.started_utc.empty() || (v.started_utc.size() == 20 && std::regex_match(v.started_utc, iso_utc)),

@@ -104,6 +104,16 @@ struct LossPoint {
   bool operator==(const LossPoint&) const = default;
 };
 
+// One tensor of the flat fp32 gradient buffer, in buffer order (= the order gradients become final in backward).
+// Recorded so that analyses (ddpx predict) can re-cut buckets and size PowerSGD's factors without the model code.
+struct GradientTensorInfo {
+  std::string name;            // torchvision name
+  std::vector<int64_t> shape;  // product == numel
+  int64_t offset = 0;          // elements from the start of the gradient buffer (256-byte aligned; padding between)
+  int64_t numel = 0;
+  bool operator==(const GradientTensorInfo&) const = default;
+};
+
 // The run's throughput as train's summary line states it (steps after warm-up over their wall-clock time).
 struct RunThroughput {
   double steps_per_s = 0;
@@ -130,6 +140,9 @@ struct RunConfig {
   std::string started_utc;                // "2026-12-01T09:37:00Z"
   std::vector<std::string> command_line;  // argv of `ddpx train`; empty for runs started through run_training()
   OptimizerInfo optimizer;
+  // The gradient buffer's tensors in buffer order; empty in reports written before it was recorded. On read:
+  // positive numel, shape product == numel, offsets increasing without overlap.
+  std::vector<GradientTensorInfo> gradient_tensors;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.
@@ -174,6 +187,8 @@ void to_json(nlohmann::json& j, const OptimizerInfo& value);
 void from_json(const nlohmann::json& j, OptimizerInfo& value);
 void to_json(nlohmann::json& j, const LossPoint& value);
 void from_json(const nlohmann::json& j, LossPoint& value);
+void to_json(nlohmann::json& j, const GradientTensorInfo& value);
+void from_json(const nlohmann::json& j, GradientTensorInfo& value);
 void to_json(nlohmann::json& j, const RunThroughput& value);
 void from_json(const nlohmann::json& j, RunThroughput& value);
 void to_json(nlohmann::json& j, const RunConfig& value);

@@ -93,7 +93,9 @@ RunClock measure_run_clock(const DistContext& dist, double run_start_ms) {
 
 RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
     : options_(options), dist_(dist), first_measured_step_(0) {
-  (void)layout;
+  for (const TensorSlot& slot : layout.tensors())
+    config_.gradient_tensors.push_back({slot.name, slot.shape, static_cast<int64_t>(slot.offset),
+                                        static_cast<int64_t>(slot.numel)});
   config_.model = options.model;
   config_.batch = options.batch;
   config_.precision = options.precision;
