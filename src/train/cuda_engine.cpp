@@ -7,6 +7,10 @@
 //    that batch only, so the pinned slot can be refilled) and last_loss().
 //  - Phase times come from CUDA events: eager steps read a ring entry two steps old (never stalls); graph steps
 //    read the event nodes of the other parity's graph, i.e. the previous step (waits for that step at most).
+//    Each carries the step it is of, and when that step began on the GPU in host steady_clock time: its first
+//    event's elapsed time from one reference event recorded at start on an idle GPU, whose host time is bracketed
+//    by host clock reads (see Note [One clock for all ranks]). cudaEventElapsedTime is a float of milliseconds,
+//    so that start is resolved to ~2^-24 of the time since the reference (60 us after 1000 s).
 //  - Numerics (train/numerics_guard.hpp) are checked every step on the device: the optimizer kernel notes any
 //    non-finite gradient in the same pass and one single-thread kernel folds in the loss (kernels/
 //    numerics_check.hpp); both are captured with the step. numerics_problem() reads the flag (synchronizes).
@@ -18,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -78,6 +83,7 @@ class CudaEngine : public CudaStepEngine {
       for (auto& e : ring) DDPX_CUDA_CHECK(cudaEventCreate(&e));
     for (auto& set : graph_events_)
       for (auto& e : set) DDPX_CUDA_CHECK(cudaEventCreate(&e));
+    record_reference_event();
     if (options.optimizer != "sgd" && options.optimizer != "adamw")
       fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
   }
@@ -92,6 +98,7 @@ class CudaEngine : public CudaStepEngine {
       for (auto& e : ring) cudaEventDestroy(e);
     for (auto& set : graph_events_)
       for (auto& e : set) cudaEventDestroy(e);
+    cudaEventDestroy(reference_);
     model_.reset();
     cudaEventDestroy(span_ready_);
     cudaEventDestroy(updates_done_);
@@ -201,7 +208,7 @@ class CudaEngine : public CudaStepEngine {
     record(kStepEnd);
     if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = step;
     step_ = step;
-    if (!capturing_) ++ring_pos_;
+    if (!capturing_) ring_step_[ring_pos_ % kEventRing] = step, ++ring_pos_;
   }
 
   void begin_span_updates(int64_t step) override {
@@ -235,7 +242,7 @@ class CudaEngine : public CudaStepEngine {
     record(kStepEnd);
     if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = span_step_;
     step_ = span_step_;
-    if (!capturing_) ++ring_pos_;
+    if (!capturing_) ring_step_[ring_pos_ % kEventRing] = span_step_, ++ring_pos_;
   }
 
   float last_loss() override {
@@ -278,19 +285,23 @@ class CudaEngine : public CudaStepEngine {
     // Events of the step before the previous one: complete by now in a steady pipeline (query, don't wait).
     EnginePhaseTimes t;
     const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
+    int64_t step = 0;
     if (graph_mode_) {
       // The previous step replayed the other parity's graph; its event nodes hold that step's times until that
       // graph is replayed again (after this call).
       if (!replayed_[1 - parity_]) return t;
       events = &graph_events_[1 - parity_];
+      step = graph_step_[1 - parity_];
     } else {
       if (ring_pos_ < 2) return t;
       events = &events_[(ring_pos_ - 2) % kEventRing];
+      step = ring_step_[(ring_pos_ - 2) % kEventRing];
     }
-    return times_of(*events);
+    return times_of(*events, step);
   }
 
-  EnginePhaseTimes times_of(const std::array<cudaEvent_t, kNumPhaseEvents>& e) {
+  // The phase times held by one set of events, of optimizer step `step`.
+  EnginePhaseTimes times_of(const std::array<cudaEvent_t, kNumPhaseEvents>& e, int64_t step) {
     EnginePhaseTimes t;
     if (cudaEventQuery(e[kStepEnd]) != cudaSuccess) DDPX_CUDA_CHECK(cudaEventSynchronize(e[kStepEnd]));
     auto ms = [&](int a, int b) {
@@ -303,6 +314,12 @@ class CudaEngine : public CudaStepEngine {
     t.backward = ms(kForwardEnd, kBackwardEnd);
     t.optimizer = ms(kOptimizerStart, kStepEnd) + ms(kStepStart, kGradsZeroed);
     t.device_total = ms(kStepStart, kStepEnd);
+    t.step = step;
+    float since_reference = 0;
+    if (cudaEventElapsedTime(&since_reference, reference_, e[kStepStart]) == cudaSuccess)
+      t.device_start_steady_ms = reference_host_ms_ + static_cast<double>(since_reference);
+    else
+      cudaGetLastError();  // no start then: the step is drawn at its host time
     return t;
   }
 
@@ -311,14 +328,17 @@ class CudaEngine : public CudaStepEngine {
   EnginePhaseTimes completed_step_times() override {
     EnginePhaseTimes t;
     const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
+    int64_t step = 0;
     if (graph_mode_) {
       if (!replayed_[parity_]) return t;
       events = &graph_events_[parity_];
+      step = graph_step_[parity_];
     } else {
       if (ring_pos_ < 1) return t;
       events = &events_[(ring_pos_ - 1) % kEventRing];
+      step = ring_step_[(ring_pos_ - 1) % kEventRing];
     }
-    return times_of(*events);
+    return times_of(*events, step);
   }
 
   void synchronize() override {
@@ -378,12 +398,44 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     DDPX_CUDA_CHECK(cudaGraphLaunch(exec, compute_));
     replayed_[parity_] = true;
+    graph_step_[parity_] = step;
     DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
     if (first_checked_step_ == 0) first_checked_step_ = step;
     step_ = step;
   }
 
  private:
+  // The reference event for device start times: recorded on the idle compute stream between two host clock reads;
+  // it ran within them, so their midpoint is its host time to within half their gap. The narrowest of a few tries.
+  void record_reference_event() {
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    std::array<cudaEvent_t, 3> tries{};
+    double narrowest = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < tries.size(); ++i) {
+      DDPX_CUDA_CHECK(cudaEventCreate(&tries[i]));
+      const double before = steady_ms();
+      DDPX_CUDA_CHECK(cudaEventRecord(tries[i], compute_));
+      DDPX_CUDA_CHECK(cudaEventSynchronize(tries[i]));
+      const double after = steady_ms();
+      if (i == 0 || after - before < narrowest) {
+        narrowest = after - before;
+        reference_host_ms_ = (before + after) / 2;
+        best = i;
+      }
+    }
+    for (size_t i = 0; i < tries.size(); ++i) {
+      if (i == best) {
+        reference_ = tries[i];
+      } else {
+        cudaEventDestroy(tries[i]);
+      }
+    }
+  }
+  static double steady_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
   void update(int64_t step, size_t begin, size_t end, cudaStream_t stream) {
     if (options_.optimizer == "sgd") {
       SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
@@ -425,6 +477,10 @@ class CudaEngine : public CudaStepEngine {
   int64_t first_checked_step_ = 0;  // the trainer step of the device's first numerics check
   std::array<std::array<cudaEvent_t, kNumPhaseEvents>, kEventRing> events_{};
   int64_t ring_pos_ = 0;
+  std::array<int64_t, kEventRing> ring_step_{};  // the optimizer step each ring entry holds
+  std::array<int64_t, 2> graph_step_{};          // the step each parity's graph last replayed
+  cudaEvent_t reference_ = nullptr;              // device start times are elapsed from it
+  double reference_host_ms_ = 0;                 // its host steady_clock time (ms)
   size_t baseline_used_ = 0;
   int parity_ = 0;
   int64_t micro_counter_ = 0;

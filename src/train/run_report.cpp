@@ -13,8 +13,11 @@
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
+#include "dist/clock_offset.hpp"
 #include "dist/communicator.hpp"
 #include "profile/ddp_cost.hpp"
+#include "dist/host_collectives.hpp"
+#include "dist/watchdog.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
@@ -69,6 +72,24 @@ OptimizerInfo optimizer_info(const TrainOptions& options) {
   return info;
 }
 
+// Where this rank's steady clock stands against rank 0's, and rank 0's run start on rank 0's clock (the run
+// clock's zero): rounds of a host collective and one broadcast on every rank, under the watchdog. Without a
+// communicator the process is its own rank 0.
+struct RunClock {
+  ClockAlignment alignment;
+  double origin_ms = 0;  // rank 0's run start, steady_clock ms on rank 0's clock
+};
+RunClock measure_run_clock(const DistContext& dist, double run_start_ms) {
+  RunClock clock{ClockAlignment{}, run_start_ms};
+  if (!dist.communicator) return clock;
+  dist.watchdog->run_watched("the clock offset measurement", [&] {
+    const ClockOffset offset = measure_clock_offset(*dist.communicator, now_ms);
+    clock.alignment = ClockAlignment{offset.offset_ms, offset.uncertainty_ms};
+    broadcast_host(*dist.communicator, &clock.origin_ms, sizeof(clock.origin_ms), 0);
+  });
+  return clock;
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
@@ -98,7 +119,27 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   run_.info.precision = options.precision;
   run_.info.device_name = options.device;
   run_.info.transport = link_description(options, dist);
-  run_start_ms_ = now_ms();
+  const RunClock clock = measure_run_clock(dist, now_ms());
+  run_.info.clock = clock.alignment;
+  run_origin_ms_ = clock.origin_ms;
+}
+
+double RunRecorder::run_clock_ms(double steady_ms) const {
+  return steady_ms + run_.info.clock->offset_ms - run_origin_ms_;
+}
+
+void RunRecorder::apply_device_times(StepRecord& record, const EnginePhaseTimes& t, double host_total_ms) const {
+  PhaseTimes& p = record.phases;
+  p.h2d_copy_ms = t.h2d_copy;
+  p.forward_ms = t.forward;
+  p.backward_ms = t.backward;
+  p.optimizer_ms = t.optimizer;
+  // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
+  // exposed communication. Device time plus the host's wait for data is the step.
+  p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+  p.total_ms = std::max(host_total_ms, t.device_total + p.data_wait_ms);
+  if (record.buckets.empty()) p.comm_ms = p.exposed_comm_ms;
+  if (t.device_start_steady_ms) record.device_start_ms = run_clock_ms(*t.device_start_steady_ms);
 }
 
 void RunRecorder::begin_step(int64_t step) {
@@ -111,19 +152,23 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   if (step < first_measured_step_) return;
   StepRecord record;
   record.step = step;
-  record.start_ms = now_ms() - run_start_ms_ - host_total_ms;
+  record.start_ms = run_clock_ms(now_ms() - host_total_ms);
   const EnginePhaseTimes t = engine.last_phase_times();
+  // CUDA: the engine's times are of a completed step, the one before this (t.step). That step's record, pushed
+  // last time with a stand-in, gets its own times and its device start now; see Note [One clock for all ranks].
+  const bool device_times = engine.is_cuda() && t.device_total > 0;
+  if (device_times && t.step > 0 && t.step != step && !run_.steps.empty() && run_.steps.back().step == t.step)
+    apply_device_times(run_.steps.back(), t, previous_host_total_ms_);
+  previous_host_total_ms_ = host_total_ms;
   PhaseTimes& p = record.phases;
   p.data_wait_ms = data_wait_ms;
   p.h2d_copy_ms = t.h2d_copy;
   p.forward_ms = t.forward;
   p.backward_ms = t.backward;
   p.optimizer_ms = t.optimizer;
-  if (engine.is_cuda() && t.device_total > 0) {
-    // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
-    // exposed communication. Device time plus the host's wait for data is the step.
-    p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
-    p.total_ms = std::max(host_total_ms, t.device_total + data_wait_ms);
+  if (device_times) {
+    // Until this step's own times arrive (next step), the previous step's stand in for them.
+    apply_device_times(record, t, host_total_ms);
   } else {
     p.exposed_comm_ms = comm_wait_ms;
     p.total_ms = host_total_ms;
@@ -154,6 +199,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
     p.comm_ms = p.exposed_comm_ms;
   }
   if (!engine.is_cuda()) p.comm_ms = std::max(p.comm_ms, comm_wait_ms);
+  if (device_times && t.step != step) record.device_start_ms.reset();  // a stand-in's start is not this step's
   run_.steps.push_back(std::move(record));
 }
 

@@ -31,6 +31,10 @@ struct HostOptimizerState {
 struct EnginePhaseTimes {
   double h2d_copy = 0, forward = 0, backward = 0, optimizer = 0;
   double device_total = 0;  // CUDA: first to last event of the step (0 on the CPU)
+  int64_t step = 0;         // CUDA: the optimizer step these times are of (a completed one); 0 on the CPU
+  // CUDA: when the step's first event ran on the GPU, as host steady_clock milliseconds: the event's elapsed time
+  // from one reference event whose host time the engine measured at start. See Note [One clock for all ranks].
+  std::optional<double> device_start_steady_ms;
 };
 
 class StepEngine {
