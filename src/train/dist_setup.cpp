@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "core/test_fault.hpp"
 #include "ddp/bucket_plan.hpp"
-#include "ddp/comm_hook.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/bootstrap.hpp"
@@ -49,13 +49,6 @@ std::string DistContext::describe() const {
 
 namespace {
 
-std::string hook_spec_of(const TrainOptions& options) {
-  std::string hook_spec = options.comm_hook;
-  if (hook_spec.rfind("powersgd:", 0) == 0 && hook_spec.find(':', 9) == std::string::npos)
-    hook_spec += fmt::format(":{}", options.powersgd_start);
-  return hook_spec;
-}
-
 std::vector<GradTensor> grad_tensors_of(const ParamLayout& layout) {
   std::vector<GradTensor> tensors;
   for (const auto& t : layout.tensors()) tensors.push_back(GradTensor{t.name, t.offset, t.numel, t.shape});
@@ -82,10 +75,11 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   dist.local_world = world.local_world_size;
   dist.launcher = world.launcher;
 #ifdef DDPX_HAVE_CUDA
-  if (options.device == "cuda") dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
+  if (options.device == Device::cuda) dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
 #endif
   if (world.world_size == 1 && !options.ddp) return dist;
-  const std::string backend = resolve_backend(options.backend, options.device);
+  const std::string backend =
+      resolve_backend(backend_name(options.backend), device_name(options.device));
   // MPI cannot join processes that torchrun started (each would be an MPI world of its own): refuse before MPI
   // starts, naming the launchers that work.
   DDPX_REQUIRE(!(backend == "mpi" && world.world_size > 1 && started_by_torchrun()),
@@ -121,7 +115,7 @@ void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options
   // collective: the broadcast's size depends on the model, so it must not start before this check.
   const std::string plan_signature = bucket_plan_of(options, grad_tensors_of(layout)).signature();
   const std::vector<AgreedSetting> settings =
-      startup_settings(options, layout, start_step, hook_spec_of(options), plan_signature);
+      startup_settings(options, layout, start_step, options.comm_hook.text(), plan_signature);
   test_fault_point("agreement");
   dist.watchdog->run_watched("the start-up agreement", [&] { require_agreement(comm, settings); });
   test_fault_point("broadcast");
@@ -156,7 +150,7 @@ void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamL
   // The hook and the bucket plan were agreed on by broadcast_initial_parameters().
   std::vector<GradTensor> tensors = grad_tensors_of(layout);
   BucketPlan plan = bucket_plan_of(options, tensors);
-  std::unique_ptr<CommHook> hook = make_comm_hook(hook_spec_of(options));
+  std::unique_ptr<CommHook> hook = make_comm_hook(options.comm_hook);
   Communicator& comm = *dist.communicator;
   ReducerOptions reducer_options;
   reducer_options.overlap = !options.no_overlap;

@@ -38,9 +38,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::unique_ptr<StepEngine> make_engine(const ParamLayout& layout, const TrainOptions& options, int cuda_device,
                                         int rank, int local_world) {
-  if (options.device == "cpu") return make_cpu_engine(layout, options, local_world);
+  if (options.device == Device::cpu) return make_cpu_engine(layout, engine_options(options), local_world);
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_engine(layout, options, cuda_device, rank);
+  return make_cuda_engine(layout, engine_options(options), cuda_device, rank);
 #else
   (void)cuda_device, (void)rank;
   fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
@@ -101,7 +101,7 @@ TrainSummary run_training(const TrainOptions& options) {
   if (dist.communicator) attach_reducer(dist, options, layout, *engine);
 
   DatasetOptions data_options;
-  data_options.kind = options.data;
+  data_options.kind = data_source_name(options.data);
   data_options.images_path = options.images;
   data_options.labels_path = options.labels;
   data_options.seed = options.seed;
@@ -109,7 +109,7 @@ TrainSummary run_training(const TrainOptions& options) {
       make_dataset(data_options, DataShape{config.channels, config.image_size, config.num_classes});
   BatchLoader::Options loader_options;
   const LoaderWorkerChoice workers =
-      choose_loader_workers(options.workers, options.device == "cuda", usable_cpu_count(), dist.local_world);
+      choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), dist.local_world);
   loader_options.workers = workers.workers;
   // Each filling worker holds a slot: fewer slots than workers would leave workers idle.
   loader_options.depth = options.prefetch > 0 ? options.prefetch : workers.workers + 2;
@@ -124,7 +124,7 @@ TrainSummary run_training(const TrainOptions& options) {
                   fmt::format("{}, {} loader thread{}{}", dataset->describe(), workers.workers,
                               workers.workers == 1 ? "" : "s",
                               options.workers > 0 ? "" : fmt::format(" ({})", workers.source)),
-                  options.optimizer,
+                  options.optimizer.name(),
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "ddp/comm_hook.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "train/step_graphs.hpp"
 
 namespace ddpx {
@@ -13,9 +13,9 @@ namespace {
 
 TrainOptions graph_run(const std::string& hook = "allreduce", int64_t warmup = 5) {
   TrainOptions o;
-  o.device = "cuda";
-  o.optimizer = "sgd";
-  o.comm_hook = hook;
+  o.device = Device::cuda;
+  o.optimizer.kind = OptimizerKind::sgd;
+  o.comm_hook = parse_comm_hook_spec(hook);
   o.warmup_steps = warmup;
   return o;
 }
@@ -76,9 +76,9 @@ TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
   EXPECT_EQ(capturable_from("powersgd:4"), 3);
   EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 2), true, 0, capturable_from("powersgd:4")).first_step, 4);
   EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 0), true, 0, capturable_from("powersgd:4")).first_step, 4);
-  // An explicit START in the hook's spec counts, not --powersgd-start.
+  // An explicit START in the hook's spec counts, not --powersgd-start (parse_comm_hook_spec's default).
   TrainOptions o = graph_run("powersgd:4:10", 2);
-  o.powersgd_start = 2;
+  o.comm_hook = parse_comm_hook_spec("powersgd:4:10", /*default_powersgd_start=*/2);
   EXPECT_EQ(capturable_from("powersgd:4:10"), 11);
   EXPECT_EQ(plan_step_graphs(o, true, 0, capturable_from("powersgd:4:10")).first_step, 12);
   // A long warm-up is kept as it is.
@@ -87,7 +87,7 @@ TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
 
 TEST(StepGraphs, RunsWhereReplayIsNotExactStayEager) {
   TrainOptions adamw = graph_run();
-  adamw.optimizer = "adamw";
+  adamw.optimizer.kind = OptimizerKind::adamw;
   EXPECT_FALSE(plan_step_graphs(adamw, true, 0, 0).enabled);
   TrainOptions accumulating = graph_run();
   accumulating.grad_accum = 4;
@@ -95,17 +95,17 @@ TEST(StepGraphs, RunsWhereReplayIsNotExactStayEager) {
   EXPECT_FALSE(plan_step_graphs(graph_run(), true, 0, CommHook::kNeverCapturable).enabled);
   EXPECT_FALSE(plan_step_graphs(graph_run(), false, 0, 0).enabled);
   TrainOptions off = graph_run();
-  off.cuda_graph = "off";
+  off.cuda_graph = GraphPolicy::off;
   EXPECT_FALSE(plan_step_graphs(off, true, 0, 0).enabled);
 }
 
 TEST(StepGraphs, CudaGraphOnRefusesWhatCannotBeReplayedNamingTheFlag) {
   TrainOptions on = graph_run();
-  on.cuda_graph = "on";
+  on.cuda_graph = GraphPolicy::on;
   EXPECT_EQ(error_of(on, true, 0), "(no error)");
   EXPECT_NE(error_of(on, false, 0).find("--cuda-graph on needs --device cuda"), std::string::npos);
   EXPECT_NE(error_of(on, true, CommHook::kNeverCapturable).find("changes its work every step"), std::string::npos);
-  on.optimizer = "adamw";
+  on.optimizer.kind = OptimizerKind::adamw;
   const std::string adamw = error_of(on, true, 0);
   EXPECT_NE(adamw.find("--optimizer adamw"), std::string::npos) << adamw;
   EXPECT_NE(adamw.find("--cuda-graph auto or off"), std::string::npos) << adamw;
