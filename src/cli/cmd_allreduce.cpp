@@ -123,12 +123,13 @@ int run_allreduce(const AllreduceFlags& f) {
   WorldInfo world = detect_world();
   world.ranks_per_gpu = f.ranks_per_gpu;
   DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1, "{}", one_rank_json);
-  const std::string backend = on_gpus ? "nccl" : world.world_size == 1 ? "self" : "mpi";
+  const Backend chosen = on_gpus ? Backend::nccl : world.world_size == 1 ? Backend::self : Backend::mpi;
+  const std::string_view backend = backend_name(chosen);  // dist/bootstrap's spelling
 #ifdef DDPX_HAVE_MPI
   std::unique_ptr<MpiSession> mpi;
   if (needs_mpi_session(backend, world)) mpi = std::make_unique<MpiSession>();  // the NCCL id then goes over MPI
 #else
-  DDPX_REQUIRE(backend != "mpi", "--device cpu with several ranks needs MPI, and this ddpx was built without it");
+  DDPX_REQUIRE(chosen != Backend::mpi, "--device cpu with several ranks needs MPI, and this ddpx was built without it");
 #endif
   std::unique_ptr<Communicator> comm = make_communicator(backend, world);
   const bool lead = comm->rank() == 0;

@@ -33,7 +33,11 @@ void add_optimizer_flags(CLI::App* cmd, const char* group) {
   const OptimizerSpec defaults;
   const auto add = [&](const char* flag, float value, const char* help) {
     const std::string description = help;  // CLI11 takes a const description (a non-const one is a variable)
-    cmd->add_option(flag, description)->check(CLI::Number)->default_str(fmt::format("{}", value))->group(group);
+    cmd->add_option(flag, description)
+        ->check(CLI::Validator(CLI::Number).description(""))
+        ->type_name("FLOAT")
+        ->default_str(fmt::format("{}", value))
+        ->group(group);
   };
   add("--lr", defaults.lr, "learning rate");
   add("--momentum", defaults.momentum, "SGD momentum (0: the seed's plain SGD)");

@@ -11,7 +11,15 @@
 
 namespace ddpx {
 
-StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
+StepGraphOptions step_graph_options(const TrainOptions& options) {
+  return {.cuda_graph = options.cuda_graph,
+          .grad_accum = options.grad_accum,
+          .optimizer = options.optimizer,
+          .comm_hook = options.comm_hook,
+          .warmup_steps = options.warmup_steps};
+}
+
+StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
                                    int64_t hook_capturable_from, bool timed_variants) {
   StepGraphSchedule schedule;
   if (options.cuda_graph == GraphPolicy::off || !cuda_engine) {
@@ -41,7 +49,7 @@ StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine
   return schedule;
 }
 
-StepGraphs::StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step,
+StepGraphs::StepGraphs(const StepGraphOptions& options, StepEngine& engine, int64_t start_step,
                        int64_t hook_capturable_from, bool timed_variants)
     : engine_(engine),
       schedule_(plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from, timed_variants)) {

@@ -17,6 +17,16 @@
 
 namespace ddpx {
 
+// What the graph policy reads of a run (step_graph_options() fills it from TrainOptions).
+struct StepGraphOptions {
+  GraphPolicy cuda_graph = GraphPolicy::automatic;
+  int64_t grad_accum = 1;
+  OptimizerSpec optimizer;  // graph_replay_exact() decides
+  CommHookSpec comm_hook;   // named in --cuda-graph on's refusal
+  int64_t warmup_steps = 5;
+};
+StepGraphOptions step_graph_options(const TrainOptions& options);
+
 // Whether a run replays graphs and the trainer step it captures at (plan_step_graphs is the whole policy; errors
 // for --cuda-graph on where it cannot hold name the flag).
 struct StepGraphSchedule {
@@ -25,7 +35,7 @@ struct StepGraphSchedule {
   bool timed_variants = false;  // each input parity also has its timed graph
 };
 // timed_variants: a reducer's bucket timings are sampled, so each parity also gets its timed graph.
-StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
+StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
                                    int64_t hook_capturable_from, bool timed_variants = false);
 // The graph that graph step `step` (>= first_step) replays: the plain graphs at the first two graph steps, the
 // timed ones at the next two (their captures), then timed where `sampled` (the step's bucket timings are read),
@@ -35,7 +45,7 @@ GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t ste
 class StepGraphs {
  public:
   // hook_capturable_from: the reducer's hook's capturable_from_step() (0 without a reducer).
-  StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0,
+  StepGraphs(const StepGraphOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0,
              bool timed_variants = false);
   bool enabled = false;
   int64_t first_step = 0;

@@ -113,9 +113,8 @@ void TrainOptions::validate() const {
                "--ranks-per-gpu {} applies to --device cuda (CPU ranks share the cores already)", ranks_per_gpu);
 }
 
-bool optimizer_overlaps(const TrainOptions& options, bool with_reducer) {
-  return options.optimizer_overlap == OverlapPolicy::on ||
-         (options.optimizer_overlap == OverlapPolicy::automatic && with_reducer);
+bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer) {
+  return policy == OverlapPolicy::on || (policy == OverlapPolicy::automatic && with_reducer);
 }
 
 EngineOptions engine_options(const TrainOptions& options) {

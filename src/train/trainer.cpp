@@ -77,7 +77,7 @@ TrainSummary run_training(const TrainOptions& options) {
   options.validate();
   const VitConfig config = parse_model_spec(options.model);
   const ParamLayout layout(config);
-  DistContext dist = setup_distributed(options, layout);
+  DistContext dist = setup_distributed(dist_options(options));
   const bool lead = dist.rank == 0 && !options.quiet;
   auto log = [&](const std::string& line) {
     if (lead) fmt::print("{}\n", line), std::fflush(stdout);
@@ -98,7 +98,7 @@ TrainSummary run_training(const TrainOptions& options) {
   DDPX_REQUIRE(start.step < options.steps,
                "--resume {}: the checkpoint is at step {}, which is not below --steps {}; raise --steps",
                options.resume, start.step, options.steps);
-  if (dist.communicator) attach_reducer(dist, options, layout, *engine);
+  if (dist.communicator) attach_reducer(dist, dist_options(options), layout, *engine);
 
   DatasetOptions data_options;
   data_options.kind = data_source_name(options.data);
@@ -131,7 +131,7 @@ TrainSummary run_training(const TrainOptions& options) {
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
-  StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
+  StepGraphs graphs(step_graph_options(options), *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
                     /*timed_variants=*/dist.reducer != nullptr);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
@@ -140,7 +140,7 @@ TrainSummary run_training(const TrainOptions& options) {
   if (graphs.enabled) log(fmt::format("CUDA graph: the whole step is captured at step {} and replayed after", graphs.first_step));
   // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
   // attach_reducer().
-  const bool overlap_optimizer = optimizer_overlaps(options, dist.reducer != nullptr);
+  const bool overlap_optimizer = optimizer_overlaps(options.optimizer_overlap, dist.reducer != nullptr);
   auto finish_optimizer = [&](int64_t step) {
     if (overlap_optimizer) {
       engine->finish_span_updates();
