@@ -179,7 +179,8 @@ Command add_train_command(CLI::App& app) {
       ->group(dp);
 
   auto* an = "Execution and analysis";
-  cmd->add_option("--cuda-graph", modes->cuda_graph, "auto | on | off: capture the whole step after warm-up")->group(an);
+  cmd->add_option("--cuda-graph", modes->cuda_graph, "auto | on | off: capture the whole step after warm-up")
+      ->group(an);
   cmd->add_option("--profile-steps", o->profile_steps,
                   "A:B: cudaProfilerStart/Stop around steps A..B (nsys --capture-range=cudaProfilerApi)")
       ->group(an);

@@ -314,7 +314,8 @@ class CudaEngine : public CudaStepEngine {
   // Device optimizer state by the names io/checkpoint uses (allocated on first use, before any capture).
   std::vector<std::pair<std::string, float*>> optimizer_state() {
     std::vector<std::pair<std::string, float*>> state;
-    for (const std::string& name : options_.optimizer.state_names()) state.push_back({name, model_->optimizer_state(name)});
+    for (const std::string& name : options_.optimizer.state_names())
+      state.push_back({name, model_->optimizer_state(name)});
     return state;
   }
 

@@ -29,8 +29,10 @@ StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_en
   const bool exact = options.grad_accum == 1 && options.optimizer.graph_replay_exact();
   const bool hook_capturable = hook_capturable_from != CommHook::kNeverCapturable;
   if (options.cuda_graph == GraphPolicy::on) {
-    DDPX_REQUIRE(hook_capturable, "--cuda-graph on: the communication hook '{}' changes its work every step and "
-                                  "cannot be replayed from a graph; use --cuda-graph auto or off", options.comm_hook.text());
+    DDPX_REQUIRE(hook_capturable,
+                 "--cuda-graph on: the communication hook '{}' changes its work every step and cannot be replayed "
+                 "from a graph; use --cuda-graph auto or off",
+                 options.comm_hook.text());
     DDPX_REQUIRE(exact,
                  "--cuda-graph on: a replayed step must equal the eager one, which holds only with --optimizer sgd "
                  "and --grad-accum 1 (got --optimizer {} --grad-accum {}); use --cuda-graph auto or off",

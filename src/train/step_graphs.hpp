@@ -1,7 +1,8 @@
 // StepGraphs: whether and from which step the trainer replays whole steps as CUDA graphs, and the capture-or-
 // replay decision per step. Graphs are used only where replay is exactly the eager step: CUDA engine, one
 // micro-batch per step (no accumulation), an optimizer whose replay is exact (OptimizerSpec::graph_replay_exact:
-// SGD's step number only matters at step 1; AdamW's bias correction changes every step), after the warm-up, and only once the communication hook enqueues the same work every step
+// SGD's step number only matters at step 1; AdamW's bias correction changes every step), after the warm-up, and
+// only once the communication hook enqueues the same work every step
 // (CommHook::capturable_from_step(): PowerSGD's first compressed step allocates, so it is never the captured one).
 // Step numbers: trainer steps are 1-based; the reducer counts synchronized steps from 0 at the first step this
 // process runs (start_step + 1), so trainer step s is synchronized step s - start_step - 1.

@@ -75,8 +75,9 @@ void TrainOptions::validate() const {
                "--comm-timeout must be between 0.001 and 1e7 seconds, got {}", comm_timeout_s);
   if (!profile_steps.empty()) {
     const StepRange range = parse_profile_steps(profile_steps);
-    DDPX_REQUIRE(device == Device::cuda, "--profile-steps {} needs --device cuda (it starts and stops the CUDA profiler "
-                 "for nsys --capture-range=cudaProfilerApi)", profile_steps);
+    DDPX_REQUIRE(device == Device::cuda,
+                 "--profile-steps {} needs --device cuda (it starts and stops the CUDA profiler for nsys "
+                 "--capture-range=cudaProfilerApi)", profile_steps);
     DDPX_REQUIRE(range.last <= steps, "--profile-steps {}: the run has only --steps {}", profile_steps, steps);
   }
   DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);

@@ -4,7 +4,8 @@
 // (optim/optimizer_spec.hpp) and the hook (ddp/comm_hook_factory.hpp). No mode is compared as a string after
 // that. validate() checks the values and their combinations and names the flag in every error.
 // Components that need only part of it take a small struct of their own: the engines EngineOptions
-// (train/step_engine.hpp), the launcher cli/launch.hpp's LaunchTarget.
+// (train/step_engine.hpp), the distributed set-up DistOptions (train/dist_setup.hpp), the graph policy
+// StepGraphOptions (train/step_graphs.hpp), the launcher LaunchTarget (cli/launch.hpp).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,15 +23,15 @@ struct TrainOptions {
   Device device = Device::cpu;
   std::string model = "vit_small_test";
   Precision precision = Precision::fp32;  // tf32 and bf16 need Device::cuda
-  int64_t batch = 32;              // per rank, per micro-batch
-  int64_t steps = 100;             // optimizer steps
-  int64_t warmup_steps = 5;        // excluded from the throughput figures
+  int64_t batch = 32;                     // per rank, per micro-batch
+  int64_t steps = 100;                    // optimizer steps
+  int64_t warmup_steps = 5;               // excluded from the throughput figures
   uint64_t seed = 0;
   // data
   DataSource data = DataSource::synthetic;  // synthetic_device needs Device::cuda
-  std::string images, labels;      // .npy input, taken in order
-  int workers = 0;                 // loader threads; 0: chosen per rank (data/loader_workers.hpp)
-  int cpu_threads = 0;             // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)
+  std::string images, labels;               // .npy input, taken in order
+  int workers = 0;      // loader threads; 0: chosen per rank (data/loader_workers.hpp)
+  int cpu_threads = 0;  // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)
   int prefetch = 0;  // ring slots; 0: workers + 2 (every worker busy, two batches ready)
   // argv of `ddpx train` as typed, for the run report (cmd_train fills it; empty when run_training() is called
   // directly). Not a flag.
@@ -48,7 +49,7 @@ struct TrainOptions {
   // data parallelism
   bool ddp = false;  // use the reducer even with one rank (measures DDP overhead)
   Backend backend = Backend::automatic;
-  int ranks_per_gpu = 0;         // --ranks-per-gpu K: K ranks share a GPU (NCCL 2.30+); 0: one rank per GPU
+  int ranks_per_gpu = 0;   // --ranks-per-gpu K: K ranks share a GPU (NCCL 2.30+); 0: one rank per GPU
   CommHookSpec comm_hook;  // --comm-hook with --powersgd-start folded in (one canonical spec)
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
   bool no_overlap = false;
@@ -56,7 +57,7 @@ struct TrainOptions {
   double comm_timeout_s = 300;
   // execution and analysis
   GraphPolicy cuda_graph = GraphPolicy::automatic;
-  std::string profile_steps;        // "A:B": cudaProfilerStart/Stop window for nsys
+  std::string profile_steps;  // "A:B": cudaProfilerStart/Stop window for nsys
   std::string report, trace;
   int64_t log_every = 10;
   bool quiet = false;

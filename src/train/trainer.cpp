@@ -131,7 +131,8 @@ TrainSummary run_training(const TrainOptions& options) {
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
-  StepGraphs graphs(step_graph_options(options), *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
+  StepGraphs graphs(step_graph_options(options), *engine, start.step,
+                    dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
                     /*timed_variants=*/dist.reducer != nullptr);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()

@@ -2,9 +2,6 @@
 // exactly the uninterrupted run; mismatches name both values and the flag; a crash or a failing write during a
 // save leaves the previous checkpoint loadable.
 #include <gtest/gtest.h>
-
-#include <map>
-#include <optional>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -12,6 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -35,10 +34,11 @@ struct TrainingRun {
   TrainingRun(std::string_view model, std::string_view optimizer_name, std::map<std::string, double> given)
       : layout(parse_model_spec(model)), params(layout.buffer_size(), 0.f) {
     if (optimizer_name == "sgd") given.try_emplace("--momentum", 0.9);
-    const OptimizerSpec spec = parse_optimizer_spec(optimizer_name, [&](std::string_view flag) -> std::optional<double> {
+    const auto given_flag = [&](std::string_view flag) -> std::optional<double> {
       const auto it = given.find(std::string(flag));
       return it == given.end() ? std::nullopt : std::optional<double>(it->second);
-    });
+    };
+    const OptimizerSpec spec = parse_optimizer_spec(optimizer_name, given_flag);
     optimizer = std::make_unique<Optimizer>(spec, layout.buffer_size());
     Rng init(5);
     for (const TensorSlot& slot : layout.tensors())

@@ -64,7 +64,8 @@ TEST(RunModes, BothSpellingsOfPowerSgdsStartReachTheReportCanonically) {
   const std::string common = "train --model vit_tiny_test --batch 2 --steps 2 --warmup 0 --workers 1 --quiet --ddp "
                              "--backend self ";
   const std::string split = (dir / "split.json").string(), joined = (dir / "joined.json").string();
-  const testing::CliResult a = testing::run_ddpx(common + "--comm-hook powersgd:2 --powersgd-start 5 --report " + split);
+  const testing::CliResult a =
+      testing::run_ddpx(common + "--comm-hook powersgd:2 --powersgd-start 5 --report " + split);
   ASSERT_EQ(a.status, 0) << a.output;
   const testing::CliResult b = testing::run_ddpx(common + "--comm-hook powersgd:2:5 --report " + joined);
   ASSERT_EQ(b.status, 0) << b.output;
