@@ -86,6 +86,12 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
   cmd->add_option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)")->group(what);
   cmd->add_option("--warmup", o->warmup_steps, "steps excluded from throughput and the breakdown")->group(what);
+  cmd->add_option("--calibrate-steps", o->calibrate_steps,
+                  "with DDP: up to N of the warm-up's last steps run without the reducer during backward (their "
+                  "gradients are reduced after it, so the weights are the same) to time the plain step that DDP's "
+                  "cost in the breakdown and verdict is measured against (default 3, an odd count: the median is "
+                  "one step; 0: off)")
+      ->group(what);
   cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
 
   auto* data = "Data";
@@ -196,9 +202,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet", o->quiet, "no progress lines")->group(an);
 
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
-  for (const char* name : {"--batch", "--steps", "--warmup", "--workers", "--prefetch", "--cpu-threads",
-                           "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--seed",
-                           "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
+  for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
+                           "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every",
+                           "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
                            "--ranks-per-gpu"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(

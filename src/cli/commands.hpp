@@ -32,6 +32,7 @@ Command add_topo_command(CLI::App& app);
 Command add_allreduce_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_tune_command(CLI::App& app);
+Command add_predict_command(CLI::App& app);
 
 inline CommandSet register_commands(CLI::App& app) {
   CommandSet set;
@@ -44,6 +45,7 @@ inline CommandSet register_commands(CLI::App& app) {
   set.commands.push_back(add_allreduce_command(app));
   set.commands.push_back(add_bench_command(app));
   set.commands.push_back(add_tune_command(app));
+  set.commands.push_back(add_predict_command(app));
   return set;
 }
 

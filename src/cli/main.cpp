@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       "  ddpx allreduce --nproc-per-node 2 --sizes 1K:1G     nccl-tests-like bus bandwidth table\n"
       "  ddpx bench --precisions fp32,bf16 --hooks allreduce,bf16 --gpus 1,2   the seed's table in one command\n"
       "  ddpx tune --out best.cfg -- --model vit_l_32 --device cuda   then: ddpx train --config best.cfg\n"
+      "  ddpx predict run.json --link pcie-shm --ranks 2,4,8   scaling per hook and bucket cap, before renting GPUs\n"
       "Run 'ddpx <command> --help' for the flags of one command.");
   // Flag errors look like every other ddpx error: "ddpx: error: --batch: 'abc' is not ...".
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

@@ -45,11 +45,16 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
   }
   tensor_marked_.assign(plan_.tensors().size(), 0);
   bucket_marked_.assign(plan_.size(), 0);
+  AfterReduce after_reduce;
+  if (options_.after_reduce)
+    after_reduce = [on = after_reduce_on_, call = options_.after_reduce](size_t begin, size_t end, void* stream) {
+      if (on->load()) call(begin, end, stream);
+    };
   if (options_.device == GradDevice::cpu) {
-    launcher_ = make_host_launcher(*hook_, comm_, options_.after_reduce);
+    launcher_ = make_host_launcher(*hook_, comm_, std::move(after_reduce));
   } else {
 #ifdef DDPX_HAVE_CUDA
-    launcher_ = make_cuda_launcher(*hook_, comm_, plan_.size(), options_.comm_stream, options_.after_reduce);
+    launcher_ = make_cuda_launcher(*hook_, comm_, plan_.size(), options_.comm_stream, std::move(after_reduce));
 #else
     fail("Reducer: GPU gradients need a CUDA build of ddpx");
 #endif

@@ -25,6 +25,7 @@
 //    touches it on destruction; its probe then reports a finished step as complete and a step cut short, say
 //    by an exception, with its real progress, so that one still times out). Not thread-safe: one caller thread.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,10 @@ class Reducer {
   // CUDA: whether the next steps (or the graph replayed next) record bucket ready times; they cost the compute
   // stream a node per bucket (see Note [Bucket ready times cost a graph node]). On by default.
   void set_ready_timing(bool on) { launcher_->set_ready_timing(on); }
+  // Whether the steps launched from now on run ReducerOptions::after_reduce on each reduced bucket (on by default).
+  // Off for a step whose caller applies the optimizer itself after finish_step() (the trainer's calibration
+  // steps, Note [Calibration steps] in train/calibration.hpp). CUDA: read when a bucket is enqueued (or captured).
+  void set_after_reduce(bool on) { after_reduce_on_->store(on); }
 
  private:
   void launch_ready_buckets();
@@ -95,6 +100,8 @@ class Reducer {
   std::unique_ptr<CommHook> hook_;
   ReducerOptions options_;
   std::vector<BucketView> views_;
+  // Shared with the after-reduce wrapper the launcher holds (its thread may read it on the CPU).
+  std::shared_ptr<std::atomic<bool>> after_reduce_on_ = std::make_shared<std::atomic<bool>>(true);
   std::unique_ptr<BucketLauncher> launcher_;  // declared after hook_ and views_: stopped before they go
 
   // What the watchdog's probe reads; the destructor replaces the launcher by its last progress, so a probe

@@ -94,6 +94,20 @@ std::string rank_label(int rank, const std::string& device) {
 
 }  // namespace
 
+std::string format_ddp_cost(const std::optional<DdpCost>& cost) {
+  if (!cost)
+    return "# DDP cost: not calibrated (no calibration steps in the warm-up: --calibrate-steps, --warmup); only the "
+           "exposed communication above is known, the cost hidden under overlap is not\n";
+  const DdpCost& d = *cost;
+  return fmt::format(
+      "# DDP cost: {:.3f} ms ({:.1f}% of the step) = exposed comm {:.3f} + hook work under compute {:.3f} + reducer "
+      "machinery / slowed backward {:.3f}\n"
+      "#   measured DDP step {:.3f} ms - calibrated plain step {:.3f} ms ({} calibration step{} per rank: no "
+      "reducer during backward)\n",
+      d.cost_ms, 100.0 * d.fraction(), d.exposed_comm_ms, d.hook_work_ms, d.other_ms, d.measured_step_ms,
+      d.plain_step_ms, d.calibration_steps, d.calibration_steps == 1 ? "" : "s");
+}
+
 StepBreakdown summarize_steps(const RunReport& report) {
   DDPX_REQUIRE(!report.ranks.empty(), "step breakdown: the run report has no ranks");
   StepBreakdown out;
@@ -116,6 +130,7 @@ StepBreakdown summarize_steps(const RunReport& report) {
   out.steps_per_s = 1000.0 / out.step_ms;
   out.images_per_s = out.steps_per_s * static_cast<double>(report.config.images_per_step());
   out.parts_add_up = out.parts_mismatch <= StepBreakdown::kPartsTolerance;
+  out.ddp_cost = ddp_cost_of(report);
   return out;
 }
 
@@ -160,6 +175,7 @@ std::string format_breakdown(const StepBreakdown& b) {
                      "tolerance {:.0f}%)\n",
                      b.parts_add_up ? "yes" : "NO, some time is not measured", 100.0 * b.parts_mismatch,
                      100.0 * StepBreakdown::kPartsTolerance);
+  if (c.ddp) out += format_ddp_cost(b.ddp_cost);
   return out;
 }
 
@@ -188,6 +204,7 @@ void to_json(json& j, const StepBreakdown& b) {
            {"images_per_s", b.images_per_s},
            {"parts_mismatch", b.parts_mismatch},
            {"parts_add_up", b.parts_add_up}};
+  j["ddp_cost"] = b.ddp_cost ? json(*b.ddp_cost) : json(nullptr);
 }
 
 }  // namespace ddpx

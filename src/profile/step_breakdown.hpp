@@ -8,14 +8,20 @@
 //  - parts_add_up is true when, on every rank, the median over steps of |serial parts - total| / total is at most
 //    kPartsTolerance (5%); "serial parts" are data_wait + h2d_copy + forward + backward + exposed_comm +
 //    optimizer (comm overlaps backward and is not one of them).
+//  - With DDP and calibration steps (train --calibrate-steps), ddp_cost holds what DDP costs the step against the
+//    calibrated plain step, as parts that add up to the difference (profile/ddp_cost.hpp); without either it is
+//    empty and the table says the cost hidden under overlap is not known.
+//  - exposed_comm is communication not covered by compute (torchtitan's definition; profile/time_intervals.hpp).
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "profile/ddp_cost.hpp"
 #include "profile/step_record.hpp"
 
 namespace ddpx {
@@ -62,6 +68,7 @@ struct StepBreakdown {
   double images_per_s = 0;
   double parts_mismatch = 0;    // worst rank's parts_mismatch
   bool parts_add_up = true;     // parts_mismatch <= kPartsTolerance
+  std::optional<DdpCost> ddp_cost;  // DDP's cost against the calibrated plain step (with --ddp and calibration)
 
   const Spread& operator[](Phase phase) const { return across_ranks[static_cast<size_t>(phase)]; }
 };
@@ -70,8 +77,11 @@ struct StepBreakdown {
 StepBreakdown summarize_steps(const RunReport& report);
 
 // The nccl-tests-style table: a '#' header naming the run and the columns, one line per phase, one line per rank,
-// then summary lines (straggler, steps/s, images/s, whether the parts add up).
+// then summary lines (straggler, steps/s, images/s, whether the parts add up) and, with DDP, what DDP costs.
 std::string format_breakdown(const StepBreakdown& breakdown);
+
+// The breakdown's DDP cost lines: the parts and the two steps they come from, or that the cost is not calibrated.
+std::string format_ddp_cost(const std::optional<DdpCost>& cost);
 
 void to_json(nlohmann::json& j, const Spread& value);
 void to_json(nlohmann::json& j, const StepBreakdown& value);

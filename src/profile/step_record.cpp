@@ -50,11 +50,24 @@ double comm_window_ms(const std::vector<BucketRecord>& buckets) {
   return std::max(0.0, last_end - first_launch);
 }
 
-double exposed_comm_ms(const std::vector<BucketRecord>& buckets, double backward_end_ms, double serial_comm_ms) {
+std::vector<TimeInterval> comm_intervals(const std::vector<BucketRecord>& buckets) {
+  std::vector<TimeInterval> intervals;
+  intervals.reserve(buckets.size());
+  for (const BucketRecord& bucket : buckets) intervals.push_back({bucket.start_ms, bucket.end_ms});
+  return intervals;
+}
+
+double exposed_comm_ms(const std::vector<BucketRecord>& buckets, const std::vector<TimeInterval>& compute,
+                       double serial_comm_ms) {
   DDPX_REQUIRE(serial_comm_ms >= 0, "exposed_comm_ms: serial comm time must be >= 0 ms, got {}", serial_comm_ms);
-  double last_end = backward_end_ms;
-  for (const BucketRecord& bucket : buckets) last_end = std::max(last_end, bucket.end_ms);
-  return (last_end - backward_end_ms) + serial_comm_ms;
+  return uncovered_ms(comm_intervals(buckets), compute) + serial_comm_ms;
+}
+
+double exposed_comm_ms(const std::vector<BucketRecord>& buckets, double backward_end_ms, double serial_comm_ms) {
+  // Everything before the backward's end is compute: from the earliest time on the step's clock.
+  double earliest = std::min(0.0, backward_end_ms);
+  for (const BucketRecord& bucket : buckets) earliest = std::min(earliest, bucket.start_ms);
+  return exposed_comm_ms(buckets, std::vector<TimeInterval>{{earliest, backward_end_ms}}, serial_comm_ms);
 }
 
 void fill_comm_phases(StepRecord& step, double backward_end_ms, double serial_comm_ms) {
@@ -215,6 +228,64 @@ void from_json(const json& j, RunThroughput& v) {
                v.images_per_s);
 }
 
+void to_json(json& j, const CalibrationRecord& v) {
+  j = json{{"step", v.step}, {"plain", v.plain}, {"reduce_ms", v.reduce_ms}};
+}
+
+void from_json(const json& j, CalibrationRecord& v) {
+  const char* record = "calibration record";
+  jf::require(j, record, "step", v.step);
+  jf::require(j, record, "plain", v.plain);
+  jf::require(j, record, "reduce_ms", v.reduce_ms);
+  require_time(record, "reduce_ms", v.reduce_ms, 0);
+}
+
+void to_json(json& j, const DdpCost& v) {
+  j = json{{"calibration_steps", v.calibration_steps}, {"measured_step_ms", v.measured_step_ms},
+           {"plain_step_ms", v.plain_step_ms},           {"cost_ms", v.cost_ms},
+           {"exposed_comm_ms", v.exposed_comm_ms},       {"hook_work_ms", v.hook_work_ms},
+           {"other_ms", v.other_ms}};
+}
+
+void from_json(const json& j, DdpCost& v) {
+  const char* record = "ddp cost";
+  jf::require(j, record, "calibration_steps", v.calibration_steps);
+  jf::require(j, record, "measured_step_ms", v.measured_step_ms);
+  jf::require(j, record, "plain_step_ms", v.plain_step_ms);
+  jf::require(j, record, "cost_ms", v.cost_ms);
+  jf::require(j, record, "exposed_comm_ms", v.exposed_comm_ms);
+  jf::require(j, record, "hook_work_ms", v.hook_work_ms);
+  jf::require(j, record, "other_ms", v.other_ms);
+  DDPX_REQUIRE(v.calibration_steps > 0, "ddp cost: field 'calibration_steps' must be positive, got {}",
+               v.calibration_steps);
+  for (const auto& [name, ms] : {std::pair{"measured_step_ms", v.measured_step_ms}, {"plain_step_ms", v.plain_step_ms},
+                                 {"exposed_comm_ms", v.exposed_comm_ms}, {"hook_work_ms", v.hook_work_ms}})
+    require_time(record, name, ms, 0);
+  for (const auto& [name, ms] : {std::pair{"cost_ms", v.cost_ms}, {"other_ms", v.other_ms}})
+    require_time(record, name, ms, -kMaxReportMs);  // a cost below the noise is negative
+}
+
+void to_json(json& j, const GradientTensorInfo& v) {
+  j = json{{"name", v.name}, {"shape", v.shape}, {"offset", v.offset}, {"numel", v.numel}};
+}
+
+void from_json(const json& j, GradientTensorInfo& v) {
+  const char* record = "gradient tensor";
+  jf::require(j, record, "name", v.name);
+  jf::require(j, record, "shape", v.shape);
+  jf::require(j, record, "offset", v.offset);
+  jf::require(j, record, "numel", v.numel);
+  int64_t product = 1;
+  bool shape_ok = !v.shape.empty();
+  for (int64_t extent : v.shape) {
+    shape_ok = shape_ok && extent > 0 && product <= (int64_t{1} << 50) / extent;
+    if (shape_ok) product *= extent;
+  }
+  DDPX_REQUIRE(v.numel > 0 && v.offset >= 0 && shape_ok && product == v.numel,
+               "gradient tensor '{}': numel {} must be positive and equal the product of its shape, at a "
+               "non-negative offset (got offset {})", v.name.substr(0, 80), v.numel, v.offset);
+}
+
 void to_json(json& j, const RunConfig& v) {
   j = json{{"model", v.model},         {"batch", v.batch},
            {"precision", v.precision}, {"hook", v.hook},
@@ -227,6 +298,7 @@ void to_json(json& j, const RunConfig& v) {
   if (!v.started_utc.empty()) j["started_utc"] = v.started_utc;
   if (!v.command_line.empty()) j["command_line"] = v.command_line;
   if (!v.optimizer.name.empty()) j["optimizer"] = v.optimizer;
+  if (!v.gradient_tensors.empty()) j["gradient_tensors"] = v.gradient_tensors;
 }
 
 void from_json(const json& j, RunConfig& v) {
@@ -247,6 +319,14 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "started_utc", v.started_utc);
   jf::optional(j, record, "command_line", v.command_line);
   jf::optional(j, record, "optimizer", v.optimizer);
+  jf::optional(j, record, "gradient_tensors", v.gradient_tensors);
+  for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
+    const GradientTensorInfo& before = v.gradient_tensors[k - 1];
+    DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,
+                 "run config: 'gradient_tensors' must be in buffer order without overlap: '{}' at offset {} starts "
+                 "inside '{}' (offset {}, {} elements)", v.gradient_tensors[k].name.substr(0, 80),
+                 v.gradient_tensors[k].offset, before.name.substr(0, 80), before.offset, before.numel);
+  }
   static const std::regex iso_utc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
   // The length check first: std::regex recurses per character, and the field comes from a file.
   DDPX_REQUIRE(v.started_utc.empty() || (v.started_utc.size() == 20 && std::regex_match(v.started_utc, iso_utc)),
@@ -260,12 +340,14 @@ void from_json(const json& j, RunConfig& v) {
 void to_json(json& j, const RankRun& v) {
   j = json{{"info", v.info}, {"steps", v.steps}};
   if (!v.losses.empty()) j["losses"] = v.losses;
+  if (!v.calibration.empty()) j["calibration"] = v.calibration;
 }
 
 void from_json(const json& j, RankRun& v) {
   jf::require(j, "rank run", "info", v.info);
   jf::require(j, "rank run", "steps", v.steps);
   jf::optional(j, "rank run", "losses", v.losses);
+  jf::optional(j, "rank run", "calibration", v.calibration);
   for (size_t k = 1; k < v.losses.size(); ++k)
     DDPX_REQUIRE(v.losses[k - 1].step < v.losses[k].step,
                  "rank run {}: 'losses' must be in increasing step order, step {} follows step {}", v.info.rank,
@@ -275,6 +357,7 @@ void from_json(const json& j, RankRun& v) {
 void to_json(json& j, const RunReport& v) {
   j = json{{"config", v.config}, {"ranks", v.ranks}};
   if (v.throughput) j["throughput"] = *v.throughput;
+  if (v.ddp_cost) j["ddp_cost"] = *v.ddp_cost;
 }
 
 void from_json(const json& j, RunReport& v) {
@@ -282,6 +365,8 @@ void from_json(const json& j, RunReport& v) {
   jf::require(j, "run report", "ranks", v.ranks);
   v.throughput.reset();
   if (auto it = j.find("throughput"); it != j.end() && !it->is_null()) v.throughput = it->get<RunThroughput>();
+  v.ddp_cost.reset();
+  if (auto it = j.find("ddp_cost"); it != j.end() && !it->is_null()) v.ddp_cost = it->get<DdpCost>();
 }
 
 double report_steps_per_s(const RunReport& report) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "profile/time_intervals.hpp"
+
 namespace ddpx {
 
 // Where one step's time went. The serial parts (data_wait, h2d_copy, forward, backward, exposed_comm,
@@ -61,6 +63,32 @@ struct StepRecord {
   bool operator==(const StepRecord&) const = default;
 };
 
+// One calibration step (`ddpx train --calibrate-steps N`, see Note [Calibration steps] in train/calibration.hpp):
+// a warm-up step whose backward ran without the reducer, its gradients reduced after the backward pass so that
+// the run's math is unchanged, timed like a measured step.
+struct CalibrationRecord {
+  int64_t step = 0;
+  PhaseTimes plain;      // the step as it runs without DDP: comm_ms and exposed_comm_ms 0, total_ms without reduce_ms
+  double reduce_ms = 0;  // the reduction after the backward pass, which the plain step does not have
+  bool operator==(const CalibrationRecord&) const = default;
+};
+
+// What DDP costs a step, against the calibrated plain step, split into what can be attributed; the parts add up:
+// exposed_comm_ms + hook_work_ms + other_ms == cost_ms == measured_step_ms - plain_step_ms (other_ms is the
+// remainder, so it carries the rounding and the noise; it is negative when the plain steps ran slower).
+// Each figure is the median over ranks of the per-rank median over steps (the breakdown's medians).
+struct DdpCost {
+  int64_t calibration_steps = 0;  // per rank
+  double measured_step_ms = 0;    // the DDP step (the breakdown's median total)
+  double plain_step_ms = 0;       // the calibrated plain step
+  double cost_ms = 0;             // measured_step_ms - plain_step_ms
+  double exposed_comm_ms = 0;     // communication not covered by compute (the breakdown's exposed_comm)
+  double hook_work_ms = 0;        // the hooks' time that overlapped compute (bucket intervals minus the exposed part)
+  double other_ms = 0;            // the rest: reducer machinery, a backward slowed by sharing the device
+  double fraction() const { return measured_step_ms > 0 ? cost_ms / measured_step_ms : 0; }
+  bool operator==(const DdpCost&) const = default;
+};
+
 // Who measured: one per rank.
 struct RankInfo {
   int rank = 0;
@@ -90,6 +118,16 @@ struct LossPoint {
   bool operator==(const LossPoint&) const = default;
 };
 
+// One tensor of the flat fp32 gradient buffer, in buffer order (= the order gradients become final in backward).
+// Recorded so that analyses (ddpx predict) can re-cut buckets and size PowerSGD's factors without the model code.
+struct GradientTensorInfo {
+  std::string name;            // torchvision name
+  std::vector<int64_t> shape;  // product == numel
+  int64_t offset = 0;          // elements from the start of the gradient buffer (256-byte aligned; padding between)
+  int64_t numel = 0;
+  bool operator==(const GradientTensorInfo&) const = default;
+};
+
 // The run's throughput as train's summary line states it (steps after warm-up over their wall-clock time).
 struct RunThroughput {
   double steps_per_s = 0;
@@ -116,6 +154,9 @@ struct RunConfig {
   std::string started_utc;                // "2026-12-01T09:37:00Z"
   std::vector<std::string> command_line;  // argv of `ddpx train`; empty for runs started through run_training()
   OptimizerInfo optimizer;
+  // The gradient buffer's tensors in buffer order; empty in reports written before it was recorded. On read:
+  // positive numel, shape product == numel, offsets increasing without overlap.
+  std::vector<GradientTensorInfo> gradient_tensors;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.
@@ -126,6 +167,7 @@ struct RankRun {
   RankInfo info;
   std::vector<StepRecord> steps;  // measured steps only (warm-up excluded)
   std::vector<LossPoint> losses;  // this rank's loss at every logged step (warm-up included), steps increasing
+  std::vector<CalibrationRecord> calibration;  // the calibration steps inside the warm-up; empty: none ran
   bool operator==(const RankRun&) const = default;
 };
 
@@ -134,15 +176,24 @@ struct RunReport {
   RunConfig config;
   std::vector<RankRun> ranks;  // ranks[k].info.rank == k
   std::optional<RunThroughput> throughput;  // rank 0's summary figures; absent in older reports
+  std::optional<DdpCost> ddp_cost;          // DDP's cost as the run computed it (profile/ddp_cost.hpp); absent
+                                            // without --ddp or calibration steps, and in older reports
   bool operator==(const RunReport&) const = default;
 };
 
 // Last bucket completion minus first bucket launch; 0 without buckets.
 double comm_window_ms(const std::vector<BucketRecord>& buckets);
 
-// Communication the step waited for: (last bucket end - backward end) clipped at 0, plus comm that ran serially
-// outside the bucket timeline (e.g. a --no-overlap all-reduce the trainer timed separately). backward_end_ms is an
-// offset from the step start, like the bucket times.
+// The buckets' communication intervals [start_ms, end_ms) (the hook running), on the step's clock.
+std::vector<TimeInterval> comm_intervals(const std::vector<BucketRecord>& buckets);
+
+// Communication the step waited for, as torchtitan's overlap analyzer defines it: the time in the union of the
+// buckets' intervals that no compute interval covers (profile/time_intervals.hpp), plus comm that ran serially
+// outside the bucket timeline (e.g. an all-reduce the trainer timed separately).
+double exposed_comm_ms(const std::vector<BucketRecord>& buckets, const std::vector<TimeInterval>& compute,
+                       double serial_comm_ms = 0);
+// The same with one compute interval, everything up to backward_end_ms (forward and backward run back to back
+// from the step's start; backward_end_ms is an offset from it, like the bucket times).
 double exposed_comm_ms(const std::vector<BucketRecord>& buckets, double backward_end_ms, double serial_comm_ms = 0);
 
 // Sets step.phases.comm_ms and exposed_comm_ms from step.buckets with the two functions above.
@@ -160,8 +211,14 @@ void to_json(nlohmann::json& j, const OptimizerInfo& value);
 void from_json(const nlohmann::json& j, OptimizerInfo& value);
 void to_json(nlohmann::json& j, const LossPoint& value);
 void from_json(const nlohmann::json& j, LossPoint& value);
+void to_json(nlohmann::json& j, const GradientTensorInfo& value);
+void from_json(const nlohmann::json& j, GradientTensorInfo& value);
 void to_json(nlohmann::json& j, const RunThroughput& value);
 void from_json(const nlohmann::json& j, RunThroughput& value);
+void to_json(nlohmann::json& j, const CalibrationRecord& value);
+void from_json(const nlohmann::json& j, CalibrationRecord& value);
+void to_json(nlohmann::json& j, const DdpCost& value);
+void from_json(const nlohmann::json& j, DdpCost& value);
 void to_json(nlohmann::json& j, const RunConfig& value);
 void from_json(const nlohmann::json& j, RunConfig& value);
 void to_json(nlohmann::json& j, const RankRun& value);

@@ -21,8 +21,13 @@
 //         one bucket per step                   -> --bucket-mb 25
 //         hook allreduce                        -> --comm-hook bf16, or --grad-accum 2
 //         otherwise                             -> --grad-accum 2x or a larger --batch
-//  World 1 with DDP: communication advice is "run without --ddp", and whatever the bound, a note states what DDP
-//  costs (E/T). Input: --workers when data_wait >= h2d_copy, else the exposed copy. Launch: --cuda-graph.
+//  DDP's cost D (profile/ddp_cost.hpp): measured DDP step - calibrated plain step, stated as its parts (exposed
+//  communication + hook work under compute + reducer machinery / slowed backward), which add up to D. Without
+//  calibration steps only E is known, and the sentence says "at least" and that the hidden part is not calibrated.
+//  World 1 with DDP: the communication share is D/T (clipped at 0) when calibrated, E/T otherwise; communication
+//  advice is "run without --ddp", and whatever the bound, a note states what DDP costs. World > 1 with DDP and
+//  calibration: a note states D and its parts. Input: --workers when data_wait >= h2d_copy, else the exposed copy.
+//  Launch: --cuda-graph.
 //  Compute: CPU engine -> --device cuda; fp32/tf32 -> --precision bf16; bf16 -> only faster kernels or a larger
 //  --batch help.
 //  Notes: a straggler more than 5% slower than the median rank; phases that do not add up to the step (> 5%);

@@ -285,7 +285,11 @@ class CudaEngine : public CudaStepEngine {
       if (ring_pos_ < 2) return t;
       events = &events_[(ring_pos_ - 2) % kEventRing];
     }
-    const auto& e = *events;
+    return times_of(*events);
+  }
+
+  EnginePhaseTimes times_of(const std::array<cudaEvent_t, kNumPhaseEvents>& e) {
+    EnginePhaseTimes t;
     if (cudaEventQuery(e[kStepEnd]) != cudaSuccess) DDPX_CUDA_CHECK(cudaEventSynchronize(e[kStepEnd]));
     auto ms = [&](int a, int b) {
       float v = 0;
@@ -298,6 +302,21 @@ class CudaEngine : public CudaStepEngine {
     t.optimizer = ms(kOptimizerStart, kStepEnd) + ms(kStepStart, kGradsZeroed);
     t.device_total = ms(kStepStart, kStepEnd);
     return t;
+  }
+
+  // The step just run: eager, the ring entry it recorded (ring_pos_ has moved past it); a replay, the event nodes
+  // of its parity's graph. Waits for the step's last event.
+  EnginePhaseTimes completed_step_times() override {
+    EnginePhaseTimes t;
+    const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
+    if (graph_mode_) {
+      if (!replayed_[parity_]) return t;
+      events = &graph_events_[parity_];
+    } else {
+      if (ring_pos_ < 1) return t;
+      events = &events_[(ring_pos_ - 1) % kEventRing];
+    }
+    return times_of(*events);
   }
 
   void synchronize() override {
@@ -400,7 +419,7 @@ class CudaEngine : public CudaStepEngine {
   int64_t batch_size_ = 0;
   int64_t step_ = 0;
   bool capturing_ = false, graph_mode_ = false;
-  std::array<std::array<cudaGraphExec_t, 2>, 2> graphs_{};  // [input parity][GraphVariant]
+  std::array<std::array<cudaGraphExec_t, kGraphVariants>, 2> graphs_{};  // [input parity][GraphVariant]
   std::array<bool, 2> replayed_{};  // a graph of that parity has been replayed (its phase events hold a step)
   int capture_variant_ = 0;
   std::array<std::array<cudaEvent_t, kNumPhaseEvents>, 2> graph_events_{};  // per input parity's graph

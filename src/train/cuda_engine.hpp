@@ -6,10 +6,12 @@
 
 namespace ddpx {
 
-// Each input parity has two graphs of the same step: `plain`, and `timed`, which also records when each gradient
-// bucket became ready (replayed at the steps whose bucket timings are sampled; see Note [Bucket ready times
-// cost a graph node] in ddp/cuda_bucket_launcher.cpp).
-enum class GraphVariant { plain = 0, timed = 1 };
+// Each input parity has up to three graphs: `plain`, `timed`, which also records when each gradient bucket became
+// ready (replayed at the steps whose bucket timings are sampled; see Note [Bucket ready times cost a graph node]
+// in ddp/cuda_bucket_launcher.cpp), and `calibration`, the warm-up's calibration step (backward without the
+// reducer, the whole buffer reduced after it; Note [Calibration steps] in train/calibration.hpp).
+enum class GraphVariant { plain = 0, timed = 1, calibration = 2 };
+inline constexpr int kGraphVariants = 3;
 
 class CudaStepEngine : public StepEngine {
  public:

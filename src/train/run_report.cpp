@@ -15,6 +15,7 @@
 #include "ddp/reducer.hpp"
 #include "optim/hyperparameter.hpp"
 #include "dist/communicator.hpp"
+#include "profile/ddp_cost.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
@@ -77,7 +78,9 @@ OptimizerInfo optimizer_info(const TrainOptions& options) {
 
 RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
     : options_(options), dist_(dist), first_measured_step_(0) {
-  (void)layout;
+  for (const TensorSlot& slot : layout.tensors())
+    config_.gradient_tensors.push_back({slot.name, slot.shape, static_cast<int64_t>(slot.offset),
+                                        static_cast<int64_t>(slot.numel)});
   config_.model = options.model;
   config_.batch = options.batch;
   config_.precision = precision_name(options.precision);
@@ -144,6 +147,12 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
       record.buckets.push_back(r);
     }
   }
+  // Exposed communication is communication not covered by compute (torchtitan's definition, docs/cli.md). CUDA:
+  // the compute stream's phases run back to back except for its wait for the reducer, so that wait above is
+  // exactly the comm time no compute covers. CPU: the buckets' intervals minus the compute before them, forward
+  // and backward, which begin at the reducer's begin_step (the buckets' clock origin).
+  if (!engine.is_cuda() && !record.buckets.empty())
+    p.exposed_comm_ms = exposed_comm_ms(record.buckets, t.forward + t.backward);
   if (!record.buckets.empty()) {
     p.comm_ms = comm_window_ms(record.buckets);
   } else {
@@ -151,6 +160,30 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   }
   if (!engine.is_cuda()) p.comm_ms = std::max(p.comm_ms, comm_wait_ms);
   run_.steps.push_back(std::move(record));
+}
+
+void RunRecorder::record_calibration(int64_t step, double data_wait_ms, double reduce_host_ms, double host_total_ms,
+                                     const EnginePhaseTimes& t, bool cuda_engine) {
+  CalibrationRecord record;
+  record.step = step;
+  PhaseTimes& p = record.plain;
+  p.data_wait_ms = data_wait_ms;
+  p.h2d_copy_ms = t.h2d_copy;
+  p.forward_ms = t.forward;
+  p.backward_ms = t.backward;
+  p.optimizer_ms = t.optimizer;
+  if (cuda_engine) {
+    if (t.device_total <= 0) return;  // no events of that step (cannot happen after a completed step)
+    record.reduce_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+    // As a measured step's total: the device's time plus the data wait, or the host's when it enqueued slower
+    // (host_total_ms is 0 for a step that captured its graph: capture is not step time).
+    p.total_ms = std::max(t.device_total - record.reduce_ms + data_wait_ms, host_total_ms - reduce_host_ms);
+  } else {
+    record.reduce_ms = reduce_host_ms;
+    p.total_ms = host_total_ms - reduce_host_ms;
+  }
+  if (p.total_ms <= 0) return;
+  run_.calibration.push_back(record);
 }
 
 void RunRecorder::record_loss(int64_t step, double loss) { run_.losses.push_back({step, loss}); }
@@ -172,6 +205,9 @@ void RunRecorder::finish(const TrainSummary& summary, bool print) {
     report.ranks.push_back(run_);
   }
   if (dist_.rank != 0) return;
+  const bool have_steps_for_cost = std::all_of(report.ranks.begin(), report.ranks.end(),
+                                               [](const RankRun& r) { return !r.steps.empty(); });
+  if (have_steps_for_cost) report.ddp_cost = ddp_cost_of(report);
   const bool have_steps = std::any_of(report.ranks.begin(), report.ranks.end(),
                                       [](const RankRun& r) { return !r.steps.empty(); });
   if (print && have_steps) {

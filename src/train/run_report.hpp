@@ -14,6 +14,7 @@
 namespace ddpx {
 
 class StepEngine;
+struct EnginePhaseTimes;
 struct TrainSummary;
 
 class RunRecorder {
@@ -22,6 +23,12 @@ class RunRecorder {
   void begin_step(int64_t step);
   void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
                 DistContext& dist);
+  // A calibration step (Note [Calibration steps], train/calibration.hpp): its own phase times (the engine's
+  // completed_step_times()), the host's data wait and wall time, and the host time of its trailing reduction.
+  // CPU: the plain step is the wall time without the reduction; CUDA: the device time without the compute
+  // stream's wait for the reduction (between backward and optimizer), plus the data wait.
+  void record_calibration(int64_t step, double data_wait_ms, double reduce_host_ms, double host_total_ms,
+                          const EnginePhaseTimes& times, bool cuda_engine);
   // The loss of a logged step (the trainer reads it at progress lines only: on CUDA that synchronizes).
   void record_loss(int64_t step, double loss);
   // Prints the breakdown and verdict (when print is true) and writes the report/trace files.

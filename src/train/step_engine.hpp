@@ -99,7 +99,12 @@ class StepEngine {
   virtual std::optional<NumericsProblem> numerics_problem() = 0;
   // Logits of images (host, NCHW) for evaluation.
   virtual std::vector<float> eval_logits(const float* images, int64_t batch) = 0;
+  // Phase times of a step completed earlier (CUDA: one step late, so that reading never stalls the pipeline; CPU:
+  // the last step).
   virtual EnginePhaseTimes last_phase_times() = 0;
+  // Phase times of the step that just ran, waiting for it to complete on CUDA (the calibration steps read their own
+  // times this way: Note [Calibration steps], train/calibration.hpp).
+  virtual EnginePhaseTimes completed_step_times() { return last_phase_times(); }
   virtual void synchronize() {}
   // Device memory this engine holds (GiB), allocations after context creation; 0 on the CPU.
   virtual double device_memory_gib() { return 0; }

@@ -20,7 +20,7 @@ StepGraphOptions step_graph_options(const TrainOptions& options) {
 }
 
 StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
-                                   int64_t hook_capturable_from, bool timed_variants) {
+                                   int64_t hook_capturable_from, bool timed_variants, int64_t reserved_steps) {
   StepGraphSchedule schedule;
   if (options.cuda_graph == GraphPolicy::off || !cuda_engine) {
     DDPX_REQUIRE(options.cuda_graph != GraphPolicy::on || cuda_engine, "--cuda-graph on needs --device cuda");
@@ -46,17 +46,21 @@ StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_en
   // other input parity is captured one step later (then the two timed ones, with timed variants); the captures
   // fall inside the warm-up where it is long enough (capture and instantiation are not training throughput).
   const int64_t captures = timed_variants ? 4 : 2;
-  const int64_t after = std::max({options.warmup_steps - (captures - 1), int64_t{2}, hook_capturable_from + 1});
+  schedule.captures = captures;
+  const int64_t after = std::max(
+      {options.warmup_steps - (captures - 1) - reserved_steps, int64_t{2}, hook_capturable_from + 1});
   schedule.first_step = start_step + after;
   return schedule;
 }
 
 StepGraphs::StepGraphs(const StepGraphOptions& options, StepEngine& engine, int64_t start_step,
-                       int64_t hook_capturable_from, bool timed_variants)
+                       int64_t hook_capturable_from, bool timed_variants, int64_t reserved_steps)
     : engine_(engine),
-      schedule_(plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from, timed_variants)) {
+      schedule_(plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from, timed_variants,
+                                 reserved_steps)) {
   enabled = schedule_.enabled;
   first_step = schedule_.first_step;
+  captures = schedule_.captures;
 }
 
 GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t step, bool sampled) {
@@ -65,12 +69,13 @@ GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t ste
   return sampled ? GraphVariant::timed : GraphVariant::plain;
 }
 
-void StepGraphs::run(int64_t step, GraphVariant variant, const std::function<void()>& calls,
+bool StepGraphs::run(int64_t step, GraphVariant variant, const std::function<void()>& calls,
                      const std::function<void()>& before_replay, const std::function<void(void*)>& after_replay) {
 #ifdef DDPX_HAVE_CUDA
   auto& cuda = static_cast<CudaStepEngine&>(engine_);
   if (before_replay) before_replay();  // a watchdog that has fired throws here, before any capture begins
-  if (!cuda.has_graph(cuda.input_parity(), variant)) {
+  const bool capture = !cuda.has_graph(cuda.input_parity(), variant);
+  if (capture) {
     cuda.capture_begin(variant);
     try {
       calls();
@@ -82,9 +87,11 @@ void StepGraphs::run(int64_t step, GraphVariant variant, const std::function<voi
   }
   cuda.replay(step, variant);
   if (after_replay) after_replay(cuda.compute_stream());
+  return capture;
 #else
   (void)step, (void)variant, (void)before_replay, (void)after_replay;
   calls();
+  return true;
 #endif
 }
 

@@ -57,6 +57,8 @@ void TrainOptions::validate() const {
   engine_options(*this).validate();  // --device/--precision, --batch, --cpu-threads, the optimizer
   DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
+  DDPX_REQUIRE(calibrate_steps >= 0 && calibrate_steps <= 1000000,
+               "--calibrate-steps must be 0 (off) or a number of warm-up steps, got {}", calibrate_steps);
   DDPX_REQUIRE(workers >= 0 && workers <= 256, "--workers must be 0 (auto) or in [1, 256], got {}", workers);
   DDPX_REQUIRE(prefetch == 0 || (prefetch >= 2 && prefetch <= 258), "--prefetch must be 0 (auto) or in [2, 258], got {}",
                prefetch);

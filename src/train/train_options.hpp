@@ -26,6 +26,9 @@ struct TrainOptions {
   int64_t batch = 32;                     // per rank, per micro-batch
   int64_t steps = 100;                    // optimizer steps
   int64_t warmup_steps = 5;               // excluded from the throughput figures
+  // --calibrate-steps N: with a reducer, up to N warm-up steps run without it during backward, to measure the
+  // plain step DDP's cost is taken against (Note [Calibration steps], train/calibration.hpp); 0: off
+  int64_t calibrate_steps = 3;
   uint64_t seed = 0;
   // data
   DataSource data = DataSource::synthetic;  // synthetic_device needs Device::cuda

@@ -20,6 +20,7 @@
 #include "io/output_file.hpp"
 #include "model/blas_threads.hpp"
 #include "io/param_safetensors.hpp"
+#include "train/calibration.hpp"
 #include "train/checkpointing.hpp"
 #include "model/param_layout.hpp"
 #include "model/vit_init.hpp"
@@ -131,14 +132,31 @@ TrainSummary run_training(const TrainOptions& options) {
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
+  // Note [Calibration steps] (train/calibration.hpp): the CUDA engine hands phase times over one step late.
+  CalibrationRequest calibration_request;
+  calibration_request.steps = options.calibrate_steps;
+  calibration_request.warmup = options.warmup_steps;
+  calibration_request.start_step = start.step;
+  calibration_request.with_reducer = dist.reducer != nullptr;
+  calibration_request.phase_time_lag = engine->is_cuda() ? 1 : 0;
   StepGraphs graphs(step_graph_options(options), *engine, start.step,
                     dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
-                    /*timed_variants=*/dist.reducer != nullptr);
+                    /*timed_variants=*/dist.reducer != nullptr, calibration_reserve(calibration_request));
+  if (graphs.enabled) calibration_request.earliest_step = graphs.first_step + graphs.captures;
+  const CalibrationSchedule calibration = plan_calibration(calibration_request);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   const char* phase_name = "forward";
   if (graphs.enabled) log(fmt::format("CUDA graph: the whole step is captured at step {} and replayed after", graphs.first_step));
+  if (calibration.count() > 0)
+    log(fmt::format("calibration: step{} {} run{} without the reducer during backward (DDP's cost is measured "
+                    "against {}; the weights are the same)",
+                    calibration.count() == 1 ? "" : "s",
+                    calibration.count() == 1 ? std::to_string(calibration.first_step)
+                                             : fmt::format("{}-{}", calibration.first_step, calibration.last_step),
+                    calibration.count() == 1 ? "s" : "", calibration.count() == 1 ? "it" : "them"));
+  if (!calibration.shortfall.empty()) log("calibration: " + calibration.shortfall);
   // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
   // attach_reducer().
   const bool overlap_optimizer = optimizer_overlaps(options.optimizer_overlap, dist.reducer != nullptr);
@@ -238,7 +256,50 @@ TrainSummary run_training(const TrainOptions& options) {
     double comm_wait_ms = 0;
     // Bucket ready times cost the compute stream a node per bucket: recorded only where they are read.
     const bool sample_buckets = recorder.samples_buckets(step, engine->is_cuda());
-    if (graphs.enabled && step >= graphs.first_step) {
+    // See Note [Calibration steps]: the backward without the reducer, then every bucket reduced through it (same
+    // hook, same synchronized step) with the optimizer once over the buffer: the same weights, the plain step's
+    // path.
+    const bool calibrating = calibration.contains(step);
+    double calibration_reduce_ms = 0;
+    bool captured = false;
+    auto plain_forward_backward = [&] {
+      engine->forward_backward(1.0f / static_cast<float>(micro_per_step), [](size_t, size_t) {});
+    };
+    auto reduce_after_backward = [&] {
+      const auto reduce_start = Clock::now();
+      dist.reducer->set_after_reduce(false);
+      dist.reducer_begin(true, engine->compute_stream());
+      dist.reducer_mark_ready(0, layout.buffer_size());
+      dist.reducer_finish();
+      dist.reducer->set_after_reduce(true);
+      calibration_reduce_ms = seconds_since(reduce_start) * 1e3;
+    };
+    if (calibrating) {
+      NvtxRange calibration_range("calibration step");
+      dist.reducer->set_ready_timing(false);
+      if (graphs.enabled && step >= graphs.first_step) {
+        const HostBatch& batch = acquire_batch();
+        captured = graphs.run(step, GraphVariant::calibration, [&] {
+          engine->zero_grads();
+          plain_forward_backward();
+          reduce_after_backward();
+          engine->optimizer_step(step);
+        }, [&] { dist.reducer->before_replay(); }, [&](void* stream) { dist.reducer->after_replay(stream); });
+        calibration_reduce_ms = 0;  // enqueued at capture; the replay's reduction is timed on the device
+        engine->batch_consumed(batch);
+        loader.release(batch);
+      } else {
+        engine->zero_grads();
+        for (int64_t micro = 0; micro < micro_per_step; ++micro) {
+          const HostBatch& batch = acquire_batch();
+          plain_forward_backward();
+          engine->batch_consumed(batch);
+          loader.release(batch);
+        }
+        reduce_after_backward();
+        engine->optimizer_step(step);
+      }
+    } else if (graphs.enabled && step >= graphs.first_step) {
       const HostBatch& batch = acquire_batch();
       const GraphVariant variant = graphs.variant_for(step, sample_buckets);
       if (dist.reducer) dist.reducer->set_ready_timing(variant == GraphVariant::timed);
@@ -271,6 +332,11 @@ TrainSummary run_training(const TrainOptions& options) {
       finish_optimizer(step);
     }
     if (!engine->is_cuda()) require_good_numerics();
+    if (calibrating) {
+      const double host_ms = seconds_since(step_start) * 1e3;
+      recorder.record_calibration(step, data_wait_ms, calibration_reduce_ms, captured ? 0.0 : host_ms,
+                                  engine->completed_step_times(), engine->is_cuda());
+    }
     profile_window.on_step_end(step);
     recorder.end_step(step, data_wait_ms, comm_wait_ms, seconds_since(step_start) * 1e3, *engine, dist);
     if (step > start.step + options.warmup_steps) {

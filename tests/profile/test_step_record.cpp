@@ -194,6 +194,26 @@ TEST(StepRecord, BadProvenanceFieldsAreNamed) {
   testing::expect_error([&] { (void)with("/ranks/0/info/host", 7).get<RunReport>(); }, {"host"});
 }
 
+TEST(StepRecord, GradientTensorsRoundTripAndBadOnesAreNamed) {
+  RunReport report = report_with_provenance();
+  report.config.gradient_tensors = {{"heads.head.weight", {10, 64}, 0, 640}, {"heads.head.bias", {10}, 640, 10},
+                                    {"encoder.ln.weight", {64}, 704, 64}};
+  const nlohmann::json good = report;
+  EXPECT_EQ(good.get<RunReport>(), report);
+  EXPECT_EQ(good["config"]["gradient_tensors"][1]["offset"], 640);
+  auto with = [&](const char* pointer, nlohmann::json value) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(pointer)] = std::move(value);
+    return j;
+  };
+  testing::expect_error([&] { (void)with("/config/gradient_tensors/0/numel", 641).get<RunReport>(); },
+                        {"heads.head.weight", "numel 641", "product of its shape"});
+  testing::expect_error([&] { (void)with("/config/gradient_tensors/1/offset", 600).get<RunReport>(); },
+                        {"buffer order", "heads.head.bias", "600"});
+  testing::expect_error([&] { (void)with("/config/gradient_tensors/2/shape", "64").get<RunReport>(); },
+                        {"shape"});
+}
+
 TEST(StepRecord, ReportsWithoutTheProvenanceFieldsStillLoad) {
   std::vector<std::string> paths;
   for (const char* name : {"comm_bound_nvlink.json", "comm_bound_shm.json", "compute_bound.json", "ddp_one_gpu.json",

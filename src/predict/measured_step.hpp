@@ -1,0 +1,70 @@
+// MeasuredStep: what a one-rank run report says about one training step, in the terms ddpx predict simulates.
+// Guarantees (measure_step):
+//  - Only reports of one rank are taken (world 1, with or without --ddp); grad_accum 1; gradient_tensors present;
+//    each refusal names the file and the field and says how to record a suitable report.
+//  - Phases are medians over the measured steps; other_ms = 1000 / (the report's steps/s) - (phases + exposed
+//    comm), clipped at 0: what the step costs beyond its phases, the time between recorded steps included. So
+//    compute_ms() + the measured exposed communication is the measured step (1000 / steps/s).
+//  - Ready times are from the backward pass's start. Anchor: the last bucket becomes ready when backward ends
+//    (its last tensor, conv_proj, is the last gradient), so bucket k is ready at backward - (ready_last - ready_k)
+//    on whatever clock the report used; clipped to [0, backward]. A tensor's ready time is interpolated linearly in
+//    gradient elements between the ends of the report's buckets (and 0 at the start): exact for a tensor that ends a
+//    bucket, an estimate inside one. Without bucket timings (no --ddp) or with --no-overlap the whole backward is
+//    taken as uniform in elements.
+//  - The hook's own work (hook + optimizer span on the comm stream; at world 1 no collective runs) is fitted per
+//    bucket as fixed_ms + per_element_ms * elements from the buckets' median durations (fixed >= 0).
+//  - The report's buckets must be the plan its gradient_tensors and bucket_mb give (checked, else an error).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "predict/hook_spec.hpp"
+#include "profile/step_record.hpp"
+
+namespace ddpx::predict {
+
+struct OwnCostModel {
+  bool measured = false;        // false: no bucket timings in the report (0 assumed)
+  double fixed_ms = 0;          // per bucket
+  double per_element_ms = 0;    // per gradient element of the bucket
+  double ms(int64_t elements) const { return fixed_ms + per_element_ms * static_cast<double>(elements); }
+};
+
+struct MeasuredStep {
+  std::string file;
+  std::string model, precision, device;  // device: "cpu" or the GPU's name
+  bool ddp = false;
+  HookSpec hook;
+  double bucket_mb = 25, first_bucket_mb = 1;
+  bool overlap = true;
+  int64_t batch = 0;
+  double data_wait_ms = 0, h2d_copy_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0, other_ms = 0;
+  double measured_exposed_ms = 0;  // what the one-rank run itself waited for its buckets
+  double steps_per_s = 0;          // report_steps_per_s
+  std::vector<GradientTensorInfo> tensors;
+  std::vector<double> tensor_ready_ms;  // per tensor, from backward start
+  OwnCostModel own;
+  int measured_buckets = 0;             // buckets with timings in the report
+  bool ready_times_measured = false;    // false: uniform backward assumed
+  // forward + backward + optimizer + data + other: the step without exposed communication.
+  double compute_ms() const {
+    return data_wait_ms + h2d_copy_ms + forward_ms + backward_ms + optimizer_ms + other_ms;
+  }
+};
+
+MeasuredStep measure_step(const RunReport& report, const std::string& file);
+
+// The buckets PyTorch's rule (ddp/bucket_plan.hpp) cuts from these tensors: [first, end) tensor index ranges.
+struct TensorRange {
+  size_t first = 0, end = 0;
+  bool operator==(const TensorRange&) const = default;
+};
+std::vector<TensorRange> cut_buckets(const std::vector<GradientTensorInfo>& tensors, double cap_mb,
+                                     double first_cap_mb);
+// A bucket's elements as the reducer hands them over: from its first tensor's offset to the next bucket's (the
+// last bucket: to its last tensor's end), padding included.
+int64_t bucket_elements(const std::vector<GradientTensorInfo>& tensors, const std::vector<TensorRange>& plan,
+                        size_t bucket);
+
+}  // namespace ddpx::predict

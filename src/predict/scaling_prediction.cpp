@@ -1,0 +1,209 @@
+// Simulating the overlapped step at N ranks for every hook and bucket cap (see scaling_prediction.hpp).
+#include "predict/scaling_prediction.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "predict/hook_messages.hpp"
+#include "predict/overlap_timeline.hpp"
+
+namespace ddpx::predict {
+namespace {
+
+std::string ms_text(double ms) { return ms < 10 ? fmt::format("{:.2f}", ms) : fmt::format("{:.1f}", ms); }
+
+bool is_cpu_device(const std::string& device) { return device == "cpu"; }
+
+// Everything that makes the inputs disagree: reports of different runs, a link measured for another run, rank counts
+// the link cannot price.
+void check_inputs(const PredictionRequest& r) {
+  DDPX_REQUIRE(!r.reports.empty(), "ddpx predict: give at least one run report");
+  DDPX_REQUIRE(!r.hooks.empty() && !r.bucket_caps_mb.empty() && !r.ranks.empty(),
+               "ddpx predict: --hooks, --bucket-cap-mb and --ranks must each list at least one value");
+  const MeasuredStep& base = r.reports.front();
+  for (size_t k = 1; k < r.reports.size(); ++k) {
+    const MeasuredStep& other = r.reports[k];
+    auto same = [&](const std::string& field, const std::string& a, const std::string& b) {
+      DDPX_REQUIRE(a == b, "report {} is of {} '{}' but report {} of '{}': every report must come from the same "
+                   "model, precision, device and batch (only the hook may differ)", other.file, field, b, base.file,
+                   a);
+    };
+    same("model", base.model, other.model);
+    same("precision", base.precision, other.precision);
+    same("device", base.device, other.device);
+    same("batch", std::to_string(base.batch), std::to_string(other.batch));
+    DDPX_REQUIRE(base.tensors == other.tensors, "report {} has other gradient tensors than report {}: they are not "
+                 "runs of one model", other.file, base.file);
+    for (size_t j = 0; j < k; ++j)
+      DDPX_REQUIRE(!(r.reports[j].hook == other.hook && r.reports[j].ddp && other.ddp),
+                   "reports {} and {} both measured hook {}: give one report per hook", r.reports[j].file,
+                   other.file, other.hook.name());
+  }
+  const std::string link_file = r.link.sources.empty() ? r.link.intra.name : r.link.sources.front();
+  if (!r.link.model.empty())
+    DDPX_REQUIRE(r.link.model == base.model, "--link {} was measured for model '{}' but report {} is of model "
+                 "'{}': measure the link for this run, or use a preset", link_file, r.link.model, base.file,
+                 base.model);
+  if (!r.link.precision.empty())
+    DDPX_REQUIRE(r.link.precision == base.precision, "--link {} was measured for precision '{}' but report {} ran "
+                 "'{}': measure the link for this run, or use a preset", link_file, r.link.precision, base.file,
+                 base.precision);
+  if (!r.link.device.empty())
+    DDPX_REQUIRE(is_cpu_device(r.link.device) == is_cpu_device(base.device),
+                 "--link {} was measured with --device {} but report {} ran on '{}': a link and a step of different "
+                 "devices do not make one machine; measure `ddpx allreduce --device {}` where the report ran",
+                 link_file, r.link.device, base.file, base.device, is_cpu_device(base.device) ? "cpu" : "cuda");
+  const int most = max_ranks(r.link);
+  for (int n : r.ranks)
+    DDPX_REQUIRE(n >= 2 && n <= most,
+                 "--ranks {}: beyond what this link model supports ({} is the most: {}); {}", n, most,
+                 r.link.description,
+                 r.link.network ? "1024 is ddpx predict's ceiling"
+                                : "add --network ib-ndr to join nodes, or --ranks-per-node to put more ranks on one "
+                                  "node of this link");
+  for (double cap : r.bucket_caps_mb)
+    DDPX_REQUIRE(cap > 0 && std::isfinite(cap), "--bucket-cap-mb {}: a cap must be a positive number of MiB", cap);
+}
+
+const MeasuredStep& report_for(const PredictionRequest& r, const HookSpec& hook, bool& exact) {
+  for (const MeasuredStep& m : r.reports)
+    if (m.ddp && m.hook == hook) return exact = true, m;
+  exact = false;
+  return r.reports.front();
+}
+
+void write_verdict(PredictedRow& row, const LinkModel& link) {
+  if (row.exposed_comm_ms < 0.05 * row.step_ms) {
+    row.bound = "compute";
+    row.verdict = fmt::format("compute-bound: communication adds {} ms ({:.1f}% of the step); {} of its {} ms "
+                              "hidden under the backward pass", ms_text(row.exposed_comm_ms),
+                              100 * row.exposed_comm_ms / row.step_ms, ms_text(row.hidden_comm_ms),
+                              ms_text(row.comm_busy_ms));
+    return;
+  }
+  const double biggest = std::max({row.comm_latency_ms, row.hook_own_ms, row.comm_bandwidth_ms});
+  if (biggest == row.comm_latency_ms) {
+    row.bound = "latency";
+    row.verdict = fmt::format("latency-bound: {} all-reduce calls pay {} ms of per-call latency, {} ms exposed; "
+                              "fewer, larger buckets", row.messages, ms_text(row.comm_latency_ms),
+                              ms_text(row.exposed_comm_ms));
+  } else if (biggest == row.hook_own_ms) {
+    row.bound = "hook";
+    row.verdict = fmt::format("hook-bound: the comm stream's work besides all-reduce (hook kernels, optimizer "
+                              "spans) is {} ms a step, {} ms exposed; {}", ms_text(row.hook_own_ms),
+                              ms_text(row.exposed_comm_ms),
+                              row.hook.kind == HookKind::allreduce
+                                  ? "try --optimizer-overlap off (the update after backward)"
+                                  : "a cheaper hook");
+  } else {
+    row.bound = "bandwidth";
+    row.verdict = fmt::format("bandwidth-bound: {:.3f} GB a step over {}, {} of {} ms exposed; compress (bf16, "
+                              "PowerSGD) or a faster link", static_cast<double>(row.wire_bytes) / 1e9,
+                              link.intra.name, ms_text(row.exposed_comm_ms), ms_text(row.comm_busy_ms));
+  }
+}
+
+PredictedRow simulate_row(const PredictionRequest& r, int ranks, const HookSpec& hook, double cap_mb) {
+  bool exact = false;
+  const MeasuredStep& m = report_for(r, hook, exact);
+  PredictedRow row;
+  row.ranks = ranks;
+  row.hook = hook;
+  row.bucket_cap_mb = cap_mb;
+  row.hook_cost_measured = exact && m.own.measured;
+  row.phases_from = m.file;
+  row.compute_ms = m.compute_ms();
+  row.backward_ms = m.backward_ms;
+  const std::vector<TensorRange> plan = cut_buckets(m.tensors, cap_mb, r.first_bucket_mb);
+  std::vector<TimelineBucket> timeline;
+  for (size_t b = 0; b < plan.size(); ++b) {
+    const int64_t elements = bucket_elements(m.tensors, plan, b);
+    TimelineBucket t;
+    t.ready_ms = m.overlap ? m.tensor_ready_ms[plan[b].end - 1] : m.backward_ms;
+    const double own = m.own.ms(elements);
+    row.hook_own_ms += own;
+    t.duration_ms = own;
+    for (int64_t bytes : hook_messages(hook, m.tensors, plan[b], elements)) {
+      if (bytes <= 0) continue;
+      const CollectiveCost cost = allreduce_cost(r.link, ranks, bytes);
+      t.duration_ms += cost.ms;
+      row.comm_latency_ms += cost.latency_ms;
+      row.comm_bandwidth_ms += cost.bandwidth_ms;
+      row.wire_bytes += bytes;
+      ++row.messages;
+      if (cost.algorithm == "tree") ++row.tree_calls; else ++row.ring_calls;
+    }
+    timeline.push_back(t);
+  }
+  const OverlapResult o = simulate_overlap(timeline, m.backward_ms);
+  row.buckets = static_cast<int>(plan.size());
+  row.comm_busy_ms = o.busy_ms;
+  row.exposed_comm_ms = o.exposed_ms;
+  row.hidden_comm_ms = o.hidden_ms;
+  row.step_ms = row.compute_ms + o.exposed_ms;
+  row.steps_per_s = 1000.0 / row.step_ms;
+  write_verdict(row, r.link);
+  return row;
+}
+
+}  // namespace
+
+std::vector<int> default_ranks(const LinkModel& link) {
+  std::vector<int> ranks;
+  for (int n = 2; n <= max_ranks(link); n *= 2) ranks.push_back(n);
+  if (ranks.empty() || ranks.back() != max_ranks(link)) {
+    if (max_ranks(link) >= 2 && (link.network || ranks.empty())) ranks.push_back(max_ranks(link));
+  }
+  return ranks;
+}
+
+Prediction predict_scaling(const PredictionRequest& r) {
+  check_inputs(r);
+  Prediction p;
+  for (const MeasuredStep& m : r.reports)
+    if (m.steps_per_s > p.baseline_steps_per_s) p.baseline_steps_per_s = m.steps_per_s, p.baseline_from = m.file;
+  DDPX_REQUIRE(p.baseline_steps_per_s > 0, "report {}: no throughput (no measured steps with time)",
+               r.reports.front().file);
+  for (int ranks : r.ranks)
+    for (const HookSpec& hook : r.hooks)
+      for (double cap : r.bucket_caps_mb) {
+        PredictedRow row = simulate_row(r, ranks, hook, cap);
+        row.scaling_efficiency = row.steps_per_s / p.baseline_steps_per_s;
+        p.rows.push_back(std::move(row));
+      }
+  for (int ranks : r.ranks) {
+    Recommendation rec;
+    rec.ranks = ranks;
+    for (size_t k = 0; k < p.rows.size(); ++k) {
+      const PredictedRow& row = p.rows[k];
+      if (row.ranks != ranks) continue;
+      if (rec.fastest < 0 || row.steps_per_s > p.rows[rec.fastest].steps_per_s) rec.fastest = static_cast<int>(k);
+      if (row.hook.kind == HookKind::allreduce &&
+          (rec.fastest_lossless < 0 || row.steps_per_s > p.rows[rec.fastest_lossless].steps_per_s))
+        rec.fastest_lossless = static_cast<int>(k);
+    }
+    p.recommendations.push_back(rec);
+  }
+  const MeasuredStep& base = r.reports.front();
+  if (!base.ready_times_measured)
+    p.notes.push_back(fmt::format("{} has no bucket ready times (a run without --ddp, or --no-overlap): gradients "
+                                  "are taken to become final uniformly over the backward pass", base.file));
+  for (const HookSpec& hook : r.hooks) {
+    bool exact = false;
+    (void)report_for(r, hook, exact);
+    if (!exact)
+      p.notes.push_back(fmt::format("hook {}: no report of a --ddp run with --comm-hook {} was given, so its own "
+                                    "work (casts, PowerSGD's products) is taken from {} ({}); give one for its "
+                                    "measured cost", hook.name(), hook.name(), base.file,
+                                    base.ddp ? "hook " + base.hook.name() : "nothing: no --ddp"));
+  }
+  if (r.link.intra.measured && !r.ranks.empty() && r.ranks.back() > r.link.intra.measured->world)
+    p.notes.push_back(fmt::format("the link was measured among {} ranks; larger N extrapolates its fitted latency "
+                                  "and bandwidth", r.link.intra.measured->world));
+  return p;
+}
+
+}  // namespace ddpx::predict
