@@ -15,7 +15,7 @@ STEPS=${STEPS:-120}
 one() {  # name, data, flags...
   local name=$1 data=$2; shift 2
   timeout 240 "$DDPX" train --device cuda --model vit_l_32 --batch 32 --precision bf16 --steps "$STEPS" \
-    --warmup 20 --data "$data" --log-every 60 --report "$OUT/ovh_$name.json" "$@" >"$OUT/ovh_$name.log" 2>&1 \
+    --warmup 20 --calibrate-steps 3 --data "$data" --log-every 60 --report "$OUT/ovh_$name.json" "$@" >"$OUT/ovh_$name.log" 2>&1 \
     || tail -3 "$OUT/ovh_$name.log"
   printf '%-22s %s\n' "$name" "$(grep -E "^summary" "$OUT/ovh_$name.log" | head -1 | cut -c1-150)"
   grep -E "^verdict" "$OUT/ovh_$name.log" | cut -c1-200 | sed 's/^/    /'
