@@ -17,7 +17,7 @@
 //  - CUDA graphs: capture_begin()/capture_end() around one whole step (zero grads, forward, backward, reducer,
 //    optimizer); two graphs (plain, timed) per input parity; replay() launches one. Both variants of a parity
 //    record their phase events into the same events, so those hold the last replay of that parity. The optimizer's step number is frozen in the
-//    graph, so the trainer only captures where that is exact (SGD after step 1).
+//    graph, so the trainer only captures where that is exact (OptimizerSpec::graph_replay_exact, after step 1).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -28,7 +28,7 @@
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
-#include "cuda/precision.hpp"
+#include "model/precision.hpp"
 #include "cuda/vit_cuda.hpp"
 #include "kernels/numerics_check.hpp"
 #include "kernels/synthetic_data.hpp"
@@ -47,7 +47,7 @@ enum PhaseEvent {
 
 class CudaEngine : public CudaStepEngine {
  public:
-  CudaEngine(const ParamLayout& layout, const TrainOptions& options, int device, int rank)
+  CudaEngine(const ParamLayout& layout, const EngineOptions& options, int device, int rank)
       : layout_(layout), options_(options), device_(device), rank_(rank) {
     int count = 0;
     DDPX_REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
@@ -67,7 +67,8 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&update_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&span_ready_, cudaEventDisableTiming));
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&updates_done_, cudaEventDisableTiming));
-    model_ = std::make_unique<VitCuda>(layout, options.batch, parse_precision(options.precision), compute_);
+    options.optimizer.validate();
+    model_ = std::make_unique<VitCuda>(layout, options.batch, options.precision, compute_);
     const int64_t image_numel = layout.config().image_numel();
     for (int p = 0; p < 2; ++p) {
       images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel), "input images");
@@ -84,8 +85,6 @@ class CudaEngine : public CudaStepEngine {
     for (auto& set : graph_events_)
       for (auto& e : set) DDPX_CUDA_CHECK(cudaEventCreate(&e));
     record_reference_event();
-    if (options.optimizer != "sgd" && options.optimizer != "adamw")
-      fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
   }
 
   ~CudaEngine() override {
@@ -108,7 +107,7 @@ class CudaEngine : public CudaStepEngine {
   }
 
   std::string describe() const override {
-    return fmt::format("cuda:{} ({}, {})", device_, device_name_, options_.precision);
+    return fmt::format("cuda:{} ({}, {})", device_, device_name_, precision_name(options_.precision));
   }
   bool is_cuda() const override { return true; }
   float* grad_buffer() override { return model_->grads(); }
@@ -149,7 +148,7 @@ class CudaEngine : public CudaStepEngine {
           found = true;
         }
       DDPX_REQUIRE(found, "checkpoint optimizer state '{}' has no place in the CUDA {} optimizer", name,
-                   options_.optimizer);
+                   options_.optimizer.name());
     }
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     step_ = state.step;
@@ -166,7 +165,7 @@ class CudaEngine : public CudaStepEngine {
     batch_size_ = batch.batch;
     // The buffer of this parity is free once the step that read it two micro-batches ago has run its backward.
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
-    if (options_.data == "synthetic-device") {
+    if (options_.data == DataSource::synthetic_device) {
       generate_synthetic_batch(images_[parity_].get(), labels_[parity_].get(), batch.batch,
                                layout_.config().image_numel(), layout_.config().num_classes,
                                options_.seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank_),
@@ -216,8 +215,7 @@ class CudaEngine : public CudaStepEngine {
     spans_forked_ = false;
     // Optimizer state is allocated (and zeroed on the compute stream) on first use: before any span, so no span
     // update can run ahead of that zeroing on another stream.
-    if (options_.optimizer == "sgd" && options_.momentum != 0) model_->momentum_buffer();
-    if (options_.optimizer == "adamw") model_->exp_avg(), model_->exp_avg_sq();
+    for (const std::string& name : options_.optimizer.state_names()) model_->optimizer_state(name);
   }
   void optimizer_span(size_t begin, size_t end, void* stream) override {
     cudaStream_t target = static_cast<cudaStream_t>(stream);
@@ -354,11 +352,10 @@ class CudaEngine : public CudaStepEngine {
 
   // Device optimizer state by the names io/checkpoint uses (allocated on first use, before any capture).
   std::vector<std::pair<std::string, float*>> optimizer_state() {
-    if (options_.optimizer == "sgd") {
-      if (options_.momentum == 0) return {};
-      return {{"momentum", model_->momentum_buffer()}};
-    }
-    return {{"exp_avg", model_->exp_avg()}, {"exp_avg_sq", model_->exp_avg_sq()}};
+    std::vector<std::pair<std::string, float*>> state;
+    for (const std::string& name : options_.optimizer.state_names())
+      state.push_back({name, model_->optimizer_state(name)});
+    return state;
   }
 
   // CUDA graphs.
@@ -437,16 +434,7 @@ class CudaEngine : public CudaStepEngine {
   }
 
   void update(int64_t step, size_t begin, size_t end, cudaStream_t stream) {
-    if (options_.optimizer == "sgd") {
-      SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
-                  static_cast<float>(options_.weight_decay), options_.nesterov};
-      model_->sgd_span(p, step, begin, end, stream, &numerics_.get()->step_bad_offset);
-    } else {
-      AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
-                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
-                    static_cast<float>(options_.weight_decay)};
-      model_->adamw_span(p, step, begin, end, stream, &numerics_.get()->step_bad_offset);
-    }
+    model_->optimizer_span(options_.optimizer, step, begin, end, stream, &numerics_.get()->step_bad_offset);
   }
 
   void record(PhaseEvent which) {
@@ -459,7 +447,7 @@ class CudaEngine : public CudaStepEngine {
   }
 
   const ParamLayout& layout_;
-  TrainOptions options_;
+  EngineOptions options_;
   int device_;
   int rank_;  // global rank: seeds --data synthetic-device per rank
   std::string device_name_;
@@ -495,7 +483,7 @@ class CudaEngine : public CudaStepEngine {
 
 }  // namespace
 
-std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device,
+std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const EngineOptions& options, int device,
                                              int rank) {
   return std::make_unique<CudaEngine>(layout, options, device, rank);
 }

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/clock_offset.hpp"
+#include "optim/hyperparameter.hpp"
 #include "dist/communicator.hpp"
 #include "profile/ddp_cost.hpp"
 #include "dist/host_collectives.hpp"
@@ -34,7 +35,7 @@ double now_ms() {
 // (NVLink or PCIe P2P) between GPUs of one node. MPI runs on host memory.
 std::string link_description(const TrainOptions& options, const DistContext& dist) {
   if (!dist.communicator || dist.world == 1) return "";
-  if (options.device == "cpu") return "MPI (host memory)";
+  if (options.device == Device::cpu) return "MPI (host memory)";
   const char* p2p_disabled = std::getenv("NCCL_P2P_DISABLE");
   if (p2p_disabled && std::string(p2p_disabled) == "1") return "SHM/direct/direct (NCCL_P2P_DISABLE=1)";
   return "P2P (NCCL peer-to-peer, predicted)";
@@ -58,16 +59,20 @@ std::string utc_now_iso8601() {
 
 OptimizerInfo optimizer_info(const TrainOptions& options) {
   OptimizerInfo info;
-  info.name = options.optimizer;
-  info.lr = options.lr;
-  info.weight_decay = options.weight_decay;
-  if (options.optimizer == "adamw") {
-    info.beta1 = options.beta1;
-    info.beta2 = options.beta2;
-    info.eps = options.eps;
-  } else {
-    info.momentum = options.momentum;
-    info.nesterov = options.nesterov;
+  const OptimizerSpec& spec = options.optimizer;
+  info.name = spec.name();
+  info.lr = typed_decimal(spec.lr);
+  info.weight_decay = typed_decimal(spec.weight_decay);
+  switch (spec.kind) {
+    case OptimizerKind::adamw:
+      info.beta1 = typed_decimal(spec.beta1);
+      info.beta2 = typed_decimal(spec.beta2);
+      info.eps = typed_decimal(spec.eps);
+      break;
+    case OptimizerKind::sgd:
+      info.momentum = typed_decimal(spec.momentum);
+      info.nesterov = spec.nesterov;
+      break;
   }
   return info;
 }
@@ -99,8 +104,8 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
                                         static_cast<int64_t>(slot.numel)});
   config_.model = options.model;
   config_.batch = options.batch;
-  config_.precision = options.precision;
-  config_.hook = options.comm_hook;
+  config_.precision = precision_name(options.precision);
+  config_.hook = options.comm_hook.text();
   config_.bucket_mb = options.bucket_mb;
   config_.first_bucket_mb = options.first_bucket_mb;
   config_.overlap = !options.no_overlap;
@@ -116,8 +121,8 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   run_.info.host = host_name();
   run_.info.rank = dist.rank;
   run_.info.world_size = dist.world;
-  run_.info.precision = options.precision;
-  run_.info.device_name = options.device;
+  run_.info.precision = precision_name(options.precision);
+  run_.info.device_name = device_name(options.device);
   run_.info.transport = link_description(options, dist);
   const RunClock clock = measure_run_clock(dist, now_ms());
   run_.info.clock = clock.alignment;
@@ -180,7 +185,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
       r.index = static_cast<int>(b.bucket);
       r.bytes = static_cast<int64_t>(b.bytes);
       r.elements = static_cast<int64_t>(b.elements);
-      r.hook = options_.comm_hook;
+      r.hook = options_.comm_hook.text();
       r.launch_ms = b.ready_ms;
       r.start_ms = b.start_ms;
       r.end_ms = b.end_ms;

@@ -20,6 +20,7 @@
 #include "gpu_guard.hpp"
 #include "profile/step_record.hpp"
 #include "profile/trace_check.hpp"
+#include "train/run_modes.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
@@ -146,18 +147,17 @@ TEST(TraceClock, ACudaTrainingTracePassesTheChecker) {
   for (const char* graphs : {"off", "on"}) {
     SCOPED_TRACE(graphs);
     TrainOptions o;
-    o.device = "cuda";
+    o.device = Device::cuda;
     o.model = "vit_tiny_test";
     o.batch = 8;
     o.steps = 12;
     o.warmup_steps = 2;
     o.log_every = 2;
-    o.data = "learnable";
-    o.optimizer = "sgd";
+    o.data = DataSource::learnable;
     o.workers = 2;
     o.quiet = true;
     o.ddp = true;
-    o.cuda_graph = graphs;
+    o.cuda_graph = parse_graph_policy(graphs);
     o.trace = scratch(std::string("cuda_") + graphs + ".trace.json").string();
     run_training(o);
     const TraceCheck check = check_trace_file(o.trace);
