@@ -22,7 +22,7 @@
 
 #include "core/error.hpp"
 #include "ddp/bucket_plan.hpp"
-#include "ddp/comm_hook.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "ddp/device_scratch.hpp"
 #include "ddp/powersgd_layout.hpp"
 #include "ddp/powersgd_math.hpp"

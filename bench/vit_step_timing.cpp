@@ -1,7 +1,7 @@
 // vit_step_timing: per-phase times and steps/s of the CUDA ViT training step (a measurement tool, not a test).
 // For each precision: build the model (torchvision init), GPU synthetic batch, 3 eager warm-up steps, then
 //   - eager phases with CUDA events (median of --repeat): forward (eval), forward+backward, optimizer (SGD);
-//   - the whole step (zero_grads + forward_backward + sgd_step) captured once as a CUDA graph and replayed
+//   - the whole step (zero_grads + forward_backward + optimizer_step) captured once as a CUDA graph and replayed
 //     --steps times: steps/s from events around the replays.
 // With --single-step 1 it only runs one eager step per precision (for a kernel profiler such as ncu).
 // Usage: vit_step_timing [--model vit_l_32] [--batch 32] [--steps 50] [--repeat 10] [--precisions fp32,tf32,bf16]
@@ -108,11 +108,11 @@ Row measure(const ParamLayout& layout, const Options& o, Precision precision, cu
       loss(1, "loss");
   DeviceBuffer<int32_t> labels(o.batch, "labels");
   generate_synthetic_batch(images.get(), labels.get(), o.batch, c.image_numel(), c.num_classes, 1, 0, stream);
-  const SgdParams sgd{1e-3f, 0.9f, 0.f, 0.f, false};
+  const OptimizerSpec sgd{.kind = OptimizerKind::sgd, .lr = 1e-3f, .momentum = 0.9f};
   auto step = [&](int64_t n) {
     model.zero_grads();
     model.forward_backward(images.get(), labels.get(), o.batch, 1.f, loss.get());
-    model.sgd_step(sgd, n);
+    model.optimizer_step(sgd, n);
   };
   for (int i = 1; i <= (o.single_step ? 1 : 3); ++i) step(i);
   DDPX_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -124,7 +124,7 @@ Row measure(const ParamLayout& layout, const Options& o, Precision precision, cu
   row.forward_backward_ms = timer.median_ms(o.repeat, [&] {
     model.forward_backward(images.get(), labels.get(), o.batch, 1.f, loss.get());
   });
-  row.optimizer_ms = timer.median_ms(o.repeat, [&] { model.sgd_step(sgd, 4); });
+  row.optimizer_ms = timer.median_ms(o.repeat, [&] { model.optimizer_step(sgd, 4); });
 
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;

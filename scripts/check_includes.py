@@ -32,7 +32,7 @@ ALLOWED_DEPENDENCIES = {
     "data": ["core", "io"],
     "profile": ["core", "io"],
     "ddp": ["dist"],
-    "cuda": ["core", "kernels", "model"],
+    "cuda": ["core", "kernels", "model", "optim"],
     "train": ["cuda", "data", "ddp", "dist", "io", "kernels", "model", "optim", "profile"],
     "predict": ["core", "profile"],
     "cli": ["predict", "train"],

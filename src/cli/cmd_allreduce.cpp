@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "dist/bootstrap.hpp"
+#include "train/run_modes.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/nccl_transport.hpp"
 #include "profile/nvml_topology.hpp"
@@ -83,14 +84,16 @@ std::pair<std::string, std::string> gpu_link(int world) {
 
 int run_allreduce(const AllreduceFlags& f) {
   DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda (NCCL) or cpu (MPI)", f.device);
+  const Device device = parse_device(f.device);  // the one reading of --device; compared as a Device below
+  const bool on_gpus = device == Device::cuda;
   DDPX_REQUIRE(f.ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", f.ranks_per_gpu);
-  DDPX_REQUIRE(f.ranks_per_gpu <= 1 || f.device == "cuda", "--ranks-per-gpu {} applies to --device cuda",
+  DDPX_REQUIRE(f.ranks_per_gpu <= 1 || on_gpus, "--ranks-per-gpu {} applies to --device cuda",
                f.ranks_per_gpu);
   const DtypeChoice dtype = parse_dtype(f.dtype);
   DDPX_REQUIRE(f.iters >= 1, "--iters {}: at least 1 timed iteration is needed", f.iters);
   DDPX_REQUIRE(f.warmup >= 0, "--warmup {}: must be 0 or more", f.warmup);
   const std::vector<int64_t> sizes =
-      parse_size_sweep(f.sizes.empty() ? (f.device == "cuda" ? "1K:1G" : "1K:16M") : f.sizes, "--sizes");
+      parse_size_sweep(f.sizes.empty() ? (on_gpus ? "1K:1G" : "1K:16M") : f.sizes, "--sizes");
   const size_t element = comm_dtype_size(dtype.dtype);
   DDPX_REQUIRE(sizes.front() >= static_cast<int64_t>(element), "--sizes: {} bytes is smaller than one {} element",
                sizes.front(), f.dtype);
@@ -101,7 +104,7 @@ int run_allreduce(const AllreduceFlags& f) {
     DDPX_REQUIRE(f.nproc > 1, "{}", one_rank_json);
     (void)check_output_path(f.json_out, "--json");
   }
-  if (f.device == "cuda" && !running_as_worker()) {
+  if (on_gpus && !running_as_worker()) {
     const int gpus = visible_gpu_count();
     DDPX_REQUIRE(gpus > 0, "--device cuda: no GPU is visible here; measure MPI between CPU ranks with --device cpu");
     const int ranks_per_gpu = std::max(1, f.ranks_per_gpu);
@@ -109,37 +112,36 @@ int run_allreduce(const AllreduceFlags& f) {
                  "GPU per rank{} (use --device cpu to measure MPI, or --ranks-per-gpu K with NCCL 2.30+)", f.nproc,
                  gpus, ranks_per_gpu > 1 ? fmt::format(" or one per {} ranks", ranks_per_gpu) : "");
   }
-  DDPX_REQUIRE(f.nodes.nnodes <= 1 || f.device == "cuda",
+  DDPX_REQUIRE(f.nodes.nnodes <= 1 || on_gpus,
                "--nnodes {} with --device cpu: ddpx allreduce measures CPUs over MPI, which spans nodes through "
                "mpirun (`mpirun -H host1:G,host2:G -np N ddpx allreduce --device cpu`, without --nnodes)",
                f.nodes.nnodes);
   if (start_workers_here(f.nproc, f.nodes)) {
-    TrainOptions launch;
-    launch.device = f.device;
-    return launch_workers(f.nproc, launch, f.nodes);
+    return launch_workers(f.nproc, LaunchTarget{.device = device}, f.nodes);
   }
 
   WorldInfo world = detect_world();
   world.ranks_per_gpu = f.ranks_per_gpu;
   DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1, "{}", one_rank_json);
-  const std::string backend = f.device == "cuda" ? "nccl" : world.world_size == 1 ? "self" : "mpi";
+  const Backend chosen = on_gpus ? Backend::nccl : world.world_size == 1 ? Backend::self : Backend::mpi;
+  const std::string_view backend = backend_name(chosen);  // dist/bootstrap's spelling
 #ifdef DDPX_HAVE_MPI
   std::unique_ptr<MpiSession> mpi;
   if (needs_mpi_session(backend, world)) mpi = std::make_unique<MpiSession>();  // the NCCL id then goes over MPI
 #else
-  DDPX_REQUIRE(backend != "mpi", "--device cpu with several ranks needs MPI, and this ddpx was built without it");
+  DDPX_REQUIRE(chosen != Backend::mpi, "--device cpu with several ranks needs MPI, and this ddpx was built without it");
 #endif
   std::unique_ptr<Communicator> comm = make_communicator(backend, world);
   const bool lead = comm->rank() == 0;
   std::pair<std::string, std::string> link_transport;  // rank 0 only: it alone prints and writes
-  if (lead && comm->size() > 1) link_transport = f.device == "cuda" ? gpu_link(comm->size()) : std::pair{"MPI", "MPI"};
+  if (lead && comm->size() > 1) link_transport = on_gpus ? gpu_link(comm->size()) : std::pair{"MPI", "MPI"};
   const auto& [link, transport] = link_transport;
 
   AllreduceBench bench(*comm, static_cast<size_t>(sizes.back() / element * element));
   if (lead) {
     fmt::print("# ddpx allreduce: {} ({}), {} rank(s){}, {}, in place, sum, {} timed iterations after {} warm-up\n",
                comm->backend_name(), f.device, comm->size(),
-               link.empty() || f.device == "cpu" ? "" : fmt::format(", link {} (NCCL transport predicted: {})", link, transport),
+               link.empty() || !on_gpus ? "" : fmt::format(", link {} (NCCL transport predicted: {})", link, transport),
                dtype.type_name,
                f.iters, f.warmup);
     fmt::print("# time: mean per all-reduce, slowest rank; algbw = size / time; busbw = algbw * 2(n-1)/n "

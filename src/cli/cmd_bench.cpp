@@ -24,6 +24,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
+#include "train/run_modes.hpp"
 #include "io/output_file.hpp"
 #include "profile/bench_table.hpp"
 #include "profile/svg_chart.hpp"
@@ -84,7 +85,7 @@ std::vector<RowSpec> plan_rows(const BenchFlags& f, const std::vector<int>& gpu_
         for (const std::string& hook : hooks)
           for (double bucket : buckets)
             for (bool p2p_off : {false, true}) {
-              if (p2p_off && !(f.p2p_disabled && f.device == "cuda" && world > 1)) continue;
+              if (p2p_off && !(f.p2p_disabled && parse_device(f.device) == Device::cuda && world > 1)) continue;
               rows.push_back({model, precision, hook, bucket, world, true, p2p_off,
                               fmt::format("{} {}, hook {}, bucket {} MB{}", model, precision, hook, bucket,
                                           p2p_off ? ", P2P off" : "")});
@@ -161,11 +162,14 @@ void write_text(const fs::path& path, const std::string& text) {
 int run_bench(BenchFlags f) {
   DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda or cpu", f.device);
   DDPX_REQUIRE(f.pytorch == "auto" || f.pytorch == "off", "--pytorch {}: expected auto or off", f.pytorch);
+  // Read once: below, the device is a Device and the anchor a bool (f.device stays the child runs' flag text).
+  const bool on_gpus = parse_device(f.device) == Device::cuda;
+  const bool pytorch_auto = f.pytorch == "auto";
   DDPX_REQUIRE(f.steps > f.warmup && f.warmup >= 0, "--steps {} must be larger than --warmup {} (both >= 0)", f.steps,
                f.warmup);
   DDPX_REQUIRE(f.batch >= 1, "--batch {}: must be at least 1", f.batch);
   DDPX_REQUIRE(f.ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", f.ranks_per_gpu);
-  DDPX_REQUIRE(f.ranks_per_gpu <= 1 || f.device == "cuda", "--ranks-per-gpu {} applies to --device cuda",
+  DDPX_REQUIRE(f.ranks_per_gpu <= 1 || on_gpus, "--ranks-per-gpu {} applies to --device cuda",
                f.ranks_per_gpu);
   // Every row starts its own ranks: as one rank of a job, each rank would run the whole matrix.
   require_single_process("bench");
@@ -174,31 +178,31 @@ int run_bench(BenchFlags f) {
                       "--bucket-mb=--bucket-mb", "--nproc-per-node=--gpus", "--steps=--steps", "--warmup=--warmup",
                       "--batch=--batch", "--report=--out", "--ranks-per-gpu=--ranks-per-gpu", "--config"},
                      "bench");
-  if (f.precisions.empty()) f.precisions = f.device == "cuda" ? "fp32,bf16" : "fp32";
+  if (f.precisions.empty()) f.precisions = on_gpus ? "fp32,bf16" : "fp32";
   for (const std::string& p : split_list(f.precisions, "--precisions"))
-    DDPX_REQUIRE(f.device == "cuda" || p == "fp32", "--precisions {}: the CPU engine computes in fp32 only", p);
-  const int visible = f.device == "cuda" ? visible_gpu_count() : 0;
-  if (f.gpus.empty()) f.gpus = f.device == "cpu" ? "1,2" : visible > 1 ? fmt::format("1,{}", visible) : "1";
+    DDPX_REQUIRE(on_gpus || p == "fp32", "--precisions {}: the CPU engine computes in fp32 only", p);
+  const int visible = on_gpus ? visible_gpu_count() : 0;
+  if (f.gpus.empty()) f.gpus = !on_gpus ? "1,2" : visible > 1 ? fmt::format("1,{}", visible) : "1";
   std::vector<std::string> notes;
   std::vector<int> gpu_counts;
   for (int count : parse_count_list(f.gpus, "--gpus")) {
-    if (f.device == "cuda" && count > visible * std::max(1, f.ranks_per_gpu) && !f.dry_run)
+    if (on_gpus && count > visible * std::max(1, f.ranks_per_gpu) && !f.dry_run)
       notes.push_back(fmt::format("skipped {} GPU(s): only {} visible on this machine{}", count, visible,
                                   f.ranks_per_gpu > 1 ? fmt::format(" ({} ranks each)", f.ranks_per_gpu) : ""));
     else
       gpu_counts.push_back(count);
   }
-  if (f.p2p_disabled && f.device == "cpu") notes.push_back("--p2p-disabled ignored: it concerns NCCL on GPUs");
+  if (f.p2p_disabled && !on_gpus) notes.push_back("--p2p-disabled ignored: it concerns NCCL on GPUs");
   const std::vector<RowSpec> plan = plan_rows(f, gpu_counts, has_flag(f.train_flags, "--ddp"));
   DDPX_REQUIRE(!plan.empty(), "nothing to run: {}", notes.empty() ? "the matrix is empty" : notes.front());
-  const std::string rank_unit = f.device == "cuda" ? "GPU" : "rank";
+  const std::string rank_unit = on_gpus ? "GPU" : "rank";
   auto row_label = [&](size_t i, const RowSpec& spec) {
     return fmt::format("[{}/{}] {} ({} {}{})", i + 1, plan.size(), spec.config, spec.world, rank_unit,
                        spec.world == 1 ? "" : "s");
   };
   if (f.dry_run) {
     // The plan only: what a device call would run, to size it before spending GPU time.
-    const bool anchor = f.pytorch == "auto" && f.device == "cuda";
+    const bool anchor = pytorch_auto && on_gpus;
     int anchor_runs = 0;
     fmt::print("ddpx bench --dry-run: {} row(s), each its own `ddpx train` ({} steps, {} warm-up)\n", plan.size(),
                f.steps, f.warmup);
@@ -220,7 +224,7 @@ int run_bench(BenchFlags f) {
   create_output_dir(f.out, "--out");
   std::string script;
   bool with_pytorch = false;
-  if (f.pytorch == "auto" && f.device == "cuda") {
+  if (pytorch_auto && on_gpus) {
     script = find_anchor_script(f.pytorch_script);
     const bool torch_ok = !script.empty() && run_child_process({"python3", "-c", "import torch, torchvision"}, {},
                                                                (fs::path(f.out) / "pytorch-check.log").string()) == 0;
@@ -228,7 +232,7 @@ int run_bench(BenchFlags f) {
     if (!torch_ok)
       notes.push_back(script.empty() ? "PyTorch column left empty: bench/pt_vit_anchor.py not found (--pytorch-script)"
                                      : "PyTorch column left empty: `python3 -c \"import torch, torchvision\"` failed");
-  } else if (f.pytorch == "auto") {
+  } else if (pytorch_auto) {
     notes.push_back("PyTorch column left empty: the anchor script measures GPUs only");
   }
 
@@ -238,7 +242,7 @@ int run_bench(BenchFlags f) {
   int failures = 0;
   // Written after every row too, so a bench stopped midway (a time limit) keeps every row it measured.
   const std::string setup = fmt::format("{} ({}), batch {} per rank, {} steps of which {} warm-up", f.device,
-                                        f.device == "cuda" ? fmt::format("{} GPU(s) visible", visible) : "MPI ranks",
+                                        on_gpus ? fmt::format("{} GPU(s) visible", visible) : "MPI ranks",
                                         f.batch, f.steps, f.warmup);
   auto write_results = [&](size_t rows_planned) {
     const std::string when = now_text();

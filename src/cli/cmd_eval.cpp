@@ -40,22 +40,23 @@ int run_eval(const EvalOptions& e) {
   const int64_t n = static_cast<int64_t>(pixels.size() / static_cast<size_t>(shape.image_numel()));
   DDPX_REQUIRE(e.batch >= 1, "--batch must be a positive number of images per forward pass, got {}", e.batch);
 
-  TrainOptions engine_options;
-  engine_options.device = e.device;
-  engine_options.precision = e.precision;
+  EngineOptions engine_options;
+  engine_options.device = parse_device(e.device);
+  engine_options.precision = parse_precision(e.precision);
   engine_options.batch = std::min<int64_t>(e.batch, n);
   engine_options.validate();  // --device and --precision as train checks them (bf16 needs --device cuda)
   std::unique_ptr<StepEngine> engine;
-  if (e.device == "cpu") {
-    engine = make_cpu_engine(layout, engine_options);
-  } else if (e.device == "cuda") {
+  switch (engine_options.device) {
+    case Device::cpu:
+      engine = make_cpu_engine(layout, engine_options);
+      break;
+    case Device::cuda:
 #ifdef DDPX_HAVE_CUDA
-    engine = make_cuda_engine(layout, engine_options, 0);
+      engine = make_cuda_engine(layout, engine_options, 0);
 #else
-    fail("--device cuda: this ddpx was built without CUDA; use --device cpu");
+      fail("--device cuda: this ddpx was built without CUDA; use --device cpu");
 #endif
-  } else {
-    fail("--device '{}' is not known; choose cpu or cuda", e.device);
+      break;
   }
   engine->upload_params(params.data());
   std::vector<float> logits = engine->eval_logits(pixels.data(), n);

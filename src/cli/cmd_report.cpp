@@ -3,17 +3,23 @@
 // --json`, and can turn the report into a Chrome/Perfetto trace. Lets a person analyse runs from another machine.
 // The tables follow a "what made this run" block (version, commit, start, host, command line, optimizer) and rank
 // 0's loss curve (first and last logged values); fields an older report lacks read "not recorded".
+// --check-trace FILE checks a Chrome/Perfetto trace (profile/trace_check.hpp): with or without a report, it prints
+// what it found and the command exits 1 when the trace has problems (2 when it cannot be read).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
+#include "profile/trace_check.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
 
@@ -21,6 +27,29 @@ namespace ddpx::cli {
 namespace {
 
 std::string or_not_recorded(const std::string& text) { return text.empty() ? "not recorded" : text; }
+
+// Each rank's measured clock offset to rank 0 (Note [One clock for all ranks]); the first 8 ranks, then the
+// largest uncertainty of all. Nothing for a single rank.
+std::string clock_line(const RunReport& report) {
+  if (report.ranks.size() < 2) return "";
+  std::string offsets;
+  double widest = 0;
+  bool recorded = true;
+  for (size_t i = 1; i < report.ranks.size(); ++i) {
+    const std::optional<ClockAlignment>& clock = report.ranks[i].info.clock;
+    if (!clock) {
+      recorded = false;
+      break;
+    }
+    widest = std::max(widest, clock->uncertainty_ms);
+    if (i <= 8)
+      offsets += fmt::format("{}rank {} {:+.3f} +- {:.3f} ms", i == 1 ? "" : ", ", i, clock->offset_ms,
+                             clock->uncertainty_ms);
+  }
+  if (!recorded) return "clock: offsets to rank 0 not recorded (older report): ranks may not line up in a trace\n";
+  if (report.ranks.size() > 9) offsets += fmt::format(", ... (largest uncertainty {:.3f} ms)", widest);
+  return fmt::format("clock: every rank on rank 0's clock; offsets to it: {}\n", offsets);
+}
 
 std::string provenance_block(const RunReport& report) {
   const RunConfig& c = report.config;
@@ -45,24 +74,55 @@ std::string provenance_block(const RunReport& report) {
   if (report.throughput)
     text += fmt::format("throughput: {:.2f} steps/s, {:.1f} images/s\n", report.throughput->steps_per_s,
                         report.throughput->images_per_s);
+  text += clock_line(report);
   return text;
+}
+
+// Checks a trace file and prints the verdict; 0 when it is fine, 1 when not.
+int check_trace_command(const std::string& path) {
+  const TraceCheck check = check_trace_file(path);
+  if (check.ok()) {
+    fmt::print("trace {}: {} slices on {} tracks of {} process{}: every track well nested, in time order\n", path,
+               check.slices, check.tracks, check.processes, check.processes == 1 ? "" : "es");
+    return 0;
+  }
+  constexpr size_t kShown = 50;
+  fmt::print("trace {}: {} problem{} ({} slices on {} tracks):\n", path, check.problems.size(),
+             check.problems.size() == 1 ? "" : "s", check.slices, check.tracks);
+  for (size_t i = 0; i < check.problems.size() && i < kShown; ++i) fmt::print("  {}\n", check.problems[i]);
+  if (check.problems.size() > kShown) fmt::print("  ... and {} more\n", check.problems.size() - kShown);
+  return 1;
 }
 
 }  // namespace
 
 Command add_report_command(CLI::App& app) {
   struct Flags {
-    std::string report, peak, trace;
+    std::string report, peak, trace, check_trace;
     bool json = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "Analyse a saved run report (ddpx train --report FILE): breakdown, bandwidth, verdict, trace");
-  cmd->add_option("report", f->report, "the JSON written by `ddpx train --report`")->required();
+      "report", "Analyse a saved run report (ddpx train --report FILE): breakdown, bandwidth, verdict, trace; "
+                "or check a trace file (--check-trace)");
+  cmd->add_option("report", f->report, "the JSON written by `ddpx train --report` (optional with --check-trace)");
   cmd->add_option("--peak", f->peak, "peak bus bandwidth by size from `ddpx allreduce --json` (for % of peak)");
   cmd->add_option("--trace", f->trace, "also write a Chrome/Perfetto trace of the recorded steps here");
   cmd->add_flag("--json", f->json, "print breakdown and verdict as JSON instead of tables");
+  cmd->add_option("--check-trace", f->check_trace,
+                  "check a Chrome/Perfetto trace (from --trace): every track well nested (no partly overlapping "
+                  "slices), in time order, steps in order; exits 1 when it is not (runs after --trace, so it can "
+                  "check the trace just written)");
   return {cmd, [f] {
+            DDPX_REQUIRE(!f->report.empty() || !f->check_trace.empty(),
+                         "ddpx report: give a run report (ddpx report run.json) or a trace to check (ddpx report "
+                         "--check-trace run.trace.json)");
+            DDPX_REQUIRE(!f->report.empty() || (f->trace.empty() && f->peak.empty() && !f->json),
+                         "ddpx report: --trace, --peak and --json need a run report (ddpx report run.json ...)");
+            DDPX_REQUIRE(!f->json || f->check_trace.empty(),
+                         "ddpx report: --check-trace prints text, which would break --json's output; check the "
+                         "trace in a second call (ddpx report --check-trace FILE)");
+            if (f->report.empty()) return check_trace_command(f->check_trace);
             if (!f->trace.empty()) {
               (void)check_output_path(f->trace, "--trace");
               const std::vector<FileRole> inputs = {{"report", f->report}, {"--peak", f->peak}};
@@ -94,6 +154,7 @@ Command add_report_command(CLI::App& app) {
               trace.write(f->trace);
               fmt::print("trace: {} (open it in Perfetto or chrome://tracing)\n", f->trace);
             }
+            if (!f->check_trace.empty()) return check_trace_command(f->check_trace);
             return 0;
           }};
 }

@@ -1,4 +1,7 @@
 // `ddpx train`: flags -> TrainOptions -> run_training (or, with --nproc-per-node N, start N workers that do).
+// The modes are read as text and parsed here, once, into their types (TrainOptions' header); the optimizer's
+// hyperparameter flags go to parse_optimizer_spec, the hook's two spellings of PowerSGD's start to
+// parse_comm_hook_spec.
 #include <fmt/format.h>
 
 #include <memory>
@@ -15,8 +18,51 @@
 
 namespace ddpx::cli {
 
+namespace {
+
+// The mode flags as typed, before parsing (defaults as `ddpx train --help` shows them).
+struct ModeFlags {
+  std::string device = "cpu", precision = "fp32", data = "synthetic", optimizer = "sgd";
+  std::string optimizer_overlap = "auto", backend = "auto", comm_hook = "allreduce", cuda_graph = "auto";
+  int64_t powersgd_start = 2;
+};
+
+// The hyperparameter flags, registered without a variable of their own: parse_optimizer_spec asks which were
+// given (on the command line or in a --config file). Defaults shown are the spec's.
+void add_optimizer_flags(CLI::App* cmd, const char* group) {
+  const OptimizerSpec defaults;
+  const auto add = [&](const char* flag, float value, const char* help) {
+    const std::string description = help;  // CLI11 takes a const description (a non-const one is a variable)
+    cmd->add_option(flag, description)
+        ->check(CLI::Validator(CLI::Number).description(""))
+        ->type_name("FLOAT")
+        ->default_str(fmt::format("{}", value))
+        ->group(group);
+  };
+  add("--lr", defaults.lr, "learning rate");
+  add("--momentum", defaults.momentum, "SGD momentum (0: the seed's plain SGD)");
+  const std::string nesterov = "SGD Nesterov momentum";
+  cmd->add_flag("--nesterov", nesterov)->group(group);
+  add("--weight-decay", defaults.weight_decay, "SGD L2 / AdamW decoupled weight decay");
+  add("--beta1", defaults.beta1, "AdamW beta1");
+  add("--beta2", defaults.beta2, "AdamW beta2");
+  add("--eps", defaults.eps, "AdamW epsilon");
+}
+
+OptimizerSpec optimizer_spec_of(CLI::App* cmd, const std::string& name) {
+  return parse_optimizer_spec(name, [cmd](std::string_view flag) -> std::optional<double> {
+    const CLI::Option* option = cmd->get_option_no_throw(std::string(flag));
+    if (option == nullptr || option->count() == 0) return std::nullopt;
+    if (flag == "--nesterov") return option->as<bool>() ? 1.0 : 0.0;
+    return option->as<double>();
+  });
+}
+
+}  // namespace
+
 Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
+  auto modes = std::make_shared<ModeFlags>();
   auto nproc = std::make_shared<int>(0);
   auto nodes = std::make_shared<NodeFlags>();
   CLI::App* cmd = app.add_subcommand(
@@ -29,11 +75,11 @@ Command add_train_command(CLI::App& app) {
   cmd->option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   auto* what = "What to train";
-  cmd->add_option("--device", o->device, "cpu (fp32 reference engine, OpenBLAS) or cuda")->group(what);
+  cmd->add_option("--device", modes->device, "cpu (fp32 reference engine, OpenBLAS) or cuda")->group(what);
   cmd->add_option("--model", o->model, "vit_b_16 | vit_b_32 | vit_l_16 | vit_l_32 | vit_h_14 | vit_tiny_test | "
                                        "vit_small_test | NAME:key=value,... | custom:image=..,patch=..,...")
       ->group(what);
-  cmd->add_option("--precision", o->precision,
+  cmd->add_option("--precision", modes->precision,
                   "fp32 (true fp32, the seed's setting) | tf32 (TF32 matrix units) | bf16 (bf16 compute, fp32 "
                   "master weights and gradients, like autocast); cuda only")
       ->group(what);
@@ -50,7 +96,7 @@ Command add_train_command(CLI::App& app) {
 
   auto* data = "Data";
   CLI::Option* data_flag =
-      cmd->add_option("--data", o->data,
+      cmd->add_option("--data", modes->data,
                       "synthetic (the seed's: normal random images, random labels) | learnable (labels a ViT can "
                       "learn, for convergence checks) | synthetic-device (generated on the GPU, to separate input "
                       "cost)")
@@ -68,21 +114,15 @@ Command add_train_command(CLI::App& app) {
       ->group(what);
 
   auto* opt = "Optimizer";
-  cmd->add_option("--optimizer", o->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);
-  cmd->add_option("--lr", o->lr, "learning rate")->group(opt);
-  cmd->add_option("--momentum", o->momentum, "SGD momentum (0: the seed's plain SGD)")->group(opt);
-  cmd->add_flag("--nesterov", o->nesterov, "SGD Nesterov momentum")->group(opt);
-  cmd->add_option("--weight-decay", o->weight_decay, "SGD L2 / AdamW decoupled weight decay")->group(opt);
-  cmd->add_option("--optimizer-overlap", o->optimizer_overlap,
+  cmd->add_option("--optimizer", modes->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);
+  add_optimizer_flags(cmd, opt);
+  cmd->add_option("--optimizer-overlap", modes->optimizer_overlap,
                   "auto | on | off: update each block's parameters as soon as its gradients are final (no DDP) or "
                   "reduced (DDP), during the backward pass, instead of all of them after it. Same weights bit for "
                   "bit. With DDP it hides the update behind communication (ViT-L/32 bf16 on one H200: 99.2 instead "
                   "of 97.8 steps/s); without DDP it gained nothing in CUDA graphs and cost eager steps 8%, so auto "
                   "(the default) overlaps only with DDP; off shows the optimizer as a phase of its own")
       ->group(opt);
-  cmd->add_option("--beta1", o->beta1, "AdamW beta1")->group(opt);
-  cmd->add_option("--beta2", o->beta2, "AdamW beta2")->group(opt);
-  cmd->add_option("--eps", o->eps, "AdamW epsilon")->group(opt);
 
   auto* ckpt = "Weights and checkpoints";
   cmd->add_option("--load", o->load, "start from these weights (.safetensors with torchvision names)")->group(ckpt);
@@ -113,7 +153,7 @@ Command add_train_command(CLI::App& app) {
   add_node_flags(cmd, *nodes, dp);
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);
-  cmd->add_option("--backend", o->backend,
+  cmd->add_option("--backend", modes->backend,
                   "auto (nccl on cuda; on cpu mpi under mpirun or --nproc-per-node, else gloo) | nccl | mpi | "
                   "gloo (CPU over TCP, no MPI: ranks started by --nproc-per-node, torchrun or any launcher that "
                   "sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT) | self (--device cpu, one process: the reducer "
@@ -123,8 +163,9 @@ Command add_train_command(CLI::App& app) {
                   "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
                   "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU")
       ->group(dp);
-  cmd->add_option("--comm-hook", o->comm_hook,
-                  "allreduce | fp16 | bf16 (cast, halve bytes) | powersgd:R (rank-R compression, error feedback)")
+  cmd->add_option("--comm-hook", modes->comm_hook,
+                  "allreduce | fp16 | bf16 (cast, halve bytes) | powersgd:R[:START] (rank-R compression, error "
+                  "feedback, plain all-reduce before step START; the run report records powersgd:R:START)")
       ->group(dp);
   cmd->add_option("--bucket-mb", o->bucket_mb, "gradient bucket cap in MB (smaller buckets overlap backward more)")
       ->group(dp);
@@ -133,7 +174,9 @@ Command add_train_command(CLI::App& app) {
       ->group(dp);
   cmd->add_option("--grad-accum", o->grad_accum, "micro-batches per optimizer step; no communication on the first K-1")
       ->group(dp);
-  cmd->add_option("--powersgd-start", o->powersgd_start, "plain all-reduce before this step (PowerSGD warm-up)")
+  cmd->add_option("--powersgd-start", modes->powersgd_start,
+                  "START of --comm-hook powersgd:R (plain all-reduce before this step, PowerSGD's warm-up); an "
+                  "explicit powersgd:R:START wins")
       ->group(dp);
   cmd->add_option("--comm-timeout", o->comm_timeout_s,
                   "seconds any rank may wait in one collective, from start-up (communicator creation, agreement, "
@@ -142,7 +185,8 @@ Command add_train_command(CLI::App& app) {
       ->group(dp);
 
   auto* an = "Execution and analysis";
-  cmd->add_option("--cuda-graph", o->cuda_graph, "auto | on | off: capture the whole step after warm-up")->group(an);
+  cmd->add_option("--cuda-graph", modes->cuda_graph, "auto | on | off: capture the whole step after warm-up")
+      ->group(an);
   cmd->add_option("--profile-steps", o->profile_steps,
                   "A:B: cudaProfilerStart/Stop around steps A..B (nsys --capture-range=cudaProfilerApi)")
       ->group(an);
@@ -167,23 +211,25 @@ Command add_train_command(CLI::App& app) {
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
   }
 
-  // Flags of the other optimizer are an error, not silently ignored.
-  const std::vector<std::pair<const char*, const char*>> optimizer_flags = {
-      {"--momentum", "sgd"}, {"--nesterov", "sgd"}, {"--beta1", "adamw"}, {"--beta2", "adamw"}, {"--eps", "adamw"}};
-  return {cmd, [o, nproc, nodes, data_flag, cmd, optimizer_flags] {
-            for (const auto& [flag, optimizer] : optimizer_flags)
-              DDPX_REQUIRE(cmd->count(flag) == 0 || o->optimizer == optimizer,
-                           "{} applies to --optimizer {}, but this run uses --optimizer {}", flag, optimizer,
-                           o->optimizer);
+  return {cmd, [o, modes, nproc, nodes, data_flag, cmd] {
+            // Every mode parsed once, here; flags of the other optimizer are an error, not silently ignored.
+            o->device = parse_device(modes->device);
+            o->precision = parse_precision(modes->precision);
+            o->data = parse_data_source(modes->data);
+            o->optimizer = optimizer_spec_of(cmd, modes->optimizer);
+            o->optimizer_overlap = parse_overlap_policy(modes->optimizer_overlap);
+            o->backend = parse_backend(modes->backend);
+            o->comm_hook = parse_comm_hook_spec(modes->comm_hook, modes->powersgd_start);
+            o->cuda_graph = parse_graph_policy(modes->cuda_graph);
             DDPX_REQUIRE(data_flag->count() == 0 || o->images.empty(),
                          "--data {} and --images {}: give one (--images/--labels train on those files, --data "
-                         "generates images)", o->data, o->images);
+                         "generates images)", modes->data, o->images);
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
             // Calibration on CUDA has not yet run on a GPU (eager and graph variants): there it is opt-in until
             // then; the CPU engine's is tested end to end. Given explicitly (flag or config), it runs anywhere.
-            if (o->device == "cuda" && cmd->count("--calibrate-steps") == 0) o->calibrate_steps = 0;
-            if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, *o, *nodes);
+            if (o->device == Device::cuda && cmd->count("--calibrate-steps") == 0) o->calibrate_steps = 0;
+            if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, launch_target(*o), *nodes);
             o->command_line = remembered_command_line();  // for the run report
             run_training(*o);
             return 0;

@@ -92,7 +92,11 @@ std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads) {
                      "machine)", nproc, hardware_threads);
 }
 
-int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& nodes) {
+LaunchTarget launch_target(const TrainOptions& options) {
+  return {.device = options.device, .backend = options.backend, .comm_timeout_s = options.comm_timeout_s};
+}
+
+int launch_workers(int nproc, const LaunchTarget& options, const NodeFlags& nodes) {
   // The workers run the same command line without the launch flags ("--flag V" and "--flag=V" forms).
   static const char* const kLaunchFlags[] = {"--nproc-per-node", "--nproc_per_node", "--nnodes",
                                              "--node-rank",      "--node_rank",       "--master-addr",
@@ -115,7 +119,7 @@ int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& node
   DDPX_REQUIRE(nproc <= 1024, "--nproc-per-node {} is not a plausible number of local workers", nproc);
   if (nodes.nnodes > 1) {
     // The workers see torchrun-style variables, so --backend auto picks gloo on the CPU; MPI needs mpirun.
-    DDPX_REQUIRE(options.device == "cuda" || options.backend != "mpi",
+    DDPX_REQUIRE(options.device == Device::cuda || options.backend != Backend::mpi,
                  "--nnodes {} with --device cpu --backend mpi: MPI spans nodes only under mpirun (`mpirun -H "
                  "host1:G,host2:G -np N ddpx train --device cpu --backend mpi ...`, without --nnodes); with --nnodes "
                  "use --backend gloo", nodes.nnodes);
@@ -133,11 +137,11 @@ int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& node
         std::clamp(options.comm_timeout_s, 1.0, 86400.0) * 1000));
     return launch_node_workers(std::max(nproc, 1), node, args);
   }
-  if (options.device == "cuda") return launch_local_workers(nproc, args);
+  if (options.device == Device::cuda) return launch_local_workers(nproc, args);
   const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
   if (!note.empty()) fmt::print(stderr, "{}\n", note);
   // The Gloo CPU backend needs no MPI: N processes of our own, like GPUs; the MPI backend runs under mpirun.
-  if (options.backend == "gloo") return launch_local_workers(nproc, args);
+  if (options.backend == Backend::gloo) return launch_local_workers(nproc, args);
   return launch_under_mpirun(nproc, args);
 }
 

@@ -42,5 +42,12 @@ std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads);
 // GPU on CUDA; other CPU runs: under mpirun), supervises them and returns the job's exit status. With --nnodes > 1:
 // this node's share of the job through dist/launcher's launch_node_workers (on the CPU with gloo: --backend mpi
 // is refused, mpirun spans nodes on its own), the heartbeat timeout being --comm-timeout.
-int launch_workers(int nproc, const TrainOptions& options, const NodeFlags& nodes = {});
+// What launch_workers needs of the command it re-runs (train fills it from its options; allreduce from its own).
+struct LaunchTarget {
+  Device device = Device::cpu;
+  Backend backend = Backend::automatic;  // gloo: N local processes on the CPU; else mpirun there
+  double comm_timeout_s = 300;           // --nnodes: the heartbeat timeout between the nodes
+};
+LaunchTarget launch_target(const TrainOptions& options);
+int launch_workers(int nproc, const LaunchTarget& target, const NodeFlags& nodes = {});
 }  // namespace ddpx::cli

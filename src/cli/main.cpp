@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       "  ddpx train --device cuda --nproc-per-node 2 --comm-hook bf16 --bucket-mb 25 --report r.json\n"
       "  ddpx eval --model vit_tiny_test --weights w.safetensors --images x.npy --labels y.npy\n"
       "  ddpx report run.json --trace run.trace.json         breakdown and verdict of a saved run\n"
+      "  ddpx report --check-trace run.trace.json            every track of a trace well nested and in order\n"
       "  ddpx topo                                           GPU links and the NCCL transport per pair\n"
       "  ddpx allreduce --nproc-per-node 2 --sizes 1K:1G     nccl-tests-like bus bandwidth table\n"
       "  ddpx bench --precisions fp32,bf16 --hooks allreduce,bf16 --gpus 1,2   the seed's table in one command\n"

@@ -7,7 +7,7 @@
 
 #include "cli/child_process.hpp"
 #include "core/error.hpp"
-#include "ddp/comm_hook.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "model/vit_config.hpp"
 #include "profile/step_record.hpp"
 

@@ -21,6 +21,8 @@
 #include "kernels/layernorm.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/optimizer.hpp"
+#include "optim/adamw.hpp"
+#include "optim/sgd.hpp"
 #include "kernels/patch_embedding.hpp"
 #include "kernels/softmax_xent.hpp"
 
@@ -421,16 +423,15 @@ float* VitCuda::lazily_allocated(DeviceBuffer<float>& buffer, const char* what) 
   return buffer.get();
 }
 
-float* VitCuda::momentum_buffer() { return lazily_allocated(momentum_, "the SGD momentum buffer"); }
-float* VitCuda::exp_avg() { return lazily_allocated(exp_avg_, "the AdamW exp_avg buffer"); }
-float* VitCuda::exp_avg_sq() { return lazily_allocated(exp_avg_sq_, "the AdamW exp_avg_sq buffer"); }
-
-void VitCuda::sgd_step(const SgdParams& p, int64_t step, unsigned long long* nonfinite_gradient) {
-  sgd_span(p, step, 0, params_.size(), stream_, nonfinite_gradient);
+float* VitCuda::optimizer_state(std::string_view name) {
+  if (name == "momentum") return lazily_allocated(momentum_, "the SGD momentum buffer");
+  if (name == "exp_avg") return lazily_allocated(exp_avg_, "the AdamW exp_avg buffer");
+  if (name == "exp_avg_sq") return lazily_allocated(exp_avg_sq_, "the AdamW exp_avg_sq buffer");
+  fail("internal: the CUDA optimizers have no state buffer '{}' (momentum, exp_avg, exp_avg_sq)", name);
 }
 
-void VitCuda::adamw_step(const AdamWParams& p, int64_t step, unsigned long long* nonfinite_gradient) {
-  adamw_span(p, step, 0, params_.size(), stream_, nonfinite_gradient);
+void VitCuda::optimizer_step(const OptimizerSpec& spec, int64_t step, unsigned long long* nonfinite_gradient) {
+  optimizer_span(spec, step, 0, params_.size(), stream_, nonfinite_gradient);
 }
 
 namespace {
@@ -441,34 +442,40 @@ void require_span(const char* what, int64_t step, size_t begin, size_t end, size
 }
 }  // namespace
 
-void VitCuda::sgd_span(const SgdParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                       unsigned long long* nonfinite_gradient) {
-  require_span("sgd_span", step, begin, end, params_.size());
+// The kernels' argument structs (the device ABI, kernels/optimizer.hpp) are filled here, from the spec's
+// per-step scalars: the same values the CPU update uses.
+void VitCuda::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
+                             unsigned long long* nonfinite_gradient) {
+  require_span("optimizer_span", step, begin, end, params_.size());
   if (begin == end) return;
-  SgdUpdate update;
-  update.lr = p.lr, update.momentum = p.momentum, update.dampening = p.dampening;
-  update.weight_decay = p.weight_decay, update.nesterov = p.nesterov, update.first_step = step == 1;
-  update.nonfinite_gradient = nonfinite_gradient;
-  update.offset_base = begin;
   __nv_bfloat16* low = low_precision_weights_.get();
-  sgd_update(params_.get() + begin, grads_.get() + begin, p.momentum != 0.f ? momentum_buffer() + begin : nullptr,
-             low ? low + begin : nullptr, static_cast<int64_t>(end - begin), update, stream);
-}
-
-void VitCuda::adamw_span(const AdamWParams& p, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                         unsigned long long* nonfinite_gradient) {
-  require_span("adamw_span", step, begin, end, params_.size());
-  if (begin == end) return;
-  AdamWUpdate update;
-  update.lr = p.lr, update.beta1 = p.beta1, update.beta2 = p.beta2, update.eps = p.eps;
-  update.weight_decay = p.weight_decay;
-  update.nonfinite_gradient = nonfinite_gradient;
-  update.offset_base = begin;
-  update.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta1), step));
-  update.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(p.beta2), step)));
-  __nv_bfloat16* low = low_precision_weights_.get();
-  adamw_update(params_.get() + begin, grads_.get() + begin, exp_avg() + begin, exp_avg_sq() + begin,
-               low ? low + begin : nullptr, static_cast<int64_t>(end - begin), update, stream);
+  const auto n = static_cast<int64_t>(end - begin);
+  switch (spec.kind) {
+    case OptimizerKind::sgd: {
+      const SgdStepScalars s = sgd_step_scalars(spec, step);
+      SgdUpdate update;
+      update.lr = s.lr, update.momentum = s.momentum, update.dampening = s.dampening;
+      update.weight_decay = s.weight_decay, update.nesterov = s.nesterov, update.first_step = s.first_step;
+      update.nonfinite_gradient = nonfinite_gradient;
+      update.offset_base = begin;
+      sgd_update(params_.get() + begin, grads_.get() + begin,
+                 s.momentum != 0.f ? optimizer_state("momentum") + begin : nullptr, low ? low + begin : nullptr, n,
+                 update, stream);
+      return;
+    }
+    case OptimizerKind::adamw: {
+      const AdamWStepScalars s = adamw_step_scalars(spec, step);
+      AdamWUpdate update;
+      update.lr = s.lr, update.beta1 = spec.beta1, update.beta2 = spec.beta2, update.eps = s.eps;
+      update.weight_decay = spec.weight_decay;
+      update.bias_correction1 = s.bias_correction1, update.bias_correction2_sqrt = s.bias_correction2_sqrt;
+      update.nonfinite_gradient = nonfinite_gradient;
+      update.offset_base = begin;
+      adamw_update(params_.get() + begin, grads_.get() + begin, optimizer_state("exp_avg") + begin,
+                   optimizer_state("exp_avg_sq") + begin, low ? low + begin : nullptr, n, update, stream);
+      return;
+    }
+  }
 }
 
 size_t VitCuda::peak_activation_bytes() const { return engine_->activation_bytes(); }

@@ -25,23 +25,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 
 #include "cuda/device_buffer.hpp"
-#include "cuda/precision.hpp"
 #include "model/param_layout.hpp"
+#include "model/precision.hpp"
+#include "optim/optimizer_spec.hpp"
 
 namespace ddpx {
-
-// torch.optim.SGD's hyper-parameters (same field names as src/optim's SgdOptions).
-struct SgdParams {
-  float lr = 0.01f, momentum = 0.9f, dampening = 0.f, weight_decay = 0.f;
-  bool nesterov = false;
-};
-
-// torch.optim.AdamW's hyper-parameters (same field names as src/optim's AdamWOptions).
-struct AdamWParams {
-  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 1e-2f;
-};
 
 class VitCuda {
  public:
@@ -65,23 +56,20 @@ class VitCuda {
   void forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
                         float* d_loss, const std::function<void(size_t, size_t)>& on_ready = {});
 
-  // Fused updates over the flat buffers (and the bf16 copy in bf16 mode); step is 1 on the first call.
+  // The spec's fused update over the flat buffers (and the bf16 copy in bf16 mode); step is 1 on the first call.
+  // The step's scalars are the CPU's (optim/sgd.hpp sgd_step_scalars, optim/adamw.hpp adamw_step_scalars).
   // nonfinite_gradient (device, optional): lowered to the offset of any Inf/NaN gradient (kernels/optimizer.hpp).
-  void sgd_step(const SgdParams& params, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
-  void adamw_step(const AdamWParams& params, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
+  void optimizer_step(const OptimizerSpec& spec, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
   // The same update over elements [begin, end) only, on `stream` (the updates are element-wise, so the spans of
   // one step together equal the whole step bit for bit; the non-finite offset is still one of the whole buffer).
   // begin and end are multiples of 4 (tensor offsets are).
-  void sgd_span(const SgdParams& params, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                unsigned long long* nonfinite_gradient = nullptr);
-  void adamw_span(const AdamWParams& params, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                  unsigned long long* nonfinite_gradient = nullptr);
+  void optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
+                      unsigned long long* nonfinite_gradient = nullptr);
 
-  // Optimizer state for checkpoints (device fp32, buffer_size() elements each). Each allocates (zeroed) on first
-  // call: call them before capturing a graph.
-  float* momentum_buffer();
-  float* exp_avg();
-  float* exp_avg_sq();
+  // Optimizer state for checkpoints (device fp32, buffer_size() elements each), by the spec's state names
+  // ("momentum", "exp_avg", "exp_avg_sq"; anything else is an error naming it). Each allocates (zeroed) on first
+  // call: call it before capturing a graph.
+  float* optimizer_state(std::string_view name);
 
   size_t peak_activation_bytes() const;
   const ParamLayout& layout() const { return layout_; }

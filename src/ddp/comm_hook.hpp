@@ -6,14 +6,12 @@
 //    communication stream: all device work is enqueued there and nothing waits on the host, except the first
 //    call for a bucket, which may allocate (so capture CUDA graphs after one eager step).
 //  - `step` counts synchronized steps from 0 (hooks that change behaviour over time key on it).
-// make_comm_hook() parses --comm-hook: "allreduce", "fp16", "bf16", "powersgd:R" or "powersgd:R:START"
-// (R = matrix approximation rank, START = first compressed step, default 2).
+// The hooks themselves and their factory (the --comm-hook spec) are in ddp/comm_hook_factory.hpp: this interface
+// imports no implementation.
 #pragma once
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <string>
-#include <string_view>
 
 #include "ddp/bucket_view.hpp"
 #include "dist/communicator.hpp"
@@ -31,7 +29,5 @@ class CommHook {
   static constexpr int64_t kNeverCapturable = std::numeric_limits<int64_t>::max();
   virtual int64_t capturable_from_step() const { return 1; }
 };
-
-std::unique_ptr<CommHook> make_comm_hook(std::string_view spec);
 
 }  // namespace ddpx

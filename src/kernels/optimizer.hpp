@@ -5,6 +5,8 @@
 // nullptr the updated parameter is also written there as bf16 in the same kernel. Step-dependent scalars (first
 // step, bias corrections) are kernel arguments: a CUDA graph that captures an update replays those values.
 // Buffers must not alias. One kernel per call on `stream`, nothing allocated.
+// SgdUpdate and AdamWUpdate are the kernels' argument ABI, not a second spelling of the optimizer: the trainer's
+// VitCuda fills them in one place (cuda/vit_cuda.cpp optimizer_span) from optim/'s per-step scalars.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -1,6 +1,8 @@
 // HookSpec: a communication hook as `ddpx predict` models it, parsed once from train's --comm-hook spelling.
 // Guarantees: parse_hook_spec accepts exactly what `ddpx train --comm-hook` accepts ("allreduce", "fp16", "bf16",
-// "powersgd:R" with R >= 1) and names the flag and the value otherwise; name() gives that spelling back.
+// "powersgd:R" with R >= 1, and "powersgd:R:S", the canonical spelling train's run reports record: S, the first
+// compressed step, is read and dropped, since the model is of the compressed steps) and names the flag and the
+// value otherwise; name() gives the spelling without S back.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -129,6 +129,7 @@ void from_json(const json& j, BucketRecord& v) {
 void to_json(json& j, const StepRecord& v) {
   j = json{{"step", v.step}, {"start_ms", v.start_ms}, {"phases", v.phases}, {"buckets", v.buckets}};
   j["gpu_busy_ms"] = v.gpu_busy_ms ? json(*v.gpu_busy_ms) : json(nullptr);
+  if (v.device_start_ms) j["device_start_ms"] = *v.device_start_ms;
 }
 
 void from_json(const json& j, StepRecord& v) {
@@ -145,6 +146,13 @@ void from_json(const json& j, StepRecord& v) {
     require_time(record, "gpu_busy_ms", busy, 0);
     v.gpu_busy_ms = busy;
   }
+  v.device_start_ms.reset();
+  if (auto it = j.find("device_start_ms"); it != j.end() && !it->is_null()) {
+    double start = 0;
+    jf::read_value(*it, record, "device_start_ms", start);
+    require_time(record, "device_start_ms", start, -kMaxReportMs);
+    v.device_start_ms = start;
+  }
 }
 
 void to_json(json& j, const RankInfo& v) {
@@ -154,6 +162,9 @@ void to_json(json& j, const RankInfo& v) {
            {"world_size", v.world_size},
            {"transport", v.transport}};
   if (!v.host.empty()) j["host"] = v.host;
+  if (v.clock)
+    j["clock"] = json{{"offset_ms", v.clock->offset_ms}, {"uncertainty_ms", v.clock->uncertainty_ms},
+                      {"reference", "rank 0"}};
 }
 
 void from_json(const json& j, RankInfo& v) {
@@ -164,6 +175,16 @@ void from_json(const json& j, RankInfo& v) {
   jf::require(j, record, "world_size", v.world_size);
   jf::optional(j, record, "transport", v.transport);
   jf::optional(j, record, "host", v.host);
+  v.clock.reset();
+  if (auto it = j.find("clock"); it != j.end() && !it->is_null()) {
+    const char* clock_record = "rank info clock";
+    ClockAlignment clock;
+    jf::require(*it, clock_record, "offset_ms", clock.offset_ms);
+    jf::require(*it, clock_record, "uncertainty_ms", clock.uncertainty_ms);
+    require_time(clock_record, "offset_ms", clock.offset_ms, -kMaxReportMs);
+    require_time(clock_record, "uncertainty_ms", clock.uncertainty_ms, 0);
+    v.clock = clock;
+  }
 }
 
 std::string OptimizerInfo::text() const {
@@ -352,6 +373,11 @@ void from_json(const json& j, RankRun& v) {
     DDPX_REQUIRE(v.losses[k - 1].step < v.losses[k].step,
                  "rank run {}: 'losses' must be in increasing step order, step {} follows step {}", v.info.rank,
                  v.losses[k].step, v.losses[k - 1].step);
+  // A trace draws a rank's steps one after the other (profile/trace_check.hpp checks "Batch N" order).
+  for (size_t k = 1; k < v.steps.size(); ++k)
+    DDPX_REQUIRE(v.steps[k - 1].step < v.steps[k].step,
+                 "rank run {}: 'steps' must be in increasing step order, step {} follows step {}", v.info.rank,
+                 v.steps[k].step, v.steps[k - 1].step);
 }
 
 void to_json(json& j, const RunReport& v) {

@@ -3,8 +3,10 @@
 //  - Only plain data: nothing here depends on dist/, ddp/ or CUDA. The trainer measures (CUDA events, host
 //    clocks) and copies the numbers in; profile/ never measures anything itself.
 //  - All times are milliseconds. Phase times are durations on the step's critical path; bucket times are
-//    offsets from the step's start (the same clock as StepRecord::start_ms, which counts from the rank's run
-//    start), so a step's buckets and phases can be drawn on one timeline.
+//    offsets from the step's start (the same clock as StepRecord::start_ms), so a step's buckets and phases can be
+//    drawn on one timeline. StepRecord::start_ms and device_start_ms are on the run clock: milliseconds since rank
+//    0's run start on rank 0's clock, every rank's own clock shifted by its measured offset (RankInfo::clock), so
+//    the steps of all ranks share one timeline. See Note [One clock for all ranks] (docs/design.md).
 //  - Every struct converts to and from JSON (nlohmann); reading names the missing or mistyped field, and refuses
 //    a time that is not finite or lies beyond 10^12 ms (31 years), so every time fits a trace's int64 nanoseconds.
 //  - What made a run (version, commit, start time, host, command line, optimizer, losses, throughput) is optional
@@ -60,6 +62,9 @@ struct StepRecord {
   PhaseTimes phases;
   std::vector<BucketRecord> buckets;  // in launch order
   std::optional<double> gpu_busy_ms;  // time the compute stream ran kernels, when measured (CUPTI/nsys)
+  // CUDA: when the step's first event ran on the GPU (run clock, like start_ms, which is the host's start of the
+  // step); the device part of the step (h2d copy wait to optimizer end) follows from there. Absent on the CPU.
+  std::optional<double> device_start_ms;
   bool operator==(const StepRecord&) const = default;
 };
 
@@ -89,6 +94,14 @@ struct DdpCost {
   bool operator==(const DdpCost&) const = default;
 };
 
+// A rank's clock against rank 0's, measured at start (dist/clock_offset.hpp). offset_ms was added to this rank's
+// own times to put them on rank 0's clock; the true offset is within uncertainty_ms of it.
+struct ClockAlignment {
+  double offset_ms = 0;
+  double uncertainty_ms = 0;
+  bool operator==(const ClockAlignment&) const = default;
+};
+
 // Who measured: one per rank.
 struct RankInfo {
   int rank = 0;
@@ -97,6 +110,7 @@ struct RankInfo {
   int world_size = 1;
   std::string transport;    // how this rank reaches its peers: "P2P/CUMEM/read", "SHM/direct/direct", "NVLink", ""
   std::string host;         // the machine's host name; "" in reports written before it was recorded
+  std::optional<ClockAlignment> clock;  // absent in reports written before it was recorded
   bool operator==(const RankInfo&) const = default;
 };
 
@@ -227,7 +241,7 @@ void to_json(nlohmann::json& j, const RunReport& value);
 void from_json(const nlohmann::json& j, RunReport& value);
 
 // Reads / writes a run report file. Errors (ddpx::Error) name the file and the field that is wrong; reading also
-// checks that ranks are numbered 0..n-1 in order and that every rank has at least one step.
+// checks that ranks are numbered 0..n-1 in order and that every rank has at least one step, in increasing step order.
 RunReport load_run_report(const std::string& path);
 // Steps/s of a run: report.throughput when recorded, else rank 0's measured steps over the sum of their times.
 double report_steps_per_s(const RunReport& report);

@@ -84,13 +84,28 @@ void TraceWriter::add_rank(const RankInfo& info, const std::vector<StepRecord>& 
   };
   for (const StepRecord& step : steps) {
     const PhaseTimes& t = step.phases;
-    const int64_t step_duration = to_ns(std::max(t.total_ms, 0.0));
-    const int64_t step_start = place(kComputeTid, to_ns(step.start_ms), step_duration);
+    // See Note [One clock for all ranks]: a CUDA step is drawn where the GPU ran it (device_start_ms, from the
+    // step's events), as long as its device phases; the host's wait for the batch goes on the "host" thread.
+    const bool on_device = step.device_start_ms.has_value();
+    const double device_ms = t.h2d_copy_ms + t.forward_ms + t.backward_ms + t.exposed_comm_ms + t.optimizer_ms;
+    const int64_t step_duration = to_ns(std::max(on_device ? device_ms : t.total_ms, 0.0));
+    const int64_t step_start =
+        place(kComputeTid, to_ns(on_device ? *step.device_start_ms : step.start_ms), step_duration);
     const int64_t step_end = saturating_add(step_start, step_duration);
+    json step_args{{"step", step.step}, {"total_ms", t.total_ms}};
+    if (on_device) step_args["timeline"] = "device";
     events_.push_back(Event{pid, kComputeTid, fmt::format("Batch {}", step.step), step_start, step_end - step_start,
-                            json{{"step", step.step}, {"total_ms", t.total_ms}}});
+                            std::move(step_args)});
+    if (on_device && t.data_wait_ms > 0) {
+      const int tid = thread_id(pid, "host");
+      const int64_t wait_duration = to_ns(t.data_wait_ms);
+      const int64_t wait_start = place(tid, to_ns(step.start_ms), wait_duration);
+      events_.push_back(Event{pid, tid, "get batch (host)", wait_start, wait_duration,
+                              json{{"step", step.step}}});
+    }
     // The seed's phases, back to back from the step start, clipped to the step.
-    const std::pair<const char*, double> phases[] = {{"get batch", t.data_wait_ms + t.h2d_copy_ms},
+    const double get_batch_ms = on_device ? t.h2d_copy_ms : t.data_wait_ms + t.h2d_copy_ms;
+    const std::pair<const char*, double> phases[] = {{"get batch", get_batch_ms},
                                                      {"forward", t.forward_ms},
                                                      {"backward", t.backward_ms},
                                                      {"wait for gradients", t.exposed_comm_ms},
@@ -104,7 +119,8 @@ void TraceWriter::add_rank(const RankInfo& info, const std::vector<StepRecord>& 
     }
     if (t.h2d_copy_ms > 0) {
       const int64_t copy_duration = to_ns(t.h2d_copy_ms);
-      const int64_t copy_start = place(kCopyTid, saturating_add(step_start, to_ns(t.data_wait_ms)), copy_duration);
+      const int64_t copy_offset = on_device ? 0 : to_ns(t.data_wait_ms);
+      const int64_t copy_start = place(kCopyTid, saturating_add(step_start, copy_offset), copy_duration);
       events_.push_back(Event{pid, kCopyTid, "h2d copy", copy_start, copy_duration, json::object()});
     }
     for (const BucketRecord& bucket : step.buckets) {
@@ -165,60 +181,6 @@ void TraceWriter::write(const std::string& path) const {
   } catch (const Error& e) {
     fail("writing trace '{}' (--trace) failed; an earlier file there is unchanged: {}", path, e.what());
   }
-}
-
-std::vector<std::string> check_trace(const json& trace) {
-  std::vector<std::string> problems;
-  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
-    problems.push_back("the trace is not an object with a \"traceEvents\" array");
-    return problems;
-  }
-  struct Span {
-    double start, end;
-    std::string name;
-  };
-  std::map<std::pair<int64_t, int64_t>, std::vector<Span>> by_thread;
-  size_t index = 0;
-  for (const json& e : trace["traceEvents"]) {
-    const std::string where = fmt::format("event {}", index++);
-    if (!e.is_object() || !e.contains("ph") || !e["ph"].is_string()) {
-      problems.push_back(where + " has no string \"ph\"");
-      continue;
-    }
-    if (!e.contains("pid") || !e["pid"].is_number_integer() || !e.contains("tid") || !e["tid"].is_number_integer()) {
-      problems.push_back(where + " has no integer \"pid\" and \"tid\"");
-      continue;
-    }
-    if (e["ph"] != "X") continue;
-    const bool named = e.contains("name") && e["name"].is_string();
-    if (!named) problems.push_back(where + " (\"X\") has no string \"name\"");
-    if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number() ||
-        e["dur"].get<double>() < 0) {
-      problems.push_back(where + " (\"X\") needs numeric \"ts\" and \"dur\" >= 0");
-      continue;
-    }
-    const double ts = e["ts"].get<double>();
-    by_thread[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].push_back(
-        Span{ts, ts + e["dur"].get<double>(), named ? e["name"].get<std::string>() : std::string("?")});
-  }
-  constexpr double kSlackUs = 1e-3;  // 1 ns: ts/dur are printed from whole nanoseconds
-  for (auto& [thread, spans] : by_thread) {
-    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-      return a.start != b.start ? a.start < b.start : a.end > b.end;
-    });
-    std::vector<const Span*> open;
-    for (const Span& span : spans) {
-      while (!open.empty() && open.back()->end <= span.start + kSlackUs) open.pop_back();
-      if (!open.empty() && span.end > open.back()->end + kSlackUs) {
-        problems.push_back(fmt::format("pid {} tid {}: \"{}\" ({:.3f}-{:.3f} us) overlaps \"{}\" ({:.3f}-{:.3f} us) "
-                                       "without nesting inside it",
-                                       thread.first, thread.second, span.name, span.start, span.end,
-                                       open.back()->name, open.back()->start, open.back()->end));
-      }
-      open.push_back(&span);
-    }
-  }
-  return problems;
 }
 
 json merge_traces(const std::vector<json>& traces) {

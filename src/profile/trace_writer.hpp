@@ -9,8 +9,16 @@
 //    "bucket k" on its comm thread (start to end) with args {bytes, hook, busbw_GBps, elements, queued_ms}.
 //    A step, copy or bucket whose recorded times overlap the previous one on its thread is drawn from where that
 //    one ends (its duration kept), so that any report a reader accepted gives a trace check_trace() accepts.
+//  - Steps with a device start (StepRecord::device_start_ms: CUDA) are laid out from the GPU's event times: "Batch
+//    i" starts where the GPU began the step and lasts its device phases (h2d copy wait to optimizer end); "get
+//    batch" on the compute thread is then the copy wait only, and the host's wait for the loader is "get batch
+//    (host)" on a "host" thread at the host's step start. Buckets are drawn from the step's start on either
+//    timeline. Zeroing the gradients runs first on the GPU but is counted (and drawn) in "optimizer step".
+//  - Every rank's times are already on one clock (rank 0's; see Note [One clock for all ranks]), so the
+//    processes of one trace line up: step k of every rank overlaps in time, as their all-reduces do.
 //  - Times are rounded to whole nanoseconds before they are written, so nesting is exact, not approximate.
-//  - check_trace() validates what the viewers need; merge_traces() refuses two inputs that claim the same rank.
+//  - check_trace() (profile/trace_check.hpp) validates what the viewers need; merge_traces() refuses two inputs
+//    that claim the same rank.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -21,6 +29,7 @@
 #include <vector>
 
 #include "profile/step_record.hpp"
+#include "profile/trace_check.hpp"
 
 namespace ddpx {
 
@@ -54,12 +63,6 @@ class TraceWriter {
   std::set<int> ranks_added_;                          // pids filled by add_rank
   std::vector<Event> events_;
 };
-
-// Problems a viewer would trip on, one sentence each; empty when the trace is fine. Checks: top-level object with
-// a "traceEvents" array; every event has a string "ph", integer "pid"/"tid"; "X" events have a "name", numeric
-// "ts" and "dur" >= 0; on every (pid, tid) the "X" events are well nested (an event that starts inside another
-// ends inside it, within 1 ns).
-std::vector<std::string> check_trace(const nlohmann::json& trace);
 
 // One trace holding the events of all inputs (each typically one rank's file). Throws ddpx::Error naming the pid
 // when two inputs hold events of the same process, or when an input is not a trace.

@@ -1,4 +1,5 @@
-// Bridges engine optimizer state (HostOptimizerState) and io/checkpoint's Optimizer-based format.
+// Bridges engine optimizer state (HostOptimizerState) and io/checkpoint's Optimizer-based format: the host
+// Optimizer is built from the run's optimizer spec, so the state names are the spec's.
 #include "train/checkpointing.hpp"
 
 #include <algorithm>
@@ -9,24 +10,9 @@
 
 namespace ddpx {
 
-std::unique_ptr<Optimizer> make_host_optimizer(const TrainOptions& o, size_t num_elements) {
-  OptimizerFlags flags;
-  flags.lr = static_cast<float>(o.lr);
-  flags.weight_decay = static_cast<float>(o.weight_decay);
-  if (o.optimizer == "sgd") {
-    flags.momentum = static_cast<float>(o.momentum);
-    flags.nesterov = o.nesterov;
-  } else if (o.optimizer == "adamw") {
-    flags.beta1 = static_cast<float>(o.beta1);
-    flags.beta2 = static_cast<float>(o.beta2);
-    flags.eps = static_cast<float>(o.eps);
-  }
-  return Optimizer::make(o.optimizer, flags, num_elements);
-}
-
 void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
                               const TrainOptions& options, const HostOptimizerState& state, int64_t step) {
-  auto optimizer = make_host_optimizer(options, layout.buffer_size());
+  auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   for (const auto& [name, values] : state.buffers) {
     auto target = optimizer->state(name);
     DDPX_REQUIRE(target.size() == values.size(), "optimizer state '{}' has {} elements, expected {}", name,
@@ -36,14 +22,14 @@ void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayou
   optimizer->set_step_count(step);
   CheckpointState ckpt;
   ckpt.step = step;
-  ckpt.extra = {{"seed", options.seed}, {"data", options.data}, {"batch", options.batch},
+  ckpt.extra = {{"seed", options.seed}, {"data", std::string(data_source_name(options.data))}, {"batch", options.batch},
                 {"grad_accum", options.grad_accum}};
   save_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
 }
 
 LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout,
                                           const TrainOptions& options, float* params) {
-  auto optimizer = make_host_optimizer(options, layout.buffer_size());
+  auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   CheckpointState ckpt = load_checkpoint(dir, layout, params, *optimizer);
   if (ckpt.extra.is_object()) {
     // The data stream of a resumed run continues only with the same flags that shape it.
@@ -54,7 +40,7 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
     };
     same("batch", "--batch", options.batch, "; resume with the same batch so the data stream continues");
     same("seed", "--seed", options.seed, "");
-    same("data", "--data", options.data, "; resume on the same data");
+    same("data", "--data", std::string(data_source_name(options.data)), "; resume on the same data");
     same("grad_accum", "--grad-accum", options.grad_accum,
          "; resume with the same accumulation so the data stream continues");
   }

@@ -1,6 +1,7 @@
 // Checkpoints of a training run: the engine's parameters and optimizer state through io/checkpoint, plus the
 // step. Data needs no saved state (batches are a pure function of seed and step), so resuming at step k sees
-// exactly the batches an uninterrupted run sees from step k+1 on.
+// exactly the batches an uninterrupted run sees from step k+1 on. The optimizer state is stored under the names
+// options.optimizer.state_names() gives (optim/optimizer_spec.hpp), with its hyperparameters.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -12,9 +13,6 @@
 #include "train/train_options.hpp"
 
 namespace ddpx {
-
-// The host Optimizer for these flags (validates them: errors name --lr, --momentum, ...).
-std::unique_ptr<Optimizer> make_host_optimizer(const TrainOptions& options, size_t num_elements);
 
 void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
                               const TrainOptions& options, const HostOptimizerState& state, int64_t step);

@@ -15,8 +15,7 @@
 #include "dist/bootstrap.hpp"
 #include "model/blas_threads.hpp"
 #include "model/vit_cpu.hpp"
-#include "optim/adamw.hpp"
-#include "optim/sgd.hpp"
+#include "optim/optimizer.hpp"
 #include "train/step_engine.hpp"
 
 namespace ddpx {
@@ -27,7 +26,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 class CpuEngine : public StepEngine {
  public:
-  CpuEngine(const ParamLayout& layout, const TrainOptions& options, int ranks_on_node)
+  CpuEngine(const ParamLayout& layout, const EngineOptions& options, int ranks_on_node)
       : layout_(layout),
         options_(options),
         model_(layout, options.batch),
@@ -36,14 +35,9 @@ class CpuEngine : public StepEngine {
         logits_(static_cast<size_t>(options.batch * layout.config().num_classes)),
         dlogits_(logits_.size()),
         numerics_(options.divergence_ratio) {
-    if (options.optimizer == "sgd") {
-      if (options.momentum != 0) state_.buffers.push_back({"momentum", std::vector<float>(layout.buffer_size(), 0.f)});
-    } else if (options.optimizer == "adamw") {
-      state_.buffers.push_back({"exp_avg", std::vector<float>(layout.buffer_size(), 0.f)});
-      state_.buffers.push_back({"exp_avg_sq", std::vector<float>(layout.buffer_size(), 0.f)});
-    } else {
-      fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
-    }
+    options.optimizer.validate();
+    for (const std::string& name : options.optimizer.state_names())
+      state_.buffers.push_back({name, std::vector<float>(layout.buffer_size(), 0.f)});
     const BlasThreadChoice choice = choose_blas_threads(
         options.cpu_threads, static_cast<int>(std::thread::hardware_concurrency()), ranks_on_node,
         usable_cpu_count(), process_environment());
@@ -134,31 +128,13 @@ class CpuEngine : public StepEngine {
  private:
   // The step's update of elements [begin, end): element-wise, so spans of one step equal the whole step.
   void update(int64_t step, size_t begin, size_t end) {
-    const size_t n = end - begin;
-    if (options_.optimizer == "sgd") {
-      SgdOptions o;
-      o.lr = static_cast<float>(options_.lr);
-      o.momentum = static_cast<float>(options_.momentum);
-      o.weight_decay = static_cast<float>(options_.weight_decay);
-      o.nesterov = options_.nesterov;
-      validate(o);
-      float* momentum = state_.buffers.empty() ? nullptr : state_.buffers[0].second.data() + begin;
-      sgd_step_cpu(o, params_.data() + begin, grads_.data() + begin, momentum, n, step);
-    } else {
-      AdamWOptions o;
-      o.lr = static_cast<float>(options_.lr);
-      o.beta1 = static_cast<float>(options_.beta1);
-      o.beta2 = static_cast<float>(options_.beta2);
-      o.eps = static_cast<float>(options_.eps);
-      o.weight_decay = static_cast<float>(options_.weight_decay);
-      validate(o);
-      adamw_step_cpu(o, params_.data() + begin, grads_.data() + begin, state_.buffers[0].second.data() + begin,
-                     state_.buffers[1].second.data() + begin, n, step);
-    }
+    std::vector<float*> state;
+    for (auto& [name, values] : state_.buffers) state.push_back(values.data() + begin);
+    optimizer_step_cpu(options_.optimizer, params_.data() + begin, grads_.data() + begin, state, end - begin, step);
   }
 
   const ParamLayout& layout_;
-  TrainOptions options_;
+  EngineOptions options_;
   VitCpu<float> model_;
   std::vector<float> params_, grads_, logits_, dlogits_;
   HostOptimizerState state_;
@@ -173,12 +149,12 @@ class CpuEngine : public StepEngine {
 
 }  // namespace
 
-std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options,
+std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const EngineOptions& options,
                                             int ranks_on_node) {
   // Everything the engine and the trainer hold for one rank: activations, then weights, gradients, the trainer's
   // host copy and the optimizer's state buffers, in fp32. Refused before anything is touched: zero-filling more
   // than the machine has would get the process OOM-killed (exit 137, no message) instead of an error.
-  const double states = options.optimizer == "adamw" ? 2 : (options.momentum != 0 ? 1 : 0);
+  const auto states = static_cast<double>(options.optimizer.state_names().size());
   const double bytes = VitCpu<float>::activation_bytes(layout.config(), options.batch) +
                        static_cast<double>(layout.buffer_size()) * sizeof(float) * (3 + states);
   const double memory = physical_memory_bytes();

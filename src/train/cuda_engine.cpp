@@ -7,24 +7,29 @@
 //    that batch only, so the pinned slot can be refilled) and last_loss().
 //  - Phase times come from CUDA events: eager steps read a ring entry two steps old (never stalls); graph steps
 //    read the event nodes of the other parity's graph, i.e. the previous step (waits for that step at most).
+//    Each carries the step it is of, and when that step began on the GPU in host steady_clock time: its first
+//    event's elapsed time from one reference event recorded at start on an idle GPU, whose host time is bracketed
+//    by host clock reads (see Note [One clock for all ranks]). cudaEventElapsedTime is a float of milliseconds,
+//    so that start is resolved to ~2^-24 of the time since the reference (60 us after 1000 s).
 //  - Numerics (train/numerics_guard.hpp) are checked every step on the device: the optimizer kernel notes any
 //    non-finite gradient in the same pass and one single-thread kernel folds in the loss (kernels/
 //    numerics_check.hpp); both are captured with the step. numerics_problem() reads the flag (synchronizes).
 //  - CUDA graphs: capture_begin()/capture_end() around one whole step (zero grads, forward, backward, reducer,
 //    optimizer); two graphs (plain, timed) per input parity; replay() launches one. Both variants of a parity
 //    record their phase events into the same events, so those hold the last replay of that parity. The optimizer's step number is frozen in the
-//    graph, so the trainer only captures where that is exact (SGD after step 1).
+//    graph, so the trainer only captures where that is exact (OptimizerSpec::graph_replay_exact, after step 1).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
 #include "core/internal_assert.hpp"
 #include "cuda/device_buffer.hpp"
-#include "cuda/precision.hpp"
+#include "model/precision.hpp"
 #include "cuda/vit_cuda.hpp"
 #include "kernels/numerics_check.hpp"
 #include "kernels/synthetic_data.hpp"
@@ -43,7 +48,7 @@ enum PhaseEvent {
 
 class CudaEngine : public CudaStepEngine {
  public:
-  CudaEngine(const ParamLayout& layout, const TrainOptions& options, int device, int rank)
+  CudaEngine(const ParamLayout& layout, const EngineOptions& options, int device, int rank)
       : layout_(layout), options_(options), device_(device), rank_(rank) {
     int count = 0;
     DDPX_REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
@@ -63,7 +68,8 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&update_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&span_ready_, cudaEventDisableTiming));
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&updates_done_, cudaEventDisableTiming));
-    model_ = std::make_unique<VitCuda>(layout, options.batch, parse_precision(options.precision), compute_);
+    options.optimizer.validate();
+    model_ = std::make_unique<VitCuda>(layout, options.batch, options.precision, compute_);
     const int64_t image_numel = layout.config().image_numel();
     for (int p = 0; p < 2; ++p) {
       images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel), "input images");
@@ -79,8 +85,7 @@ class CudaEngine : public CudaStepEngine {
       for (auto& e : ring) DDPX_CUDA_CHECK(cudaEventCreate(&e));
     for (auto& set : graph_events_)
       for (auto& e : set) DDPX_CUDA_CHECK(cudaEventCreate(&e));
-    if (options.optimizer != "sgd" && options.optimizer != "adamw")
-      fail("--optimizer '{}' is not known; choose sgd or adamw", options.optimizer);
+    record_reference_event();
   }
 
   ~CudaEngine() override {
@@ -93,6 +98,7 @@ class CudaEngine : public CudaStepEngine {
       for (auto& e : ring) cudaEventDestroy(e);
     for (auto& set : graph_events_)
       for (auto& e : set) cudaEventDestroy(e);
+    cudaEventDestroy(reference_);
     model_.reset();
     cudaEventDestroy(span_ready_);
     cudaEventDestroy(updates_done_);
@@ -102,7 +108,7 @@ class CudaEngine : public CudaStepEngine {
   }
 
   std::string describe() const override {
-    return fmt::format("cuda:{} ({}, {})", device_, device_name_, options_.precision);
+    return fmt::format("cuda:{} ({}, {})", device_, device_name_, precision_name(options_.precision));
   }
   bool is_cuda() const override { return true; }
   float* grad_buffer() override { return model_->grads(); }
@@ -143,7 +149,7 @@ class CudaEngine : public CudaStepEngine {
           found = true;
         }
       DDPX_REQUIRE(found, "checkpoint optimizer state '{}' has no place in the CUDA {} optimizer", name,
-                   options_.optimizer);
+                   options_.optimizer.name());
     }
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     step_ = state.step;
@@ -160,7 +166,7 @@ class CudaEngine : public CudaStepEngine {
     batch_size_ = batch.batch;
     // The buffer of this parity is free once the step that read it two micro-batches ago has run its backward.
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
-    if (options_.data == "synthetic-device") {
+    if (options_.data == DataSource::synthetic_device) {
       generate_synthetic_batch(images_[parity_].get(), labels_[parity_].get(), batch.batch,
                                layout_.config().image_numel(), layout_.config().num_classes,
                                options_.seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank_),
@@ -202,7 +208,7 @@ class CudaEngine : public CudaStepEngine {
     record(kStepEnd);
     if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = step;
     step_ = step;
-    if (!capturing_) ++ring_pos_;
+    if (!capturing_) ring_step_[ring_pos_ % kEventRing] = step, ++ring_pos_;
   }
 
   void begin_span_updates(int64_t step) override {
@@ -210,8 +216,7 @@ class CudaEngine : public CudaStepEngine {
     spans_forked_ = false;
     // Optimizer state is allocated (and zeroed on the compute stream) on first use: before any span, so no span
     // update can run ahead of that zeroing on another stream.
-    if (options_.optimizer == "sgd" && options_.momentum != 0) model_->momentum_buffer();
-    if (options_.optimizer == "adamw") model_->exp_avg(), model_->exp_avg_sq();
+    for (const std::string& name : options_.optimizer.state_names()) model_->optimizer_state(name);
   }
   void optimizer_span(size_t begin, size_t end, void* stream) override {
     cudaStream_t target = static_cast<cudaStream_t>(stream);
@@ -236,7 +241,7 @@ class CudaEngine : public CudaStepEngine {
     record(kStepEnd);
     if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = span_step_;
     step_ = span_step_;
-    if (!capturing_) ++ring_pos_;
+    if (!capturing_) ring_step_[ring_pos_ % kEventRing] = span_step_, ++ring_pos_;
   }
 
   float last_loss() override {
@@ -279,19 +284,23 @@ class CudaEngine : public CudaStepEngine {
     // Events of the step before the previous one: complete by now in a steady pipeline (query, don't wait).
     EnginePhaseTimes t;
     const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
+    int64_t step = 0;
     if (graph_mode_) {
       // The previous step replayed the other parity's graph; its event nodes hold that step's times until that
       // graph is replayed again (after this call).
       if (!replayed_[1 - parity_]) return t;
       events = &graph_events_[1 - parity_];
+      step = graph_step_[1 - parity_];
     } else {
       if (ring_pos_ < 2) return t;
       events = &events_[(ring_pos_ - 2) % kEventRing];
+      step = ring_step_[(ring_pos_ - 2) % kEventRing];
     }
-    return times_of(*events);
+    return times_of(*events, step);
   }
 
-  EnginePhaseTimes times_of(const std::array<cudaEvent_t, kNumPhaseEvents>& e) {
+  // The phase times held by one set of events, of optimizer step `step`.
+  EnginePhaseTimes times_of(const std::array<cudaEvent_t, kNumPhaseEvents>& e, int64_t step) {
     EnginePhaseTimes t;
     if (cudaEventQuery(e[kStepEnd]) != cudaSuccess) DDPX_CUDA_CHECK(cudaEventSynchronize(e[kStepEnd]));
     auto ms = [&](int a, int b) {
@@ -304,6 +313,12 @@ class CudaEngine : public CudaStepEngine {
     t.backward = ms(kForwardEnd, kBackwardEnd);
     t.optimizer = ms(kOptimizerStart, kStepEnd) + ms(kStepStart, kGradsZeroed);
     t.device_total = ms(kStepStart, kStepEnd);
+    t.step = step;
+    float since_reference = 0;
+    if (cudaEventElapsedTime(&since_reference, reference_, e[kStepStart]) == cudaSuccess)
+      t.device_start_steady_ms = reference_host_ms_ + static_cast<double>(since_reference);
+    else
+      cudaGetLastError();  // no start then: the step is drawn at its host time
     return t;
   }
 
@@ -312,14 +327,17 @@ class CudaEngine : public CudaStepEngine {
   EnginePhaseTimes completed_step_times() override {
     EnginePhaseTimes t;
     const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
+    int64_t step = 0;
     if (graph_mode_) {
       if (!replayed_[parity_]) return t;
       events = &graph_events_[parity_];
+      step = graph_step_[parity_];
     } else {
       if (ring_pos_ < 1) return t;
       events = &events_[(ring_pos_ - 1) % kEventRing];
+      step = ring_step_[(ring_pos_ - 1) % kEventRing];
     }
-    return times_of(*events);
+    return times_of(*events, step);
   }
 
   void synchronize() override {
@@ -335,11 +353,10 @@ class CudaEngine : public CudaStepEngine {
 
   // Device optimizer state by the names io/checkpoint uses (allocated on first use, before any capture).
   std::vector<std::pair<std::string, float*>> optimizer_state() {
-    if (options_.optimizer == "sgd") {
-      if (options_.momentum == 0) return {};
-      return {{"momentum", model_->momentum_buffer()}};
-    }
-    return {{"exp_avg", model_->exp_avg()}, {"exp_avg_sq", model_->exp_avg_sq()}};
+    std::vector<std::pair<std::string, float*>> state;
+    for (const std::string& name : options_.optimizer.state_names())
+      state.push_back({name, model_->optimizer_state(name)});
+    return state;
   }
 
   // CUDA graphs.
@@ -379,23 +396,46 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     DDPX_CUDA_CHECK(cudaGraphLaunch(exec, compute_));
     replayed_[parity_] = true;
+    graph_step_[parity_] = step;
     DDPX_CUDA_CHECK(cudaEventRecord(input_free_[parity_], compute_));
     if (first_checked_step_ == 0) first_checked_step_ = step;
     step_ = step;
   }
 
  private:
-  void update(int64_t step, size_t begin, size_t end, cudaStream_t stream) {
-    if (options_.optimizer == "sgd") {
-      SgdParams p{static_cast<float>(options_.lr), static_cast<float>(options_.momentum), 0.f,
-                  static_cast<float>(options_.weight_decay), options_.nesterov};
-      model_->sgd_span(p, step, begin, end, stream, &numerics_.get()->step_bad_offset);
-    } else {
-      AdamWParams p{static_cast<float>(options_.lr), static_cast<float>(options_.beta1),
-                    static_cast<float>(options_.beta2), static_cast<float>(options_.eps),
-                    static_cast<float>(options_.weight_decay)};
-      model_->adamw_span(p, step, begin, end, stream, &numerics_.get()->step_bad_offset);
+  // The reference event for device start times: recorded on the idle compute stream between two host clock reads;
+  // it ran within them, so their midpoint is its host time to within half their gap. The narrowest of a few tries.
+  void record_reference_event() {
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    std::array<cudaEvent_t, 3> tries{};
+    double narrowest = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < tries.size(); ++i) {
+      DDPX_CUDA_CHECK(cudaEventCreate(&tries[i]));
+      const double before = steady_ms();
+      DDPX_CUDA_CHECK(cudaEventRecord(tries[i], compute_));
+      DDPX_CUDA_CHECK(cudaEventSynchronize(tries[i]));
+      const double after = steady_ms();
+      if (i == 0 || after - before < narrowest) {
+        narrowest = after - before;
+        reference_host_ms_ = (before + after) / 2;
+        best = i;
+      }
     }
+    for (size_t i = 0; i < tries.size(); ++i) {
+      if (i == best) {
+        reference_ = tries[i];
+      } else {
+        cudaEventDestroy(tries[i]);
+      }
+    }
+  }
+  static double steady_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  void update(int64_t step, size_t begin, size_t end, cudaStream_t stream) {
+    model_->optimizer_span(options_.optimizer, step, begin, end, stream, &numerics_.get()->step_bad_offset);
   }
 
   void record(PhaseEvent which) {
@@ -408,7 +448,7 @@ class CudaEngine : public CudaStepEngine {
   }
 
   const ParamLayout& layout_;
-  TrainOptions options_;
+  EngineOptions options_;
   int device_;
   int rank_;  // global rank: seeds --data synthetic-device per rank
   std::string device_name_;
@@ -426,6 +466,10 @@ class CudaEngine : public CudaStepEngine {
   int64_t first_checked_step_ = 0;  // the trainer step of the device's first numerics check
   std::array<std::array<cudaEvent_t, kNumPhaseEvents>, kEventRing> events_{};
   int64_t ring_pos_ = 0;
+  std::array<int64_t, kEventRing> ring_step_{};  // the optimizer step each ring entry holds
+  std::array<int64_t, 2> graph_step_{};          // the step each parity's graph last replayed
+  cudaEvent_t reference_ = nullptr;              // device start times are elapsed from it
+  double reference_host_ms_ = 0;                 // its host steady_clock time (ms)
   size_t baseline_used_ = 0;
   int parity_ = 0;
   int64_t micro_counter_ = 0;
@@ -440,7 +484,7 @@ class CudaEngine : public CudaStepEngine {
 
 }  // namespace
 
-std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device,
+std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const EngineOptions& options, int device,
                                              int rank) {
   return std::make_unique<CudaEngine>(layout, options, device, rank);
 }

@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "core/test_fault.hpp"
 #include "ddp/bucket_plan.hpp"
-#include "ddp/comm_hook.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/bootstrap.hpp"
@@ -49,20 +49,13 @@ std::string DistContext::describe() const {
 
 namespace {
 
-std::string hook_spec_of(const TrainOptions& options) {
-  std::string hook_spec = options.comm_hook;
-  if (hook_spec.rfind("powersgd:", 0) == 0 && hook_spec.find(':', 9) == std::string::npos)
-    hook_spec += fmt::format(":{}", options.powersgd_start);
-  return hook_spec;
-}
-
 std::vector<GradTensor> grad_tensors_of(const ParamLayout& layout) {
   std::vector<GradTensor> tensors;
   for (const auto& t : layout.tensors()) tensors.push_back(GradTensor{t.name, t.offset, t.numel, t.shape});
   return tensors;
 }
 
-BucketPlan bucket_plan_of(const TrainOptions& options, const std::vector<GradTensor>& tensors) {
+BucketPlan bucket_plan_of(const DistOptions& options, const std::vector<GradTensor>& tensors) {
   BucketPlanOptions plan_options;
   plan_options.cap_bytes = static_cast<size_t>(options.bucket_mb * 1024 * 1024);
   plan_options.first_bucket_cap_bytes = static_cast<size_t>(options.first_bucket_mb * 1024 * 1024);
@@ -71,8 +64,20 @@ BucketPlan bucket_plan_of(const TrainOptions& options, const std::vector<GradTen
 
 }  // namespace
 
-DistContext setup_distributed(const TrainOptions& options, const ParamLayout& layout) {
-  (void)layout;
+DistOptions dist_options(const TrainOptions& options) {
+  return {.device = options.device,
+          .ddp = options.ddp,
+          .backend = options.backend,
+          .ranks_per_gpu = options.ranks_per_gpu,
+          .comm_hook = options.comm_hook,
+          .bucket_mb = options.bucket_mb,
+          .first_bucket_mb = options.first_bucket_mb,
+          .overlap = !options.no_overlap,
+          .optimizer_overlap = options.optimizer_overlap,
+          .comm_timeout_s = options.comm_timeout_s};
+}
+
+DistContext setup_distributed(const DistOptions& options) {
   DistContext dist;
   WorldInfo world = detect_world();
   world.ranks_per_gpu = options.ranks_per_gpu;
@@ -82,13 +87,15 @@ DistContext setup_distributed(const TrainOptions& options, const ParamLayout& la
   dist.local_world = world.local_world_size;
   dist.launcher = world.launcher;
 #ifdef DDPX_HAVE_CUDA
-  if (options.device == "cuda") dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
+  if (options.device == Device::cuda) dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
 #endif
   if (world.world_size == 1 && !options.ddp) return dist;
-  const std::string backend = resolve_backend(options.backend, options.device);
+  // dist/bootstrap speaks the flags' spelling; the resolved choice is read back into the enum once.
+  const std::string backend = resolve_backend(backend_name(options.backend), device_name(options.device));
+  const Backend resolved = parse_backend(backend);
   // MPI cannot join processes that torchrun started (each would be an MPI world of its own): refuse before MPI
   // starts, naming the launchers that work.
-  DDPX_REQUIRE(!(backend == "mpi" && world.world_size > 1 && started_by_torchrun()),
+  DDPX_REQUIRE(!(resolved == Backend::mpi && world.world_size > 1 && started_by_torchrun()),
                "rank {}: torchrun started this rank (world size {}), but the MPI backend's ranks must come from "
                "mpirun or srun; under torchrun use --backend gloo (what --backend auto picks where Gloo is built "
                "in), or start `mpirun -np {} ddpx train --device cpu ...` or `ddpx train --device cpu "
@@ -119,9 +126,9 @@ void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options
   Communicator& comm = *dist.communicator;
   // Every rank must run the same steps; a disagreement is an error on every rank, never a hang. One table, one
   // collective: the broadcast's size depends on the model, so it must not start before this check.
-  const std::string plan_signature = bucket_plan_of(options, grad_tensors_of(layout)).signature();
+  const std::string plan_signature = bucket_plan_of(dist_options(options), grad_tensors_of(layout)).signature();
   const std::vector<AgreedSetting> settings =
-      startup_settings(options, layout, start_step, hook_spec_of(options), plan_signature);
+      startup_settings(options, layout, start_step, options.comm_hook.text(), plan_signature);
   test_fault_point("agreement");
   dist.watchdog->run_watched("the start-up agreement", [&] { require_agreement(comm, settings); });
   test_fault_point("broadcast");
@@ -152,18 +159,18 @@ std::vector<std::string> DistContext::gather_strings(const std::string& mine) co
   return all;
 }
 
-void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamLayout& layout, StepEngine& engine) {
+void attach_reducer(DistContext& dist, const DistOptions& options, const ParamLayout& layout, StepEngine& engine) {
   // The hook and the bucket plan were agreed on by broadcast_initial_parameters().
   std::vector<GradTensor> tensors = grad_tensors_of(layout);
   BucketPlan plan = bucket_plan_of(options, tensors);
-  std::unique_ptr<CommHook> hook = make_comm_hook(hook_spec_of(options));
+  std::unique_ptr<CommHook> hook = make_comm_hook(options.comm_hook);
   Communicator& comm = *dist.communicator;
   ReducerOptions reducer_options;
-  reducer_options.overlap = !options.no_overlap;
+  reducer_options.overlap = options.overlap;
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
   reducer_options.watchdog = dist.watchdog.get();
   // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each bucket is updated once reduced.
-  if (optimizer_overlaps(options, /*with_reducer=*/true))
+  if (optimizer_overlaps(options.optimizer_overlap, /*with_reducer=*/true))
     reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream) {
       engine.optimizer_span(begin, end, stream);
     };

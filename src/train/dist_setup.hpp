@@ -44,9 +44,23 @@ struct DistContext {
   std::vector<std::string> gather_strings(const std::string& mine) const;  // "NCCL, 2 ranks, 13 buckets (25 MB), hook bf16, overlap"
 };
 
+// What the distributed set-up reads of a run: the data-parallel part of TrainOptions (dist_options() fills it).
+struct DistOptions {
+  Device device = Device::cpu;
+  bool ddp = false;  // the reducer even with one rank
+  Backend backend = Backend::automatic;
+  int ranks_per_gpu = 0;
+  CommHookSpec comm_hook;
+  double bucket_mb = 25.0, first_bucket_mb = 1.0;
+  bool overlap = true;  // buckets reduced during backward (not --no-overlap)
+  OverlapPolicy optimizer_overlap = OverlapPolicy::automatic;
+  double comm_timeout_s = 300;
+};
+DistOptions dist_options(const TrainOptions& options);
+
 // Reads rank/world from the environment (launcher, mpirun, srun, torchrun); creates the heartbeat record, the
 // watchdog and then, under the watchdog, the communicator when the job has several ranks or --ddp is given.
-DistContext setup_distributed(const TrainOptions& options, const ParamLayout& layout);
+DistContext setup_distributed(const DistOptions& options);
 // Rank 0's parameters overwrite everyone's (host buffer), after checking in one collective that all ranks agree
 // on train/startup_settings.hpp's table (model, optimizer, steps, the step this run starts at, data, hook, bucket
 // plan, outputs...; the broadcast's size depends on the model: it must not start before that check);
@@ -55,6 +69,6 @@ void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options
                                   int64_t start_step, float* host_params);
 // Builds the bucket plan and the reducer over the engine's gradient buffer (their settings were agreed on by
 // broadcast_initial_parameters).
-void attach_reducer(DistContext& dist, const TrainOptions& options, const ParamLayout& layout, StepEngine& engine);
+void attach_reducer(DistContext& dist, const DistOptions& options, const ParamLayout& layout, StepEngine& engine);
 
 }  // namespace ddpx

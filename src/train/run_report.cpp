@@ -13,8 +13,12 @@
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
+#include "dist/clock_offset.hpp"
+#include "optim/hyperparameter.hpp"
 #include "dist/communicator.hpp"
 #include "profile/ddp_cost.hpp"
+#include "dist/host_collectives.hpp"
+#include "dist/watchdog.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
@@ -31,7 +35,7 @@ double now_ms() {
 // (NVLink or PCIe P2P) between GPUs of one node. MPI runs on host memory.
 std::string link_description(const TrainOptions& options, const DistContext& dist) {
   if (!dist.communicator || dist.world == 1) return "";
-  if (options.device == "cpu") return "MPI (host memory)";
+  if (options.device == Device::cpu) return "MPI (host memory)";
   const char* p2p_disabled = std::getenv("NCCL_P2P_DISABLE");
   if (p2p_disabled && std::string(p2p_disabled) == "1") return "SHM/direct/direct (NCCL_P2P_DISABLE=1)";
   return "P2P (NCCL peer-to-peer, predicted)";
@@ -55,18 +59,40 @@ std::string utc_now_iso8601() {
 
 OptimizerInfo optimizer_info(const TrainOptions& options) {
   OptimizerInfo info;
-  info.name = options.optimizer;
-  info.lr = options.lr;
-  info.weight_decay = options.weight_decay;
-  if (options.optimizer == "adamw") {
-    info.beta1 = options.beta1;
-    info.beta2 = options.beta2;
-    info.eps = options.eps;
-  } else {
-    info.momentum = options.momentum;
-    info.nesterov = options.nesterov;
+  const OptimizerSpec& spec = options.optimizer;
+  info.name = spec.name();
+  info.lr = typed_decimal(spec.lr);
+  info.weight_decay = typed_decimal(spec.weight_decay);
+  switch (spec.kind) {
+    case OptimizerKind::adamw:
+      info.beta1 = typed_decimal(spec.beta1);
+      info.beta2 = typed_decimal(spec.beta2);
+      info.eps = typed_decimal(spec.eps);
+      break;
+    case OptimizerKind::sgd:
+      info.momentum = typed_decimal(spec.momentum);
+      info.nesterov = spec.nesterov;
+      break;
   }
   return info;
+}
+
+// Where this rank's steady clock stands against rank 0's, and rank 0's run start on rank 0's clock (the run
+// clock's zero): rounds of a host collective and one broadcast on every rank, under the watchdog. Without a
+// communicator the process is its own rank 0.
+struct RunClock {
+  ClockAlignment alignment;
+  double origin_ms = 0;  // rank 0's run start, steady_clock ms on rank 0's clock
+};
+RunClock measure_run_clock(const DistContext& dist, double run_start_ms) {
+  RunClock clock{ClockAlignment{}, run_start_ms};
+  if (!dist.communicator) return clock;
+  dist.watchdog->run_watched("the clock offset measurement", [&] {
+    const ClockOffset offset = measure_clock_offset(*dist.communicator, now_ms);
+    clock.alignment = ClockAlignment{offset.offset_ms, offset.uncertainty_ms};
+    broadcast_host(*dist.communicator, &clock.origin_ms, sizeof(clock.origin_ms), 0);
+  });
+  return clock;
 }
 
 }  // namespace
@@ -78,8 +104,8 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
                                         static_cast<int64_t>(slot.numel)});
   config_.model = options.model;
   config_.batch = options.batch;
-  config_.precision = options.precision;
-  config_.hook = options.comm_hook;
+  config_.precision = precision_name(options.precision);
+  config_.hook = options.comm_hook.text();
   config_.bucket_mb = options.bucket_mb;
   config_.first_bucket_mb = options.first_bucket_mb;
   config_.overlap = !options.no_overlap;
@@ -95,10 +121,30 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   run_.info.host = host_name();
   run_.info.rank = dist.rank;
   run_.info.world_size = dist.world;
-  run_.info.precision = options.precision;
-  run_.info.device_name = options.device;
+  run_.info.precision = precision_name(options.precision);
+  run_.info.device_name = device_name(options.device);
   run_.info.transport = link_description(options, dist);
-  run_start_ms_ = now_ms();
+  const RunClock clock = measure_run_clock(dist, now_ms());
+  run_.info.clock = clock.alignment;
+  run_origin_ms_ = clock.origin_ms;
+}
+
+double RunRecorder::run_clock_ms(double steady_ms) const {
+  return steady_ms + run_.info.clock->offset_ms - run_origin_ms_;
+}
+
+void RunRecorder::apply_device_times(StepRecord& record, const EnginePhaseTimes& t, double host_total_ms) const {
+  PhaseTimes& p = record.phases;
+  p.h2d_copy_ms = t.h2d_copy;
+  p.forward_ms = t.forward;
+  p.backward_ms = t.backward;
+  p.optimizer_ms = t.optimizer;
+  // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
+  // exposed communication. Device time plus the host's wait for data is the step.
+  p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+  p.total_ms = std::max(host_total_ms, t.device_total + p.data_wait_ms);
+  if (record.buckets.empty()) p.comm_ms = p.exposed_comm_ms;
+  if (t.device_start_steady_ms) record.device_start_ms = run_clock_ms(*t.device_start_steady_ms);
 }
 
 void RunRecorder::begin_step(int64_t step) {
@@ -111,19 +157,23 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   if (step < first_measured_step_) return;
   StepRecord record;
   record.step = step;
-  record.start_ms = now_ms() - run_start_ms_ - host_total_ms;
+  record.start_ms = run_clock_ms(now_ms() - host_total_ms);
   const EnginePhaseTimes t = engine.last_phase_times();
+  // CUDA: the engine's times are of a completed step, the one before this (t.step). That step's record, pushed
+  // last time with a stand-in, gets its own times and its device start now; see Note [One clock for all ranks].
+  const bool device_times = engine.is_cuda() && t.device_total > 0;
+  if (device_times && t.step > 0 && t.step != step && !run_.steps.empty() && run_.steps.back().step == t.step)
+    apply_device_times(run_.steps.back(), t, previous_host_total_ms_);
+  previous_host_total_ms_ = host_total_ms;
   PhaseTimes& p = record.phases;
   p.data_wait_ms = data_wait_ms;
   p.h2d_copy_ms = t.h2d_copy;
   p.forward_ms = t.forward;
   p.backward_ms = t.backward;
   p.optimizer_ms = t.optimizer;
-  if (engine.is_cuda() && t.device_total > 0) {
-    // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
-    // exposed communication. Device time plus the host's wait for data is the step.
-    p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
-    p.total_ms = std::max(host_total_ms, t.device_total + data_wait_ms);
+  if (device_times) {
+    // Until this step's own times arrive (next step), the previous step's stand in for them.
+    apply_device_times(record, t, host_total_ms);
   } else {
     p.exposed_comm_ms = comm_wait_ms;
     p.total_ms = host_total_ms;
@@ -135,7 +185,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
       r.index = static_cast<int>(b.bucket);
       r.bytes = static_cast<int64_t>(b.bytes);
       r.elements = static_cast<int64_t>(b.elements);
-      r.hook = options_.comm_hook;
+      r.hook = options_.comm_hook.text();
       r.launch_ms = b.ready_ms;
       r.start_ms = b.start_ms;
       r.end_ms = b.end_ms;
@@ -154,6 +204,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
     p.comm_ms = p.exposed_comm_ms;
   }
   if (!engine.is_cuda()) p.comm_ms = std::max(p.comm_ms, comm_wait_ms);
+  if (device_times && t.step != step) record.device_start_ms.reset();  // a stand-in's start is not this step's
   run_.steps.push_back(std::move(record));
 }
 

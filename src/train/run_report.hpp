@@ -1,7 +1,9 @@
 // RunRecorder: turns the trainer's per-step measurements into profile/ records (StepRecord, RunReport), and at the
 // end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON.
 // Guarantee: measuring never synchronizes the device in the hot path (the engine hands over times of completed
-// steps only); warm-up steps are not recorded.
+// steps only); warm-up steps are not recorded. Step times are on the run clock (profile/step_record.hpp): the
+// constructor measures this rank's clock offset to rank 0 (a collective on every rank, before the first step)
+// and every time recorded afterwards is shifted by it. See Note [One clock for all ranks] (docs/design.md).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -49,7 +51,12 @@ class RunRecorder {
   RunConfig config_;
   RankRun run_;
   int64_t first_measured_step_;
-  double run_start_ms_ = 0;
+  double previous_host_total_ms_ = 0;  // the host's time of the step recorded last (CUDA fills it in a step late)
+  double run_origin_ms_ = 0;  // rank 0's run start on rank 0's steady clock (ms): the run clock's zero
+  // A steady_clock time (ms) of this rank on the run clock: shifted onto rank 0's clock, from rank 0's run start.
+  double run_clock_ms(double steady_ms) const;
+  // CUDA: a step's phases, total and device start from its events (t.step's).
+  void apply_device_times(StepRecord& record, const EnginePhaseTimes& t, double host_total_ms) const;
 };
 
 }  // namespace ddpx

@@ -14,12 +14,30 @@
 
 #include "data/batch_loader.hpp"
 #include "model/param_layout.hpp"
+#include "model/precision.hpp"
+#include "optim/optimizer_spec.hpp"
 #include "train/numerics_guard.hpp"
+#include "train/run_modes.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
 
 using ReadyFn = std::function<void(size_t begin, size_t end)>;
+
+// What an engine is told: the part of TrainOptions it uses (`ddpx eval` fills it itself).
+struct EngineOptions {
+  Device device = Device::cpu;
+  Precision precision = Precision::fp32;  // tf32/bf16: Device::cuda only
+  int64_t batch = 32;                     // the largest micro-batch (eval: images per forward pass)
+  OptimizerSpec optimizer;
+  DataSource data = DataSource::synthetic;  // synthetic_device: the CUDA engine generates the batches
+  uint64_t seed = 0;                        // for DataSource::synthetic_device
+  int cpu_threads = 0;                      // Device::cpu: BLAS threads (0: the node's cores / its ranks)
+  double divergence_ratio = 1e4;            // train/numerics_guard.hpp
+  // Throws ddpx::Error naming the flag: --precision against --device, --batch, --cpu-threads, the optimizer.
+  void validate() const;
+};
+EngineOptions engine_options(const TrainOptions& options);
 
 // Optimizer state as host vectors (for checkpoints): name -> flat buffer of the layout's size.
 struct HostOptimizerState {
@@ -31,6 +49,10 @@ struct HostOptimizerState {
 struct EnginePhaseTimes {
   double h2d_copy = 0, forward = 0, backward = 0, optimizer = 0;
   double device_total = 0;  // CUDA: first to last event of the step (0 on the CPU)
+  int64_t step = 0;         // CUDA: the optimizer step these times are of (a completed one); 0 on the CPU
+  // CUDA: when the step's first event ran on the GPU, as host steady_clock milliseconds: the event's elapsed time
+  // from one reference event whose host time the engine measured at start. See Note [One clock for all ranks].
+  std::optional<double> device_start_steady_ms;
 };
 
 class StepEngine {
@@ -93,11 +115,11 @@ class StepEngine {
 };
 
 // ranks_on_node: shares the node's cores out between its ranks' BLAS threads (see model/blas_threads.hpp).
-std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const TrainOptions& options,
+std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const EngineOptions& options,
                                             int ranks_on_node = 1);
 #ifdef DDPX_HAVE_CUDA
 // device: the GPU (local rank); rank: the global rank (so --data synthetic-device differs between ranks).
-std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const TrainOptions& options, int device,
+std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const EngineOptions& options, int device,
                                              int rank = 0);
 #endif
 

@@ -11,22 +11,32 @@
 
 namespace ddpx {
 
-StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
+StepGraphOptions step_graph_options(const TrainOptions& options) {
+  return {.cuda_graph = options.cuda_graph,
+          .grad_accum = options.grad_accum,
+          .optimizer = options.optimizer,
+          .comm_hook = options.comm_hook,
+          .warmup_steps = options.warmup_steps};
+}
+
+StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
                                    int64_t hook_capturable_from, bool timed_variants, int64_t reserved_steps) {
   StepGraphSchedule schedule;
-  if (options.cuda_graph == "off" || !cuda_engine) {
-    DDPX_REQUIRE(options.cuda_graph != "on" || cuda_engine, "--cuda-graph on needs --device cuda");
+  if (options.cuda_graph == GraphPolicy::off || !cuda_engine) {
+    DDPX_REQUIRE(options.cuda_graph != GraphPolicy::on || cuda_engine, "--cuda-graph on needs --device cuda");
     return schedule;
   }
-  const bool exact = options.grad_accum == 1 && options.optimizer == "sgd";
+  const bool exact = options.grad_accum == 1 && options.optimizer.graph_replay_exact();
   const bool hook_capturable = hook_capturable_from != CommHook::kNeverCapturable;
-  if (options.cuda_graph == "on") {
-    DDPX_REQUIRE(hook_capturable, "--cuda-graph on: the communication hook '{}' changes its work every step and "
-                                  "cannot be replayed from a graph; use --cuda-graph auto or off", options.comm_hook);
+  if (options.cuda_graph == GraphPolicy::on) {
+    DDPX_REQUIRE(hook_capturable,
+                 "--cuda-graph on: the communication hook '{}' changes its work every step and cannot be replayed "
+                 "from a graph; use --cuda-graph auto or off",
+                 options.comm_hook.text());
     DDPX_REQUIRE(exact,
                  "--cuda-graph on: a replayed step must equal the eager one, which holds only with --optimizer sgd "
                  "and --grad-accum 1 (got --optimizer {} --grad-accum {}); use --cuda-graph auto or off",
-                 options.optimizer, options.grad_accum);
+                 options.optimizer.name(), options.grad_accum);
   }
   schedule.enabled = exact && hook_capturable;
   if (!schedule.enabled) return schedule;
@@ -43,7 +53,7 @@ StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine
   return schedule;
 }
 
-StepGraphs::StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step,
+StepGraphs::StepGraphs(const StepGraphOptions& options, StepEngine& engine, int64_t start_step,
                        int64_t hook_capturable_from, bool timed_variants, int64_t reserved_steps)
     : engine_(engine),
       schedule_(plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from, timed_variants,

@@ -1,7 +1,8 @@
 // StepGraphs: whether and from which step the trainer replays whole steps as CUDA graphs, and the capture-or-
 // replay decision per step. Graphs are used only where replay is exactly the eager step: CUDA engine, one
-// micro-batch per step (no accumulation), SGD (its step number only matters at step 1; AdamW's bias correction
-// changes every step), after the warm-up, and only once the communication hook enqueues the same work every step
+// micro-batch per step (no accumulation), an optimizer whose replay is exact (OptimizerSpec::graph_replay_exact:
+// SGD's step number only matters at step 1; AdamW's bias correction changes every step), after the warm-up, and
+// only once the communication hook enqueues the same work every step
 // (CommHook::capturable_from_step(): PowerSGD's first compressed step allocates, so it is never the captured one).
 // Step numbers: trainer steps are 1-based; the reducer counts synchronized steps from 0 at the first step this
 // process runs (start_step + 1), so trainer step s is synchronized step s - start_step - 1.
@@ -17,6 +18,16 @@
 
 namespace ddpx {
 
+// What the graph policy reads of a run (step_graph_options() fills it from TrainOptions).
+struct StepGraphOptions {
+  GraphPolicy cuda_graph = GraphPolicy::automatic;
+  int64_t grad_accum = 1;
+  OptimizerSpec optimizer;  // graph_replay_exact() decides
+  CommHookSpec comm_hook;   // named in --cuda-graph on's refusal
+  int64_t warmup_steps = 5;
+};
+StepGraphOptions step_graph_options(const TrainOptions& options);
+
 // Whether a run replays graphs and the trainer step it captures at (plan_step_graphs is the whole policy; errors
 // for --cuda-graph on where it cannot hold name the flag).
 struct StepGraphSchedule {
@@ -28,7 +39,7 @@ struct StepGraphSchedule {
 // timed_variants: a reducer's bucket timings are sampled, so each parity also gets its timed graph.
 // reserved_steps: warm-up steps to keep after the captures (calibration, train/calibration.hpp): the captures
 // move that much earlier where the warm-up allows.
-StepGraphSchedule plan_step_graphs(const TrainOptions& options, bool cuda_engine, int64_t start_step,
+StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
                                    int64_t hook_capturable_from, bool timed_variants = false,
                                    int64_t reserved_steps = 0);
 // The graph that graph step `step` (>= first_step) replays: the plain graphs at the first two graph steps, the
@@ -39,7 +50,7 @@ GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t ste
 class StepGraphs {
  public:
   // hook_capturable_from: the reducer's hook's capturable_from_step() (0 without a reducer).
-  StepGraphs(const TrainOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0,
+  StepGraphs(const StepGraphOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0,
              bool timed_variants = false, int64_t reserved_steps = 0);
   bool enabled = false;
   int64_t first_step = 0;

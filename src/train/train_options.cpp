@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "ddp/comm_hook.hpp"
 #include "io/checkpoint.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
 #include "profile/profile_window.hpp"
+#include "train/step_engine.hpp"
 
 namespace ddpx {
 namespace {
@@ -23,16 +23,6 @@ namespace {
 // An output file is checked before the run, not after hours of training (io/output_file.hpp's policy).
 void require_writable_file(const std::string& path, const char* flag) {
   if (!path.empty()) (void)check_output_path(path, flag);
-}
-
-// A hyper-parameter is used in fp32: a value that is finite as a double can round to 0 or Inf there.
-void require_fp32(double value, const char* flag, bool must_be_positive) {
-  const float narrowed = static_cast<float>(value);
-  DDPX_REQUIRE(std::isfinite(value) && std::isfinite(narrowed),
-               "{} {} is not a finite fp32 number (the optimizers compute in fp32, up to 3.4e38)", flag, value);
-  DDPX_REQUIRE(!must_be_positive || narrowed > 0.f,
-               "{} {} is 0 in fp32 (the optimizers compute in fp32; the smallest positive value is 1.4e-45): the "
-               "weights would never change; give a larger value", flag, value);
 }
 
 }  // namespace
@@ -64,12 +54,7 @@ void TrainOptions::require_distinct_paths() const {
 }
 
 void TrainOptions::validate() const {
-  DDPX_REQUIRE(device == "cpu" || device == "cuda", "--device '{}' is not known; choose cpu or cuda", device);
-  DDPX_REQUIRE(precision == "fp32" || precision == "tf32" || precision == "bf16",
-               "--precision '{}' is not known; choose fp32, tf32 or bf16", precision);
-  DDPX_REQUIRE(device == "cuda" || precision == "fp32",
-               "--precision {} needs --device cuda (the CPU engine computes in fp32)", precision);
-  DDPX_REQUIRE(batch > 0, "--batch must be a positive number of images per rank, got {}", batch);
+  engine_options(*this).validate();  // --device/--precision, --batch, --cpu-threads, the optimizer
   DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
   DDPX_REQUIRE(calibrate_steps >= 0 && calibrate_steps <= 1000000,
@@ -77,14 +62,6 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(workers >= 0 && workers <= 256, "--workers must be 0 (auto) or in [1, 256], got {}", workers);
   DDPX_REQUIRE(prefetch == 0 || (prefetch >= 2 && prefetch <= 258), "--prefetch must be 0 (auto) or in [2, 258], got {}",
                prefetch);
-  DDPX_REQUIRE(cpu_threads >= 0 && cpu_threads <= 4096,
-               "--cpu-threads must be 0 (the node's cores shared by its ranks) or a thread count, got {}", cpu_threads);
-  DDPX_REQUIRE(cpu_threads == 0 || device == "cpu", "--cpu-threads {} applies to --device cpu only", cpu_threads);
-  DDPX_REQUIRE(lr > 0, "--lr must be positive, got {}", lr);
-  require_fp32(lr, "--lr", true);
-  for (const auto& [flag, value] : {std::pair{"--momentum", momentum}, {"--weight-decay", weight_decay},
-                                    {"--beta1", beta1}, {"--beta2", beta2}, {"--eps", eps}})
-    require_fp32(value, flag, false);
   DDPX_REQUIRE(keep_checkpoints >= 1 && keep_checkpoints <= 1000000,
                "--keep-checkpoints must be at least 1 (the newest checkpoint), got {}", keep_checkpoints);
   DDPX_REQUIRE(std::isfinite(divergence_ratio) && (divergence_ratio == 0 || divergence_ratio >= 1),
@@ -98,11 +75,11 @@ void TrainOptions::validate() const {
                  "{} must be between {:.2g} (4 bytes) and {:g} MB, got {}", flag, kMinBucketMb, kMaxBucketMb, mb);
   DDPX_REQUIRE(std::isfinite(comm_timeout_s) && comm_timeout_s >= 0.001 && comm_timeout_s <= 1e7,
                "--comm-timeout must be between 0.001 and 1e7 seconds, got {}", comm_timeout_s);
-  (void)make_comm_hook(comm_hook);  // refuses an unknown --comm-hook (naming it) even when no reducer will use it
   if (!profile_steps.empty()) {
     const StepRange range = parse_profile_steps(profile_steps);
-    DDPX_REQUIRE(device == "cuda", "--profile-steps {} needs --device cuda (it starts and stops the CUDA profiler "
-                 "for nsys --capture-range=cudaProfilerApi)", profile_steps);
+    DDPX_REQUIRE(device == Device::cuda,
+                 "--profile-steps {} needs --device cuda (it starts and stops the CUDA profiler for nsys "
+                 "--capture-range=cudaProfilerApi)", profile_steps);
     DDPX_REQUIRE(range.last <= steps, "--profile-steps {}: the run has only --steps {}", profile_steps, steps);
   }
   DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);
@@ -126,30 +103,43 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(load.empty() || resume.empty(),
                "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
                "--load starts a new one from weights: give one", load, resume);
-  DDPX_REQUIRE(data == "synthetic" || data == "learnable" || data == "synthetic-device" || data == "npy",
-               "--data '{}' is not known; choose synthetic, learnable, synthetic-device (cuda), or give "
-               "--images/--labels",
-               data);
-  DDPX_REQUIRE(data != "synthetic-device" || device == "cuda", "--data synthetic-device needs --device cuda");
-  DDPX_REQUIRE(optimizer_overlap == "auto" || optimizer_overlap == "on" || optimizer_overlap == "off",
-               "--optimizer-overlap '{}' is not known; choose auto, on or off", optimizer_overlap);
-  DDPX_REQUIRE(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
-               "--cuda-graph '{}' is not known; choose auto, on or off", cuda_graph);
-  DDPX_REQUIRE(backend == "auto" || backend == "nccl" || backend == "mpi" || backend == "gloo" || backend == "self",
-               "--backend '{}' is not known; choose auto, nccl, mpi, gloo or self", backend);
-  DDPX_REQUIRE(!(device == "cpu" && backend == "nccl"),
+  DDPX_REQUIRE(data != DataSource::synthetic_device || device == Device::cuda,
+               "--data synthetic-device needs --device cuda");
+  DDPX_REQUIRE(!(device == Device::cpu && backend == Backend::nccl),
                "--backend nccl needs --device cuda (CPU training uses mpi or gloo)");
-  DDPX_REQUIRE(!(device == "cuda" && backend == "gloo"),
+  DDPX_REQUIRE(!(device == Device::cuda && backend == Backend::gloo),
                "--backend gloo reduces host buffers: it needs --device cpu (GPU training uses nccl)");
-  DDPX_REQUIRE(!(device == "cuda" && backend == "self"),
+  DDPX_REQUIRE(!(device == Device::cuda && backend == Backend::self),
                "--backend self (one process, the reducer without communication) runs on --device cpu only");
   DDPX_REQUIRE(ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", ranks_per_gpu);
-  DDPX_REQUIRE(ranks_per_gpu <= 1 || device == "cuda",
+  DDPX_REQUIRE(ranks_per_gpu <= 1 || device == Device::cuda,
                "--ranks-per-gpu {} applies to --device cuda (CPU ranks share the cores already)", ranks_per_gpu);
 }
 
-bool optimizer_overlaps(const TrainOptions& options, bool with_reducer) {
-  return options.optimizer_overlap == "on" || (options.optimizer_overlap == "auto" && with_reducer);
+bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer) {
+  return policy == OverlapPolicy::on || (policy == OverlapPolicy::automatic && with_reducer);
+}
+
+EngineOptions engine_options(const TrainOptions& options) {
+  return {.device = options.device,
+          .precision = options.precision,
+          .batch = options.batch,
+          .optimizer = options.optimizer,
+          .data = options.data,
+          .seed = options.seed,
+          .cpu_threads = options.cpu_threads,
+          .divergence_ratio = options.divergence_ratio};
+}
+
+void EngineOptions::validate() const {
+  DDPX_REQUIRE(device == Device::cuda || precision == Precision::fp32,
+               "--precision {} needs --device cuda (the CPU engine computes in fp32)", precision_name(precision));
+  DDPX_REQUIRE(batch > 0, "--batch must be a positive number of images per rank, got {}", batch);
+  DDPX_REQUIRE(cpu_threads >= 0 && cpu_threads <= 4096,
+               "--cpu-threads must be 0 (the node's cores shared by its ranks) or a thread count, got {}", cpu_threads);
+  DDPX_REQUIRE(cpu_threads == 0 || device == Device::cpu, "--cpu-threads {} applies to --device cpu only",
+               cpu_threads);
+  optimizer.validate();
 }
 
 }  // namespace ddpx

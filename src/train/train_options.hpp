@@ -1,39 +1,48 @@
-// TrainOptions: everything `ddpx train` can be told, in one plain struct (flags, config files and `ddpx tune`
-// outputs all end up here). validate() checks values and names the flag in every error.
+// TrainOptions: everything `ddpx train` can be told (flags, config files and `ddpx tune` outputs all end up
+// here), with every mode already parsed into its type where the flags were read (cli/cmd_train.cpp): device,
+// precision, data source, backend, graph and overlap policies (train/run_modes.hpp), the optimizer
+// (optim/optimizer_spec.hpp) and the hook (ddp/comm_hook_factory.hpp). No mode is compared as a string after
+// that. validate() checks the values and their combinations and names the flag in every error.
+// Components that need only part of it take a small struct of their own: the engines EngineOptions
+// (train/step_engine.hpp), the distributed set-up DistOptions (train/dist_setup.hpp), the graph policy
+// StepGraphOptions (train/step_graphs.hpp), the launcher LaunchTarget (cli/launch.hpp).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "ddp/comm_hook_factory.hpp"
+#include "model/precision.hpp"
+#include "optim/optimizer_spec.hpp"
+#include "train/run_modes.hpp"
+
 namespace ddpx {
 
 struct TrainOptions {
   // what to train
-  std::string device = "cpu";  // cpu | cuda
+  Device device = Device::cpu;
   std::string model = "vit_small_test";
-  std::string precision = "fp32";  // fp32 | tf32 | bf16 (cuda); cpu is fp32
-  int64_t batch = 32;              // per rank, per micro-batch
-  int64_t steps = 100;             // optimizer steps
-  int64_t warmup_steps = 5;        // excluded from the throughput figures
+  Precision precision = Precision::fp32;  // tf32 and bf16 need Device::cuda
+  int64_t batch = 32;                     // per rank, per micro-batch
+  int64_t steps = 100;                    // optimizer steps
+  int64_t warmup_steps = 5;               // excluded from the throughput figures
   // --calibrate-steps N: with a reducer, up to N warm-up steps run without it during backward, to measure the
   // plain step DDP's cost is taken against (Note [Calibration steps], train/calibration.hpp); 0: off
   int64_t calibrate_steps = 3;
   uint64_t seed = 0;
   // data
-  std::string data = "synthetic";  // synthetic | learnable | synthetic-device (cuda)
-  std::string images, labels;      // .npy input, taken in order
-  int workers = 0;                 // loader threads; 0: chosen per rank (data/loader_workers.hpp)
-  int cpu_threads = 0;             // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)
+  DataSource data = DataSource::synthetic;  // synthetic_device needs Device::cuda
+  std::string images, labels;               // .npy input, taken in order
+  int workers = 0;      // loader threads; 0: chosen per rank (data/loader_workers.hpp)
+  int cpu_threads = 0;  // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)
   int prefetch = 0;  // ring slots; 0: workers + 2 (every worker busy, two batches ready)
   // argv of `ddpx train` as typed, for the run report (cmd_train fills it; empty when run_training() is called
   // directly). Not a flag.
   std::vector<std::string> command_line;
-  // optimizer
-  std::string optimizer = "sgd";
-  double lr = 0.01, momentum = 0.0, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  bool nesterov = false;
-  // auto | on | off: the optimizer span by span during backward (on; auto: only with a reducer) or after it
-  std::string optimizer_overlap = "auto";
+  // optimizer: --optimizer and its hyperparameter flags, parsed once (parse_optimizer_spec)
+  OptimizerSpec optimizer;
+  // the optimizer span by span during backward (on; automatic: only with a reducer) or after it
+  OverlapPolicy optimizer_overlap = OverlapPolicy::automatic;
   // weights and checkpoints
   std::string load, save, checkpoint_dir, resume;
   int64_t checkpoint_every = 0;
@@ -42,17 +51,16 @@ struct TrainOptions {
   double divergence_ratio = 1e4;
   // data parallelism
   bool ddp = false;  // use the reducer even with one rank (measures DDP overhead)
-  std::string backend = "auto";  // auto | nccl | mpi | gloo
-  int ranks_per_gpu = 0;         // --ranks-per-gpu K: K ranks share a GPU (NCCL 2.30+); 0: one rank per GPU
-  std::string comm_hook = "allreduce";
+  Backend backend = Backend::automatic;
+  int ranks_per_gpu = 0;   // --ranks-per-gpu K: K ranks share a GPU (NCCL 2.30+); 0: one rank per GPU
+  CommHookSpec comm_hook;  // --comm-hook with --powersgd-start folded in (one canonical spec)
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
   bool no_overlap = false;
   int64_t grad_accum = 1;
-  int64_t powersgd_start = 2;
   double comm_timeout_s = 300;
   // execution and analysis
-  std::string cuda_graph = "auto";  // auto | on | off
-  std::string profile_steps;        // "A:B": cudaProfilerStart/Stop window for nsys
+  GraphPolicy cuda_graph = GraphPolicy::automatic;
+  std::string profile_steps;  // "A:B": cudaProfilerStart/Stop window for nsys
   std::string report, trace;
   int64_t log_every = 10;
   bool quiet = false;
@@ -70,6 +78,6 @@ struct TrainOptions {
 // 2026-12-01): with a reducer it saves the optimizer's time behind the buckets' communication (DDP at world 1
 // 99.2 against 97.8 steps/s); without one it gains nothing in graph replays (99.3 against 99.4) and costs eager
 // steps 8% (two more launches per block), hence auto.
-bool optimizer_overlaps(const TrainOptions& options, bool with_reducer);
+bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer);
 
 }  // namespace ddpx

@@ -39,9 +39,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::unique_ptr<StepEngine> make_engine(const ParamLayout& layout, const TrainOptions& options, int cuda_device,
                                         int rank, int local_world) {
-  if (options.device == "cpu") return make_cpu_engine(layout, options, local_world);
+  if (options.device == Device::cpu) return make_cpu_engine(layout, engine_options(options), local_world);
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_engine(layout, options, cuda_device, rank);
+  return make_cuda_engine(layout, engine_options(options), cuda_device, rank);
 #else
   (void)cuda_device, (void)rank;
   fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
@@ -78,7 +78,7 @@ TrainSummary run_training(const TrainOptions& options) {
   options.validate();
   const VitConfig config = parse_model_spec(options.model);
   const ParamLayout layout(config);
-  DistContext dist = setup_distributed(options, layout);
+  DistContext dist = setup_distributed(dist_options(options));
   const bool lead = dist.rank == 0 && !options.quiet;
   auto log = [&](const std::string& line) {
     if (lead) fmt::print("{}\n", line), std::fflush(stdout);
@@ -99,10 +99,10 @@ TrainSummary run_training(const TrainOptions& options) {
   DDPX_REQUIRE(start.step < options.steps,
                "--resume {}: the checkpoint is at step {}, which is not below --steps {}; raise --steps",
                options.resume, start.step, options.steps);
-  if (dist.communicator) attach_reducer(dist, options, layout, *engine);
+  if (dist.communicator) attach_reducer(dist, dist_options(options), layout, *engine);
 
   DatasetOptions data_options;
-  data_options.kind = options.data;
+  data_options.kind = data_source_name(options.data);
   data_options.images_path = options.images;
   data_options.labels_path = options.labels;
   data_options.seed = options.seed;
@@ -110,7 +110,7 @@ TrainSummary run_training(const TrainOptions& options) {
       make_dataset(data_options, DataShape{config.channels, config.image_size, config.num_classes});
   BatchLoader::Options loader_options;
   const LoaderWorkerChoice workers =
-      choose_loader_workers(options.workers, options.device == "cuda", usable_cpu_count(), dist.local_world);
+      choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), dist.local_world);
   loader_options.workers = workers.workers;
   // Each filling worker holds a slot: fewer slots than workers would leave workers idle.
   loader_options.depth = options.prefetch > 0 ? options.prefetch : workers.workers + 2;
@@ -125,7 +125,7 @@ TrainSummary run_training(const TrainOptions& options) {
                   fmt::format("{}, {} loader thread{}{}", dataset->describe(), workers.workers,
                               workers.workers == 1 ? "" : "s",
                               options.workers > 0 ? "" : fmt::format(" ({})", workers.source)),
-                  options.optimizer,
+                  options.optimizer.name(),
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
@@ -139,7 +139,8 @@ TrainSummary run_training(const TrainOptions& options) {
   calibration_request.start_step = start.step;
   calibration_request.with_reducer = dist.reducer != nullptr;
   calibration_request.phase_time_lag = engine->is_cuda() ? 1 : 0;
-  StepGraphs graphs(options, *engine, start.step, dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
+  StepGraphs graphs(step_graph_options(options), *engine, start.step,
+                    dist.reducer ? dist.reducer->hook().capturable_from_step() : 0,
                     /*timed_variants=*/dist.reducer != nullptr, calibration_reserve(calibration_request));
   if (graphs.enabled) calibration_request.earliest_step = graphs.first_step + graphs.captures;
   const CalibrationSchedule calibration = plan_calibration(calibration_request);
@@ -158,7 +159,7 @@ TrainSummary run_training(const TrainOptions& options) {
   if (!calibration.shortfall.empty()) log("calibration: " + calibration.shortfall);
   // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
   // attach_reducer().
-  const bool overlap_optimizer = optimizer_overlaps(options, dist.reducer != nullptr);
+  const bool overlap_optimizer = optimizer_overlaps(options.optimizer_overlap, dist.reducer != nullptr);
   auto finish_optimizer = [&](int64_t step) {
     if (overlap_optimizer) {
       engine->finish_span_updates();

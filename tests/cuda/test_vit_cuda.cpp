@@ -250,12 +250,12 @@ TEST(VitCuda, GradientAccumulationAddsMicroSteps) {
 }
 
 void expect_graph_replay_equals_eager(Precision precision) {
-  const SgdParams sgd{0.05f, 0.9f, 0.f, 1e-4f, false};
+  const OptimizerSpec sgd{.kind = OptimizerKind::sgd, .lr = 0.05f, .weight_decay = 1e-4f, .momentum = 0.9f};
   auto train = [&](bool graph) {
     Trainer t("vit_tiny_test", 8, precision, 4, false, 11);
     t.model.zero_grads();
     t.model.forward_backward(t.batch_images(0), t.batch_labels(0), 8, 1.f, t.loss.get());
-    t.model.sgd_step(sgd, 1);
+    t.model.optimizer_step(sgd, 1);
     // Replays read their batch from one fixed device slot, so both runs copy each batch there first.
     const size_t image_bytes = 8 * t.layout.config().image_numel() * sizeof(float);
     cudaGraphExec_t exec = nullptr;
@@ -264,7 +264,7 @@ void expect_graph_replay_equals_eager(Precision precision) {
       DDPX_CUDA_CHECK(cudaStreamBeginCapture(t.stream.get(), cudaStreamCaptureModeThreadLocal));
       t.model.zero_grads();
       t.model.forward_backward(t.batch_images(3), t.batch_labels(3), 8, 1.f, t.loss.get());
-      t.model.sgd_step(sgd, 2);
+      t.model.optimizer_step(sgd, 2);
       DDPX_CUDA_CHECK(cudaStreamEndCapture(t.stream.get(), &captured));
       DDPX_CUDA_CHECK(cudaGraphInstantiate(&exec, captured, 0));
     }
@@ -280,7 +280,7 @@ void expect_graph_replay_equals_eager(Precision precision) {
       } else {
         t.model.zero_grads();
         t.model.forward_backward(t.batch_images(3), t.batch_labels(3), 8, 1.f, t.loss.get());
-        t.model.sgd_step(sgd, step);
+        t.model.optimizer_step(sgd, step);
       }
       DDPX_CUDA_CHECK(cudaStreamSynchronize(t.stream.get()));
       losses.push_back(t.loss.download()[0]);
@@ -305,14 +305,14 @@ TEST(VitCuda, GraphReplayEqualsEager) {
 // Loss of the first step and mean loss of the last 20 of 300 steps on the learnable task.
 std::pair<double, double> train_learnable(Precision precision, bool adamw) {
   Trainer t("vit_tiny_test", 32, precision, 16, true, 5);
-  const SgdParams sgd{0.05f, 0.9f, 0.f, 0.f, false};
-  const AdamWParams adam{2e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
+  const OptimizerSpec sgd{.kind = OptimizerKind::sgd, .lr = 0.05f, .momentum = 0.9f};
+  const OptimizerSpec adam{
+      .kind = OptimizerKind::adamw, .lr = 2e-3f, .weight_decay = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
   std::vector<float> losses;
   for (int step = 1; step <= 300; ++step) {
     t.model.zero_grads();
     t.model.forward_backward(t.batch_images(step % 16), t.batch_labels(step % 16), 32, 1.f, t.loss.get());
-    if (adamw) t.model.adamw_step(adam, step);
-    else t.model.sgd_step(sgd, step);
+    t.model.optimizer_step(adamw ? adam : sgd, step);
     DDPX_CUDA_CHECK(cudaStreamSynchronize(t.stream.get()));
     losses.push_back(t.loss.download()[0]);
   }

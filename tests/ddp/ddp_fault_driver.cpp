@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/heartbeat.hpp"

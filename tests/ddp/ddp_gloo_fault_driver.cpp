@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/bootstrap.hpp"

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
 #include "error_expect.hpp"
 #include "core/rng.hpp"

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "ddp/cast_hook.hpp"
-#include "ddp/comm_hook.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "ddp/powersgd_hook.hpp"
 #include "ddp/powersgd_layout.hpp"
 #include "dist/half_precision.hpp"
@@ -32,6 +32,26 @@ TEST(CommHookSpec, ParsesEveryBuiltIn) {
   EXPECT_EQ(make_comm_hook("powersgd:1:10")->name(), "powersgd:1:10");
   auto* powersgd = dynamic_cast<PowerSgdHook*>(make_comm_hook("powersgd:2:7").get());
   ASSERT_NE(powersgd, nullptr);
+}
+
+// One canonical spec: both spellings of PowerSGD's start (powersgd:R:START and --powersgd-start, the default for
+// powersgd:R) give the same spec, whose text is the hook's name and parses back to itself.
+TEST(CommHookSpec, OneCanonicalSpellingOfPowerSgdsStart) {
+  const CommHookSpec explicit_start = parse_comm_hook_spec("powersgd:4:7");
+  EXPECT_EQ(explicit_start.kind, HookKind::powersgd);
+  EXPECT_EQ(explicit_start.powersgd_rank, 4);
+  EXPECT_EQ(explicit_start.powersgd_start, 7);
+  EXPECT_EQ(parse_comm_hook_spec("powersgd:4", /*default_powersgd_start=*/7), explicit_start);
+  EXPECT_EQ(parse_comm_hook_spec("powersgd:4:7", /*default_powersgd_start=*/3), explicit_start);  // explicit wins
+  EXPECT_EQ(parse_comm_hook_spec("powersgd:4").powersgd_start, 2);
+  EXPECT_EQ(explicit_start.text(), "powersgd:4:7");
+  EXPECT_EQ(make_comm_hook(explicit_start)->name(), explicit_start.text());
+  for (const char* text : {"allreduce", "fp16", "bf16", "powersgd:1:0", "powersgd:16:100"}) {
+    const CommHookSpec spec = parse_comm_hook_spec(text);
+    EXPECT_EQ(spec.text(), text);
+    EXPECT_EQ(parse_comm_hook_spec(spec.text()), spec);
+    EXPECT_EQ(make_comm_hook(spec)->name(), text);
+  }
 }
 
 TEST(CommHookSpec, ErrorsNameTheFlag) {

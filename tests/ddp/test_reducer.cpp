@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
 #include "error_expect.hpp"
 #include "ddp/reducer.hpp"

@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
 #include "ddp/powersgd_layout.hpp"
 #include "ddp/reducer.hpp"

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "ddp/comm_hook_factory.hpp"
 #include "core/rng.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"

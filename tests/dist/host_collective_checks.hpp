@@ -4,9 +4,12 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "dist/clock_offset.hpp"
 #include "dist/communicator.hpp"
 #include "dist/half_precision.hpp"
 
@@ -56,6 +59,21 @@ inline void expect_sixteen_bit_formats_exact(Communicator& comm, int rank, int w
     EXPECT_EQ(bf16_to_float(bf16[i]), float((rank_sum * 2.0 - world * i) / world)) << i;
     EXPECT_EQ(half_to_float(f16_max[i]), float((world - 1) * 0.5 + i)) << i;
   }
+}
+
+// The clock offset to rank 0 over this backend. All ranks of these tests share one host, hence one steady
+// clock: the true offset is 0, and the measured bound must hold it. A clock that reads 1000 ms * rank ahead must
+// come out 1000 ms * rank behind rank 0, within the same kind of bound. No timing assertion: the bound is causal.
+inline void expect_clock_offset_bounds_the_truth(Communicator& comm, int rank) {
+  const auto steady_ms = [] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  const ClockOffset shared = measure_clock_offset(comm, steady_ms, 8);
+  EXPECT_EQ(shared.samples, 8);
+  EXPECT_LE(std::abs(shared.offset_ms), shared.uncertainty_ms + 1e-9) << "rank " << rank;
+  if (rank == 0) EXPECT_EQ(shared.uncertainty_ms, 0.0);
+  const ClockOffset shifted = measure_clock_offset(comm, [&] { return steady_ms() + 1000.0 * rank; }, 4);
+  EXPECT_LE(std::abs(shifted.offset_ms + 1000.0 * rank), shifted.uncertainty_ms + 1e-6) << "rank " << rank;
 }
 
 }  // namespace ddpx::testing

@@ -82,6 +82,8 @@ TEST_F(GlooTest, BroadcastFromANonZeroRoot) {
   EXPECT_EQ(bytes, std::vector<uint8_t>(3, 0));
 }
 
+TEST_F(GlooTest, ClockOffsetToRankZeroBoundsTheTruth) { testing::expect_clock_offset_bounds_the_truth(comm, rank); }
+
 TEST_F(GlooTest, AllGatherPlacesEachRankInOrder) {
   std::vector<int32_t> send{rank * 10, rank * 10 + 1, rank * 10 + 2};
   std::vector<int32_t> recv(3 * world, -1);

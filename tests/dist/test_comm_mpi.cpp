@@ -58,6 +58,8 @@ TEST_F(MpiTest, BroadcastFromANonZeroRoot) {
   EXPECT_THROW(comm.broadcast(values.data(), 1, CommDType::f32, world, nullptr), Error);
 }
 
+TEST_F(MpiTest, ClockOffsetToRankZeroBoundsTheTruth) { testing::expect_clock_offset_bounds_the_truth(comm, rank); }
+
 TEST_F(MpiTest, AllGatherPlacesEachRankInOrder) {
   std::vector<int32_t> send{rank * 10, rank * 10 + 1, rank * 10 + 2};
   std::vector<int32_t> recv(3 * world, -1);

@@ -23,9 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ddpx::fuzz::expect_clean_refusal([&] {
     const ddpx::CheckpointInfo info = ddpx::read_checkpoint_info(dir);
     const bool adamw = info.optimizer == "adamw";
-    ddpx::OptimizerFlags flags;
-    if (!adamw) flags.momentum = 0.9f;  // sgd keeps a momentum buffer, as in a checkpoint of `--momentum 0.9`
-    const auto optimizer = ddpx::Optimizer::make(adamw ? "adamw" : "sgd", flags, layout.buffer_size());
+    ddpx::OptimizerSpec spec;
+    spec.kind = adamw ? ddpx::OptimizerKind::adamw : ddpx::OptimizerKind::sgd;
+    if (!adamw) spec.momentum = 0.9f;  // sgd keeps a momentum buffer, as in a checkpoint of `--momentum 0.9`
+    const auto optimizer = std::make_unique<ddpx::Optimizer>(spec, layout.buffer_size());
     std::vector<float> params(layout.buffer_size());
     ddpx::load_checkpoint(dir, layout, params.data(), *optimizer);
   });

@@ -1,5 +1,5 @@
 // Fuzz target: Chrome/Perfetto trace files read back for merging (merge_trace_files: each rank's `--trace` file)
-// and the trace checker that validates them (check_trace).
+// and the trace checker that validates them (check_trace, and check_trace_file: `ddpx report --check-trace`).
 // The reader must guarantee, for any bytes: no crash, no hang, no unbounded memory, every refusal a ddpx::Error
 // naming the file or input; the input is merged with a valid one-rank trace, so a clash of ranks is exercised too.
 #include <cstddef>
@@ -34,5 +34,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     (void)ddpx::check_trace(trace);
   });
+  ddpx::fuzz::expect_clean_refusal([&] { (void)ddpx::check_trace_file(path.string()); });
   return 0;
 }

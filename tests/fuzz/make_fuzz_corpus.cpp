@@ -74,9 +74,10 @@ void write_model_files(const fs::path& out) {
   for (const TensorSlot& slot : layout.tensors())
     for (size_t i = 0; i < slot.numel; ++i) grads[slot.offset + i] = static_cast<float>(0.01 * rng.normal());
   for (const char* name : {"sgd", "adamw"}) {
-    OptimizerFlags flags;
-    if (std::string(name) == "sgd") flags.momentum = 0.9f;
-    const auto optimizer = Optimizer::make(name, flags, layout.buffer_size());
+    OptimizerSpec spec;
+    spec.kind = parse_optimizer_kind(name);
+    if (spec.kind == OptimizerKind::sgd) spec.momentum = 0.9f;
+    const auto optimizer = std::make_unique<Optimizer>(spec, layout.buffer_size());
     std::vector<float> trained = params;
     for (int step = 0; step < 2; ++step) optimizer->step(trained.data(), grads.data(), trained.size());
     CheckpointState state;

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -28,9 +30,16 @@ struct TrainingRun {
   std::unique_ptr<Optimizer> optimizer;
   Rng grad_rng{99};
 
-  TrainingRun(std::string_view model, std::string_view optimizer_name, const OptimizerFlags& flags)
+  // given: hyperparameter flags (parse_optimizer_spec); SGD runs keep a momentum buffer (0.9) unless told.
+  TrainingRun(std::string_view model, std::string_view optimizer_name, std::map<std::string, double> given)
       : layout(parse_model_spec(model)), params(layout.buffer_size(), 0.f) {
-    optimizer = Optimizer::make(optimizer_name, flags, layout.buffer_size());
+    if (optimizer_name == "sgd") given.try_emplace("--momentum", 0.9);
+    const auto given_flag = [&](std::string_view flag) -> std::optional<double> {
+      const auto it = given.find(std::string(flag));
+      return it == given.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    const OptimizerSpec spec = parse_optimizer_spec(optimizer_name, given_flag);
+    optimizer = std::make_unique<Optimizer>(spec, layout.buffer_size());
     Rng init(5);
     for (const TensorSlot& slot : layout.tensors())
       for (size_t i = 0; i < slot.numel; ++i) params[slot.offset + i] = static_cast<float>(0.1 * init.normal());
@@ -137,7 +146,7 @@ TEST(Checkpoint, ResumeMatchesTheUninterruptedRunBitForBit) {
   for (const std::string name : {"sgd", "adamw"}) {
     SCOPED_TRACE(name);
     TempDir dir;
-    const OptimizerFlags flags{.lr = 0.05f, .weight_decay = 0.01f};
+    const std::map<std::string, double> flags{{"--lr", 0.05}, {"--weight-decay", 0.01}};
     TrainingRun straight("vit_tiny_test", name, flags);
     for (int i = 0; i < 5; ++i) straight.step();
 
@@ -169,15 +178,15 @@ TEST(Checkpoint, MismatchesNameBothValuesAndTheFlag) {
   expect_error(
       [&] { load_checkpoint(dir.path(), other_optimizer.layout, other_optimizer.params.data(), *other_optimizer.optimizer); },
       {"checkpoint.safetensors", "--optimizer sgd", "--optimizer adamw"});
-  TrainingRun no_momentum("vit_tiny_test", "sgd", {.momentum = 0.f});
+  TrainingRun no_momentum("vit_tiny_test", "sgd", {{"--momentum", 0.0}});
   expect_error([&] { load_checkpoint(dir.path(), no_momentum.layout, no_momentum.params.data(), *no_momentum.optimizer); },
                {"checkpoint.safetensors", "[momentum]", "[]", "--momentum"});
   // Options such as --lr may change on resume.
-  TrainingRun new_lr("vit_tiny_test", "sgd", {.lr = 0.5f});
+  TrainingRun new_lr("vit_tiny_test", "sgd", {{"--lr", 0.5}});
   EXPECT_NO_THROW(load_checkpoint(dir.path(), new_lr.layout, new_lr.params.data(), *new_lr.optimizer));
-  EXPECT_EQ(new_lr.optimizer->lr(), 0.5f);
+  EXPECT_EQ(new_lr.optimizer->spec().lr, 0.5f);
 
-  auto wrong_size = Optimizer::make("sgd", {}, 10);
+  auto wrong_size = std::make_unique<Optimizer>(saved.optimizer->spec(), 10);
   expect_error([&] { save_checkpoint(dir / "x", saved.layout, saved.params.data(), *wrong_size, {}); },
                {"10 elements", "--model vit_tiny_test"});
 }
@@ -305,7 +314,7 @@ TEST(Checkpoint, AFlippedBitInTheDataIsRefusedNamingTheTensor) {
 // A diverged state is never written: the previous checkpoint stays, and the error names the tensor.
 TEST(Checkpoint, NonFiniteStateIsNotWrittenAndThePreviousOneStays) {
   TempDir dir;
-  TrainingRun run("vit_tiny_test", "sgd", {.momentum = 0.9f});
+  TrainingRun run("vit_tiny_test", "sgd", {{"--momentum", 0.9}});
   run.step();
   CheckpointState first;
   first.step = 1;

@@ -141,8 +141,10 @@ void sgd_step(std::vector<double>& params, const std::vector<double>& grads, std
 }
 // The project's fused SGD (src/optim/sgd) for float.
 void sgd_step(std::vector<float>& params, const std::vector<float>& grads, std::vector<float>& buf, int step) {
-  const SgdOptions options{static_cast<float>(kLr), static_cast<float>(kMomentum), 0.0f,
-                           static_cast<float>(kWeightDecay), false};
+  const OptimizerSpec options{.kind = OptimizerKind::sgd,
+                              .lr = static_cast<float>(kLr),
+                              .weight_decay = static_cast<float>(kWeightDecay),
+                              .momentum = static_cast<float>(kMomentum)};
   sgd_step_cpu(options, params.data(), grads.data(), buf.data(), params.size(), step);
 }
 

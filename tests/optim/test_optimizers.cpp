@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "core/rng.hpp"
 #include "optim/adamw.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/optimizer_spec.hpp"
 #include "optim/sgd.hpp"
 
 namespace ddpx {
@@ -36,9 +39,13 @@ std::vector<float> random_values(Rng& rng, size_t n, double scale) {
 struct SgdHyper {
   double lr, momentum, dampening, weight_decay;
   bool nesterov;
-  SgdOptions options() const {
-    return {static_cast<float>(lr), static_cast<float>(momentum), static_cast<float>(dampening),
-            static_cast<float>(weight_decay), nesterov};
+  OptimizerSpec options() const {
+    return {.kind = OptimizerKind::sgd,
+            .lr = static_cast<float>(lr),
+            .weight_decay = static_cast<float>(weight_decay),
+            .momentum = static_cast<float>(momentum),
+            .dampening = static_cast<float>(dampening),
+            .nesterov = nesterov};
   }
 };
 struct SgdReference {
@@ -61,9 +68,13 @@ struct SgdReference {
 // torch.optim.AdamW (single-tensor path, amsgrad=False), in double, with the hyperparameters as typed.
 struct AdamWHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2;
-  AdamWOptions options() const {
-    return {static_cast<float>(lr), static_cast<float>(beta1), static_cast<float>(beta2), static_cast<float>(eps),
-            static_cast<float>(weight_decay)};
+  OptimizerSpec options() const {
+    return {.kind = OptimizerKind::adamw,
+            .lr = static_cast<float>(lr),
+            .weight_decay = static_cast<float>(weight_decay),
+            .beta1 = static_cast<float>(beta1),
+            .beta2 = static_cast<float>(beta2),
+            .eps = static_cast<float>(eps)};
   }
 };
 struct AdamWReference {
@@ -85,7 +96,7 @@ struct AdamWReference {
 
 void check_sgd_against_reference(const SgdHyper& hyper) {
   const size_t n = 257;
-  const SgdOptions options = hyper.options();
+  const OptimizerSpec options = hyper.options();
   Rng rng(11);
   std::vector<float> params = random_values(rng, n, 1.0), momentum(n, 0.f);
   SgdReference reference{hyper, std::vector<double>(params.begin(), params.end()), std::vector<double>(n, 0.0)};
@@ -113,7 +124,7 @@ TEST(Sgd, FirstStepsByHand) {
   // plain:    step 1 buf = 0.5, p = 0.95;  step 2 buf = 0.9 * 0.5 + 0.5 = 0.95, p = 0.95 - 0.095 = 0.855
   // nesterov: step 1 buf = 0.5, g = 0.5 + 0.45 = 0.95, p = 0.905;  step 2 buf = 0.95, g = 0.5 + 0.855, p = 0.7695
   for (bool nesterov : {false, true}) {
-    const SgdOptions options{.lr = 0.1f, .momentum = 0.9f, .nesterov = nesterov};
+    const OptimizerSpec options{.kind = OptimizerKind::sgd, .lr = 0.1f, .momentum = 0.9f, .nesterov = nesterov};
     float p = 1.f, buffer = 0.f;
     const float g = 0.5f;
     sgd_step_cpu(options, &p, &g, &buffer, 1, 1);
@@ -124,7 +135,7 @@ TEST(Sgd, FirstStepsByHand) {
     EXPECT_FLOAT_EQ(p, nesterov ? 0.7695f : 0.855f);
   }
   // Weight decay enters the momentum buffer: g' = 0.5 + 0.1 * 1 = 0.6, p = 1 - 0.1 * 0.6 = 0.94.
-  const SgdOptions decayed{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.1f};
+  const OptimizerSpec decayed{.kind = OptimizerKind::sgd, .lr = 0.1f, .weight_decay = 0.1f, .momentum = 0.9f};
   float p = 1.f, buffer = 0.f;
   const float g = 0.5f;
   sgd_step_cpu(decayed, &p, &g, &buffer, 1, 1);
@@ -134,7 +145,7 @@ TEST(Sgd, FirstStepsByHand) {
 
 void check_adamw_against_reference(const AdamWHyper& hyper) {
   const size_t n = 257;
-  const AdamWOptions options = hyper.options();
+  const OptimizerSpec options = hyper.options();
   Rng rng(12);
   std::vector<float> params = random_values(rng, n, 1.0), exp_avg(n, 0.f), exp_avg_sq(n, 0.f);
   AdamWReference reference{hyper, std::vector<double>(params.begin(), params.end()), std::vector<double>(n, 0.0),
@@ -161,7 +172,7 @@ TEST(AdamW, BiasCorrectionByHand) {
   //         p = 0.999 - 0.1 * 0.5 / (0.5 + 1e-8) = 0.899000002
   // step 2 (g = 0.5 again): m = 0.095, v = 0.00049975; m_hat = 0.095 / 0.19 = 0.5; v_hat = 0.00049975 / 0.001999 =
   //         0.25; so again p = 0.899000002 * 0.999 - 0.1 * 0.5 / 0.50000001 = 0.798101004
-  const AdamWOptions options{.lr = 0.1f, .weight_decay = 0.01f};
+  const OptimizerSpec options{.kind = OptimizerKind::adamw, .lr = 0.1f, .weight_decay = 0.01f};
   float p = 1.f, m = 0.f, v = 0.f;
   const float g = 0.5f;
   adamw_step_cpu(options, &p, &g, &m, &v, 1, 1);
@@ -174,69 +185,159 @@ TEST(AdamW, BiasCorrectionByHand) {
   EXPECT_NEAR(p, 0.798101004, 2e-7);
 }
 
+OptimizerSpec sgd_spec(float lr, float momentum, float weight_decay = 0.f, bool nesterov = false) {
+  return {.kind = OptimizerKind::sgd, .lr = lr, .weight_decay = weight_decay, .momentum = momentum,
+          .nesterov = nesterov};
+}
+
 TEST(Optimizer, StepsOwnStateAndCountsFromOne) {
   Rng rng(3);
   const size_t n = 64;
   std::vector<float> params = random_values(rng, n, 1.0), expected = params, momentum(n, 0.f);
-  auto sgd = Optimizer::make("sgd", {.lr = 0.1f, .momentum = 0.9f}, n);
-  EXPECT_EQ(sgd->name(), "sgd");
-  EXPECT_EQ(sgd->state_names(), (std::vector<std::string>{"momentum"}));
+  Optimizer sgd(sgd_spec(0.1f, 0.9f), n);
+  EXPECT_EQ(sgd.name(), "sgd");
+  EXPECT_EQ(sgd.state_names(), (std::vector<std::string>{"momentum"}));
   for (int64_t step = 1; step <= 3; ++step) {
     const std::vector<float> grads = random_values(rng, n, 1.0);
-    sgd->step(params.data(), grads.data(), n);
-    sgd_step_cpu({.lr = 0.1f, .momentum = 0.9f}, expected.data(), grads.data(), momentum.data(), n, step);
+    sgd.step(params.data(), grads.data(), n);
+    sgd_step_cpu(sgd_spec(0.1f, 0.9f), expected.data(), grads.data(), momentum.data(), n, step);
   }
-  EXPECT_EQ(sgd->step_count(), 3);
+  EXPECT_EQ(sgd.step_count(), 3);
   EXPECT_EQ(params, expected);
-  EXPECT_EQ(std::vector<float>(sgd->state("momentum").begin(), sgd->state("momentum").end()), momentum);
-  expect_error([&] { sgd->step(params.data(), params.data(), n - 1); }, {"63", "64"});
-  expect_error([&] { (void)sgd->state("exp_avg"); }, {"exp_avg", "momentum"});
+  EXPECT_EQ(std::vector<float>(sgd.state("momentum").begin(), sgd.state("momentum").end()), momentum);
+  expect_error([&] { sgd.step(params.data(), params.data(), n - 1); }, {"63", "64"});
+  expect_error([&] { (void)sgd.state("exp_avg"); }, {"exp_avg", "momentum"});
 
-  auto adamw = Optimizer::make("adamw", {}, n);
-  EXPECT_EQ(adamw->state_names(), (std::vector<std::string>{"exp_avg", "exp_avg_sq"}));
-  EXPECT_EQ(adamw->lr(), 1e-3f);
-  adamw->set_lr(5e-4f);
-  EXPECT_EQ(adamw->lr(), 5e-4f);
-  EXPECT_EQ(Optimizer::make("sgd", {.momentum = 0.f}, n)->state_names().size(), 0u);
+  Optimizer adamw(OptimizerSpec{.kind = OptimizerKind::adamw}, n);
+  EXPECT_EQ(adamw.state_names(), (std::vector<std::string>{"exp_avg", "exp_avg_sq"}));
+  EXPECT_EQ(Optimizer(sgd_spec(0.1f, 0.f), n).state_names().size(), 0u);
 }
 
 TEST(Optimizer, PaddingStaysZero) {
   // Flat buffers carry zero padding between tensors: zero grad + zero param must remain exactly zero.
   std::vector<float> params(8, 0.f), grads(8, 0.f);
-  auto adamw = Optimizer::make("adamw", {.weight_decay = 0.1f}, 8);
-  auto sgd = Optimizer::make("sgd", {.weight_decay = 0.1f, .nesterov = true}, 8);
+  Optimizer adamw(OptimizerSpec{.kind = OptimizerKind::adamw, .weight_decay = 0.1f}, 8);
+  Optimizer sgd(sgd_spec(0.01f, 0.9f, 0.1f, true), 8);
   for (int i = 0; i < 3; ++i) {
-    adamw->step(params.data(), grads.data(), 8);
-    sgd->step(params.data(), grads.data(), 8);
+    adamw.step(params.data(), grads.data(), 8);
+    sgd.step(params.data(), grads.data(), 8);
   }
   EXPECT_EQ(params, std::vector<float>(8, 0.f));
 }
 
 TEST(Optimizer, OptionsJsonIsReadable) {
-  auto sgd = Optimizer::make("sgd", {.lr = 0.01f, .weight_decay = 5e-4f, .nesterov = true}, 1);
-  EXPECT_EQ(sgd->options_json().dump(),
+  Optimizer sgd(sgd_spec(0.01f, 0.9f, 5e-4f, true), 1);
+  EXPECT_EQ(sgd.options_json().dump(),
             R"({"dampening":0.0,"lr":0.01,"momentum":0.9,"nesterov":true,"weight_decay":0.0005})");
-  EXPECT_EQ(Optimizer::make("adamw", {}, 1)->options_json()["eps"].get<double>(), 1e-8);
+  EXPECT_EQ(Optimizer(OptimizerSpec{.kind = OptimizerKind::adamw}, 1).options_json()["eps"].get<double>(), 1e-8);
 }
 
-TEST(Optimizer, ErrorsNameTheFlag) {
-  expect_error([] { Optimizer::make("lamb", {}, 1); }, {"--optimizer", "lamb", "sgd, adamw"});
-  expect_error([] { Optimizer::make("sgd", {.lr = -0.1f}, 1); }, {"--lr", "-0.1"});
-  expect_error([] { Optimizer::make("adamw", {.lr = NAN}, 1); }, {"--lr", "nan"});
-  expect_error([] { Optimizer::make("sgd", {.momentum = 1.f}, 1); }, {"--momentum", "[0, 1)"});
-  expect_error([] { Optimizer::make("sgd", {.momentum = -0.5f}, 1); }, {"--momentum", "-0.5"});
-  expect_error([] { Optimizer::make("sgd", {.weight_decay = -1.f}, 1); }, {"--weight-decay", "-1"});
-  expect_error([] { Optimizer::make("adamw", {.weight_decay = -1.f}, 1); }, {"--weight-decay", "-1"});
-  expect_error([] { Optimizer::make("sgd", {.momentum = 0.f, .nesterov = true}, 1); }, {"--nesterov", "--momentum"});
-  expect_error([] { Optimizer::make("sgd", {.dampening = 0.5f, .nesterov = true}, 1); },
-               {"--nesterov", "--dampening"});
-  expect_error([] { Optimizer::make("adamw", {.beta2 = 1.f}, 1); }, {"--beta2", "1"});
-  expect_error([] { Optimizer::make("adamw", {.eps = -1e-8f}, 1); }, {"--eps"});
-  expect_error([] { Optimizer::make("adamw", {.momentum = 0.9f}, 1); }, {"--momentum", "--optimizer adamw"});
-  expect_error([] { Optimizer::make("sgd", {.beta1 = 0.9f}, 1); }, {"--beta1", "--optimizer sgd"});
-  auto sgd = Optimizer::make("sgd", {}, 1);
-  expect_error([&] { sgd->set_lr(-1.f); }, {"--lr"});
-  EXPECT_EQ(sgd->lr(), 0.01f);  // unchanged after the refused set_lr
+TEST(Optimizer, ValidateNamesTheFlag) {
+  const auto refused = [](const OptimizerSpec& spec, std::initializer_list<std::string_view> words) {
+    expect_error([&] { (void)Optimizer(spec, 1); }, words);
+  };
+  refused(sgd_spec(-0.1f, 0.f), {"--lr", "-0.1"});
+  refused({.kind = OptimizerKind::adamw, .lr = NAN}, {"--lr", "nan"});
+  refused(sgd_spec(0.1f, 1.f), {"--momentum", "[0, 1)"});
+  refused(sgd_spec(0.1f, -0.5f), {"--momentum", "-0.5"});
+  refused(sgd_spec(0.1f, 0.f, -1.f), {"--weight-decay", "-1"});
+  refused({.kind = OptimizerKind::adamw, .weight_decay = -1.f}, {"--weight-decay", "-1"});
+  refused(sgd_spec(0.1f, 0.f, 0.f, true), {"--nesterov", "--momentum"});
+  refused({.kind = OptimizerKind::sgd, .momentum = 0.9f, .dampening = 0.5f, .nesterov = true},
+          {"--nesterov", "--dampening"});
+  refused({.kind = OptimizerKind::adamw, .beta2 = 1.f}, {"--beta2", "1"});
+  refused({.kind = OptimizerKind::adamw, .eps = -1e-8f}, {"--eps"});
+}
+
+// The flags as `ddpx train` reads them: `given` answers for the flags the user gave.
+OptimizerSpec parsed(std::string_view name, std::map<std::string, double> given) {
+  return parse_optimizer_spec(name, [&](std::string_view flag) -> std::optional<double> {
+    const auto it = given.find(std::string(flag));
+    return it == given.end() ? std::nullopt : std::optional<double>(it->second);
+  });
+}
+
+TEST(OptimizerSpec, ParsesTheFlagsOnceWithTrainsDefaults) {
+  // Defaults: `ddpx train`'s (plain SGD at lr 0.01; AdamW at the same lr, no decay, torch's betas and eps).
+  EXPECT_EQ(parsed("sgd", {}), (OptimizerSpec{.kind = OptimizerKind::sgd, .lr = 0.01f}));
+  const OptimizerSpec adamw = parsed("adamw", {{"--lr", 1e-3}, {"--beta2", 0.95}, {"--weight-decay", 0.1}});
+  EXPECT_EQ(adamw, (OptimizerSpec{.kind = OptimizerKind::adamw, .lr = 1e-3f, .weight_decay = 0.1f, .beta1 = 0.9f,
+                                  .beta2 = 0.95f, .eps = 1e-8f}));
+  EXPECT_EQ(adamw.name(), "adamw");
+  const OptimizerSpec sgd = parsed("sgd", {{"--momentum", 0.9}, {"--nesterov", 1}, {"--dampening", 0}});
+  EXPECT_TRUE(sgd.nesterov);
+  EXPECT_EQ(sgd.momentum, 0.9f);
+  // Every flag the parser asks about is one of the table's, each once.
+  const std::vector<std::string_view> flags = optimizer_flag_names();
+  EXPECT_EQ(flags.size(), 8u);
+  std::vector<std::string_view> asked;
+  (void)parse_optimizer_spec("sgd", [&](std::string_view flag) -> std::optional<double> {
+    asked.push_back(flag);
+    return std::nullopt;
+  });
+  EXPECT_EQ(asked, flags);
+}
+
+TEST(OptimizerSpec, ParseErrorsNameTheFlagAndTheChoices) {
+  expect_error([] { parsed("lamb", {}); }, {"--optimizer", "lamb", "sgd, adamw"});
+  expect_error([] { parsed("adamw", {{"--momentum", 0.9}}); },
+               {"--momentum applies to --optimizer sgd, but this run uses --optimizer adamw"});
+  expect_error([] { parsed("sgd", {{"--beta1", 0.9}}); }, {"--beta1 applies to --optimizer adamw", "sgd"});
+  expect_error([] { parsed("sgd", {{"--nesterov", 1}}); }, {"--nesterov", "--momentum"});
+  expect_error([] { parsed("sgd", {{"--lr", -1}}); }, {"--lr must be positive", "-1"});
+  expect_error([] { parsed("sgd", {{"--lr", 1e-50}}); }, {"--lr 1e-50 is 0 in fp32"});
+  expect_error([] { parsed("adamw", {{"--eps", 1e39}}); }, {"--eps 1e+39 is not a finite fp32 number"});
+  expect_error([] { parsed("adamw", {{"--beta1", 1}}); }, {"--beta1", "[0, 1)"});
+}
+
+TEST(OptimizerSpec, StateNamesAndGraphReplayFollowTheKind) {
+  // The names checkpoints store the state under (io/checkpoint: optimizer.<name>.<tensor>).
+  EXPECT_EQ(parsed("sgd", {}).state_names(), std::vector<std::string>{});
+  EXPECT_EQ(parsed("sgd", {{"--momentum", 0.9}}).state_names(), std::vector<std::string>{"momentum"});
+  EXPECT_EQ(parsed("adamw", {}).state_names(), (std::vector<std::string>{"exp_avg", "exp_avg_sq"}));
+  // A replayed graph freezes the step number: exact for SGD (only step 1 differs), not for AdamW.
+  EXPECT_TRUE(parsed("sgd", {{"--momentum", 0.9}}).graph_replay_exact());
+  EXPECT_FALSE(parsed("adamw", {}).graph_replay_exact());
+  EXPECT_EQ(parsed("adamw", {{"--lr", 3e-4}}).lr_at(1000), 3e-4f);
+}
+
+// The per-step scalars both engines use, against torch.optim.AdamW's formulas with the hyperparameters as typed
+// (Python floats): bias_correction1 = 1 - beta1**step, step_size = lr / bias_correction1,
+// bias_correction2_sqrt = sqrt(1 - beta2**step), decay = 1 - lr * weight_decay.
+TEST(AdamW, StepScalarsAreTorchsFromTheTypedDecimals) {
+  const OptimizerSpec spec{.kind = OptimizerKind::adamw, .lr = 1e-3f, .weight_decay = 0.01f, .beta1 = 0.9f,
+                           .beta2 = 0.999f, .eps = 1e-8f};
+  for (const int64_t step : {int64_t{1}, int64_t{2}, int64_t{10}, int64_t{1000}}) {
+    SCOPED_TRACE(step);
+    const AdamWStepScalars s = adamw_step_scalars(spec, step);
+    const double bc1 = 1 - std::pow(0.9, static_cast<double>(step));
+    const double bc2 = 1 - std::pow(0.999, static_cast<double>(step));
+    EXPECT_EQ(s.lr, 1e-3f);
+    EXPECT_EQ(s.bias_correction1, static_cast<float>(bc1));
+    EXPECT_EQ(s.neg_step_size, static_cast<float>(-(1e-3 / bc1)));
+    EXPECT_EQ(s.bias_correction2_sqrt, static_cast<float>(std::sqrt(bc2)));
+    EXPECT_EQ(s.decay, static_cast<float>(1 - 1e-3 * 0.01));
+    EXPECT_EQ(s.average_weight, static_cast<float>(1 - 0.9));
+    EXPECT_EQ(s.square_weight, static_cast<float>(1 - 0.999));  // not 1 - 0.999f (0.00099998713)
+    EXPECT_EQ(s.beta2, 0.999f);
+    EXPECT_EQ(s.eps, 1e-8f);
+  }
+  // Step 1 by hand: bias_correction1 = 0.1 (the double 0.1, not 1 - 0.9f = 0.100000024).
+  EXPECT_EQ(adamw_step_scalars(spec, 1).bias_correction1, 0.1f);
+  expect_error([&] { (void)adamw_step_scalars(spec, 0); }, {"step must start at 1"});
+}
+
+TEST(Sgd, StepScalarsMarkTheFirstStep) {
+  const OptimizerSpec spec{.kind = OptimizerKind::sgd, .lr = 0.05f, .weight_decay = 1e-4f, .momentum = 0.9f,
+                           .dampening = 0.1f};
+  const SgdStepScalars first = sgd_step_scalars(spec, 1), later = sgd_step_scalars(spec, 7);
+  EXPECT_TRUE(first.first_step);
+  EXPECT_FALSE(later.first_step);
+  EXPECT_EQ(later.lr, 0.05f);
+  EXPECT_EQ(later.momentum, 0.9f);
+  EXPECT_EQ(later.weight_decay, 1e-4f);
+  EXPECT_EQ(later.grad_scale, static_cast<float>(1 - 0.1));  // torch: 1 - dampening, from the typed 0.1
+  expect_error([&] { (void)sgd_step_scalars(OptimizerSpec{.kind = OptimizerKind::adamw}, 1); }, {"internal"});
 }
 
 }  // namespace

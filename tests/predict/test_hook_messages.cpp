@@ -84,7 +84,11 @@ TEST(HookMessages, HandComputedSizesPerHook) {
 TEST(HookMessages, HookNamesParseAsTrainSpellsThem) {
   EXPECT_EQ(parse_hook_spec("powersgd:4", "--hooks"), (HookSpec{HookKind::powersgd, 4}));
   EXPECT_EQ(parse_hook_spec("bf16", "--hooks").name(), "bf16");
-  for (const char* bad : {"powersgd", "powersgd:0", "powersgd:x", "bf8", ""}) {
+  // Run reports record PowerSGD's start too (powersgd:R:S, ddp/comm_hook_factory.hpp); the model drops it.
+  EXPECT_EQ(parse_hook_spec("powersgd:4:2", "config.hook"), (HookSpec{HookKind::powersgd, 4}));
+  EXPECT_EQ(parse_hook_spec("powersgd:4:2", "config.hook").name(), "powersgd:4");
+  for (const char* bad : {"powersgd", "powersgd:0", "powersgd:x", "powersgd:4:", "powersgd:4:x", "powersgd:4:-1",
+                          "bf8", ""}) {
     try {
       (void)parse_hook_spec(bad, "--hooks");
       ADD_FAILURE() << bad;

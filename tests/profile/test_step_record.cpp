@@ -238,6 +238,45 @@ TEST(StepRecord, ReportsWithoutTheProvenanceFieldsStillLoad) {
   }
 }
 
+// Note [One clock for all ranks]: each rank's clock offset to rank 0 and a CUDA step's device start are kept;
+// reports written before them load without them, and bad values are named.
+TEST(StepRecord, ClockOffsetAndDeviceStartRoundTripThroughJson) {
+  RunReport report = report_with_provenance();
+  report.ranks[0].info.clock = ClockAlignment{-12.25, 0.0625};
+  report.ranks[0].steps[0].device_start_ms = 1234.5;
+  const nlohmann::json j = report;
+  EXPECT_EQ(j["ranks"][0]["info"]["clock"]["offset_ms"], -12.25);
+  EXPECT_EQ(j["ranks"][0]["info"]["clock"]["uncertainty_ms"], 0.0625);
+  EXPECT_EQ(j["ranks"][0]["info"]["clock"]["reference"], "rank 0");
+  EXPECT_EQ(j["ranks"][0]["steps"][0]["device_start_ms"], 1234.5);
+  EXPECT_EQ(j.get<RunReport>(), report);
+  auto with = [&](const char* pointer, nlohmann::json value) {
+    nlohmann::json bad = j;
+    bad[nlohmann::json::json_pointer(pointer)] = std::move(value);
+    return bad;
+  };
+  testing::expect_error([&] { (void)with("/ranks/0/info/clock/uncertainty_ms", -1.0).get<RunReport>(); },
+                        {"rank info clock", "uncertainty_ms", "-1"});
+  testing::expect_error([&] { (void)with("/ranks/0/info/clock", nlohmann::json::object()).get<RunReport>(); },
+                        {"rank info clock", "missing field 'offset_ms'"});
+  testing::expect_error([&] { (void)with("/ranks/0/steps/0/device_start_ms", "soon").get<RunReport>(); },
+                        {"device_start_ms"});
+  // Steps out of order (found by fuzz_run_report: its trace would draw step 12 after step 22).
+  nlohmann::json reordered = j;
+  reordered["ranks"][0]["steps"].push_back(reordered["ranks"][0]["steps"][0]);
+  reordered["ranks"][0]["steps"][1]["step"] = 2;
+  testing::expect_error([&] { (void)reordered.get<RunReport>(); },
+                        {"rank run 0", "increasing step order", "step 2 follows step 6"});
+  const RunReport older = load_run_report(testing::profile_data("comm_bound_nvlink.json"));
+  for (const RankRun& rank : older.ranks) {
+    EXPECT_FALSE(rank.info.clock.has_value());
+    for (const StepRecord& step : rank.steps) EXPECT_FALSE(step.device_start_ms.has_value());
+  }
+  const nlohmann::json rewritten = older;
+  EXPECT_FALSE(rewritten["ranks"][0]["info"].contains("clock"));
+  EXPECT_FALSE(rewritten["ranks"][0]["steps"][0].contains("device_start_ms"));
+}
+
 TEST(StepRecord, LoadNamesTheFile) {
   try {
     load_run_report("/nonexistent/report.json");

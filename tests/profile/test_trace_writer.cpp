@@ -115,6 +115,60 @@ TEST(TraceWriter, OverlappingStepsCopiesAndBucketsAreDrawnOneAfterAnother) {
   EXPECT_NEAR(bucket["dur"].get<double>(), 20000.0, 1e-9);
 }
 
+// A CUDA step is drawn where the GPU ran it (device_start_ms), as long as its device phases; the host's wait for
+// the batch goes on the "host" thread at the host's start of the step. The host runs ahead of the GPU: step 6's
+// host start (14 ms) lies inside step 5's device time (12 to 25 ms), which a host-timed layout would overlap.
+TEST(TraceWriter, DeviceTimedStepsAreLaidOutFromTheirDeviceStart) {
+  RankInfo info;
+  info.rank = 0;
+  info.world_size = 2;
+  std::vector<StepRecord> steps(2);
+  steps[0].step = 5;
+  steps[0].start_ms = 10;
+  steps[0].device_start_ms = 12;
+  steps[0].phases = PhaseTimes{3, 0.5, 4, 6, 5, 1, 1.5, 16};  // device part: 0.5 + 4 + 6 + 1 + 1.5 = 13 ms
+  BucketRecord bucket;
+  bucket.index = 0;
+  bucket.bytes = 4 << 20;
+  bucket.launch_ms = 4.5;
+  bucket.start_ms = 5;
+  bucket.end_ms = 10;
+  steps[0].buckets = {bucket};
+  steps[1] = steps[0];
+  steps[1].step = 6;
+  steps[1].start_ms = 14;
+  steps[1].device_start_ms = 25;
+  TraceWriter writer;
+  writer.add_rank(info, steps);
+  const json trace = writer.to_json();
+  EXPECT_EQ(check_trace(trace), std::vector<std::string>{});
+  const json batch5 = events_named(trace, "Batch 5").at(0);
+  EXPECT_NEAR(batch5["ts"].get<double>(), 12000.0, 1e-9);
+  EXPECT_NEAR(batch5["dur"].get<double>(), 13000.0, 1e-9);
+  EXPECT_EQ(batch5["args"]["timeline"], "device");
+  EXPECT_NEAR(events_named(trace, "Batch 6").at(0)["ts"].get<double>(), 25000.0, 1e-9);
+  // On the compute thread "get batch" is the copy wait only; forward follows it.
+  const json get_batch = events_named(trace, "get batch").at(0);
+  EXPECT_NEAR(get_batch["ts"].get<double>(), 12000.0, 1e-9);
+  EXPECT_NEAR(get_batch["dur"].get<double>(), 500.0, 1e-9);
+  EXPECT_NEAR(events_named(trace, "forward").at(0)["ts"].get<double>(), 12500.0, 1e-9);
+  // The host's wait: at the host's step starts, on their own thread.
+  const std::vector<json> host_waits = events_named(trace, "get batch (host)");
+  ASSERT_EQ(host_waits.size(), 2u);
+  EXPECT_NEAR(host_waits[0]["ts"].get<double>(), 10000.0, 1e-9);
+  EXPECT_NEAR(host_waits[0]["dur"].get<double>(), 3000.0, 1e-9);
+  EXPECT_NEAR(host_waits[1]["ts"].get<double>(), 14000.0, 1e-9);
+  EXPECT_NE(host_waits[0]["tid"], batch5["tid"]);
+  // Buckets from the device start, with bytes and bus bandwidth: 4 MiB in 5 ms over 2 ranks.
+  const std::vector<json> buckets = events_named(trace, "bucket 0");
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_NEAR(buckets[0]["ts"].get<double>(), 17000.0, 1e-9);
+  EXPECT_NEAR(buckets[1]["ts"].get<double>(), 30000.0, 1e-9);
+  EXPECT_EQ(buckets[0]["args"]["bytes"], 4 << 20);
+  EXPECT_NEAR(buckets[0]["args"]["busbw_GBps"].get<double>(),
+              busbw_GBps(Collective::all_reduce, 2, 4 << 20, 5.0), 1e-9);
+}
+
 TEST(TraceWriter, CheckerFindsBrokenNestingAndMissingFields) {
   json bad = {{"traceEvents",
                {{{"ph", "X"}, {"name", "a"}, {"pid", 0}, {"tid", 1}, {"ts", 0.0}, {"dur", 10.0}},

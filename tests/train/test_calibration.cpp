@@ -85,9 +85,8 @@ TEST(CalibrationSchedule, ResumedRunsCalibrateInTheirOwnWarmup) {
 }
 
 TEST(CalibrationSchedule, CudaGraphCapturesMoveEarlierToLeaveRoomForCalibration) {
-  TrainOptions o;
-  o.device = "cuda";
-  o.optimizer = "sgd";
+  StepGraphOptions o;
+  o.optimizer.kind = OptimizerKind::sgd;
   o.warmup_steps = 8;
   CalibrationRequest r = request(2, 8, /*lag=*/1);
   const StepGraphSchedule graphs = plan_step_graphs(o, /*cuda_engine=*/true, 0, 1, /*timed_variants=*/true,

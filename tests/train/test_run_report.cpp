@@ -28,13 +28,9 @@ TEST(RunReport, RunTrainingRecordsWhatMadeTheRunWithoutACommandLine) {
   o.steps = 7;
   o.warmup_steps = 2;
   o.log_every = 3;
-  o.data = "learnable";
-  o.optimizer = "adamw";
-  o.lr = 2e-3;
-  o.weight_decay = 0.01;
-  o.beta1 = 0.8;
-  o.beta2 = 0.99;
-  o.eps = 1e-7;
+  o.data = DataSource::learnable;
+  o.optimizer = OptimizerSpec{.kind = OptimizerKind::adamw, .lr = 2e-3f, .weight_decay = 0.01f, .beta1 = 0.8f,
+                              .beta2 = 0.99f, .eps = 1e-7f};
   o.workers = 1;
   o.quiet = true;
   o.report = (dir / "run.json").string();

@@ -33,9 +33,9 @@ TEST(StartupSettings, HoldEverythingThatChangesTheMathOrTheSchedule) {
   TrainOptions options;
   options.model = "vit_tiny_test";
   options.steps = 40;
-  options.lr = 0.1;
-  options.eps = 1e-8;
-  options.nesterov = true;
+  options.optimizer.lr = 0.1f;
+  options.optimizer.eps = 1e-8f;
+  options.optimizer.nesterov = true;
   options.save = "w.safetensors";
   const ParamLayout layout(parse_model_spec(options.model));
   const auto settings = startup_settings(options, layout, 12, "allreduce", "plan");

@@ -5,24 +5,23 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "ddp/comm_hook.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "train/step_graphs.hpp"
 
 namespace ddpx {
 namespace {
 
-TrainOptions graph_run(const std::string& hook = "allreduce", int64_t warmup = 5) {
-  TrainOptions o;
-  o.device = "cuda";
-  o.optimizer = "sgd";
-  o.comm_hook = hook;
+StepGraphOptions graph_run(const std::string& hook = "allreduce", int64_t warmup = 5) {
+  StepGraphOptions o;
+  o.optimizer.kind = OptimizerKind::sgd;
+  o.comm_hook = parse_comm_hook_spec(hook);
   o.warmup_steps = warmup;
   return o;
 }
 
 int64_t capturable_from(const std::string& hook) { return make_comm_hook(hook)->capturable_from_step(); }
 
-std::string error_of(const TrainOptions& o, bool cuda, int64_t hook_capturable_from) {
+std::string error_of(const StepGraphOptions& o, bool cuda, int64_t hook_capturable_from) {
   try {
     plan_step_graphs(o, cuda, 0, hook_capturable_from);
   } catch (const Error& e) {
@@ -76,9 +75,9 @@ TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
   EXPECT_EQ(capturable_from("powersgd:4"), 3);
   EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 2), true, 0, capturable_from("powersgd:4")).first_step, 4);
   EXPECT_EQ(plan_step_graphs(graph_run("powersgd:4", 0), true, 0, capturable_from("powersgd:4")).first_step, 4);
-  // An explicit START in the hook's spec counts, not --powersgd-start.
-  TrainOptions o = graph_run("powersgd:4:10", 2);
-  o.powersgd_start = 2;
+  // An explicit START in the hook's spec counts, not --powersgd-start (parse_comm_hook_spec's default).
+  StepGraphOptions o = graph_run("powersgd:4:10", 2);
+  o.comm_hook = parse_comm_hook_spec("powersgd:4:10", /*default_powersgd_start=*/2);
   EXPECT_EQ(capturable_from("powersgd:4:10"), 11);
   EXPECT_EQ(plan_step_graphs(o, true, 0, capturable_from("powersgd:4:10")).first_step, 12);
   // A long warm-up is kept as it is.
@@ -86,26 +85,26 @@ TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
 }
 
 TEST(StepGraphs, RunsWhereReplayIsNotExactStayEager) {
-  TrainOptions adamw = graph_run();
-  adamw.optimizer = "adamw";
+  StepGraphOptions adamw = graph_run();
+  adamw.optimizer.kind = OptimizerKind::adamw;
   EXPECT_FALSE(plan_step_graphs(adamw, true, 0, 0).enabled);
-  TrainOptions accumulating = graph_run();
+  StepGraphOptions accumulating = graph_run();
   accumulating.grad_accum = 4;
   EXPECT_FALSE(plan_step_graphs(accumulating, true, 0, 0).enabled);
   EXPECT_FALSE(plan_step_graphs(graph_run(), true, 0, CommHook::kNeverCapturable).enabled);
   EXPECT_FALSE(plan_step_graphs(graph_run(), false, 0, 0).enabled);
-  TrainOptions off = graph_run();
-  off.cuda_graph = "off";
+  StepGraphOptions off = graph_run();
+  off.cuda_graph = GraphPolicy::off;
   EXPECT_FALSE(plan_step_graphs(off, true, 0, 0).enabled);
 }
 
 TEST(StepGraphs, CudaGraphOnRefusesWhatCannotBeReplayedNamingTheFlag) {
-  TrainOptions on = graph_run();
-  on.cuda_graph = "on";
+  StepGraphOptions on = graph_run();
+  on.cuda_graph = GraphPolicy::on;
   EXPECT_EQ(error_of(on, true, 0), "(no error)");
   EXPECT_NE(error_of(on, false, 0).find("--cuda-graph on needs --device cuda"), std::string::npos);
   EXPECT_NE(error_of(on, true, CommHook::kNeverCapturable).find("changes its work every step"), std::string::npos);
-  on.optimizer = "adamw";
+  on.optimizer.kind = OptimizerKind::adamw;
   const std::string adamw = error_of(on, true, 0);
   EXPECT_NE(adamw.find("--optimizer adamw"), std::string::npos) << adamw;
   EXPECT_NE(adamw.find("--cuda-graph auto or off"), std::string::npos) << adamw;

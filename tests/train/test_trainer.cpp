@@ -33,11 +33,11 @@ TrainOptions tiny_run(const std::string& optimizer) {
   TrainOptions o;
   o.model = "vit_tiny_test";
   o.batch = 4;
-  o.data = "learnable";
-  o.optimizer = optimizer;
-  o.lr = optimizer == "sgd" ? 0.05 : 1e-3;
-  o.momentum = optimizer == "sgd" ? 0.9 : 0.0;
-  o.weight_decay = 1e-4;
+  o.data = DataSource::learnable;
+  o.optimizer.kind = parse_optimizer_kind(optimizer);
+  o.optimizer.lr = optimizer == "sgd" ? 0.05f : 1e-3f;
+  o.optimizer.momentum = optimizer == "sgd" ? 0.9f : 0.f;
+  o.optimizer.weight_decay = 1e-4f;
   o.workers = 2;
   o.quiet = true;
   o.seed = 11;
@@ -80,7 +80,7 @@ TEST_P(ResumeTest, ResumedRunEqualsUninterruptedRunBitForBit) {
 
   // Resuming on other data or another accumulation would silently continue a different data stream.
   TrainOptions other_data = resumed, other_accum = resumed;
-  other_data.data = resumed.data == "learnable" ? "synthetic" : "learnable";
+  other_data.data = resumed.data == DataSource::learnable ? DataSource::synthetic : DataSource::learnable;
   other_accum.grad_accum = 2;
   testing::expect_error([&] { run_training(other_data); }, {"trained with --data"});
   testing::expect_error([&] { run_training(other_accum); }, {"--grad-accum"});
@@ -122,15 +122,15 @@ TEST_P(OptimizerOverlapTest, OverlappedUpdatesEqualTheUpdateAfterBackwardBitForB
   TrainOptions overlapped = tiny_run(c.optimizer), after = tiny_run(c.optimizer);
   for (TrainOptions* o : {&overlapped, &after}) {
     o->steps = 4;
-    o->nesterov = c.nesterov;
+    o->optimizer.nesterov = c.nesterov;
     o->ddp = c.ddp;
-    o->backend = "self";  // one process runs both trainings: MPI could be initialized once only
+    o->backend = Backend::self;  // one process runs both trainings: MPI could be initialized once only
     o->grad_accum = c.grad_accum;
     o->bucket_mb = 0.02;  // vit_tiny_test (0.08 MB) in about four buckets
     o->first_bucket_mb = 0.02;
   }
-  overlapped.optimizer_overlap = "on";
-  after.optimizer_overlap = "off";
+  overlapped.optimizer_overlap = OverlapPolicy::on;
+  after.optimizer_overlap = OverlapPolicy::off;
   overlapped.save = (dir / "overlapped.safetensors").string();
   after.save = (dir / "after.safetensors").string();
   run_training(overlapped);
@@ -154,7 +154,7 @@ TEST(Training, LearnableLossFallsClearly) {
   TrainOptions o = tiny_run("adamw");
   o.batch = 16;
   o.steps = 120;
-  o.lr = 2e-3;
+  o.optimizer.lr = 2e-3f;
   const TrainSummary s = run_training(o);
   EXPECT_NEAR(s.first_loss, std::log(10.0), 0.3);  // zero-initialized head: uniform over 10 classes
   EXPECT_LT(s.final_loss, 0.35 * s.first_loss) << "first " << s.first_loss << " final " << s.final_loss;

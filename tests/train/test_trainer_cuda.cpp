@@ -42,15 +42,13 @@ fs::path scratch(const std::string& name) {
 
 TrainOptions gpu_run(const std::string& model = "vit_tiny_test") {
   TrainOptions o;
-  o.device = "cuda";
+  o.device = Device::cuda;
   o.model = model;
   o.batch = 8;
   o.steps = 12;
   o.warmup_steps = 2;
-  o.data = "learnable";
-  o.optimizer = "sgd";
-  o.lr = 0.05;
-  o.momentum = 0.9;
+  o.data = DataSource::learnable;
+  o.optimizer = OptimizerSpec{.kind = OptimizerKind::sgd, .lr = 0.05f, .momentum = 0.9f};
   o.workers = 2;
   o.quiet = true;
   o.seed = 5;
@@ -77,9 +75,9 @@ TEST(CudaTraining, GraphReplayedStepsEqualEagerSteps) {
   DDPX_REQUIRE_GPU();
   for (const char* precision : {"fp32", "bf16"}) {
     TrainOptions eager = gpu_run(), graphed = gpu_run();
-    eager.precision = graphed.precision = precision;
-    eager.cuda_graph = "off";
-    graphed.cuda_graph = "on";
+    eager.precision = graphed.precision = parse_precision(precision);
+    eager.cuda_graph = GraphPolicy::off;
+    graphed.cuda_graph = GraphPolicy::on;
     eager.save = scratch(std::string("eager_") + precision + ".safetensors").string();
     graphed.save = scratch(std::string("graph_") + precision + ".safetensors").string();
     run_training(eager);
@@ -92,9 +90,9 @@ TEST(CudaTraining, GraphReplayedStepsEqualEagerSteps) {
 TEST(CudaTraining, MatchesTheCpuEngineInFp32) {
   DDPX_REQUIRE_GPU();
   TrainOptions gpu = gpu_run(), cpu = gpu_run();
-  cpu.device = "cpu";
+  cpu.device = Device::cpu;
   gpu.steps = cpu.steps = 5;
-  gpu.cuda_graph = "off";
+  gpu.cuda_graph = GraphPolicy::off;
   gpu.save = scratch("gpu_fp32.safetensors").string();
   cpu.save = scratch("cpu_fp32.safetensors").string();
   run_training(gpu);
@@ -107,13 +105,11 @@ TEST(CudaTraining, LearnableDataConvergesInEveryPrecision) {
   DDPX_REQUIRE_GPU();
   for (const char* precision : {"fp32", "tf32", "bf16"}) {
     TrainOptions o = gpu_run();
-    o.precision = precision;
+    o.precision = parse_precision(precision);
     o.batch = 16;
     o.steps = 150;
-    o.optimizer = "adamw";
-    o.lr = 2e-3;
-    o.momentum = 0;
-    o.cuda_graph = "auto";
+    o.optimizer = OptimizerSpec{.kind = OptimizerKind::adamw, .lr = 2e-3f};
+    o.cuda_graph = GraphPolicy::automatic;
     const TrainSummary s = run_training(o);
     EXPECT_LT(s.final_loss, 0.35 * s.first_loss) << precision << ": " << s.first_loss << " -> " << s.final_loss;
   }
@@ -152,17 +148,18 @@ TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
   for (const Case& c : cases) {
     TrainOptions overlapped = gpu_run(), after = gpu_run();
     for (TrainOptions* o : {&overlapped, &after}) {
-      o->optimizer = c.optimizer;
-      o->precision = c.precision;
-      o->cuda_graph = c.graph;
+      o->optimizer.kind = parse_optimizer_kind(c.optimizer);
+      o->precision = parse_precision(c.precision);
+      o->cuda_graph = parse_graph_policy(c.graph);
       o->ddp = c.ddp;
       o->grad_accum = c.accum;
       o->bucket_mb = o->first_bucket_mb = 0.02;  // several buckets
-      if (std::string(c.optimizer) == "sgd") o->nesterov = true, o->weight_decay = 1e-4;
-      if (std::string(c.optimizer) == "adamw") o->lr = 1e-3, o->momentum = 0, o->weight_decay = 0.01;
+      if (std::string(c.optimizer) == "sgd") o->optimizer.nesterov = true, o->optimizer.weight_decay = 1e-4f;
+      if (std::string(c.optimizer) == "adamw")
+        o->optimizer.lr = 1e-3f, o->optimizer.momentum = 0, o->optimizer.weight_decay = 0.01f;
     }
-    overlapped.optimizer_overlap = "on";
-    after.optimizer_overlap = "off";
+    overlapped.optimizer_overlap = OverlapPolicy::on;
+    after.optimizer_overlap = OverlapPolicy::off;
     overlapped.save = scratch(std::string("overlapped.safetensors")).string();
     after.save = scratch(std::string("after.safetensors")).string();
     run_training(overlapped);
@@ -181,8 +178,8 @@ TEST(CudaTraining, DdpGraphsTimeBucketsAtProgressLinesOnlyAndEqualEager) {
   eager.bucket_mb = graphed.bucket_mb = 0.02;  // vit_tiny_test is 0.08 MB: about 4 buckets
   eager.first_bucket_mb = graphed.first_bucket_mb = 0.02;
   eager.log_every = graphed.log_every = 3;
-  eager.cuda_graph = "off";
-  graphed.cuda_graph = "on";
+  eager.cuda_graph = GraphPolicy::off;
+  graphed.cuda_graph = GraphPolicy::on;
   eager.save = scratch("ddp_eager.safetensors").string();
   graphed.save = scratch("ddp_graphed.safetensors").string();
   graphed.report = scratch("ddp_graphed.json").string();
@@ -413,7 +410,7 @@ TEST(CpuTraining, NprocPerNodeUnderAnotherLauncher) {
 TEST(CudaTraining, ResumeOnTheGpuContinuesTheRun) {
   DDPX_REQUIRE_GPU();
   TrainOptions full = gpu_run(), first = gpu_run(), resumed = gpu_run();
-  full.cuda_graph = first.cuda_graph = resumed.cuda_graph = "off";
+  full.cuda_graph = first.cuda_graph = resumed.cuda_graph = GraphPolicy::off;
   full.save = scratch("resume_full.safetensors").string();
   first.steps = 6;
   first.checkpoint_dir = scratch("resume_ckpt").string();

@@ -1,5 +1,5 @@
 // Precision parsing; see precision.hpp.
-#include "cuda/precision.hpp"
+#include "model/precision.hpp"
 
 #include "core/error.hpp"
 

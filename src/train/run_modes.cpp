@@ -1,0 +1,80 @@
+// Parsing and spelling of the run modes (see run_modes.hpp). Each table is written once; the messages are those
+// `ddpx train` always printed.
+#include "train/run_modes.hpp"
+
+#include <array>
+#include <optional>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace ddpx {
+namespace {
+
+template <typename Mode, size_t N>
+using Table = std::array<std::pair<Mode, std::string_view>, N>;
+
+constexpr Table<Device, 2> kDevices{{{Device::cpu, "cpu"}, {Device::cuda, "cuda"}}};
+constexpr Table<Backend, 5> kBackends{{{Backend::automatic, "auto"},
+                                       {Backend::nccl, "nccl"},
+                                       {Backend::mpi, "mpi"},
+                                       {Backend::gloo, "gloo"},
+                                       {Backend::self, "self"}}};
+constexpr Table<GraphPolicy, 3> kGraphPolicies{
+    {{GraphPolicy::automatic, "auto"}, {GraphPolicy::on, "on"}, {GraphPolicy::off, "off"}}};
+constexpr Table<OverlapPolicy, 3> kOverlapPolicies{
+    {{OverlapPolicy::automatic, "auto"}, {OverlapPolicy::on, "on"}, {OverlapPolicy::off, "off"}}};
+constexpr Table<DataSource, 4> kDataSources{{{DataSource::synthetic, "synthetic"},
+                                             {DataSource::learnable, "learnable"},
+                                             {DataSource::synthetic_device, "synthetic-device"},
+                                             {DataSource::npy, "npy"}}};
+
+template <typename Mode, size_t N>
+std::optional<Mode> find(const Table<Mode, N>& table, std::string_view text) {
+  for (const auto& [mode, name] : table)
+    if (name == text) return mode;
+  return std::nullopt;
+}
+
+template <typename Mode, size_t N>
+std::string_view name_of(const Table<Mode, N>& table, Mode mode) {
+  for (const auto& [m, name] : table)
+    if (m == mode) return name;
+  fail("internal: a mode outside its table ({})", static_cast<int>(mode));
+}
+
+}  // namespace
+
+Device parse_device(std::string_view text) {
+  if (auto mode = find(kDevices, text)) return *mode;
+  fail("--device '{}' is not known; choose cpu or cuda", text);
+}
+
+Backend parse_backend(std::string_view text) {
+  if (auto mode = find(kBackends, text)) return *mode;
+  fail("--backend '{}' is not known; choose auto, nccl, mpi, gloo or self", text);
+}
+
+GraphPolicy parse_graph_policy(std::string_view text) {
+  if (auto mode = find(kGraphPolicies, text)) return *mode;
+  fail("--cuda-graph '{}' is not known; choose auto, on or off", text);
+}
+
+OverlapPolicy parse_overlap_policy(std::string_view text) {
+  if (auto mode = find(kOverlapPolicies, text)) return *mode;
+  fail("--optimizer-overlap '{}' is not known; choose auto, on or off", text);
+}
+
+DataSource parse_data_source(std::string_view text) {
+  if (auto mode = find(kDataSources, text)) return *mode;
+  fail("--data '{}' is not known; choose synthetic, learnable, synthetic-device (cuda), or give --images/--labels",
+       text);
+}
+
+std::string_view device_name(Device device) { return name_of(kDevices, device); }
+std::string_view backend_name(Backend backend) { return name_of(kBackends, backend); }
+std::string_view graph_policy_name(GraphPolicy policy) { return name_of(kGraphPolicies, policy); }
+std::string_view overlap_policy_name(OverlapPolicy policy) { return name_of(kOverlapPolicies, policy); }
+std::string_view data_source_name(DataSource source) { return name_of(kDataSources, source); }
+
+}  // namespace ddpx

@@ -1,0 +1,115 @@
+// The trace checker (profile/trace_check.hpp) on bad traces, each with the message a user reads, on good ones,
+// and on files: a trace TraceWriter wrote passes, an unreadable or non-JSON file is an error naming it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "error_expect.hpp"
+#include "profile/trace_check.hpp"
+#include "profile/trace_writer.hpp"
+#include "profile_test_data.hpp"
+
+namespace ddpx {
+namespace {
+
+using nlohmann::json;
+
+json slice(const std::string& name, int pid, int tid, double ts, double dur) {
+  return json{{"ph", "X"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
+}
+
+// A trace with rank 0's compute and comm threads named as TraceWriter names them, then `slices`.
+json named_trace(const std::vector<json>& slices) {
+  json events = json::array();
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "rank 0"}}}});
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", 1}, {"args", {{"name", "compute"}}}});
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", 3}, {"args", {{"name", "comm"}}}});
+  for (const json& s : slices) events.push_back(s);
+  return json{{"traceEvents", events}};
+}
+
+TEST(TraceCheck, NestedAndTouchingSlicesPass) {
+  const TraceCheck check = check_trace_events(named_trace({
+      slice("Batch 1", 0, 1, 0, 100), slice("forward", 0, 1, 0, 40), slice("backward", 0, 1, 40, 60),
+      slice("Batch 2", 0, 1, 100, 100),  // starts where Batch 1 ends
+      slice("bucket 0", 0, 3, 50, 20), slice("bucket 1", 0, 3, 70, 20)}));
+  EXPECT_TRUE(check.ok()) << check.problems.front();
+  EXPECT_EQ(check.slices, 6u);
+  EXPECT_EQ(check.tracks, 2u);
+  EXPECT_EQ(check.processes, 1u);
+}
+
+TEST(TraceCheck, OverlappingSlicesOnOneTrackAreNamedWithTheirTrack) {
+  // Two buckets of one comm stream that run at the same time: Perfetto cannot draw that.
+  const std::vector<std::string> problems =
+      check_trace(named_trace({slice("bucket 0", 0, 3, 50, 20), slice("bucket 1", 0, 3, 60, 20)}));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "rank 0 / comm (pid 0, tid 3): \"bucket 1\" (60.000-80.000 us) overlaps \"bucket 0\" (50.000-70.000 us) "
+            "without nesting inside it");
+}
+
+TEST(TraceCheck, APhaseRunningPastItsStepIsBadNesting) {
+  const std::vector<std::string> problems = check_trace(named_trace(
+      {slice("Batch 7", 0, 1, 0, 100), slice("forward", 0, 1, 10, 40), slice("backward", 0, 1, 50, 70)}));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("rank 0 / compute (pid 0, tid 1): \"backward\" (50.000-120.000 us) overlaps \"Batch 7\" "
+                             "(0.000-100.000 us)"),
+            std::string::npos)
+      << problems[0];
+}
+
+TEST(TraceCheck, SlicesOutOfTimeOrderAndStepsOutOfOrderAreNamed) {
+  // The file lists Batch 2 before Batch 1 (not monotonic), and in time Batch 4 comes before Batch 3.
+  const std::vector<std::string> problems = check_trace(
+      named_trace({slice("Batch 2", 0, 1, 100, 50), slice("Batch 1", 0, 1, 0, 50), slice("Batch 4", 0, 1, 200, 50),
+                   slice("Batch 3", 0, 1, 300, 50)}));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0],
+            "rank 0 / compute (pid 0, tid 1): \"Batch 1\" (starts 0.000 us) is listed after \"Batch 2\" (starts "
+            "100.000 us): slices of one track must appear in time order");
+  EXPECT_EQ(problems[1],
+            "rank 0 / compute (pid 0, tid 1): \"Batch 3\" (starts 300.000 us) comes after \"Batch 4\" (starts "
+            "200.000 us): steps must follow each other in increasing order");
+}
+
+TEST(TraceCheck, AZeroLengthStepAndTheNextStartingWithItMayBeListedEitherWay) {
+  // TraceWriter lists the longer of two slices that start together first: Batch 6 before the empty Batch 5.
+  EXPECT_EQ(check_trace(named_trace({slice("Batch 6", 0, 1, 100, 50), slice("Batch 5", 0, 1, 100, 0)})),
+            std::vector<std::string>{});
+  // The same step twice is not in order, however it is listed.
+  EXPECT_EQ(check_trace(named_trace({slice("Batch 5", 0, 1, 0, 50), slice("Batch 5", 0, 1, 50, 50)})).size(), 1u);
+}
+
+TEST(TraceCheck, TracksWithoutMetadataAreNamedByPidAndTid) {
+  const json trace = {{"traceEvents", {slice("a", 4, 9, 0, 10), slice("b", 4, 9, 5, 10)}}};
+  const std::vector<std::string> problems = check_trace(trace);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rfind("pid 4, tid 9: \"b\"", 0), 0u) << problems[0];
+}
+
+TEST(TraceCheck, AWrittenTraceFilePassesAndBadFilesAreErrorsNamingThem) {
+  const RunReport report = load_run_report(testing::profile_data("comm_bound_shm.json"));
+  TraceWriter writer;
+  writer.add_report(report);
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "ddpx_trace_check.json";
+  writer.write(path);
+  const TraceCheck check = check_trace_file(path);
+  EXPECT_TRUE(check.ok()) << check.problems.front();
+  EXPECT_EQ(check.processes, 2u);
+  EXPECT_EQ(check.tracks, 6u);  // compute, copy, comm on 2 ranks
+  EXPECT_GT(check.slices, 100u);
+
+  testing::expect_error([&] { (void)check_trace_file(dir + "ddpx_no_such_trace.json"); },
+                        {"cannot read trace", "ddpx_no_such_trace.json", "--check-trace"});
+  const std::string garbage = dir + "ddpx_trace_garbage.json";
+  std::ofstream(garbage) << "{\"traceEvents\": [";
+  testing::expect_error([&] { (void)check_trace_file(garbage); }, {"ddpx_trace_garbage.json", "not valid JSON"});
+  std::filesystem::remove(garbage);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace ddpx

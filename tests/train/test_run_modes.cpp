@@ -1,0 +1,84 @@
+// The typed run modes (train/run_modes.hpp) and where `ddpx train` parses them (cli/cmd_train.cpp): every accepted
+// spelling parses and spells back to itself, every refusal names the flag, the value and the choices, and the two
+// spellings of PowerSGD's start reach the run report as one canonical spec.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli_runner.hpp"
+#include "error_expect.hpp"
+#include "profile/step_record.hpp"
+#include "train/run_modes.hpp"
+#include "train/step_engine.hpp"
+
+namespace ddpx {
+namespace {
+
+using testing::expect_error;
+namespace fs = std::filesystem;
+
+TEST(RunModes, EveryAcceptedSpellingRoundTrips) {
+  for (const char* text : {"cpu", "cuda"}) EXPECT_EQ(device_name(parse_device(text)), text);
+  for (const char* text : {"auto", "nccl", "mpi", "gloo", "self"}) EXPECT_EQ(backend_name(parse_backend(text)), text);
+  for (const char* text : {"auto", "on", "off"}) {
+    EXPECT_EQ(graph_policy_name(parse_graph_policy(text)), text);
+    EXPECT_EQ(overlap_policy_name(parse_overlap_policy(text)), text);
+  }
+  for (const char* text : {"synthetic", "learnable", "synthetic-device", "npy"})
+    EXPECT_EQ(data_source_name(parse_data_source(text)), text);
+  EXPECT_EQ(parse_backend("auto"), Backend::automatic);
+  EXPECT_EQ(parse_data_source("synthetic-device"), DataSource::synthetic_device);
+}
+
+TEST(RunModes, RefusalsNameTheFlagTheValueAndTheChoices) {
+  expect_error([] { parse_device("tpu"); }, {"--device 'tpu' is not known; choose cpu or cuda"});
+  expect_error([] { parse_backend("ucc"); }, {"--backend 'ucc' is not known; choose auto, nccl, mpi, gloo or self"});
+  expect_error([] { parse_graph_policy("yes"); }, {"--cuda-graph 'yes' is not known; choose auto, on or off"});
+  expect_error([] { parse_overlap_policy("1"); }, {"--optimizer-overlap '1' is not known; choose auto, on or off"});
+  expect_error([] { parse_data_source("imagenet"); }, {"--data 'imagenet'", "synthetic, learnable"});
+  expect_error([] { parse_device("CPU"); }, {"--device 'CPU'"});  // spellings are exact, as the flags always were
+}
+
+// What an engine is told is checked like train checks it (`ddpx eval` fills EngineOptions itself).
+TEST(EngineOptions, ValidateNamesTheFlag) {
+  EngineOptions cpu_bf16{.device = Device::cpu, .precision = Precision::bf16};
+  expect_error([&] { cpu_bf16.validate(); }, {"--precision bf16 needs --device cuda"});
+  EngineOptions no_batch{.batch = 0};
+  expect_error([&] { no_batch.validate(); }, {"--batch", "0"});
+  EngineOptions gpu_threads{.device = Device::cuda, .cpu_threads = 4};
+  expect_error([&] { gpu_threads.validate(); }, {"--cpu-threads 4 applies to --device cpu only"});
+  EngineOptions bad_optimizer;
+  bad_optimizer.optimizer.momentum = 1.5f;
+  expect_error([&] { bad_optimizer.validate(); }, {"--momentum", "[0, 1)"});
+  EXPECT_NO_THROW((EngineOptions{.device = Device::cuda, .precision = Precision::bf16}.validate()));
+}
+
+// `--comm-hook powersgd:R --powersgd-start S` and `--comm-hook powersgd:R:S` are one spec: the same canonical text
+// in the run report (before, the report held the text as typed, without the start the run used).
+TEST(RunModes, BothSpellingsOfPowerSgdsStartReachTheReportCanonically) {
+  const fs::path dir = fs::temp_directory_path() / ("ddpx_test_train_run_modes_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string common = "train --model vit_tiny_test --batch 2 --steps 2 --warmup 0 --workers 1 --quiet --ddp "
+                             "--backend self ";
+  const std::string split = (dir / "split.json").string(), joined = (dir / "joined.json").string();
+  const testing::CliResult a =
+      testing::run_ddpx(common + "--comm-hook powersgd:2 --powersgd-start 5 --report " + split);
+  ASSERT_EQ(a.status, 0) << a.output;
+  const testing::CliResult b = testing::run_ddpx(common + "--comm-hook powersgd:2:5 --report " + joined);
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_EQ(load_run_report(split).config.hook, "powersgd:2:5");
+  EXPECT_EQ(load_run_report(joined).config.hook, "powersgd:2:5");
+  // An explicit START wins over --powersgd-start.
+  const std::string both = (dir / "both.json").string();
+  const testing::CliResult c =
+      testing::run_ddpx(common + "--comm-hook powersgd:2:7 --powersgd-start 5 --report " + both);
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_EQ(load_run_report(both).config.hook, "powersgd:2:7");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ddpx
