@@ -36,6 +36,7 @@ class RunRecorder {
   // Prints the breakdown and verdict (when print is true) and writes the report/trace files.
   void finish(const TrainSummary& summary, bool print);
 
+  const RankRun& rank_run() const { return run_; }  // what this rank recorded (tests read it)
   // "cpu" or the GPU's name (RankInfo::device_name; the verdict's advice depends on it).
   void set_device_name(std::string name) { run_.info.device_name = std::move(name); }
   void set_loader_workers(int workers) { config_.workers = workers; }  // what --workers resolved to
