@@ -103,6 +103,12 @@ std::string cost_sentence(const DdpCost& d) {
 // said as such.
 std::string one_rank_cost(const std::optional<DdpCost>& cost, double E, double T, bool cpu_engine) {
   const std::string subject = cpu_engine ? "DDP on one CPU rank" : "DDP on one GPU";
+  // A DDP step no slower than the calibrated plain one: the difference is the steps' noise, not a gain.
+  if (cost && cost->cost_ms <= 0)
+    return fmt::format("{} costs nothing measurable (the DDP step, {} ms, was no slower than the calibrated plain "
+                       "step, {} ms; a difference of {} is the steps' noise), yet at one rank it communicates "
+                       "nothing",
+                       subject, ms(cost->measured_step_ms), ms(cost->plain_step_ms), pct(cost->fraction()));
   if (cost) return subject + " costs " + cost_sentence(*cost);
   return fmt::format("{} costs at least {} of the step ({} of {} ms exposed communication; what overlap hides is not "
                      "calibrated: give --calibrate-steps and a --warmup that holds them)",

@@ -164,6 +164,18 @@ TEST(Verdict, HiddenDdpCostAtWorldOneIsReportedAsTheSumOfItsParts) {
   EXPECT_EQ(diagnose(cpu).notes.at(0).rfind("DDP on one CPU rank costs 6.7% of the step (0.70 of 10.5 ms", 0), 0u);
 }
 
+// Calibrated plain steps that happened to run slower than the DDP steps: no negative cost is offered as a saving.
+TEST(Verdict, ADdpStepNoSlowerThanThePlainStepCostsNothingMeasurable) {
+  RunReport report = hidden_cost_report(1);
+  for (RankRun& rank : report.ranks)
+    for (CalibrationRecord& record : rank.calibration) record.plain.total_ms += 1.0;  // 10.7..10.9 ms
+  const Verdict v = diagnose(report);
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_EQ(v.notes[0].rfind("DDP on one GPU costs nothing measurable (the DDP step, 10.5 ms, was no slower than "
+                             "the calibrated plain step, 10.8 ms;", 0), 0u) << v.notes[0];
+  EXPECT_NE(v.notes[0].find("run without --ddp."), std::string::npos) << v.notes[0];
+}
+
 TEST(Verdict, HiddenDdpCostAboveTenPercentBoundsTheStepAtWorldOne) {
   RunReport report = hidden_cost_report(1);
   for (CalibrationRecord& record : report.ranks.front().calibration) record.plain.total_ms -= 1.0;  // 8.8 ms
