@@ -427,7 +427,7 @@ float* VitCuda::optimizer_state(std::string_view name) {
   if (name == "momentum") return lazily_allocated(momentum_, "the SGD momentum buffer");
   if (name == "exp_avg") return lazily_allocated(exp_avg_, "the AdamW exp_avg buffer");
   if (name == "exp_avg_sq") return lazily_allocated(exp_avg_sq_, "the AdamW exp_avg_sq buffer");
-  fail("internal: the CUDA optimizers have no state buffer '{}' (momentum, exp_avg, exp_avg_sq)", name);
+  DDPX_INTERNAL_FAIL("the CUDA optimizers have no state buffer '{}' (momentum, exp_avg, exp_avg_sq)", name);
 }
 
 void VitCuda::optimizer_step(const OptimizerSpec& spec, int64_t step, unsigned long long* nonfinite_gradient) {

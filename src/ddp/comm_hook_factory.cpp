@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "ddp/allreduce_hook.hpp"
 #include "ddp/cast_hook.hpp"
 #include "ddp/powersgd_hook.hpp"
@@ -30,7 +31,7 @@ std::string CommHookSpec::text() const {
     case HookKind::bf16: return "bf16";
     case HookKind::powersgd: return fmt::format("powersgd:{}:{}", powersgd_rank, powersgd_start);
   }
-  fail("internal: a hook kind outside the table ({})", static_cast<int>(kind));
+  DDPX_INTERNAL_FAIL("a hook kind outside the table ({})", static_cast<int>(kind));
 }
 
 CommHookSpec parse_comm_hook_spec(std::string_view text, int64_t default_powersgd_start) {
@@ -67,7 +68,7 @@ std::unique_ptr<CommHook> make_comm_hook(const CommHookSpec& spec) {
       return std::make_unique<PowerSgdHook>(options);
     }
   }
-  fail("internal: a hook kind outside the table ({})", static_cast<int>(spec.kind));
+  DDPX_INTERNAL_FAIL("a hook kind outside the table ({})", static_cast<int>(spec.kind));
 }
 
 std::unique_ptr<CommHook> make_comm_hook(std::string_view text) { return make_comm_hook(parse_comm_hook_spec(text)); }

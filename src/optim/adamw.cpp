@@ -5,12 +5,13 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "optim/hyperparameter.hpp"
 
 namespace ddpx {
 
 AdamWStepScalars adamw_step_scalars(const OptimizerSpec& spec, int64_t step) {
-  DDPX_REQUIRE(spec.kind == OptimizerKind::adamw, "internal: AdamW scalars of an --optimizer {} spec", spec.name());
+  DDPX_INTERNAL_ASSERT(spec.kind == OptimizerKind::adamw, "AdamW scalars of an --optimizer {} spec", spec.name());
   DDPX_REQUIRE(step >= 1, "AdamW: step must start at 1, got {}", step);
   const float lr_now = spec.lr_at(step);
   const double lr = typed_decimal(lr_now), beta1 = typed_decimal(spec.beta1);

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
 
@@ -12,7 +13,7 @@ namespace ddpx {
 
 void optimizer_step_cpu(const OptimizerSpec& spec, float* params, const float* grads, std::span<float* const> state,
                         size_t n, int64_t step) {
-  DDPX_REQUIRE(state.size() == spec.state_names().size(), "internal: --optimizer {} has {} state buffers, given {}",
+  DDPX_INTERNAL_ASSERT(state.size() == spec.state_names().size(), "--optimizer {} has {} state buffers, given {}",
                spec.name(), spec.state_names().size(), state.size());
   switch (spec.kind) {
     case OptimizerKind::sgd:

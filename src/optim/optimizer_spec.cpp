@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "optim/hyperparameter.hpp"
 
 namespace ddpx {
@@ -56,7 +57,7 @@ std::vector<std::string> OptimizerSpec::state_names() const {
 }
 
 float OptimizerSpec::lr_at(int64_t step) const {
-  DDPX_REQUIRE(step >= 1, "internal: optimizer step must start at 1, got {}", step);
+  DDPX_INTERNAL_ASSERT(step >= 1, "optimizer step must start at 1, got {}", step);
   return lr;
 }
 

@@ -2,12 +2,13 @@
 #include "optim/sgd.hpp"
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "optim/hyperparameter.hpp"
 
 namespace ddpx {
 
 SgdStepScalars sgd_step_scalars(const OptimizerSpec& spec, int64_t step) {
-  DDPX_REQUIRE(spec.kind == OptimizerKind::sgd, "internal: SGD scalars of an --optimizer {} spec", spec.name());
+  DDPX_INTERNAL_ASSERT(spec.kind == OptimizerKind::sgd, "SGD scalars of an --optimizer {} spec", spec.name());
   DDPX_REQUIRE(step >= 1, "SGD: step must start at 1, got {}", step);
   return {.lr = spec.lr_at(step),
           .momentum = spec.momentum,

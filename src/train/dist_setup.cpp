@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "core/test_fault.hpp"
 #include "ddp/bucket_plan.hpp"
 #include "ddp/comm_hook_factory.hpp"
@@ -148,7 +149,7 @@ void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options
     cudaFree(device);
     DDPX_CUDA_CHECK(synced);
 #else
-    fail("internal: a device communicator in a build without CUDA");
+    DDPX_INTERNAL_FAIL("a device communicator in a build without CUDA");
 #endif
   });
 }

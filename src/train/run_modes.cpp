@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 
 namespace ddpx {
 namespace {
@@ -40,7 +41,7 @@ template <typename Mode, size_t N>
 std::string_view name_of(const Table<Mode, N>& table, Mode mode) {
   for (const auto& [m, name] : table)
     if (m == mode) return name;
-  fail("internal: a mode outside its table ({})", static_cast<int>(mode));
+  DDPX_INTERNAL_FAIL("a mode outside its table ({})", static_cast<int>(mode));
 }
 
 }  // namespace
