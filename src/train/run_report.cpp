@@ -27,6 +27,20 @@
 
 namespace ddpx {
 namespace {
+
+// The engine's phase durations into a record's phases (data wait, exposed comm and total are the caller's).
+void copy_engine_phases(PhaseTimes& p, const EnginePhaseTimes& t) {
+  p.h2d_copy_ms = t.h2d_copy;
+  p.forward_ms = t.forward;
+  p.backward_ms = t.backward;
+  p.optimizer_ms = t.optimizer;
+}
+
+// CUDA: the compute stream's phases run back to back except for its wait for the reducer between the end of
+// backward and the optimizer, so the device time the phases leave over is that wait.
+double compute_stream_wait_ms(const EnginePhaseTimes& t) {
+  return std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+}
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -135,13 +149,10 @@ double RunRecorder::run_clock_ms(double steady_ms) const {
 
 void RunRecorder::apply_device_times(StepRecord& record, const EnginePhaseTimes& t, double host_total_ms) const {
   PhaseTimes& p = record.phases;
-  p.h2d_copy_ms = t.h2d_copy;
-  p.forward_ms = t.forward;
-  p.backward_ms = t.backward;
-  p.optimizer_ms = t.optimizer;
-  // The compute stream waits for the reducer between the end of backward and the optimizer: that wait is the
-  // exposed communication. Device time plus the host's wait for data is the step.
-  p.exposed_comm_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+  copy_engine_phases(p, t);
+  // The compute stream's wait for the reducer is the exposed communication. Device time plus the host's wait for
+  // data is the step.
+  p.exposed_comm_ms = compute_stream_wait_ms(t);
   p.total_ms = std::max(host_total_ms, t.device_total + p.data_wait_ms);
   if (record.buckets.empty()) p.comm_ms = p.exposed_comm_ms;
   if (t.device_start_steady_ms) record.device_start_ms = run_clock_ms(*t.device_start_steady_ms);
@@ -167,14 +178,11 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   previous_host_total_ms_ = host_total_ms;
   PhaseTimes& p = record.phases;
   p.data_wait_ms = data_wait_ms;
-  p.h2d_copy_ms = t.h2d_copy;
-  p.forward_ms = t.forward;
-  p.backward_ms = t.backward;
-  p.optimizer_ms = t.optimizer;
   if (device_times) {
     // Until this step's own times arrive (next step), the previous step's stand in for them.
     apply_device_times(record, t, host_total_ms);
   } else {
+    copy_engine_phases(p, t);
     p.exposed_comm_ms = comm_wait_ms;
     p.total_ms = host_total_ms;
   }
@@ -214,13 +222,10 @@ void RunRecorder::record_calibration(int64_t step, double data_wait_ms, double r
   record.step = step;
   PhaseTimes& p = record.plain;
   p.data_wait_ms = data_wait_ms;
-  p.h2d_copy_ms = t.h2d_copy;
-  p.forward_ms = t.forward;
-  p.backward_ms = t.backward;
-  p.optimizer_ms = t.optimizer;
+  copy_engine_phases(p, t);
   if (cuda_engine) {
     if (t.device_total <= 0) return;  // no events of that step (cannot happen after a completed step)
-    record.reduce_ms = std::max(0.0, t.device_total - t.h2d_copy - t.forward - t.backward - t.optimizer);
+    record.reduce_ms = compute_stream_wait_ms(t);
     // As a measured step's total: the device's time plus the data wait, or the host's when it enqueued slower
     // (host_total_ms is 0 for a step that captured its graph: capture is not step time).
     p.total_ms = std::max(t.device_total - record.reduce_ms + data_wait_ms, host_total_ms - reduce_host_ms);
