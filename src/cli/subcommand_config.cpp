@@ -104,6 +104,10 @@ void read_config_for(CLI::App& cmd) {
         if (option->get_expected_max() == 1 && item.inputs.size() > 1)
           throw CLI::ConfigError("--config " + file + ": key '" + item.name + "' takes one value, got " +
                                  std::to_string(item.inputs.size()));
+        // An empty list (`"model": []`, `batch =`) would hand the option no value at all; CLI11 then reads past
+        // its empty results.
+        if (option->get_expected_min() > 0 && item.inputs.empty())
+          throw CLI::ConfigError("--config " + file + ": key '" + item.name + "' has no value; give one");
         if (option->count() > 0) continue;  // the command line wins
         if (option->get_expected_min() == 0) {
           option->add_result(option->get_flag_value(item.name, formatter->to_flag(item)));

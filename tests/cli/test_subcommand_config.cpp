@@ -53,5 +53,12 @@ TEST(SubcommandConfig, AKeySetTwiceIsRefusedInBothForms) {
   EXPECT_NE(json.error.find("twice.json"), std::string::npos) << json.error;
 }
 
+// fuzz_train_config found `{"steps": []}`: an empty list reached CLI11 as no value at all (undefined behaviour).
+TEST(SubcommandConfig, AKeyWithAnEmptyListIsRefused) {
+  const ConfigRun json = parse_config("empty.json", R"({"steps": []})");
+  EXPECT_NE(json.error.find("empty.json: key 'steps' has no value"), std::string::npos) << json.error;
+  EXPECT_EQ(json.steps, 0);
+}
+
 }  // namespace
 }  // namespace ddpx::cli
