@@ -51,6 +51,19 @@ TEST_F(MpiTest, AllReduceF32SumAvgMax) {
   }
 }
 
+TEST_F(MpiTest, AllReduceOutOfPlaceLeavesTheInputAndFillsTheOutput) {
+  std::vector<float> input(1000), sum(1000, -1.0f), avg(1000, -1.0f);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = rank + 0.5f * float(i);
+  const std::vector<float> before = input;
+  comm.all_reduce_out_of_place(input.data(), sum.data(), input.size(), CommDType::f32, ReduceOp::sum, nullptr);
+  comm.all_reduce_out_of_place(input.data(), avg.data(), input.size(), CommDType::f32, ReduceOp::avg, nullptr);
+  EXPECT_EQ(input, before);
+  for (size_t i = 0; i < input.size(); ++i) {
+    ASSERT_EQ(sum[i], float(rank_sum + world * 0.5 * i)) << i;
+    ASSERT_EQ(avg[i], float((rank_sum + world * 0.5 * i) / world)) << i;
+  }
+}
+
 TEST_F(MpiTest, AllReduceIntegerAndDoubleTypes) {
   std::vector<int32_t> i32{rank, 10 * rank, -rank};
   comm.all_reduce(i32.data(), i32.size(), CommDType::i32, ReduceOp::sum, nullptr);
