@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "cuda/device_buffer.hpp"
+#include "kernels/optimizer.hpp"
 #include "model/param_layout.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
@@ -63,8 +64,9 @@ class VitCuda {
   // The same update over elements [begin, end) only, on `stream` (the updates are element-wise, so the spans of
   // one step together equal the whole step bit for bit; the non-finite offset is still one of the whole buffer).
   // begin and end are multiples of 4 (tensor offsets are).
+  // `wire`: the span's gradients as 16 bits (element `begin` at wire->data[0]) instead of grads() (kernels/optimizer.hpp).
   void optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                      unsigned long long* nonfinite_gradient = nullptr);
+                      unsigned long long* nonfinite_gradient = nullptr, const WireGrads* wire = nullptr);
 
   // Optimizer state for checkpoints (device fp32, buffer_size() elements each), by the spec's state names
   // ("momentum", "exp_avg", "exp_avg_sq"; anything else is an error naming it). Each allocates (zeroed) on first
