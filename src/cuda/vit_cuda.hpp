@@ -8,9 +8,13 @@
 //    (except where it allocates: construction and the first use of optimizer state). After one eager call of
 //    forward_backward (which picks and caches the matmul algorithms) the step allocates nothing and can be
 //    captured in a CUDA graph; captured optimizer steps replay the step number and hyper-parameters they saw.
-//  - backward ADDS into grads (gradient accumulation); zero_grads() zeroes them. The first forward_backward after
-//    zero_grads() (or construction) has its weight-gradient matmuls write instead of add: the same values
-//    without reading the zeros. A captured forward_backward replays the choice it saw, so capture zero_grads()
+//  - backward ADDS into grads (gradient accumulation). zero_grads() makes the next forward_backward WRITE every
+//    gradient instead of adding (weight-gradient matmuls with beta 0, bias/LayerNorm/embedding column sums with
+//    overwrite): the result of zeroing the buffer first, without a pass over it (1.2 GB for ViT-L/32, about 3% of
+//    a bf16 step on an H200). So grads() between zero_grads() and the next forward_backward hold the old values,
+//    and every tensor slot must have exactly one writer in the backward pass (padding is never written and stays
+//    zero from construction; tests/cuda/test_vit_cuda.cpp holds both). A captured forward_backward replays the
+//    choice it saw, so capture zero_grads()
 //    with it (as a whole step does), or capture it after another forward_backward, never alone after an eager
 //    zero_grads(). Writing into grads() between zero_grads() and forward_backward is not supported. on_ready(begin, end) is called
 //    on the host right after the kernels that finish grads[begin, end) are enqueued, in VitCpu::backward's order:
