@@ -1,7 +1,8 @@
 // BucketTiming: when one bucket of one synchronized step became ready, started and finished communicating.
 // Times are milliseconds since begin_step() (CPU: steady_clock on the host; CUDA: events on the compute and
-// communication streams, so they are GPU times). bytes = elements * 4 (the fp32 gradient span, padding included;
-// what a hook puts on the wire depends on the hook).
+// communication streams, so they are GPU times). bytes = what the hook handed to its collectives for the bucket
+// (CommHook::wire_bytes: the fp32 span for allreduce, half of it for fp16/bf16, PowerSGD's factors and vectors
+// once it compresses), so bus bandwidth is computed from what crossed the link.
 #pragma once
 #include <cstddef>
 

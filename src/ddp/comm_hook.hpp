@@ -30,6 +30,11 @@ class CommHook {
   // kNeverCapturable: never (the work changes every step).
   static constexpr int64_t kNeverCapturable = std::numeric_limits<int64_t>::max();
   virtual int64_t capturable_from_step() const { return 1; }
+  // The bytes run() hands to its collectives for this bucket at this step, summed over them: what the bucket's
+  // bus bandwidth is computed from (run reports, traces). Default: the fp32 span.
+  virtual size_t wire_bytes(const BucketView& bucket, int64_t /*step*/) const {
+    return bucket.numel() * sizeof(float);
+  }
 
   // Note [Widening fused into the update]
   // A 16-bit cast hook ends by widening its reduced wire buffer back into the fp32 bucket (read 2 bytes, write 4

@@ -82,6 +82,7 @@ class CudaBucketLauncher : public BucketLauncher {
 
   void launch(BucketView& bucket, int64_t step) override {
     BucketEvents& events = buckets_[bucket.index];
+    events.wire_bytes = hook_.wire_bytes(bucket, step);
     // The ready time first: in a graph the communication branch then depends on its node, so ready <= start.
     if (ready_timing_) record_timing(events.ready, compute_stream_);
     DDPX_CUDA_CHECK(cudaEventRecord(events.ready_dependency, compute_stream_));
@@ -144,7 +145,7 @@ class CudaBucketLauncher : public BucketLauncher {
     DDPX_CUDA_CHECK(cudaEventSynchronize(buckets_[launched_.back()->index].end));
     for (const BucketView* bucket : launched_) {
       const BucketEvents& events = buckets_[bucket->index];
-      BucketTiming timing{bucket->index, bucket->numel(), bucket->numel() * sizeof(float), 0, 0, 0};
+      BucketTiming timing{bucket->index, bucket->numel(), events.wire_bytes, 0, 0, 0};
       float ms = 0;
       DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, step_begin_, events.ready));
       timing.ready_ms = ms;
@@ -160,6 +161,7 @@ class CudaBucketLauncher : public BucketLauncher {
  private:
   struct BucketEvents {
     cudaEvent_t ready_dependency = nullptr, ready = nullptr, start = nullptr, end = nullptr;
+    size_t wire_bytes = 0;  // the hook's, at the bucket's last launch (or capture)
   };
 
   // Called from the watchdog thread: only atomics and event queries.

@@ -46,7 +46,7 @@ class HostBucketLauncher : public BucketLauncher {
   void launch(BucketView& bucket, int64_t step) override {
     {
       std::lock_guard lock(mutex_);
-      timings_.push_back({bucket.index, bucket.numel(), bucket.numel() * sizeof(float),
+      timings_.push_back({bucket.index, bucket.numel(), hook_.wire_bytes(bucket, step),
                           ms_between(step_begin_, Clock::now()), 0, 0});
       queue_.push_back({&bucket, step, timings_.size() - 1});
       ++launched_;

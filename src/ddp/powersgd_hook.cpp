@@ -34,6 +34,14 @@ PowerSgdHook::BucketState& PowerSgdHook::state_for(const BucketView& bucket) {
   return *state;
 }
 
+size_t PowerSgdHook::wire_bytes(const BucketView& bucket, int64_t step) const {
+  if (step < options_.start_step) return bucket.numel() * sizeof(float);
+  const bool planned = bucket.index < states_.size() && states_[bucket.index];
+  const CompressionLayout layout = planned ? states_[bucket.index]->layout
+                                           : plan_compression(bucket, options_.rank, options_.min_compression_rate);
+  return (layout.uncompressed_elements + layout.p_elements + layout.q_elements) * sizeof(float);
+}
+
 int64_t PowerSgdHook::capturable_from_step() const {
   return options_.warm_start ? options_.start_step + 1 : kNeverCapturable;
 }

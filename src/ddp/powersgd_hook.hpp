@@ -44,6 +44,8 @@ class PowerSgdHook : public CommHook {
   // The step after the first compressed one (which allocates and uploads Q); never without warm_start (Q is
   // redrawn, with a host upload, every step).
   int64_t capturable_from_step() const override;
+  // Before start_step the fp32 bucket; then the packed vectors with every P_i (one call) plus every Q_i (another).
+  size_t wire_bytes(const BucketView& bucket, int64_t step) const override;
   const PowerSgdOptions& options() const { return options_; }
 
  private:

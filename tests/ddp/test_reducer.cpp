@@ -168,6 +168,36 @@ TEST(Reducer, TimingRecordsPerBucket) {
   }
 }
 
+// A bucket's bytes are what its hook put on the wire (CommHook::wire_bytes), so bus bandwidth is not doubled for a
+// 16-bit hook: the fp32 span for allreduce, half of it for bf16, PowerSGD's factors and vectors once it compresses.
+TEST(Reducer, TimingBytesAreTheHooksWireBytes) {
+  Fixture f;
+  for (const char* spec : {"allreduce", "bf16", "fp16", "powersgd:1:1"}) {
+    std::unique_ptr<CommHook> hook = make_comm_hook(spec);
+    const CommHook& h = *hook;
+    BucketPlan plan(f.model.tensors(), BucketPlanOptions{1248, 208, 4});
+    Reducer reducer(f.comm, f.grads.data(), f.grads.size(), f.model.tensors(), std::move(plan), std::move(hook));
+    for (int64_t step = 0; step < 2; ++step) {
+      reducer.begin_step(true);
+      f.mark_all(reducer);
+      reducer.finish_step();
+      for (const BucketTiming& t : reducer.bucket_timings()) {
+        BucketView view{t.bucket, f.grads.data() + reducer.plan()[t.bucket].begin, reducer.plan()[t.bucket].begin,
+                        reducer.plan()[t.bucket].end, {}, GradDevice::cpu};
+        const std::string name = spec;
+        if (name == "allreduce") EXPECT_EQ(t.bytes, 4 * t.elements);
+        if (name == "bf16" || name == "fp16") EXPECT_EQ(t.bytes, 2 * t.elements);
+        if (name.rfind("powersgd", 0) == 0 && step == 0) EXPECT_EQ(t.bytes, 4 * t.elements);  // before START
+        if (name.rfind("powersgd", 0) == 0 && step == 1) {
+          EXPECT_EQ(t.bytes, h.wire_bytes(view, 1));
+          EXPECT_GT(t.bytes, 0u);
+          EXPECT_LE(t.bytes, 4 * t.elements);
+        }
+      }
+    }
+  }
+}
+
 TEST(Reducer, SpanMarkedTwiceIsExplained) {
   Fixture f;
   auto reducer = f.make(true);
