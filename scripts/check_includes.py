@@ -32,8 +32,8 @@ ALLOWED_DEPENDENCIES = {
     "data": ["core", "io"],
     "profile": ["core", "io"],
     "ddp": ["dist"],
-    "cuda": ["core", "kernels", "model", "optim"],
-    "train": ["cuda", "data", "ddp", "dist", "io", "kernels", "model", "optim", "profile"],
+    "model_cuda": ["core", "kernels", "model", "optim"],
+    "train": ["data", "ddp", "dist", "io", "kernels", "model", "model_cuda", "optim", "profile"],
     "predict": ["core", "profile"],
     "cli": ["predict", "train"],
 }

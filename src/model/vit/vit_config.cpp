@@ -1,5 +1,5 @@
 // Named ViT shapes (torchvision's table) and the model-spec parser.
-#include "model/vit_config.hpp"
+#include "model/vit/vit_config.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -100,7 +100,7 @@ std::string VitConfig::spec() const {
                      image_size, patch_size, channels, num_layers, num_heads, hidden_dim, mlp_dim, num_classes);
 }
 
-VitConfig parse_model_spec(std::string_view spec) {
+VitConfig parse_vit_spec(std::string_view spec) {
   std::string_view base = spec, overrides;
   if (auto colon = spec.find(':'); colon != std::string_view::npos) {
     base = spec.substr(0, colon);
@@ -114,7 +114,7 @@ VitConfig parse_model_spec(std::string_view spec) {
   } else {
     fail("unknown model '{}'; known models: {} (or custom:image=..,patch=..,layers=..,hidden=..,heads=..,"
          "mlp=..,classes=..)",
-         base, fmt::join(known_model_names(), ", "));
+         base, fmt::join(vit_model_names(), ", "));
   }
   if (!overrides.empty()) config.name = std::string(spec);
   while (!overrides.empty()) {
@@ -140,7 +140,7 @@ VitConfig parse_model_spec(std::string_view spec) {
   return config;
 }
 
-std::vector<std::string> known_model_names() {
+std::vector<std::string> vit_model_names() {
   std::vector<std::string> names;
   for (const auto& [name, _] : named_configs()) names.push_back(name);
   return names;

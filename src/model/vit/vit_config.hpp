@@ -1,5 +1,5 @@
 // VitConfig: the shape of a Vision Transformer, torchvision's named shapes and custom ones.
-// Guarantee: a VitConfig returned by parse_model_spec() has passed validate(): every size is positive and at most
+// Guarantee: a VitConfig returned by parse_vit_spec() has passed validate(): every size is positive and at most
 // 2^24, the image divides into patches (at most 2^20 tokens) and the hidden width into heads, and the model has at
 // most 2^36 parameters, so no count derived from it overflows. Errors name the value and the model spec.
 #pragma once
@@ -39,9 +39,9 @@ struct VitConfig {
 // Accepts a torchvision name (vit_b_16, vit_b_32, vit_l_16, vit_l_32, vit_h_14), a test shape (vit_tiny_test,
 // vit_small_test), or either followed by ":key=value,..." overrides, or "custom:key=value,...". Keys: image,
 // patch, channels, layers, heads, hidden, mlp, classes.
-VitConfig parse_model_spec(std::string_view spec);
+VitConfig parse_vit_spec(std::string_view spec);
 
-// Names accepted by parse_model_spec() without overrides, for --help and error messages.
-std::vector<std::string> known_model_names();
+// Names accepted by parse_vit_spec() without overrides, for --help and error messages.
+std::vector<std::string> vit_model_names();
 
 }  // namespace ddpx

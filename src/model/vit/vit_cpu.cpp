@@ -3,9 +3,9 @@
 // a Linear layer computes Y = X W^T + b with torch's W [out, in]; parameter gradients are accumulated with +=,
 // activation gradients are written with = except on the residual stream, where every branch adds into it.
 // Reductions (LayerNorm statistics, softmax sums, bias gradients) accumulate in double for both T.
-#include "model/vit_cpu.hpp"
+#include "model/vit/vit_cpu.hpp"
 
-#include <cblas.h>
+#include "model/cpu_layers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,38 +15,11 @@
 namespace ddpx {
 namespace {
 
-// Row-major C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C.
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
-
-// y[rows, out] = x[rows, in] W[out, in]^T + bias[out].
-template <typename T>
-void linear_forward(const T* x, int64_t rows, int64_t in, const T* weight, const T* bias, int64_t out, T* y) {
-  for (int64_t r = 0; r < rows; ++r) std::copy(bias, bias + out, y + r * out);
-  gemm(false, true, rows, out, in, T(1), x, in, weight, in, T(1), y, out);
-}
-
-// grad_weight += dy^T x; grad_bias += column sums of dy; dx = dy W (overwritten).
-template <typename T>
-void linear_backward(const T* x, int64_t rows, int64_t in, const T* weight, const T* dy, int64_t out,
-                     T* grad_weight, T* grad_bias, T* dx) {
-  gemm(true, false, out, in, rows, T(1), dy, out, x, in, T(1), grad_weight, in);
-  std::vector<double> column_sums(static_cast<size_t>(out), 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < out; ++j) column_sums[j] += dy[r * out + j];
-  for (int64_t j = 0; j < out; ++j) grad_bias[j] += static_cast<T>(column_sums[j]);
-  gemm(false, false, rows, in, out, T(1), dy, out, weight, in, T(0), dx, in);
-}
+using cpu_layers::gemm;
+using cpu_layers::gelu;
+using cpu_layers::gelu_derivative;
+using cpu_layers::linear_backward;
+using cpu_layers::linear_forward;
 
 // y = LayerNorm(x) over the last dim (biased variance, like torch); x rows are x_stride apart, y is dense.
 template <typename T>
@@ -100,18 +73,6 @@ void layer_norm_backward(const T* x, int64_t stride, int64_t rows, int64_t dim, 
   }
 }
 
-// Exact (erf) GELU, torch.nn.GELU(approximate='none').
-template <typename T>
-T gelu(T x) {
-  return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
-}
-template <typename T>
-T gelu_derivative(T x) {
-  const T cdf = T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
-  const T pdf = std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);  // 1/sqrt(2 pi)
-  return cdf + x * pdf;
-}
-
 // Rows of p[rows, cols] become softmax(rows), in place.
 template <typename T>
 void softmax_rows(T* p, int64_t rows, int64_t cols) {
@@ -146,7 +107,7 @@ double VitCpu<T>::activation_bytes(const VitConfig& c, int64_t max_batch) {
 }
 
 template <typename T>
-VitCpu<T>::VitCpu(const ParamLayout& layout, int64_t max_batch) : layout_(layout), max_batch_(max_batch) {
+VitCpu<T>::VitCpu(const VitLayout& layout, int64_t max_batch) : layout_(layout), max_batch_(max_batch) {
   DDPX_REQUIRE(max_batch >= 1, "VitCpu for model '{}': max_batch must be at least 1, got {}",
                layout.config().name, max_batch);
   const VitConfig& c = layout_.config();
@@ -368,39 +329,7 @@ void VitCpu<T>::attention_backward(const BlockActivations& a, const T* d_attn_ou
     }
 }
 
-template <typename T>
-T softmax_cross_entropy(const T* logits, const int32_t* labels, int64_t batch, int64_t classes, T* dlogits,
-                        T grad_scale) {
-  DDPX_REQUIRE(batch >= 1 && classes >= 1, "softmax_cross_entropy: batch {} and classes {} must both be positive",
-               batch, classes);
-  for (int64_t b = 0; b < batch; ++b)  // all labels first, so a bad batch leaves dlogits untouched
-    DDPX_REQUIRE(labels[b] >= 0 && labels[b] < classes,
-                 "softmax_cross_entropy: label {} at batch index {} is outside [0, {}); labels must be class "
-                 "indices below the model's number of classes",
-                 labels[b], b, classes);
-  double total = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int32_t label = labels[b];
-    const T* row = logits + b * classes;
-    const double max = *std::max_element(row, row + classes);
-    double sum = 0;
-    for (int64_t j = 0; j < classes; ++j) sum += std::exp(row[j] - max);
-    const double log_sum = max + std::log(sum);
-    total += log_sum - row[label];
-    if (dlogits != nullptr) {
-      const double scale = static_cast<double>(grad_scale) / static_cast<double>(batch);
-      for (int64_t j = 0; j < classes; ++j) {
-        const double p = std::exp(row[j] - log_sum);
-        dlogits[b * classes + j] = static_cast<T>(scale * (p - (j == label ? 1.0 : 0.0)));
-      }
-    }
-  }
-  return static_cast<T>(total / static_cast<double>(batch));
-}
-
 template class VitCpu<float>;
 template class VitCpu<double>;
-template float softmax_cross_entropy<float>(const float*, const int32_t*, int64_t, int64_t, float*, float);
-template double softmax_cross_entropy<double>(const double*, const int32_t*, int64_t, int64_t, double*, double);
 
 }  // namespace ddpx

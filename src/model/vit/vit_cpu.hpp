@@ -3,7 +3,7 @@
 //  - Math: conv patch embedding (patch vectors ordered (c, ky, kx) like conv_proj.weight [D, C, P, P]), class token
 //    prepended as token 0, + pos_embedding, L pre-LN blocks (x += out_proj(MHA(ln_1(x))); x += mlp.3(GELU_erf(
 //    mlp.0(ln_2(x))))), encoder.ln, heads.head on token 0. LayerNorm eps = config.layer_norm_eps. No dropout.
-//  - Parameters and gradients are flat buffers in ParamLayout's (backward) order, owned by the caller; the object
+//  - Parameters and gradients are flat buffers in VitLayout's (backward) order, owned by the caller; the object
 //    owns a copy of the layout and the activation storage, sized for max_batch at construction (forward() with a
 //    larger batch is an error; nothing reallocates after construction).
 //  - backward() ADDS (+=) into every parameter gradient, never writes padding, and reports each gradient span as
@@ -15,14 +15,15 @@
 #include <functional>
 #include <vector>
 
-#include "model/param_layout.hpp"
+#include "model/cross_entropy.hpp"
+#include "model/vit/vit_layout.hpp"
 
 namespace ddpx {
 
 template <typename T>
 class VitCpu {
  public:
-  VitCpu(const ParamLayout& layout, int64_t max_batch);  // allocates activation storage for max_batch
+  VitCpu(const VitLayout& layout, int64_t max_batch);  // allocates activation storage for max_batch
   // The activation storage the constructor allocates, in bytes (double: no overflow for any batch), so that a
   // caller can refuse a batch that cannot fit before anything is touched (make_cpu_engine does).
   static double activation_bytes(const VitConfig& config, int64_t max_batch);
@@ -38,7 +39,7 @@ class VitCpu {
   void backward(const T* params, const T* dlogits, T* grads,
                 const std::function<void(size_t begin, size_t end)>& on_ready = {});
 
-  const ParamLayout& layout() const { return layout_; }
+  const VitLayout& layout() const { return layout_; }
   int64_t max_batch() const { return max_batch_; }
 
  private:
@@ -64,7 +65,7 @@ class VitCpu {
   void attention_forward(BlockActivations& act);
   void attention_backward(const BlockActivations& act, const T* d_attn_out, T* d_qkv);
 
-  ParamLayout layout_;
+  VitLayout layout_;
   int64_t max_batch_;
   int64_t batch_ = 0;  // batch of the last forward; 0 before the first
 
@@ -82,11 +83,5 @@ class VitCpu {
   std::vector<T> d_scores_;          // [S, S]
   std::vector<T> d_final_;           // [batch, D]
 };
-
-// Mean softmax cross-entropy over the batch (numerically stable); if dlogits != nullptr writes
-// dlogits = grad_scale * d(mean loss)/dlogits. Labels out of [0, classes) -> ddpx::Error naming the index and value.
-template <typename T>
-T softmax_cross_entropy(const T* logits, const int32_t* labels, int64_t batch, int64_t classes, T* dlogits,
-                        T grad_scale = T(1));
 
 }  // namespace ddpx

@@ -11,7 +11,7 @@
 //   mlp.0 / mlp.3 weight   xavier_uniform; bias normal(std = 1e-6)  (MLPBlock)
 //   LayerNorm              weight 1, bias 0
 //   heads.head             weight 0, bias 0
-#include "model/vit_init.hpp"
+#include "model/vit/vit_init.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -59,7 +59,7 @@ bool is_layer_norm(std::string_view name) {
          name.find(".ln_2.") != std::string_view::npos;
 }
 
-void init_torchvision_tensor(const ParamLayout& layout, const TensorSlot& slot, float* values, Rng& rng) {
+void init_torchvision_tensor(const VitLayout& layout, const TensorSlot& slot, float* values, Rng& rng) {
   const std::string_view name = slot.name;
   const VitConfig& c = layout.config();
   if (name == "conv_proj.weight") {
@@ -88,7 +88,7 @@ void init_torchvision_tensor(const ParamLayout& layout, const TensorSlot& slot, 
 
 }  // namespace
 
-void init_vit_params(const ParamLayout& layout, float* params, uint64_t seed) {
+void init_vit_params(const VitLayout& layout, float* params, uint64_t seed) {
   std::fill(params, params + layout.buffer_size(), 0.0f);
   for (const TensorSlot& slot : layout.tensors()) {
     Rng rng = tensor_rng(seed, slot);
@@ -96,7 +96,7 @@ void init_vit_params(const ParamLayout& layout, float* params, uint64_t seed) {
   }
 }
 
-void init_vit_params_random(const ParamLayout& layout, float* params, uint64_t seed, float scale) {
+void init_vit_params_random(const VitLayout& layout, float* params, uint64_t seed, float scale) {
   DDPX_REQUIRE(scale > 0, "init_vit_params_random: scale must be positive, got {}", scale);
   std::fill(params, params + layout.buffer_size(), 0.0f);
   for (const TensorSlot& slot : layout.tensors()) {

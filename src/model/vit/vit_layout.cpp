@@ -1,30 +1,24 @@
-// Builds the backward-ordered flat layout of a ViT's parameters (see param_layout.hpp for the guarantees).
-#include "model/param_layout.hpp"
+// Builds the backward-ordered flat layout of a ViT's parameters (see vit_layout.hpp for the guarantees).
+#include "model/vit/vit_layout.hpp"
 
 #include <fmt/format.h>
 
-#include "core/error.hpp"
-
 namespace ddpx {
 
-size_t ParamLayout::add(std::string name, std::vector<int64_t> shape) {
-  size_t numel = 1;
-  for (int64_t d : shape) numel *= static_cast<size_t>(d);
-  size_t offset = (buffer_size_ + kAlignElements - 1) / kAlignElements * kAlignElements;
-  tensors_.push_back(TensorSlot{std::move(name), std::move(shape), offset, numel});
-  buffer_size_ = offset + numel;
-  num_params_ += numel;
-  return offset;
+namespace {
+const VitConfig& validated(const VitConfig& config) {
+  config.validate();
+  return config;
 }
+}  // namespace
 
-ParamLayout::ParamLayout(const VitConfig& config) : config_(config) {
-  config_.validate();
+VitLayout::VitLayout(const VitConfig& config) : FlatLayout(validated(config).spec()), config_(config) {
   const int64_t D = config.hidden_dim, M = config.mlp_dim, C = config.num_classes;
   head_weight = add("heads.head.weight", {C, D});
   head_bias = add("heads.head.bias", {C});
   final_ln_weight = add("encoder.ln.weight", {D});
   final_ln_bias = add("encoder.ln.bias", {D});
-  head_end = buffer_size_;
+  head_end = close_span();
   blocks.resize(static_cast<size_t>(config.num_layers));
   for (int64_t i = config.num_layers - 1; i >= 0; --i) {
     const std::string p = fmt::format("encoder.layers.encoder_layer_{}.", i);
@@ -42,27 +36,15 @@ ParamLayout::ParamLayout(const VitConfig& config) : config_(config) {
     b.qkv_bias = add(p + "self_attention.in_proj_bias", {3 * D});
     b.ln1_weight = add(p + "ln_1.weight", {D});
     b.ln1_bias = add(p + "ln_1.bias", {D});
-    b.end = buffer_size_;
+    b.end = close_span();
   }
   pos_embedding = add("encoder.pos_embedding", {1, config.seq_len(), D});
   embedding_begin = pos_embedding;
   class_token = add("class_token", {1, 1, D});
   conv_weight = add("conv_proj.weight", {D, config.channels, config.patch_size, config.patch_size});
   conv_bias = add("conv_proj.bias", {D});
-  // Pad the end too, so buffers sized buffer_size() can be split into aligned halves by vectorized kernels.
-  buffer_size_ = (buffer_size_ + kAlignElements - 1) / kAlignElements * kAlignElements;
-}
-
-const TensorSlot* ParamLayout::find(std::string_view name) const {
-  for (const auto& t : tensors_)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
-const TensorSlot& ParamLayout::at(std::string_view name) const {
-  const TensorSlot* t = find(name);
-  DDPX_REQUIRE(t != nullptr, "model '{}' has no tensor named '{}'", config_.name, name);
-  return *t;
+  close_span();
+  finish();
 }
 
 }  // namespace ddpx

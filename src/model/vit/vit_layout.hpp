@@ -1,29 +1,22 @@
-// ParamLayout: where every ViT parameter lives inside one flat buffer, in backward order.
+// VitLayout: the ViT's FlatLayout (model/flat_layout.hpp), in backward order, plus the typed offsets its CPU and
+// CUDA code use.
 // Guarantees:
 //  - Tensors are laid out in the order their gradients become final during the backward pass: heads.head first,
 //    then encoder.ln, then encoder layers L-1 .. 0 (inside a layer: mlp.3, mlp.0, ln_2, out_proj, in_proj, ln_1),
 //    then encoder.pos_embedding, class_token, conv_proj. So the gradients that are final at any point of the
 //    backward pass always form a prefix [0, ready_end) of the gradient buffer.
-//  - Every tensor starts at a multiple of kAlignElements (256 bytes in fp32, 128 in bf16), as cuBLASLt and
-//    vectorized kernels want; the gaps are padding that stays zero. buffer_size() >= num_params().
+//  - ready_spans() are [0, head_end), then block L-1 .. 0 ([blocks[i].begin, blocks[i].end)), then
+//    [embedding_begin, buffer_size()): the spans VitCpu and VitCuda announce, in that order.
+//  - Alignment and padding as FlatLayout's; spec() is VitConfig::spec().
 //  - Names and shapes are exactly torchvision's VisionTransformer state_dict names and shapes.
 #pragma once
 #include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
 #include <vector>
 
-#include "model/vit_config.hpp"
+#include "model/flat_layout.hpp"
+#include "model/vit/vit_config.hpp"
 
 namespace ddpx {
-
-struct TensorSlot {
-  std::string name;            // torchvision name, e.g. "encoder.layers.encoder_layer_3.mlp.0.weight"
-  std::vector<int64_t> shape;  // torchvision shape
-  size_t offset = 0;           // in elements from the start of the flat buffer
-  size_t numel = 0;
-};
 
 // Offsets (in elements) of one encoder block's tensors.
 struct BlockOffsets {
@@ -36,21 +29,11 @@ struct BlockOffsets {
   size_t begin, end;              // the block's span [begin, end) in the buffer
 };
 
-class ParamLayout {
+class VitLayout : public FlatLayout {
  public:
-  static constexpr size_t kAlignElements = 64;
-
-  explicit ParamLayout(const VitConfig& config);
+  explicit VitLayout(const VitConfig& config);
 
   const VitConfig& config() const { return config_; }
-  const std::vector<TensorSlot>& tensors() const { return tensors_; }
-  size_t buffer_size() const { return buffer_size_; }  // elements, padding included
-  size_t num_params() const { return num_params_; }    // elements, padding excluded
-
-  // nullptr if no tensor has that name.
-  const TensorSlot* find(std::string_view name) const;
-  // Throws ddpx::Error naming the tensor when it does not exist.
-  const TensorSlot& at(std::string_view name) const;
 
   // Typed offsets for the model code.
   size_t conv_weight = 0, conv_bias = 0, class_token = 0, pos_embedding = 0;
@@ -63,11 +46,7 @@ class ParamLayout {
   size_t embedding_begin = 0;  // start of pos_embedding, class_token, conv_proj (last to become final)
 
  private:
-  size_t add(std::string name, std::vector<int64_t> shape);
   VitConfig config_;
-  std::vector<TensorSlot> tensors_;
-  size_t buffer_size_ = 0;
-  size_t num_params_ = 0;
 };
 
 }  // namespace ddpx

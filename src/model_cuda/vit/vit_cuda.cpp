@@ -6,7 +6,7 @@
 //   backward: d_res (fp32) and its T copy carry d(x'); weight gradients are matmuls accumulating (beta = 1) into
 //             the fp32 grads; bias gradients are deterministic column sums (in_proj's: attention backward's
 //             per-image sums, then a sum over images); LN backward adds into d_res in place.
-#include "cuda/vit_cuda.hpp"
+#include "model_cuda/vit/vit_cuda.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -20,9 +20,6 @@
 #include "kernels/gelu.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/matmul.hpp"
-#include "kernels/optimizer.hpp"
-#include "optim/adamw.hpp"
-#include "optim/sgd.hpp"
 #include "kernels/patch_embedding.hpp"
 #include "kernels/softmax_xent.hpp"
 
@@ -62,7 +59,7 @@ class Carver {
 template <typename T>
 class VitCudaModel final : public VitCuda::Engine {
  public:
-  VitCudaModel(const ParamLayout& layout, int64_t max_batch, MatmulMode mode, cudaStream_t stream,
+  VitCudaModel(const VitLayout& layout, int64_t max_batch, MatmulMode mode, cudaStream_t stream,
                const float* params, const T* weights, float* grads)
       : layout_(layout),
         config_(layout.config()),
@@ -327,7 +324,7 @@ class VitCudaModel final : public VitCuda::Engine {
     scratch_ = c.take<float>(static_cast<int64_t>(scratch_floats_));
   }
 
-  const ParamLayout& layout_;
+  const VitLayout& layout_;
   const VitConfig& config_;
   int64_t max_batch_;
   int64_t batch_ = 0;
@@ -359,123 +356,31 @@ class VitCudaModel final : public VitCuda::Engine {
   size_t scratch_floats_ = 0;
 };
 
-MatmulMode matmul_mode(Precision precision) {
-  switch (precision) {
-    case Precision::fp32: return MatmulMode::fp32;
-    case Precision::tf32: return MatmulMode::tf32;
-    case Precision::bf16: return MatmulMode::bf16;
-  }
-  return MatmulMode::fp32;
-}
-
 }  // namespace
 
-VitCuda::VitCuda(const ParamLayout& layout, int64_t max_batch, Precision precision, cudaStream_t compute_stream)
-    : layout_(layout), max_batch_(max_batch), precision_(precision), stream_(compute_stream) {
-  DDPX_REQUIRE(max_batch > 0, "the CUDA model needs a positive maximum batch, got {}", max_batch);
-  const size_t n = layout_.buffer_size();
-  const std::string model = layout_.config().spec();
-  params_ = DeviceBuffer<float>(n, "the parameters of " + model);
-  grads_ = DeviceBuffer<float>(n, "the gradients of " + model);
-  DDPX_CUDA_CHECK(cudaMemsetAsync(params_.get(), 0, params_.bytes(), stream_));
-  DDPX_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), stream_));
-  if (precision_ == Precision::bf16) {
-    low_precision_weights_ = DeviceBuffer<__nv_bfloat16>(n, "the bf16 weight copy of " + model);
-    DDPX_CUDA_CHECK(cudaMemsetAsync(low_precision_weights_.get(), 0, low_precision_weights_.bytes(), stream_));
-    engine_ = std::make_unique<VitCudaModel<__nv_bfloat16>>(layout_, max_batch, MatmulMode::bf16, stream_,
-                                                            params_.get(), low_precision_weights_.get(),
-                                                            grads_.get());
+VitCuda::VitCuda(const VitLayout& layout, int64_t max_batch, Precision precision, cudaStream_t compute_stream)
+    : CudaModel(layout, max_batch, precision, compute_stream), layout_(layout) {
+  if (precision == Precision::bf16) {
+    engine_ = std::make_unique<VitCudaModel<__nv_bfloat16>>(layout_, max_batch, MatmulMode::bf16, stream(),
+                                                            params(), low_precision_weights(), grads());
   } else {
-    engine_ = std::make_unique<VitCudaModel<float>>(layout_, max_batch, matmul_mode(precision_), stream_,
-                                                    params_.get(), params_.get(), grads_.get());
+    engine_ = std::make_unique<VitCudaModel<float>>(layout_, max_batch, matmul_mode(precision), stream(), params(),
+                                                    params(), grads());
   }
-  // The zero fills must land before the caller uploads parameters with a (legacy-stream) cudaMemcpy.
-  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  // As before the split: whatever the constructors enqueued has landed before the caller uploads parameters.
+  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
 VitCuda::~VitCuda() = default;
 
-void VitCuda::zero_grads() {
-  DDPX_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), stream_));
-  grads_are_zero_ = true;
-}
-
-void VitCuda::sync_low_precision_weights() {
-  if (precision_ == Precision::bf16)
-    cast_to_bf16(params_.get(), low_precision_weights_.get(), static_cast<int64_t>(params_.size()), stream_);
-}
-
-void VitCuda::forward(const float* d_images, int64_t batch, float* d_logits) {
+void VitCuda::run_forward(const float* d_images, int64_t batch, float* d_logits) {
   engine_->forward(d_images, batch, d_logits);
 }
 
-void VitCuda::forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
-                               float* d_loss, const std::function<void(size_t, size_t)>& on_ready) {
-  engine_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero_, on_ready);
-  grads_are_zero_ = false;
-}
-
-float* VitCuda::lazily_allocated(DeviceBuffer<float>& buffer, const char* what) {
-  if (!buffer.get()) {
-    buffer = DeviceBuffer<float>(params_.size(), std::string(what) + " of " + layout_.config().spec());
-    DDPX_CUDA_CHECK(cudaMemsetAsync(buffer.get(), 0, buffer.bytes(), stream_));
-  }
-  return buffer.get();
-}
-
-float* VitCuda::optimizer_state(std::string_view name) {
-  if (name == "momentum") return lazily_allocated(momentum_, "the SGD momentum buffer");
-  if (name == "exp_avg") return lazily_allocated(exp_avg_, "the AdamW exp_avg buffer");
-  if (name == "exp_avg_sq") return lazily_allocated(exp_avg_sq_, "the AdamW exp_avg_sq buffer");
-  DDPX_INTERNAL_FAIL("the CUDA optimizers have no state buffer '{}' (momentum, exp_avg, exp_avg_sq)", name);
-}
-
-void VitCuda::optimizer_step(const OptimizerSpec& spec, int64_t step, unsigned long long* nonfinite_gradient) {
-  optimizer_span(spec, step, 0, params_.size(), stream_, nonfinite_gradient);
-}
-
-namespace {
-void require_span(const char* what, int64_t step, size_t begin, size_t end, size_t size) {
-  DDPX_INTERNAL_ASSERT(step >= 1, "{}: step must start at 1, got {}", what, step);
-  DDPX_INTERNAL_ASSERT(begin <= end && end <= size && begin % 4 == 0 && end % 4 == 0,
-                       "{}: span [{}, {}) is not a 4-aligned part of the {}-element buffer", what, begin, end, size);
-}
-}  // namespace
-
-// The kernels' argument structs (the device ABI, kernels/optimizer.hpp) are filled here, from the spec's
-// per-step scalars: the same values the CPU update uses.
-void VitCuda::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                             unsigned long long* nonfinite_gradient) {
-  require_span("optimizer_span", step, begin, end, params_.size());
-  if (begin == end) return;
-  __nv_bfloat16* low = low_precision_weights_.get();
-  const auto n = static_cast<int64_t>(end - begin);
-  switch (spec.kind) {
-    case OptimizerKind::sgd: {
-      const SgdStepScalars s = sgd_step_scalars(spec, step);
-      SgdUpdate update;
-      update.lr = s.lr, update.momentum = s.momentum, update.dampening = s.dampening;
-      update.weight_decay = s.weight_decay, update.nesterov = s.nesterov, update.first_step = s.first_step;
-      update.nonfinite_gradient = nonfinite_gradient;
-      update.offset_base = begin;
-      sgd_update(params_.get() + begin, grads_.get() + begin,
-                 s.momentum != 0.f ? optimizer_state("momentum") + begin : nullptr, low ? low + begin : nullptr, n,
-                 update, stream);
-      return;
-    }
-    case OptimizerKind::adamw: {
-      const AdamWStepScalars s = adamw_step_scalars(spec, step);
-      AdamWUpdate update;
-      update.lr = s.lr, update.beta1 = spec.beta1, update.beta2 = spec.beta2, update.eps = s.eps;
-      update.weight_decay = spec.weight_decay;
-      update.bias_correction1 = s.bias_correction1, update.bias_correction2_sqrt = s.bias_correction2_sqrt;
-      update.nonfinite_gradient = nonfinite_gradient;
-      update.offset_base = begin;
-      adamw_update(params_.get() + begin, grads_.get() + begin, optimizer_state("exp_avg") + begin,
-                   optimizer_state("exp_avg_sq") + begin, low ? low + begin : nullptr, n, update, stream);
-      return;
-    }
-  }
+void VitCuda::run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
+                                   float* d_loss, bool grads_are_zero,
+                                   const std::function<void(size_t, size_t)>& on_ready) {
+  engine_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero, on_ready);
 }
 
 size_t VitCuda::peak_activation_bytes() const { return engine_->activation_bytes(); }

@@ -10,9 +10,9 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_cpu.hpp"
-#include "model/vit_init.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_cpu.hpp"
+#include "model/vit/vit_init.hpp"
 
 namespace ddpx {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kTinySpec = "custom:image=8,patch=4,layers=2,hidden=8,heads=2,mlp=12,classes=5";
 
 template <typename T>
-std::vector<T> random_params(const ParamLayout& layout, uint64_t seed, float scale) {
+std::vector<T> random_params(const VitLayout& layout, uint64_t seed, float scale) {
   std::vector<float> values(layout.buffer_size());
   init_vit_params_random(layout, values.data(), seed, scale);
   return std::vector<T>(values.begin(), values.end());
@@ -58,7 +58,7 @@ T loss_and_grads(VitCpu<T>& model, const std::vector<T>& params, const std::vect
 }
 
 TEST(VitCpu, FiniteDifferenceGradientsOfEveryTensor) {
-  const ParamLayout layout(parse_model_spec(kTinySpec));
+  const VitLayout layout(parse_vit_spec(kTinySpec));
   const int64_t batch = 3;
   VitCpu<double> model(layout, batch);
   std::vector<double> params = random_params<double>(layout, 11, 0.5f);
@@ -91,7 +91,7 @@ TEST(VitCpu, FiniteDifferenceGradientsOfEveryTensor) {
 }
 
 TEST(VitCpu, OnReadySpansInBackwardOrderAreFinalAndCoverEveryTensor) {
-  const ParamLayout layout(parse_model_spec(kTinySpec));
+  const VitLayout layout(parse_vit_spec(kTinySpec));
   const int64_t batch = 2;
   VitCpu<double> model(layout, batch);
   const auto params = random_params<double>(layout, 21, 0.5f);
@@ -140,7 +140,7 @@ TEST(VitCpu, OnReadySpansInBackwardOrderAreFinalAndCoverEveryTensor) {
 }
 
 TEST(VitCpu, BackwardAccumulatesIntoGrads) {
-  const ParamLayout layout(parse_model_spec(kTinySpec));
+  const VitLayout layout(parse_vit_spec(kTinySpec));
   VitCpu<double> model(layout, 2);
   const auto params = random_params<double>(layout, 31, 0.5f);
   const auto images = random_images<double>(layout.config(), 2, 32);
@@ -157,7 +157,7 @@ TEST(VitCpu, BackwardAccumulatesIntoGrads) {
 }
 
 TEST(VitCpu, EachImageIsIndependentOfTheRestOfTheBatch) {
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const VitConfig& c = layout.config();
   const int64_t batch = 3;
   VitCpu<double> model(layout, batch);
@@ -173,7 +173,7 @@ TEST(VitCpu, EachImageIsIndependentOfTheRestOfTheBatch) {
 }
 
 TEST(VitCpu, FloatAgreesWithDouble) {
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const VitConfig& c = layout.config();
   const int64_t batch = 4;
   VitCpu<float> model_f(layout, batch);
@@ -198,7 +198,7 @@ TEST(VitCpu, FloatAgreesWithDouble) {
 }
 
 TEST(VitCpu, RejectsBatchLargerThanMaxAndBackwardBeforeForward) {
-  const ParamLayout layout(parse_model_spec(kTinySpec));
+  const VitLayout layout(parse_vit_spec(kTinySpec));
   VitCpu<float> model(layout, 2);
   std::vector<float> params(layout.buffer_size()), images(3 * 3 * 64), logits(15), grads(layout.buffer_size());
   EXPECT_THROW(model.backward(params.data(), logits.data(), grads.data()), Error);

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "io/safetensors.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_cpu.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_cpu.hpp"
 #include "optim/sgd.hpp"
 
 namespace ddpx {
@@ -88,7 +88,7 @@ class TorchvisionFixture : public ::testing::Test {
                           << ref[offset + worst_at] << " (error in units of the tolerance)";
   }
 
-  ParamLayout layout_{parse_model_spec("vit_tiny_test")};
+  VitLayout layout_{parse_vit_spec("vit_tiny_test")};
   static SafetensorsContents* contents_;
 };
 SafetensorsContents* TorchvisionFixture::contents_ = nullptr;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "model/param_layout.hpp"
-#include "model/vit_init.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_init.hpp"
 
 namespace ddpx {
 namespace {
@@ -46,7 +46,7 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 constexpr const char* kSpec = "custom:image=64,patch=16,layers=2,hidden=96,heads=4,mlp=384,classes=10";
 
 TEST(InitVitParams, FollowsTorchvisionTensorByTensor) {
-  const ParamLayout layout(parse_model_spec(kSpec));
+  const VitLayout layout(parse_vit_spec(kSpec));
   const int64_t D = 96, M = 384;
   std::vector<float> params(layout.buffer_size(), 7.0f);  // 7 everywhere: padding must come back 0
   init_vit_params(layout, params.data(), 1234);
@@ -99,7 +99,7 @@ TEST(InitVitParams, FollowsTorchvisionTensorByTensor) {
 }
 
 TEST(InitVitParams, SameSeedSameValuesOtherSeedOtherValues) {
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   std::vector<float> a(layout.buffer_size()), b(layout.buffer_size()), c(layout.buffer_size());
   init_vit_params(layout, a.data(), 5);
   init_vit_params(layout, b.data(), 5);
@@ -108,7 +108,7 @@ TEST(InitVitParams, SameSeedSameValuesOtherSeedOtherValues) {
   const TensorSlot& pos = layout.at("encoder.pos_embedding");
   EXPECT_FALSE(std::equal(a.begin() + pos.offset, a.begin() + pos.offset + pos.numel, c.begin() + pos.offset));
   // A tensor's values depend on (seed, name) only: the same block in a deeper model draws the same numbers.
-  const ParamLayout deeper(parse_model_spec("vit_tiny_test:layers=3"));
+  const VitLayout deeper(parse_vit_spec("vit_tiny_test:layers=3"));
   std::vector<float> d(deeper.buffer_size());
   init_vit_params(deeper, d.data(), 5);
   const TensorSlot& w = layout.at("encoder.layers.encoder_layer_1.mlp.0.weight");
@@ -117,7 +117,7 @@ TEST(InitVitParams, SameSeedSameValuesOtherSeedOtherValues) {
 }
 
 TEST(InitVitParamsRandom, EveryTensorNonZeroAndLayerNormWeightsNearOne) {
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   std::vector<float> params(layout.buffer_size(), 7.0f);
   init_vit_params_random(layout, params.data(), 9, 0.1f);
   for (const TensorSlot& slot : layout.tensors()) {

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/vit_cuda.hpp"
+#include "model_cuda/device_buffer.hpp"
+#include "model_cuda/vit/vit_cuda.hpp"
 #include "gpu_guard.hpp"
-#include "model/vit_config.hpp"
-#include "model/vit_cpu.hpp"
-#include "model/vit_init.hpp"
+#include "model/vit/vit_config.hpp"
+#include "model/vit/vit_cpu.hpp"
+#include "model/vit/vit_init.hpp"
 
 namespace ddpx {
 namespace {
@@ -66,7 +66,7 @@ struct CpuResult {
   Spans spans;
 };
 
-CpuResult cpu_reference(const ParamLayout& layout, const std::vector<float>& params, const std::vector<float>& images,
+CpuResult cpu_reference(const VitLayout& layout, const std::vector<float>& params, const std::vector<float>& images,
                         const std::vector<int32_t>& labels, int64_t batch, float grad_scale) {
   const VitConfig& c = layout.config();
   VitCpu<double> cpu(layout, batch);
@@ -84,7 +84,7 @@ CpuResult cpu_reference(const ParamLayout& layout, const std::vector<float>& par
 
 void compare_with_cpu(const std::string& spec, int64_t batch, Precision precision, const Tolerance& tol,
                       float init_scale) {
-  const ParamLayout layout(parse_model_spec(spec));
+  const VitLayout layout(parse_vit_spec(spec));
   const VitConfig& c = layout.config();
   std::vector<float> params(layout.buffer_size());
   init_vit_params_random(layout, params.data(), 7, init_scale);
@@ -173,7 +173,7 @@ TEST(VitCuda, Bf16WithinBf16Tolerance) {
 
 TEST(VitCuda, RejectsBatchAboveMaximum) {
   DDPX_REQUIRE_GPU();
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   Stream stream;
   VitCuda model(layout, 2, Precision::fp32, stream.get());
   DeviceBuffer<float> images(3 * layout.config().image_numel(), "images"), logits(30, "logits");
@@ -189,7 +189,7 @@ TEST(VitCuda, RejectsBatchAboveMaximum) {
 struct Trainer {
   Trainer(const std::string& spec, int64_t batch, Precision precision, int batches_in_pool, bool learnable,
           uint64_t seed)
-      : layout(parse_model_spec(spec)),
+      : layout(parse_vit_spec(spec)),
         batch(batch),
         model(layout, batch, precision, stream.get()),
         images(static_cast<size_t>(batches_in_pool) * batch * layout.config().image_numel(), "images"),
@@ -230,7 +230,7 @@ struct Trainer {
     return g;
   }
 
-  ParamLayout layout;
+  VitLayout layout;
   int64_t batch;
   Stream stream;
   VitCuda model;
