@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "model/mlp/mlp_model.hpp"
 #include "model/vit/vit_model.hpp"
 
 namespace ddpx {
@@ -11,6 +12,7 @@ namespace ddpx {
 const std::vector<ModelFamily>& model_families() {
   static const std::vector<ModelFamily> families = {
       vit_family(),
+      mlp_family(),
   };
   return families;
 }
