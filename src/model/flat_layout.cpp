@@ -24,10 +24,13 @@ size_t FlatLayout::add(std::string name, std::vector<int64_t> shape) {
 
 size_t FlatLayout::close_span() {
   DDPX_INTERNAL_ASSERT(span_open_, "layout of '{}': close_span() without a tensor since the last span", spec_);
-  // The first span starts at 0 (nothing precedes it); later ones where their first tensor starts.
-  ready_spans_.push_back(BufferSpan{ready_spans_.empty() ? 0 : span_begin_, buffer_size_});
+  // The first span starts at 0 (nothing precedes it); later ones where their first tensor starts. The end is
+  // rounded up to a multiple of kSpanGranule: the padding it takes in is zero, and the next tensor starts at a
+  // multiple of kAlignElements, so the span never reaches into it.
+  const size_t end = (buffer_size_ + kSpanGranule - 1) / kSpanGranule * kSpanGranule;
+  ready_spans_.push_back(BufferSpan{ready_spans_.empty() ? 0 : span_begin_, end});
   span_open_ = false;
-  return buffer_size_;
+  return end;
 }
 
 void FlatLayout::finish() {

@@ -9,7 +9,10 @@
 //    vectorized kernels want; after finish() the buffer's end is aligned too. The gaps are padding that stays 0.
 //    buffer_size() >= num_params().
 //  - ready_spans() are disjoint, in increasing order, start at 0 and end at buffer_size(); every tensor lies inside
-//    exactly one span. Models announce exactly these spans, in this order, from their backward pass.
+//    exactly one span. Models announce exactly these spans, in this order, from their backward pass. Span bounds
+//    are multiples of kSpanGranule (4: the vectorized optimizer kernels update spans of 4-element groups, and an
+//    optimizer may update each span as soon as it is announced); a span's end may take in a few padding elements,
+//    which are zero and stay zero under every update.
 //  - spec() is the model spec string that rebuilds this layout through the registry (model/model_registry.hpp);
 //    checkpoints and weight files record it.
 #pragma once
@@ -37,6 +40,7 @@ struct BufferSpan {
 class FlatLayout {
  public:
   static constexpr size_t kAlignElements = 64;
+  static constexpr size_t kSpanGranule = 4;
 
   explicit FlatLayout(std::string spec);
 
@@ -56,7 +60,7 @@ class FlatLayout {
   // close_span() ends the current ready span after the last tensor added; finish() pads the end and extends the
   // last span to it. A family calls close_span() after each group and finish() once, last.
   size_t add(std::string name, std::vector<int64_t> shape);
-  size_t close_span();  // returns the span's end (the end of the last tensor, not aligned)
+  size_t close_span();  // returns the span's end (the end of the last tensor, up to a multiple of kSpanGranule)
   void finish();
 
  private:

@@ -1,5 +1,6 @@
 // The generic flat layout's guarantees, on every registered model family: aligned, disjoint tensors inside one
-// ready span each; spans in buffer order from 0 to buffer_size(); lookup by name with an error naming the model.
+// ready span each; spans in buffer order from 0 to buffer_size(), on 4-element bounds (mlp_tiny_test's head ends
+// at 10 classes); lookup by name with an error naming the model.
 // And the ViT's spans are exactly the ones its typed offsets describe (head_end, blocks, embedding_begin).
 #include <gtest/gtest.h>
 
@@ -19,6 +20,8 @@ void expect_layout_guarantees(const FlatLayout& layout) {
   EXPECT_EQ(layout.buffer_size() % FlatLayout::kAlignElements, 0u);
   for (size_t i = 0; i < spans.size(); ++i) {
     EXPECT_LT(spans[i].begin, spans[i].end) << "span " << i;
+    EXPECT_EQ(spans[i].begin % FlatLayout::kSpanGranule, 0u) << "span " << i;
+    EXPECT_EQ(spans[i].end % FlatLayout::kSpanGranule, 0u) << "span " << i;
     if (i > 0) EXPECT_LE(spans[i - 1].end, spans[i].begin) << "span " << i;
   }
   size_t end = 0, params = 0;

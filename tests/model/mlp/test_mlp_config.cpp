@@ -51,6 +51,7 @@ TEST(MlpLayout, TorchNamesInBackwardOrderWithOneSpanPerLayer) {
   EXPECT_EQ(layout.at("head.weight").shape, (std::vector<int64_t>{10, 32}));
   ASSERT_EQ(layout.ready_spans().size(), 3u);
   EXPECT_EQ(layout.ready_spans()[0].begin, layout.head.weight);
+  EXPECT_EQ(layout.ready_spans()[0].end, layout.head.bias + 12);  // 10 classes, up to the 4-element granule
   EXPECT_EQ(layout.ready_spans()[1].begin, layout.hidden[1].weight);
   EXPECT_EQ(layout.ready_spans()[2].begin, layout.hidden[0].weight);
   EXPECT_EQ(layout.ready_spans()[2].end, layout.buffer_size());
