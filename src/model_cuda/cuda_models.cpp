@@ -5,7 +5,9 @@
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
+#include "model/mlp/mlp_model.hpp"
 #include "model/vit/vit_model.hpp"
+#include "model_cuda/mlp/mlp_cuda.hpp"
 #include "model_cuda/vit/vit_cuda.hpp"
 
 namespace ddpx {
@@ -29,6 +31,9 @@ const FamilyModel& as(const Model& model) {
 const CudaForm kCudaForms[] = {
     {"vit", [](const Model& m, int64_t b, Precision p, cudaStream_t s) -> std::unique_ptr<CudaModel> {
        return std::make_unique<VitCuda>(as<VitModel>(m).vit_layout(), b, p, s);
+     }},
+    {"mlp", [](const Model& m, int64_t b, Precision p, cudaStream_t s) -> std::unique_ptr<CudaModel> {
+       return std::make_unique<MlpCuda>(as<MlpModel>(m).mlp_layout(), b, p, s);
      }},
 };
 
