@@ -196,7 +196,7 @@ def print_graph(graph):
     for level in reversed(layers(graph)):
         for folder in level:
             deps = ", ".join(sorted(graph[folder])) or "(nothing of ddpx)"
-            print(f"{folder:8} -> {deps}")
+            print(f"{folder:10} -> {deps}")
 
 
 def main(argv):

@@ -6,7 +6,7 @@
 // step, bias corrections) are kernel arguments: a CUDA graph that captures an update replays those values.
 // Buffers must not alias. One kernel per call on `stream`, nothing allocated.
 // SgdUpdate and AdamWUpdate are the kernels' argument ABI, not a second spelling of the optimizer: the trainer's
-// VitCuda fills them in one place (cuda/vit_cuda.cpp optimizer_span) from optim/'s per-step scalars.
+// CudaModel fills them in one place (model_cuda/cuda_model.cpp optimizer_span) from optim/'s per-step scalars.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
