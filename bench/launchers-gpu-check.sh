@@ -23,7 +23,7 @@ check() {  # NAME EXPECT(pass|refuse:TEXT) COMMAND...
   shift 2
   timeout -k 5 300 "$@" >"$log" 2>&1
   local status=$?
-  if [[ $expect == pass && $status -eq 0 ]] && grep -q "summary:\|out of bounds values : 0 OK" "$log"; then
+  if [[ $expect == pass && $status -eq 0 ]] && grep -q "summary:\|Out of bounds values : 0 OK" "$log"; then
     echo "PASS $name"
   elif [[ $expect == refuse:* && $status -ne 0 ]] && grep -q -- "${expect#refuse:}" "$log"; then
     echo "PASS $name (refused: $(grep -o -- "${expect#refuse:}.*" "$log" | head -1 | cut -c1-160))"

@@ -1,12 +1,15 @@
-// `ddpx allreduce`: an nccl-tests-like all-reduce table (size, count, type, time, algbw, busbw, #wrong) over
-// NCCL on GPUs or MPI on CPUs, and the same measurements as a peak table (profile/comm_stats.hpp's PeakTable
-// JSON) that `ddpx train` reports compare their buckets with.
-// Every rank measures; rank 0 prints and writes the JSON. With --nproc-per-node N it starts N workers the way
+// `ddpx allreduce`: an all-reduce table in nccl-tests' all_reduce_perf format (cli/nccl_tests_format.hpp: header,
+// device lines, out-of-place and in-place columns, footer) over NCCL on GPUs or MPI on CPUs, and the same
+// measurements as a peak table (profile/comm_stats.hpp's PeakTable JSON, from the in-place column, which is what
+// the reducer's buckets do) that `ddpx train` reports compare their buckets with.
+// Every rank measures; rank 0 prints and writes the JSON. A row's time is the mean over ranks (nccl-tests' -a 1)
+// unless --average says otherwise. With --nproc-per-node N it starts N workers the way
 // `ddpx train` does (GPUs: N local processes; CPU: under mpirun). Exit status 2 when any element came out wrong.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <unistd.h>
 #include <fstream>
 #include <memory>
 
@@ -15,9 +18,11 @@
 #include "cli/commands.hpp"
 #include "cli/cuda_devices.hpp"
 #include "cli/launch.hpp"
+#include "cli/nccl_tests_format.hpp"
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "dist/bootstrap.hpp"
+#include "dist/gpu_selection.hpp"
 #include "train/run_modes.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/nccl_transport.hpp"
@@ -35,6 +40,7 @@ struct AllreduceFlags {
   std::string dtype = "f32";
   int iters = 20;
   int warmup = 5;
+  int average = 1;  // nccl-tests' -a
   std::string device = "cuda";
   std::string json_out;
   int ranks_per_gpu = 0;  // 0: one rank per GPU
@@ -92,6 +98,7 @@ int run_allreduce(const AllreduceFlags& f) {
   const DtypeChoice dtype = parse_dtype(f.dtype);
   DDPX_REQUIRE(f.iters >= 1, "--iters {}: at least 1 timed iteration is needed", f.iters);
   DDPX_REQUIRE(f.warmup >= 0, "--warmup {}: must be 0 or more", f.warmup);
+  const RankTimeAggregate aggregate = parse_rank_time_aggregate(f.average);
   const std::vector<int64_t> sizes =
       parse_size_sweep(f.sizes.empty() ? (on_gpus ? "1K:1G" : "1K:16M") : f.sizes, "--sizes");
   const size_t element = comm_dtype_size(dtype.dtype);
@@ -138,39 +145,62 @@ int run_allreduce(const AllreduceFlags& f) {
   const auto& [link, transport] = link_transport;
 
   AllreduceBench bench(*comm, static_cast<size_t>(sizes.back() / element * element));
-  if (lead) {
-    fmt::print("# ddpx allreduce: {} ({}), {} rank(s){}, {}, in place, sum, {} timed iterations after {} warm-up\n",
-               comm->backend_name(), f.device, comm->size(),
-               link.empty() || !on_gpus ? "" : fmt::format(", link {} (NCCL transport predicted: {})", link, transport),
-               dtype.type_name,
-               f.iters, f.warmup);
-    fmt::print("# time: mean per all-reduce, slowest rank; algbw = size / time; busbw = algbw * 2(n-1)/n "
-               "(nccl-tests); 1 GB/s = 1e9 bytes/s\n");
-    fmt::print("# {:>12} {:>12} {:>9} {:>12} {:>12} {:>12} {:>7}\n", "size (B)", "count", "type", "time (us)",
-               "algbw (GB/s)", "busbw (GB/s)", "#wrong");
+  NcclTestsRunInfo run;
+  run.sizes = sizes;
+  run.warmup = f.warmup;
+  run.iters = f.iters;
+  run.aggregate = aggregate;
+  if (chosen == Backend::nccl) {
+    const int code = nccl_library_version_code();
+    run.library = code > 0 ? fmt::format("NCCL {} (nccl-library={})", nccl_version_text(code), code) : "NCCL";
+  } else if (chosen == Backend::mpi) {
+#ifdef DDPX_HAVE_MPI
+    run.library = MpiSession::library_version();
+#endif
+  } else {
+    run.library = "none (one rank: the self backend)";
+  }
+  {  // every rank's device line, gathered to all (a collective: every rank takes part)
+    const BenchDevice device = bench.device();
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    NcclTestsRankDevice mine{comm->rank(), static_cast<int>(getpid()), host, device.index, device.bus_id, device.name};
+    const std::vector<std::string> lines = bench.gather_text(format_nccl_tests_device_line(mine));
+    if (!link.empty() && on_gpus) run.link = fmt::format("{} (NCCL transport predicted: {})", link, transport);
+    if (lead) fmt::print("{}", format_nccl_tests_header(run, lines)), std::fflush(stdout);
   }
   std::vector<PeakPoint> points;
+  std::vector<NcclTestsRow> table;
   nlohmann::json rows = nlohmann::json::array();
   int64_t wrong_total = 0;
-  double busbw_sum = 0;
   for (int64_t size : sizes) {
     const size_t count = static_cast<size_t>(size) / element;
     const int64_t bytes = static_cast<int64_t>(count * element);
-    const CollectiveTiming t = bench.measure(count, dtype.dtype, f.warmup, f.iters);
-    const double algbw = algbw_GBps(bytes, t.time_ms);
-    const double busbw = busbw_GBps(Collective::all_reduce, comm->size(), bytes, t.time_ms);
-    wrong_total += t.wrong;
-    busbw_sum += busbw;
-    if (busbw > 0) points.push_back({bytes, busbw});
-    rows.push_back({{"bytes", bytes}, {"count", count}, {"type", f.dtype}, {"time_us", t.time_ms * 1e3},
-                    {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"wrong", t.wrong}});
-    if (lead)
-      fmt::print("  {:>12} {:>12} {:>9} {:>12.2f} {:>12.2f} {:>12.2f} {:>7}\n", bytes, count, dtype.type_name,
-                 t.time_ms * 1e3, algbw, busbw, t.wrong), std::fflush(stdout);
+    NcclTestsRow row;
+    row.bytes = bytes;
+    row.count = static_cast<int64_t>(count);
+    row.type = dtype.type_name;
+    for (const bool in_place : {false, true}) {
+      const CollectiveTiming t = bench.measure(count, dtype.dtype, f.warmup, f.iters, in_place);
+      const double time_ms = aggregate_rank_times(t.rank_time_ms, aggregate);
+      NcclTestsMeasurement& m = in_place ? row.in_place : row.out_of_place;
+      m = {time_ms * 1e3, algbw_GBps(bytes, time_ms), busbw_GBps(Collective::all_reduce, comm->size(), bytes, time_ms),
+           t.wrong};
+      wrong_total += t.wrong;
+    }
+    table.push_back(row);
+    if (row.in_place.busbw_GBps > 0) points.push_back({bytes, row.in_place.busbw_GBps});
+    rows.push_back({{"bytes", bytes}, {"count", count}, {"type", f.dtype}, {"redop", row.redop}, {"root", row.root},
+                    {"time_us", row.in_place.time_us}, {"algbw_GBps", row.in_place.algbw_GBps},
+                    {"busbw_GBps", row.in_place.busbw_GBps}, {"wrong", row.in_place.wrong},
+                    {"out_of_place", {{"time_us", row.out_of_place.time_us},
+                                      {"algbw_GBps", row.out_of_place.algbw_GBps},
+                                      {"busbw_GBps", row.out_of_place.busbw_GBps},
+                                      {"wrong", row.out_of_place.wrong}}}});
+    if (lead) fmt::print("{}", format_nccl_tests_row(row)), std::fflush(stdout);
   }
   if (lead) {
-    fmt::print("# out of bounds values : {} {}\n", wrong_total, wrong_total == 0 ? "OK" : "WRONG");
-    fmt::print("# avg bus bandwidth    : {:.3f} GB/s over {} sizes\n", busbw_sum / sizes.size(), sizes.size());
+    fmt::print("{}", format_nccl_tests_footer(run, table));
     if (comm->size() == 1)
       fmt::print("# one rank: nothing crosses a link, so busbw is 0 by definition; use --nproc-per-node 2 or more\n");
   }
@@ -186,6 +216,7 @@ int run_allreduce(const AllreduceFlags& f) {
     j["transport_predicted"] = transport;
     j["iters"] = f.iters;
     j["warmup"] = f.warmup;
+    j["time_over_ranks"] = rank_time_aggregate_name(aggregate);
     j["rows"] = rows;
     write_output_text(f.json_out, "--json", j.dump(1) + "\n");
     fmt::print("wrote {} (peak table, as profile/comm_stats.hpp load_peak_table reads it)\n", f.json_out);
@@ -199,8 +230,9 @@ Command add_allreduce_command(CLI::App& app) {
   auto f = std::make_shared<AllreduceFlags>();
   CLI::App* cmd = app.add_subcommand(
       "allreduce",
-      "Measure all-reduce like nccl-tests: per message size the time, algbw and busbw (NCCL on GPUs, MPI on CPUs),\n"
-      "and write the peak table that run reports compare their buckets with.");
+      "Measure all-reduce like nccl-tests' all_reduce_perf, in its output format (out-of-place and in-place time,\n"
+      "algbw, busbw, #wrong per size; NCCL on GPUs, MPI on CPUs), and write the peak table that run reports\n"
+      "compare their buckets with.");
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--nproc-per-node,--nproc_per_node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
       ->check(CLI::Range(1, 1024));
@@ -209,6 +241,8 @@ Command add_allreduce_command(CLI::App& app) {
   cmd->add_option("--dtype", f->dtype, "f32 | bf16 | f16");
   cmd->add_option("--iters", f->iters, "timed all-reduces per size");
   cmd->add_option("--warmup", f->warmup, "untimed all-reduces per size before timing");
+  cmd->add_option("--average,-a", f->average,
+                  "a row's time over the ranks, as nccl-tests' -a: 0 rank 0's, 1 the mean, 2 the fastest, 3 the slowest");
   cmd->add_option("--device", f->device, "cuda (NCCL) | cpu (MPI)");
   cmd->add_option("--json", f->json_out, "write the measurements as a peak table (JSON) for run reports");
   cmd->add_option("--ranks-per-gpu", f->ranks_per_gpu,

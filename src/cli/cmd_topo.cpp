@@ -1,4 +1,5 @@
-// `ddpx topo`: the GPU link matrix (nvidia-smi topo -m notation) from NVML loaded at run time, CPU/NUMA affinity,
+// `ddpx topo`: the GPU and NIC link matrix (nvidia-smi topo -m notation) from NVML loaded at run time and sysfs
+// (NICs and their PCI relationship to each GPU), CPU affinity, NUMA affinity and GPU NUMA ID,
 // peer access as the CUDA runtime reports it, and the NCCL transport predicted for every GPU pair; with
 // --nccl-log, also the transport an NCCL_DEBUG=INFO run actually used.
 // Exit status: 0 when the table was printed, and also 0 on a machine without NVML or GPUs (then one line says
@@ -18,6 +19,7 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "profile/nccl_transport.hpp"
+#include "profile/nic_topology.hpp"
 #include "profile/nvml_topology.hpp"
 #include "profile/topology.hpp"
 
@@ -76,6 +78,7 @@ int run_topo(const TopoFlags& flags) {
   const bool p2p_disabled = flags.p2p_disabled || (env_p2p && std::string(env_p2p) == "1");
   TopologyTable table;
   bool probed = false;
+  std::string nic_note;
   if (!flags.from_json.empty()) {
     table = load_topology(flags.from_json);
     fmt::print("# recorded topology: {}\n", flags.from_json);
@@ -88,13 +91,18 @@ int run_topo(const TopoFlags& flags) {
       fmt::print("ddpx topo: no GPU topology on this machine: {}\n"
                  "(`ddpx topo --from-json FILE` prints a table recorded elsewhere with `ddpx topo --json FILE`)\n",
                  why);
+      TopologyTable nics_only;
+      add_nics(nics_only);
+      if (!nics_only.nics.empty()) fmt::print("\n{}", format_topology(nics_only));
       if (!flags.nccl_log.empty()) fmt::print("{}", format_nccl_log_summary(flags.nccl_log));
       return 0;
     }
     table = std::move(*probe.table);
+    nic_note = add_nics(table);
     probed = true;
   }
   fmt::print("{}\n", format_topology(table));
+  if (!nic_note.empty()) fmt::print("# {}\n\n", nic_note);
   if (probed) {
     const std::string peers = format_peer_access(table);
     if (!peers.empty()) fmt::print("{}\n", peers);
@@ -114,8 +122,9 @@ Command add_topo_command(CLI::App& app) {
   auto flags = std::make_shared<TopoFlags>();
   CLI::App* cmd = app.add_subcommand(
       "topo",
-      "Print the GPU link matrix (X, NV#, PIX, PXB, PHB, NODE, SYS, as `nvidia-smi topo -m`), CPU and NUMA\n"
-      "affinity, peer access, and the transport NCCL will use between each pair of GPUs.\n"
+      "Print the GPU and NIC link matrix (X, NV#, PIX, PXB, PHB, NODE, SYS, as `nvidia-smi topo -m`; NICs from\n"
+      "sysfs), CPU affinity, NUMA affinity, GPU NUMA ID, peer access, and the transport NCCL will use between\n"
+      "each pair of GPUs.\n"
       "NVML is loaded at run time; without a driver or GPUs it says so and exits 0.");
   cmd->add_option("--json", flags->json_out, "also write the table as JSON (read back with --from-json)");
   cmd->add_option("--from-json", flags->from_json, "print a table recorded with --json instead of probing")

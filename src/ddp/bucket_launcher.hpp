@@ -10,6 +10,7 @@
 // on CUDA a step being captured into a graph reports complete (it runs nothing then; its replays are watched
 // through watch_replay()).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "ddp/bucket_timing.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/comm_hook.hpp"
+#include "ddp/wire_gradients.hpp"
 #include "dist/watchdog.hpp"
 
 namespace ddpx {
@@ -26,8 +28,10 @@ namespace ddpx {
 // CUDA, enqueued on the communication stream (passed as `stream`) right after the hook; host, on the
 // communication thread, before the bucket counts as complete (`stream` is nullptr). The trainer applies the
 // optimizer to the span there (see Note [Optimizer overlapped with backward] in train/step_engine.hpp). An
-// exception is reported like the hook's own failure.
-using AfterReduce = std::function<void(size_t begin, size_t end, void* stream)>;
+// exception is reported like the hook's own failure. `wire` is nullptr when the average is in the buffer's span;
+// otherwise the hook left it in its 16-bit wire buffer and the span keeps this rank's own gradients (CUDA, hooks
+// that can: Note [Widening fused into the update] in ddp/comm_hook.hpp).
+using AfterReduce = std::function<void(size_t begin, size_t end, void* stream, const WireGradients* wire)>;
 
 class BucketLauncher {
  public:
@@ -53,9 +57,12 @@ class BucketLauncher {
 // after_reduce may be empty.
 std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm, AfterReduce after_reduce = {});
 #ifdef DDPX_HAVE_CUDA
-// comm_stream: nullptr makes the launcher create (and own) a non-blocking stream.
+// comm_stream: nullptr makes the launcher create (and own) a non-blocking stream. after_reduce runs for the
+// buckets launched while *after_reduce_on is true (read at each launch); with it, a hook that can leaves its
+// result on the wire for it.
 std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
-                                                   void* comm_stream, AfterReduce after_reduce = {});
+                                                   void* comm_stream, AfterReduce after_reduce = {},
+                                                   std::shared_ptr<const std::atomic<bool>> after_reduce_on = {});
 #endif
 
 }  // namespace ddpx

@@ -35,11 +35,26 @@ void CastHook::run(BucketView& bucket, Communicator& comm, void* stream, int64_t
     return;
   }
 #ifdef DDPX_HAVE_CUDA
+  const WireGradients reduced = run_leaving_wire(bucket, comm, stream, 0);
+  launch_widen_from_wire_format(reduced.data, bucket.data, count, format_, stream);
+#else
+  fail("--comm-hook {}: the gradients are on a GPU but this ddpx was built without CUDA", name());
+#endif
+}
+
+WireGradients CastHook::run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t) {
+  DDPX_INTERNAL_ASSERT(bucket.device == GradDevice::cuda, "CastHook::run_leaving_wire on a host bucket ({})",
+                       bucket.index);
+#ifdef DDPX_HAVE_CUDA
+  const size_t count = bucket.numel();
+  const float scale = 1.0f / static_cast<float>(comm.size());
   auto* scratch = static_cast<uint16_t*>(device_scratch_.reserve(count * sizeof(uint16_t)));
   launch_scale_to_wire_format(bucket.data, scratch, count, scale, format_, stream);
-  comm.all_reduce(scratch, count, wire, ReduceOp::sum, stream);
-  launch_widen_from_wire_format(scratch, bucket.data, count, format_, stream);
+  comm.all_reduce(scratch, count, format_ == WireFormat::fp16 ? CommDType::f16 : CommDType::bf16, ReduceOp::sum,
+                  stream);
+  return {scratch, format_};
 #else
+  (void)comm, (void)stream;
   fail("--comm-hook {}: the gradients are on a GPU but this ddpx was built without CUDA", name());
 #endif
 }

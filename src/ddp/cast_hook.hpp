@@ -19,6 +19,9 @@ class CastHook : public CommHook {
   explicit CastHook(WireFormat format) : format_(format) {}
   std::string name() const override { return format_ == WireFormat::fp16 ? "fp16" : "bf16"; }
   void run(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
+  // CUDA buckets: the narrowing and the collective, no widening (Note [Widening fused into the update]).
+  bool leaves_result_on_wire(const BucketView& bucket) const override { return bucket.device == GradDevice::cuda; }
+  WireGradients run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
 
  private:
   WireFormat format_;

@@ -13,7 +13,9 @@
 #include <limits>
 #include <string>
 
+#include "core/internal_assert.hpp"
 #include "ddp/bucket_view.hpp"
+#include "ddp/wire_gradients.hpp"
 #include "dist/communicator.hpp"
 
 namespace ddpx {
@@ -28,6 +30,28 @@ class CommHook {
   // kNeverCapturable: never (the work changes every step).
   static constexpr int64_t kNeverCapturable = std::numeric_limits<int64_t>::max();
   virtual int64_t capturable_from_step() const { return 1; }
+
+  // Note [Widening fused into the update]
+  // A 16-bit cast hook ends by widening its reduced wire buffer back into the fp32 bucket (read 2 bytes, write 4
+  // per gradient), and the optimizer that runs right after it on the same stream reads those 4 bytes again. When
+  // a consumer reads the gradients straight from the wire buffer instead, the widening pass and half of the
+  // optimizer's gradient reads disappear: at world 1 on one H200 the bf16 hook then costs its narrowing pass
+  // alone. Rules:
+  //  - leaves_result_on_wire(bucket): whether run_leaving_wire() is available for this bucket (CUDA buckets of
+  //    the cast hooks). The launcher asks only when a consumer is attached and on for the step (the trainer's
+  //    optimizer overlapped with the reduction, Note [Optimizer overlapped with backward]).
+  //  - run_leaving_wire() does run()'s work except the widening: the bucket keeps this rank's own, unreduced
+  //    gradients, and the returned WireGradients (ddp/wire_gradients.hpp) hold the average. The consumer must use
+  //    them on `stream` before the hook's next call (it reuses the buffer).
+  //  - Nothing else may read the bucket's fp32 values as averaged after such a step: the engines' numerics check
+  //    runs inside the update that reads the wire, and calibration steps, --optimizer-overlap off and
+  //    accumulation micro-batches take run(), which widens.
+  virtual bool leaves_result_on_wire(const BucketView& /*bucket*/) const { return false; }
+  virtual WireGradients run_leaving_wire(BucketView& bucket, Communicator& /*comm*/, void* /*stream*/,
+                                         int64_t /*step*/) {
+    DDPX_INTERNAL_FAIL("hook '{}' cannot leave bucket {}'s result on the wire (leaves_result_on_wire is false)",
+                       name(), bucket.index);
+  }
 };
 
 }  // namespace ddpx

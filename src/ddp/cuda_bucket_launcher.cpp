@@ -40,9 +40,9 @@ cudaEvent_t new_event(unsigned flags) {
 class CudaBucketLauncher : public BucketLauncher {
  public:
   CudaBucketLauncher(CommHook& hook, Communicator& comm, size_t num_buckets, void* comm_stream,
-                     AfterReduce after_reduce)
+                     AfterReduce after_reduce, std::shared_ptr<const std::atomic<bool>> after_reduce_on)
       : hook_(hook), comm_(comm), after_reduce_(std::move(after_reduce)),
-        comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
+        after_reduce_on_(std::move(after_reduce_on)), comm_stream_(static_cast<cudaStream_t>(comm_stream)) {
     DDPX_CUDA_CHECK(cudaGetDevice(&device_));
     if (!comm_stream_) {
       DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
@@ -88,8 +88,16 @@ class CudaBucketLauncher : public BucketLauncher {
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, events.ready_dependency, 0));
     record_timing(events.start, comm_stream_);
     try {
-      hook_.run(bucket, comm_, comm_stream_, step);
-      if (after_reduce_) after_reduce_(bucket.begin, bucket.end, comm_stream_);
+      // Note [Widening fused into the update] (ddp/comm_hook.hpp): with a consumer, a hook that can leaves the
+      // average in its wire buffer and the consumer reads it there.
+      const bool consumer = after_reduce_ && (!after_reduce_on_ || after_reduce_on_->load());
+      if (consumer && hook_.leaves_result_on_wire(bucket)) {
+        const WireGradients wire = hook_.run_leaving_wire(bucket, comm_, comm_stream_, step);
+        after_reduce_(bucket.begin, bucket.end, comm_stream_, &wire);
+      } else {
+        hook_.run(bucket, comm_, comm_stream_, step);
+        if (consumer) after_reduce_(bucket.begin, bucket.end, comm_stream_, nullptr);
+      }
     } catch (const std::exception& e) {
       fail("communication hook '{}' failed in bucket {} of step {}: {}", hook_.name(), bucket.index, step, e.what());
     }
@@ -165,6 +173,7 @@ class CudaBucketLauncher : public BucketLauncher {
   CommHook& hook_;
   Communicator& comm_;
   AfterReduce after_reduce_;
+  std::shared_ptr<const std::atomic<bool>> after_reduce_on_;  // nullptr: always on
   cudaStream_t comm_stream_ = nullptr;
   int device_ = 0;  // the device of the streams and events (the watchdog thread selects it before probing)
   bool owns_stream_ = false;
@@ -182,8 +191,10 @@ class CudaBucketLauncher : public BucketLauncher {
 }  // namespace
 
 std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
-                                                   void* comm_stream, AfterReduce after_reduce) {
-  return std::make_unique<CudaBucketLauncher>(hook, comm, num_buckets, comm_stream, std::move(after_reduce));
+                                                   void* comm_stream, AfterReduce after_reduce,
+                                                   std::shared_ptr<const std::atomic<bool>> after_reduce_on) {
+  return std::make_unique<CudaBucketLauncher>(hook, comm, num_buckets, comm_stream, std::move(after_reduce),
+                                              std::move(after_reduce_on));
 }
 
 }  // namespace ddpx

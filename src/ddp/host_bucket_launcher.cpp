@@ -100,7 +100,7 @@ class HostBucketLauncher : public BucketLauncher {
       if (!skip) {
         try {
           hook_.run(*task.bucket, comm_, nullptr, task.step);
-          if (after_reduce_) after_reduce_(task.bucket->begin, task.bucket->end, nullptr);
+          if (after_reduce_) after_reduce_(task.bucket->begin, task.bucket->end, nullptr, nullptr);
         } catch (const std::exception& e) {
           failure = std::make_exception_ptr(Error(fmt::format("communication hook '{}' failed in bucket {} of step "
                                                               "{}: {}", hook_.name(), task.bucket->index,

@@ -45,16 +45,20 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
   }
   tensor_marked_.assign(plan_.tensors().size(), 0);
   bucket_marked_.assign(plan_.size(), 0);
-  AfterReduce after_reduce;
-  if (options_.after_reduce)
-    after_reduce = [on = after_reduce_on_, call = options_.after_reduce](size_t begin, size_t end, void* stream) {
-      if (on->load()) call(begin, end, stream);
-    };
   if (options_.device == GradDevice::cpu) {
+    AfterReduce after_reduce;
+    if (options_.after_reduce)
+      after_reduce = [on = after_reduce_on_, call = options_.after_reduce](size_t begin, size_t end, void* stream,
+                                                                           const WireGradients* wire) {
+        if (on->load()) call(begin, end, stream, wire);
+      };
     launcher_ = make_host_launcher(*hook_, comm_, std::move(after_reduce));
   } else {
 #ifdef DDPX_HAVE_CUDA
-    launcher_ = make_cuda_launcher(*hook_, comm_, plan_.size(), options_.comm_stream, std::move(after_reduce));
+    // The CUDA launcher reads the switch itself: it must know before the hook runs whether a consumer will take
+    // the result from the wire (Note [Widening fused into the update]).
+    launcher_ = make_cuda_launcher(*hook_, comm_, plan_.size(), options_.comm_stream, options_.after_reduce,
+                                   after_reduce_on_);
 #else
     fail("Reducer: GPU gradients need a CUDA build of ddpx");
 #endif

@@ -1,6 +1,8 @@
 // Names and sizes of the communication dtypes and ops, for error messages and byte counts.
 #include "dist/communicator.hpp"
 
+#include "core/error.hpp"
+
 namespace ddpx {
 
 size_t comm_dtype_size(CommDType dtype) {
@@ -36,6 +38,10 @@ std::string_view reduce_op_name(ReduceOp op) {
     case ReduceOp::max: return "max";
   }
   return "?";
+}
+
+void Communicator::all_reduce_out_of_place(const void*, void*, size_t, CommDType, ReduceOp, void*) {
+  fail("the {} backend has no out-of-place all-reduce; use all_reduce (in place)", backend_name());
 }
 
 }  // namespace ddpx

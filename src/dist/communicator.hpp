@@ -35,6 +35,10 @@ class Communicator {
 
   // In place: buf holds count elements on entry and the reduction over all ranks on exit.
   virtual void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) = 0;
+  // Out of place: send (count elements, left unchanged) reduced over all ranks into recv (count elements; the two
+  // must not overlap). NCCL, MPI and self implement it; the default throws ddpx::Error naming the backend.
+  virtual void all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype, ReduceOp op,
+                                       void* stream);
   // root's count elements are copied into buf on every rank.
   virtual void broadcast(void* buf, size_t count, CommDType dtype, int root, void* stream) = 0;
   // recv holds size() * count_per_rank elements on exit, rank r's send at r * count_per_rank.

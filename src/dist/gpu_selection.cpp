@@ -60,6 +60,15 @@ std::string nccl_version_text(int code) {
   return fmt::format("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100);  // before 2.9: 2708 is 2.7.8
 }
 
+int nccl_library_version_code() {
+#ifdef DDPX_HAVE_CUDA
+  int version = 0;
+  return ncclGetVersion(&version) == ncclSuccess ? version : 0;
+#else
+  return 0;
+#endif
+}
+
 void require_nccl_for_shared_gpus(int version_code, const std::string& how) {
   DDPX_REQUIRE(version_code >= kNcclMultiRankGpuVersion,
                "{}: several ranks on one GPU need NCCL {} or newer (NCCL_MULTI_RANK_GPU_ENABLE), but this process "

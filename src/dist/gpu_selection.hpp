@@ -45,6 +45,8 @@ GpuChoice choose_cuda_device(const GpuChoiceInput& input);
 
 // NCCL's version code (ncclGetVersion: 22803 for 2.28.3) as "2.28.3".
 std::string nccl_version_text(int version_code);
+// The loaded NCCL's version code (ncclGetVersion); 0 in a build without CUDA or when NCCL does not say.
+int nccl_library_version_code();
 inline constexpr int kNcclMultiRankGpuVersion = 23000;  // 2.30.0
 // `how` names the opt-in in the message ("--ranks-per-gpu 2" or "NCCL_MULTI_RANK_GPU_ENABLE=1").
 void require_nccl_for_shared_gpus(int version_code, const std::string& how);

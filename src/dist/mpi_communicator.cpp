@@ -103,6 +103,19 @@ void MpiCommunicator::all_reduce(void* buf, size_t count, CommDType dtype, Reduc
   if (op == ReduceOp::avg && size_ > 1) divide_by_world(buf, count, dtype, size_);
 }
 
+void MpiCommunicator::all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype,
+                                              ReduceOp op, void*) {
+  size_t element_bytes = comm_dtype_size(dtype);
+  for (size_t done = 0; done < count; done += kMaxChunk) {
+    int chunk = static_cast<int>(std::min(kMaxChunk, count - done));
+    check(MPI_Allreduce(static_cast<const char*>(send) + done * element_bytes,
+                        static_cast<char*>(recv) + done * element_bytes, chunk, mpi_type(dtype), mpi_op(dtype, op),
+                        comm_),
+          "MPI_Allreduce");
+  }
+  if (op == ReduceOp::avg && size_ > 1) divide_by_world(recv, count, dtype, size_);
+}
+
 void MpiCommunicator::broadcast(void* buf, size_t count, CommDType dtype, int root, void*) {
   DDPX_REQUIRE(root >= 0 && root < size_, "mpi backend: broadcast root {} is not a rank of this {}-rank group",
                root, size_);

@@ -30,6 +30,8 @@ class MpiCommunicator : public Communicator {
   BufferMemory buffer_memory() const override { return BufferMemory::host; }
 
   void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
+  void all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype, ReduceOp op,
+                               void* stream) override;
   void broadcast(void* buf, size_t count, CommDType dtype, int root, void* stream) override;
   void all_gather(const void* send, void* recv, size_t count_per_rank, CommDType dtype, void* stream) override;
   void barrier() override;

@@ -13,6 +13,7 @@
 // with that advice before MPI_Init, which would abort there.
 #pragma once
 #include <chrono>
+#include <string>
 
 namespace ddpx {
 
@@ -28,6 +29,8 @@ class MpiSession {
   static bool initialized();  // MPI_Init done and MPI_Finalize not yet
   static int world_rank();
   static int world_size();
+  // MPI_Get_library_version's text, first line only ("Open MPI v4.1.6, package: ...").
+  static std::string library_version();
   // board (optional, must outlive the session): MPI_Finalize counts as a collective on it, and the timeout's
   // message says what it knows about the other ranks.
   void set_finalize_timeout(std::chrono::milliseconds timeout, HeartbeatBoard* board = nullptr) {

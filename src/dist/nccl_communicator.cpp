@@ -81,6 +81,13 @@ void NcclCommunicator::all_reduce(void* buf, size_t count, CommDType dtype, Redu
         "ncclAllReduce");
 }
 
+void NcclCommunicator::all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype,
+                                               ReduceOp op, void* stream) {
+  DDPX_REQUIRE(!aborted_, "nccl backend, rank {}: all_reduce after the communicator was aborted", rank_);
+  check(ncclAllReduce(send, recv, count, nccl_type(dtype), nccl_op(op), as_comm(comm_), as_stream(stream)),
+        "ncclAllReduce");
+}
+
 void NcclCommunicator::broadcast(void* buf, size_t count, CommDType dtype, int root, void* stream) {
   DDPX_REQUIRE(!aborted_, "nccl backend, rank {}: broadcast after the communicator was aborted", rank_);
   DDPX_REQUIRE(root >= 0 && root < size_, "nccl backend: broadcast root {} is not a rank of this {}-rank group",

@@ -18,6 +18,11 @@ void SelfCommunicator::require_alive(std::string_view operation) const {
 
 void SelfCommunicator::all_reduce(void*, size_t, CommDType, ReduceOp, void*) { require_alive("all_reduce"); }
 
+void SelfCommunicator::all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype, ReduceOp,
+                                               void* stream) {
+  all_gather(send, recv, count, dtype, stream);  // one rank: the reduction of send is send itself
+}
+
 void SelfCommunicator::broadcast(void*, size_t, CommDType, int root, void*) {
   require_alive("broadcast");
   DDPX_REQUIRE(root == 0, "self communicator: broadcast root {} does not exist (world size is 1)", root);

@@ -1,6 +1,11 @@
-// Fused optimizer and cast kernels; see optimizer.hpp. Grid-stride loops over 4-element vectors.
+// Fused optimizer and cast kernels; see optimizer.hpp. Grid-stride loops over 4-element vectors. The gradient
+// source is a template parameter (fp32, or 16-bit from a cast hook's wire buffer), so the common fp32 loop is the
+// one it was.
+#include <cuda_fp16.h>
+
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/internal_assert.hpp"
 #include "kernels/device_utils.cuh"
 #include "kernels/optimizer.hpp"
 
@@ -25,11 +30,31 @@ __device__ __forceinline__ void note_nonfinite(unsigned long long* flag, uint64_
     }
 }
 
+enum class GradSource { fp32, bf16, fp16 };
+
+// Four gradients at vector v, widened to fp32 (exact for both 16-bit formats).
+template <GradSource kSource>
+__device__ __forceinline__ Float4 load_grads(const float* grads, const uint16_t* wire, int64_t v) {
+  if constexpr (kSource == GradSource::fp32) {
+    return load4(grads + 4 * v);
+  } else {
+    const ushort4 w = reinterpret_cast<const ushort4*>(wire)[v];
+    const uint16_t raw[4] = {w.x, w.y, w.z, w.w};
+    Float4 g;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      g.v[i] = kSource == GradSource::bf16 ? __bfloat162float(__ushort_as_bfloat16(raw[i]))
+                                           : __half2float(__ushort_as_half(raw[i]));
+    return g;
+  }
+}
+
+template <GradSource kSource>
 __global__ void sgd_kernel(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low,
                            int64_t vectors, SgdUpdate u) {
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    Float4 p = load4(params + 4 * v), g = load4(grads + 4 * v);
+    Float4 p = load4(params + 4 * v), g = load_grads<kSource>(grads, u.wire.data, v);
     note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
 #pragma unroll
     for (int i = 0; i < 4; ++i) g.v[i] += u.weight_decay * p.v[i];
@@ -50,12 +75,13 @@ __global__ void sgd_kernel(float* params, const float* grads, float* momentum_bu
   }
 }
 
+template <GradSource kSource>
 __global__ void adamw_kernel(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                              __nv_bfloat16* low, int64_t vectors, AdamWUpdate u) {
   const float decay = 1.f - u.lr * u.weight_decay, step_size = u.lr / u.bias_correction1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    Float4 p = load4(params + 4 * v), g = load4(grads + 4 * v), m = load4(exp_avg + 4 * v),
+    Float4 p = load4(params + 4 * v), g = load_grads<kSource>(grads, u.wire.data, v), m = load4(exp_avg + 4 * v),
            s = load4(exp_avg_sq + 4 * v);
     note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
 #pragma unroll
@@ -82,6 +108,17 @@ void check_count(int64_t n, const char* what) {
   DDPX_REQUIRE(n >= 0 && n % 4 == 0, "{}: element count {} must be a multiple of 4", what, n);
 }
 
+GradSource source_of(const WireGrads& wire) {
+  return wire.data == nullptr ? GradSource::fp32 : wire.fp16 ? GradSource::fp16 : GradSource::bf16;
+}
+
+void check_sources(const float* grads, const WireGrads& wire, const char* what) {
+  DDPX_INTERNAL_ASSERT(grads != nullptr || wire.data != nullptr, "{}: no gradients (neither fp32 nor wire)", what);
+  DDPX_INTERNAL_ASSERT(reinterpret_cast<uintptr_t>(wire.data) % 8 == 0,
+                       "{}: 16-bit gradients at {} are not 8-byte aligned (4-element vectors)", what,
+                       static_cast<const void*>(wire.data));
+}
+
 }  // namespace
 
 void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low_copy, int64_t n,
@@ -89,19 +126,46 @@ void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_
   check_count(n, "sgd_update");
   DDPX_REQUIRE(update.momentum == 0.f || momentum_buffer != nullptr,
                "sgd_update: momentum {} needs a momentum buffer", update.momentum);
+  check_sources(grads, update.wire, "sgd_update");
   if (n == 0) return;
-  sgd_kernel<<<kernels::elementwise_blocks(n / 4, kThreads), kThreads, 0, stream>>>(params, grads, momentum_buffer,
-                                                                                    low_copy, n / 4, update);
+  const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
+  switch (source_of(update.wire)) {
+    case GradSource::fp32:
+      sgd_kernel<GradSource::fp32><<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4,
+                                                                    update);
+      break;
+    case GradSource::bf16:
+      sgd_kernel<GradSource::bf16><<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4,
+                                                                    update);
+      break;
+    case GradSource::fp16:
+      sgd_kernel<GradSource::fp16><<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4,
+                                                                    update);
+      break;
+  }
   DDPX_CHECK_LAUNCH("sgd_kernel");
 }
 
 void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, __nv_bfloat16* low_copy,
                   int64_t n, const AdamWUpdate& update, cudaStream_t stream) {
   check_count(n, "adamw_update");
+  check_sources(grads, update.wire, "adamw_update");
   if (n == 0) return;
-  adamw_kernel<<<kernels::elementwise_blocks(n / 4, kThreads), kThreads, 0, stream>>>(params, grads, exp_avg,
-                                                                                      exp_avg_sq, low_copy, n / 4,
-                                                                                      update);
+  const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
+  switch (source_of(update.wire)) {
+    case GradSource::fp32:
+      adamw_kernel<GradSource::fp32><<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy,
+                                                                      n / 4, update);
+      break;
+    case GradSource::bf16:
+      adamw_kernel<GradSource::bf16><<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy,
+                                                                      n / 4, update);
+      break;
+    case GradSource::fp16:
+      adamw_kernel<GradSource::fp16><<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy,
+                                                                      n / 4, update);
+      break;
+  }
   DDPX_CHECK_LAUNCH("adamw_kernel");
 }
 

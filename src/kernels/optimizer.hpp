@@ -5,6 +5,10 @@
 // nullptr the updated parameter is also written there as bf16 in the same kernel. Step-dependent scalars (first
 // step, bias corrections) are kernel arguments: a CUDA graph that captures an update replays those values.
 // Buffers must not alias. One kernel per call on `stream`, nothing allocated.
+// Gradients are read from `grads` (fp32), or, when the update's `wire` is set, from a 16-bit buffer that holds the
+// averaged gradients as a cast hook left them on the wire (Note [Widening fused into the update],
+// ddp/comm_hook.hpp): each value is widened exactly in registers, so the update equals the one over the widened
+// fp32 buffer bit for bit, and `grads` is not read.
 // SgdUpdate and AdamWUpdate are the kernels' argument ABI, not a second spelling of the optimizer: the trainer's
 // CudaModel fills them in one place (model_cuda/cuda_model.cpp optimizer_span) from optim/'s per-step scalars.
 #pragma once
@@ -15,6 +19,12 @@
 
 namespace ddpx {
 
+// A 16-bit gradient source: element i of the update is data[i] (bf16, or IEEE fp16 when `fp16`).
+struct WireGrads {
+  const uint16_t* data = nullptr;
+  bool fp16 = false;
+};
+
 // nonfinite_gradient (device, optional): the kernel lowers it (atomicMin) to the offset of any gradient that is
 // Inf or NaN, in the same pass (kernels/numerics_check.hpp); the common all-finite case issues no atomics.
 struct SgdUpdate {
@@ -23,6 +33,7 @@ struct SgdUpdate {
   bool first_step = true;  // momentum buffer := gradient (torch's first step) instead of the running update
   unsigned long long* nonfinite_gradient = nullptr;
   uint64_t offset_base = 0;  // added to the offsets reported there (an update of a span of the buffer)
+  WireGrads wire;            // data != nullptr: gradients from there instead of `grads`
 };
 
 struct AdamWUpdate {
@@ -30,9 +41,10 @@ struct AdamWUpdate {
   float bias_correction1 = 1, bias_correction2_sqrt = 1;  // 1 - beta1^step, sqrt(1 - beta2^step)
   unsigned long long* nonfinite_gradient = nullptr;
   uint64_t offset_base = 0;  // added to the offsets reported there (an update of a span of the buffer)
+  WireGrads wire;            // data != nullptr: gradients from there instead of `grads`
 };
 
-// momentum_buffer may be nullptr only when update.momentum == 0.
+// momentum_buffer may be nullptr only when update.momentum == 0; grads may be nullptr when update.wire is set.
 void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low_copy, int64_t n,
                 const SgdUpdate& update, cudaStream_t stream);
 

@@ -91,7 +91,7 @@ void require_span(const char* what, int64_t step, size_t begin, size_t end, size
 // The kernels' argument structs (the device ABI, kernels/optimizer.hpp) are filled here, from the spec's
 // per-step scalars: the same values the CPU update uses.
 void CudaModel::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                               unsigned long long* nonfinite_gradient) {
+                               unsigned long long* nonfinite_gradient, const WireGrads* wire) {
   require_span("optimizer_span", step, begin, end, params_.size());
   if (begin == end) return;
   __nv_bfloat16* low = low_precision_weights_.get();
@@ -104,6 +104,7 @@ void CudaModel::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t b
       update.weight_decay = s.weight_decay, update.nesterov = s.nesterov, update.first_step = s.first_step;
       update.nonfinite_gradient = nonfinite_gradient;
       update.offset_base = begin;
+      if (wire) update.wire = *wire;
       sgd_update(params_.get() + begin, grads_.get() + begin,
                  s.momentum != 0.f ? optimizer_state("momentum") + begin : nullptr, low ? low + begin : nullptr, n,
                  update, stream);
@@ -117,6 +118,7 @@ void CudaModel::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t b
       update.bias_correction1 = s.bias_correction1, update.bias_correction2_sqrt = s.bias_correction2_sqrt;
       update.nonfinite_gradient = nonfinite_gradient;
       update.offset_base = begin;
+      if (wire) update.wire = *wire;
       adamw_update(params_.get() + begin, grads_.get() + begin, optimizer_state("exp_avg") + begin,
                    optimizer_state("exp_avg_sq") + begin, low ? low + begin : nullptr, n, update, stream);
       return;

@@ -26,9 +26,10 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/matmul.hpp"
+#include "kernels/optimizer.hpp"
 #include "model/flat_layout.hpp"
 #include "model/precision.hpp"
-#include "kernels/matmul.hpp"
 #include "model_cuda/device_buffer.hpp"
 #include "optim/optimizer_spec.hpp"
 
@@ -61,8 +62,9 @@ class CudaModel {
   // The same update over elements [begin, end) only, on `stream` (the updates are element-wise, so the spans of
   // one step together equal the whole step bit for bit; the non-finite offset is still one of the whole buffer).
   // begin and end are multiples of 4 (tensor offsets are).
+  // `wire`: the span's gradients as 16 bits (element `begin` at wire->data[0]) instead of grads() (kernels/optimizer.hpp).
   void optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                      unsigned long long* nonfinite_gradient = nullptr);
+                      unsigned long long* nonfinite_gradient = nullptr, const WireGrads* wire = nullptr);
 
   // Optimizer state for checkpoints (device fp32, buffer_size() elements each), by the spec's state names
   // ("momentum", "exp_avg", "exp_avg_sq"; anything else is an internal error naming it). Each allocates (zeroed)

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <fstream>
+
+#include "profile/pci_sysfs.hpp"
 
 namespace ddpx {
 
@@ -22,6 +22,7 @@ constexpr unsigned int NVML_NVLINK_MAX_LINKS = 18;
 constexpr int NVML_FEATURE_ENABLED = 1;
 constexpr int NVML_P2P_CAPS_INDEX_NVLINK = 2;
 constexpr int NVML_P2P_STATUS_OK = 0;
+constexpr unsigned int NVML_AFFINITY_SCOPE_NODE = 0;  // nvmlAffinityScope_t
 
 // nvmlGpuTopologyLevel_t
 constexpr int NVML_TOPOLOGY_INTERNAL = 0;
@@ -58,6 +59,7 @@ struct Nvml {
   nvmlReturn_t (*p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int*) = nullptr;
   nvmlReturn_t (*cpu_affinity)(nvmlDevice_t, unsigned int, unsigned long*) = nullptr;
   nvmlReturn_t (*numa_node)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*memory_affinity)(nvmlDevice_t, unsigned int, unsigned long*, unsigned int) = nullptr;
 
   ~Nvml() {
     if (handle) dlclose(handle);
@@ -74,17 +76,6 @@ bool bind(void* handle, const char* symbol, Fn& fn) {
   return fn != nullptr;
 }
 
-// "00000000:19:00.0" and "0000:19:00.0" name the same device: compare domain-normalized, lower case.
-std::string normalize_bus_id(std::string id) {
-  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
-  const size_t colon = id.find(':');
-  if (colon != std::string::npos && colon > 4) {
-    const std::string domain = id.substr(0, colon);
-    if (domain.find_first_not_of('0') >= colon - 4) id = id.substr(colon - 4);
-  }
-  return id;
-}
-
 std::string level_name(int level) {
   switch (level) {
     case NVML_TOPOLOGY_INTERNAL:
@@ -96,7 +87,7 @@ std::string level_name(int level) {
   }
 }
 
-// Bit mask of CPUs -> "0-47,96-143".
+// Bit mask of CPUs (or NUMA nodes) -> "0-47,96-143".
 std::string cpu_ranges(const std::vector<unsigned long>& mask) {
   const size_t bits = sizeof(unsigned long) * 8;
   std::string out;
@@ -112,13 +103,6 @@ std::string cpu_ranges(const std::vector<unsigned long>& mask) {
     }
   }
   return out;
-}
-
-int sysfs_numa_node(const std::string& bus_id) {
-  std::ifstream in("/sys/bus/pci/devices/" + normalize_bus_id(bus_id) + "/numa_node");
-  int node = -1;
-  if (in >> node) return node;
-  return -1;
 }
 
 }  // namespace
@@ -153,6 +137,7 @@ TopologyProbe probe_topology(const std::string& library) {
   bind(nvml.handle, "nvmlDeviceGetP2PStatus", nvml.p2p_status);
   bind(nvml.handle, "nvmlDeviceGetCpuAffinity", nvml.cpu_affinity);
   bind(nvml.handle, "nvmlDeviceGetNumaNodeId", nvml.numa_node);
+  bind(nvml.handle, "nvmlDeviceGetMemoryAffinity", nvml.memory_affinity);
 
   if (nvmlReturn_t rc = nvml.init(); rc != NVML_SUCCESS) {
     probe.message = nvml.why("nvmlInit_v2", rc) + ": is the NVIDIA driver loaded (nvidia-smi works)?";
@@ -180,10 +165,20 @@ TopologyProbe probe_topology(const std::string& library) {
       if (nvml.cpu_affinity(device, static_cast<unsigned int>(mask.size()), mask.data()) == NVML_SUCCESS)
         gpu.cpu_affinity = cpu_ranges(mask);
     }
-    gpu.numa_node = gpu.pci_bus_id.empty() ? -1 : sysfs_numa_node(gpu.pci_bus_id);
+    // NUMA Affinity as nvidia-smi prints it: the nodes NVML gives as the GPU's memory affinity, else sysfs.
+    if (nvml.memory_affinity) {
+      std::vector<unsigned long> nodes(16, 0);  // room for 1024 NUMA nodes
+      if (nvml.memory_affinity(device, static_cast<unsigned int>(nodes.size()), nodes.data(),
+                               NVML_AFFINITY_SCOPE_NODE) == NVML_SUCCESS)
+        gpu.numa_affinity = cpu_ranges(nodes);
+    }
+    if (gpu.numa_affinity.empty() && !gpu.pci_bus_id.empty()) {
+      const int node = pci_numa_node("/sys", gpu.pci_bus_id);
+      if (node >= 0) gpu.numa_affinity = std::to_string(node);
+    }
+    // GPU NUMA ID: the GPU memory's own node; NVML answers NOT_SUPPORTED (N/A) unless it is a NUMA node.
     unsigned int node = 0;
-    if (gpu.numa_node < 0 && nvml.numa_node && nvml.numa_node(device, &node) == NVML_SUCCESS)
-      gpu.numa_node = static_cast<int>(node);
+    if (nvml.numa_node && nvml.numa_node(device, &node) == NVML_SUCCESS) gpu.gpu_numa_id = static_cast<int>(node);
     devices.push_back(device);
     table.gpus.push_back(gpu);
   }
@@ -199,10 +194,10 @@ TopologyProbe probe_topology(const std::string& library) {
           if (nvml.nvlink_state(devices[i], link, &active) != NVML_SUCCESS || active != NVML_FEATURE_ENABLED) continue;
           nvmlPciInfo_t remote{};
           if (nvml.nvlink_remote_pci(devices[i], link, &remote) != NVML_SUCCESS) continue;
-          const std::string remote_id = normalize_bus_id(remote.busId);
+          const std::string remote_id = normalize_pci_bus_id(remote.busId);
           bool to_gpu = false;
           for (size_t j = 0; j < n; ++j)
-            if (j != i && normalize_bus_id(table.gpus[j].pci_bus_id) == remote_id) {
+            if (j != i && normalize_pci_bus_id(table.gpus[j].pci_bus_id) == remote_id) {
               ++direct[i][j];
               to_gpu = true;
             }

@@ -20,7 +20,9 @@ struct TopologyProbe {
 
 // Links: NV<k> when GPUs i and j share k active NVLinks, or both reach NVSwitches (k = the smaller number of
 // active links) and NVML reports NVLink P2P between them; otherwise the PCIe common ancestor (PIX, PXB, PHB,
-// NODE, SYS). NUMA node from sysfs (/sys/bus/pci/devices/<bus id>/numa_node), else NVML.
+// NODE, SYS). NUMA Affinity: nvmlDeviceGetMemoryAffinity (node scope), else the PCI device's numa_node in sysfs
+// (pci_sysfs.hpp); GPU NUMA ID: nvmlDeviceGetNumaNodeId, N/A (-1) when NVML does not support it for the GPU.
+// NICs are not probed here (nic_topology.hpp adds them).
 TopologyProbe probe_topology(const std::string& library = "libnvidia-ml.so.1");
 
 }  // namespace ddpx

@@ -100,11 +100,12 @@ std::string format_ddp_cost(const std::optional<DdpCost>& cost) {
            "exposed communication above is known, the cost hidden under overlap is not\n";
   const DdpCost& d = *cost;
   return fmt::format(
-      "# DDP cost: {:.3f} ms ({:.1f}% of the step) = exposed comm {:.3f} + hook work under compute {:.3f} + reducer "
-      "machinery / slowed backward {:.3f}\n"
+      "# DDP cost: {:.3f} ms ({:.1f}% of the step) = exposed comm {:.3f} + compute slowed by DDP's work beside it "
+      "{:.3f}\n"
+      "#   the hooks ran {:.3f} ms under compute (overlapped: they cost the step only through that slowdown)\n"
       "#   measured DDP step {:.3f} ms - calibrated plain step {:.3f} ms ({} calibration step{} per rank: no "
       "reducer during backward)\n",
-      d.cost_ms, 100.0 * d.fraction(), d.exposed_comm_ms, d.hook_work_ms, d.other_ms, d.measured_step_ms,
+      d.cost_ms, 100.0 * d.fraction(), d.exposed_comm_ms, d.hidden_ms(), d.hook_work_ms, d.measured_step_ms,
       d.plain_step_ms, d.calibration_steps, d.calibration_steps == 1 ? "" : "s");
 }
 

@@ -91,6 +91,10 @@ struct DdpCost {
   double hook_work_ms = 0;        // the hooks' time that overlapped compute (bucket intervals minus the exposed part)
   double other_ms = 0;            // the rest: reducer machinery, a backward slowed by sharing the device
   double fraction() const { return measured_step_ms > 0 ? cost_ms / measured_step_ms : 0; }
+  // What DDP's work beside the compute cost the step: everything but the exposed communication. This, not
+  // hook_work_ms, is the hooks' and the reducer's price: hook kernels that overlap the backward pass slow it by less
+  // than their own duration (other_ms is then negative), and that is what people read in the verdict.
+  double hidden_ms() const { return cost_ms - exposed_comm_ms; }
   bool operator==(const DdpCost&) const = default;
 };
 

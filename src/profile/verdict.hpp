@@ -21,8 +21,9 @@
 //         one bucket per step                   -> --bucket-mb 25
 //         hook allreduce                        -> --comm-hook bf16, or --grad-accum 2
 //         otherwise                             -> --grad-accum 2x or a larger --batch
-//  DDP's cost D (profile/ddp_cost.hpp): measured DDP step - calibrated plain step, stated as its parts (exposed
-//  communication + hook work under compute + reducer machinery / slowed backward), which add up to D. Without
+//  DDP's cost D (profile/ddp_cost.hpp): measured DDP step - calibrated plain step, stated as its two parts (exposed
+//  communication + compute slowed by DDP's work beside it), which add up to D, and the hooks' time under compute
+//  said apart (it overlapped; it is not a term of D). Without
 //  calibration steps only E is known, and the sentence says "at least" and that the hidden part is not calibrated.
 //  World 1 with DDP: the communication share is D/T (clipped at 0) when calibrated, E/T otherwise; communication
 //  advice is "run without --ddp", and whatever the bound, a note states what DDP costs. World > 1 with DDP and

@@ -102,7 +102,11 @@ class CpuEngine : public StepEngine {
 
   // The spans run inside the backward pass (or on the reducer's thread): their time is part of those phases.
   void begin_span_updates(int64_t step) override { span_step_ = step; }
-  void optimizer_span(size_t begin, size_t end, void*) override { update(span_step_, begin, end); }
+  void optimizer_span(size_t begin, size_t end, void*, const WireGradients* wire) override {
+    // The host launcher never leaves a result on the wire: its hooks widen on the communication thread.
+    DDPX_INTERNAL_ASSERT(wire == nullptr, "CPU engine: span [{}, {}) came with 16-bit gradients", begin, end);
+    update(span_step_, begin, end);
+  }
   void finish_span_updates() override {
     // The spans are applied already: a bad step is noted here, the run stops at the trainer's next check, and
     // nothing non-finite is ever saved (io/tensor_integrity.hpp).

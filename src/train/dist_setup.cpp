@@ -172,8 +172,8 @@ void attach_reducer(DistContext& dist, const DistOptions& options, const FlatLay
   reducer_options.watchdog = dist.watchdog.get();
   // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each bucket is updated once reduced.
   if (optimizer_overlaps(options.optimizer_overlap, /*with_reducer=*/true))
-    reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream) {
-      engine.optimizer_span(begin, end, stream);
+    reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream, const WireGradients* wire) {
+      engine.optimizer_span(begin, end, stream, wire);
     };
   dist.overlap = reducer_options.overlap;
   dist.reducer = std::make_shared<Reducer>(comm, engine.grad_buffer(), layout.buffer_size(), tensors, std::move(plan),

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/batch_loader.hpp"
+#include "ddp/wire_gradients.hpp"
 #include "model/model.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
@@ -90,8 +91,10 @@ class StepEngine {
   // optimizer_span's stream: the CUDA stream the span's gradients are final on (the reducer's communication
   // stream), or nullptr: final on the compute stream as enqueued so far, and the update then runs on the
   // engine's own update stream, overlapping the rest of the backward pass. The CPU engine updates at once.
+  // `wire` (CUDA, from the reducer only): the span's averaged gradients are in a cast hook's 16-bit buffer, not in
+  // the gradient buffer; the update reads them there (Note [Widening fused into the update], ddp/comm_hook.hpp).
   virtual void begin_span_updates(int64_t step) = 0;
-  virtual void optimizer_span(size_t begin, size_t end, void* stream) = 0;
+  virtual void optimizer_span(size_t begin, size_t end, void* stream, const WireGradients* wire = nullptr) = 0;
   virtual void finish_span_updates() = 0;
   // Mean loss of the last forward_backward (synchronizes on CUDA).
   virtual float last_loss() = 0;

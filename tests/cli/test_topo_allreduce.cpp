@@ -3,6 +3,9 @@
 // that load_peak_table reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <regex>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -76,13 +79,26 @@ TEST(Allreduce, CpuTwoRanksPrintsCheckedRowsAndAPeakTable) {
   const auto r = run_ddpx("allreduce --device cpu --nproc-per-node 2 --sizes 1K:64K --iters 3 --warmup 1 --json " +
                           file.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("2 rank(s)"), std::string::npos) << r.output;
-  for (int64_t bytes = 1024; bytes <= 65536; bytes *= 2) {
-    // One row per size: size, count (f32: size / 4), type.
-    const std::string row_start = fmt::format("{:>12} {:>12} {:>9}", bytes, bytes / 4, "float");
-    EXPECT_NE(r.output.find(row_start), std::string::npos) << "row " << bytes << "\n" << r.output;
+  // nccl-tests' all_reduce_perf format, read the way its users' scripts read it.
+  EXPECT_NE(r.output.find("# nThread 1 nGpus 1 minBytes 1024 maxBytes 65536 step: 2(factor) warmup iters: 1 iters: 3"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("# Library: Open MPI"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("# Using devices\n#  Rank  0 Group  0 Pid"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '['), 2) << "one device line per rank\n" << r.output;
+  const std::regex data_row(
+      R"((?:^|\n)\s*(\d+)\s+(\d+)\s+float\s+sum\s+-1\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+0\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+0\s*(?=\n))");
+  int64_t expected_bytes = 1024;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), data_row); it != std::sregex_iterator();
+       ++it, expected_bytes *= 2) {
+    EXPECT_EQ(std::stoll((*it)[1]), expected_bytes) << r.output;
+    EXPECT_EQ(std::stoll((*it)[2]), expected_bytes / 4) << r.output;  // f32: size / 4
   }
-  EXPECT_NE(r.output.find("out of bounds values : 0 OK"), std::string::npos) << r.output;
+  EXPECT_EQ(expected_bytes, 65536 * 2) << "one 13-field row per size, 1K .. 64K\n" << r.output;
+  EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+  std::smatch avg;
+  ASSERT_TRUE(std::regex_search(r.output, avg, std::regex(R"(Avg bus bandwidth\s*:\s*([\d.]+))"))) << r.output;
+  EXPECT_GT(std::stod(avg[1]), 0) << r.output;
 
   const PeakTable peak = load_peak_table(file.string());
   EXPECT_EQ(peak.world(), 2);
@@ -99,6 +115,10 @@ TEST(Allreduce, CpuTwoRanksPrintsCheckedRowsAndAPeakTable) {
   for (const auto& row : json["rows"]) {
     EXPECT_EQ(row["count"].get<int64_t>() * 4, row["bytes"].get<int64_t>());
     EXPECT_EQ(row["wrong"].get<int64_t>(), 0);
+    EXPECT_EQ(row["redop"], "sum");
+    EXPECT_EQ(row["root"], -1);
+    EXPECT_EQ(row["out_of_place"]["wrong"].get<int64_t>(), 0);
+    EXPECT_GT(row["out_of_place"]["time_us"].get<double>(), 0);
     EXPECT_NEAR(row["busbw_GBps"].get<double>(), row["algbw_GBps"].get<double>(),
                 1e-9 * row["algbw_GBps"].get<double>());
     const double expected_algbw = row["bytes"].get<double>() / (row["time_us"].get<double>() * 1e3);
@@ -108,11 +128,14 @@ TEST(Allreduce, CpuTwoRanksPrintsCheckedRowsAndAPeakTable) {
 }
 
 TEST(Allreduce, HalfPrecisionCountsElementsOfTwoBytes) {
-  const auto r = run_ddpx("allreduce --device cpu --nproc-per-node 2 --sizes 2K --dtype bf16 --iters 2 --warmup 0");
+  const auto r = run_ddpx("allreduce --device cpu --nproc-per-node 2 --sizes 2K --dtype bf16 --iters 2 --warmup 0 "
+                          "--average 3");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find(fmt::format("{:>12} {:>12} {:>9}", 2048, 1024, "bfloat16")), std::string::npos)
+  EXPECT_NE(r.output.find(fmt::format("{:>12}  {:>12}  {:>8}     sum      -1", 2048, 1024, "bfloat16")),
+            std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("out of bounds values : 0 OK"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("# Time: slowest rank (nccl-tests -a 3)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
 }
 #endif
 
@@ -123,6 +146,7 @@ TEST(Allreduce, BadFlagsAreNamed) {
       {"allreduce --device cpu --sizes 1K --json /tmp/never.json", "at least 2 ranks"},
       {"allreduce --device tpu", "--device tpu"},
       {"allreduce --device cpu --iters 0", "--iters 0"},
+      {"allreduce --device cpu --average 4", "--average 4"},
 #ifdef DDPX_HAVE_MPI
       {"allreduce --device cpu --sizes 1K --nproc-per-node 2 --json /nonexistent/dir/peak.json", "--json /nonexistent/dir/peak.json: the folder"},
 #endif

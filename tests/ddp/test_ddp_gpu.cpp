@@ -90,17 +90,22 @@ TEST(CastKernels, MatchTheCpuCastsBitForBit) {
   DeviceArray<float> input(values.size()), widened(values.size());
   DeviceArray<uint16_t> narrow(values.size());
   input.upload(values);
-  for (WireFormat format : {WireFormat::fp16, WireFormat::bf16}) {
-    std::vector<uint16_t> cpu_narrow(values.size());
-    std::vector<float> cpu_widened(values.size());
-    scale_to_wire_format(values.data(), cpu_narrow.data(), values.size(), 0.25f, format);
-    widen_from_wire_format(cpu_narrow.data(), cpu_widened.data(), values.size(), format);
-    launch_scale_to_wire_format(input.data, narrow.data, values.size(), 0.25f, format, nullptr);
-    launch_widen_from_wire_format(narrow.data, widened.data, values.size(), format, nullptr);
-    CUDA_OK(cudaDeviceSynchronize());
-    EXPECT_EQ(narrow.download(), cpu_narrow);
-    EXPECT_EQ(widened.download(), cpu_widened);
-  }
+  // Offset 0: the 4-wide loop and a tail of 3 (100003 = 4 * 25000 + 3); offset 1: unaligned, element by element.
+  for (size_t offset : {size_t{0}, size_t{1}})
+    for (WireFormat format : {WireFormat::fp16, WireFormat::bf16}) {
+      const size_t count = values.size() - offset;
+      std::vector<uint16_t> cpu_narrow(count);
+      std::vector<float> cpu_widened(count);
+      scale_to_wire_format(values.data() + offset, cpu_narrow.data(), count, 0.25f, format);
+      widen_from_wire_format(cpu_narrow.data(), cpu_widened.data(), count, format);
+      launch_scale_to_wire_format(input.data + offset, narrow.data + offset, count, 0.25f, format, nullptr);
+      launch_widen_from_wire_format(narrow.data + offset, widened.data + offset, count, format, nullptr);
+      CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<uint16_t> got_narrow = narrow.download();
+      const std::vector<float> got_widened = widened.download();
+      EXPECT_EQ(std::vector<uint16_t>(got_narrow.begin() + offset, got_narrow.end()), cpu_narrow) << offset;
+      EXPECT_EQ(std::vector<float>(got_widened.begin() + offset, got_widened.end()), cpu_widened) << offset;
+    }
 }
 
 void compare_powersgd_cpu_and_gpu(const std::vector<GradTensor>& tensors, double tolerance) {

@@ -42,6 +42,19 @@ TEST_F(MpiTest, AllReduceF32SumAvgMax) {
   testing::expect_f32_sum_avg_max_exact(comm, rank, world, rank_sum);
 }
 
+TEST_F(MpiTest, AllReduceOutOfPlaceLeavesTheInputAndFillsTheOutput) {
+  std::vector<float> input(1000), sum(1000, -1.0f), avg(1000, -1.0f);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = rank + 0.5f * float(i);
+  const std::vector<float> before = input;
+  comm.all_reduce_out_of_place(input.data(), sum.data(), input.size(), CommDType::f32, ReduceOp::sum, nullptr);
+  comm.all_reduce_out_of_place(input.data(), avg.data(), input.size(), CommDType::f32, ReduceOp::avg, nullptr);
+  EXPECT_EQ(input, before);
+  for (size_t i = 0; i < input.size(); ++i) {
+    ASSERT_EQ(sum[i], float(rank_sum + world * 0.5 * i)) << i;
+    ASSERT_EQ(avg[i], float((rank_sum + world * 0.5 * i) / world)) << i;
+  }
+}
+
 TEST_F(MpiTest, AllReduceIntegerAndDoubleTypes) {
   testing::expect_integer_and_double_types_exact(comm, rank, world, rank_sum);
 }

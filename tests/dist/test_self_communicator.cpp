@@ -20,6 +20,9 @@ TEST(SelfCommunicator, ReductionsAreIdentityAndAllGatherCopies) {
   std::vector<float> gathered(3, 0.0f);
   comm.all_gather(values.data(), gathered.data(), 3, CommDType::f32, nullptr);
   EXPECT_EQ(gathered, values);
+  std::vector<float> reduced(3, 0.0f);
+  comm.all_reduce_out_of_place(values.data(), reduced.data(), 3, CommDType::f32, ReduceOp::sum, nullptr);
+  EXPECT_EQ(reduced, values);  // one rank: the sum is the input
   EXPECT_THROW(comm.broadcast(values.data(), 3, CommDType::f32, 1, nullptr), Error);
   comm.abort("test");
   EXPECT_THROW(comm.barrier(), Error);

@@ -2,7 +2,10 @@
 // (step 1 initialises SGD momentum; Nesterov, dampening and weight decay exercised), and the bf16 copy written in
 // the same kernel. Tolerances: params and state 1e-6 norm-wise relative; the bf16 copy must equal bf16(params)
 // exactly (same round-to-nearest-even).
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "gpu_guard.hpp"
 #include "kernel_test_utils.hpp"
@@ -92,6 +95,69 @@ TEST(Optimizer, AdamWMatchesTorchFormula) {
   EXPECT_LT(relative_error(testing::to_host(d_m), m), 1e-6);
   EXPECT_LT(relative_error(testing::to_host(d_v), v), 1e-6);
   expect_bf16_copy(low, got);
+}
+
+// Note [Widening fused into the update]: gradients read from a 16-bit wire buffer (bf16 and fp16) give exactly the
+// update over the same values widened to fp32, for SGD (momentum, Nesterov, weight decay, over two steps) and AdamW,
+// with the non-finite offset found in the same pass.
+TEST(Optimizer, GradientsFromTheWireEqualTheWidenedBufferBitForBit) {
+  DDPX_REQUIRE_GPU();
+  const int64_t n = 4096 + 64;
+  for (bool fp16 : {false, true}) {
+    // 16-bit values on the host, and the same values widened (exactly) to fp32.
+    std::vector<uint16_t> wire16(n);
+    std::vector<float> widened(n);
+    const auto g = random_vector(n, fp16 ? 31 : 32);
+    for (int64_t i = 0; i < n; ++i) {
+      if (fp16) {
+        const __half h = __float2half_rn(g[i]);
+        wire16[i] = __half_as_ushort(h), widened[i] = __half2float(h);
+      } else {
+        const __nv_bfloat16 b = __float2bfloat16_rn(g[i]);
+        wire16[i] = __bfloat16_as_ushort(b), widened[i] = __bfloat162float(b);
+      }
+    }
+    DeviceBuffer<uint16_t> d_wire(n, "wire");
+    d_wire.upload(wire16);
+    auto d_widened = testing::to_device<float>(widened);
+    const auto p0 = random_vector(n, 33), s0 = random_vector(n, 34, 0.1);
+    std::vector<float> s_abs(s0);
+    for (auto& x : s_abs) x = std::fabs(x);
+    for (int64_t step = 1; step <= 2; ++step) {
+      SgdUpdate u;
+      u.lr = 0.1f, u.momentum = 0.9f, u.weight_decay = 0.01f, u.nesterov = true, u.first_step = false;
+      auto a_p = testing::to_device<float>(p0), a_m = testing::to_device<float>(s0);
+      auto b_p = testing::to_device<float>(p0), b_m = testing::to_device<float>(s0);
+      sgd_update(a_p.get(), d_widened.get(), a_m.get(), nullptr, n, u, nullptr);
+      u.wire = {d_wire.get(), fp16};
+      sgd_update(b_p.get(), nullptr, b_m.get(), nullptr, n, u, nullptr);
+      EXPECT_EQ(testing::to_host(a_p), testing::to_host(b_p)) << "sgd fp16=" << fp16;
+      EXPECT_EQ(testing::to_host(a_m), testing::to_host(b_m)) << "sgd fp16=" << fp16;
+    }
+    AdamWUpdate u;
+    u.lr = 1e-2f, u.weight_decay = 0.05f, u.bias_correction1 = 0.19f, u.bias_correction2_sqrt = 0.14f;
+    auto a_p = testing::to_device<float>(p0), a_m = testing::to_device<float>(s0), a_v = testing::to_device<float>(s_abs);
+    auto b_p = testing::to_device<float>(p0), b_m = testing::to_device<float>(s0), b_v = testing::to_device<float>(s_abs);
+    DeviceBuffer<__nv_bfloat16> a_low(n, "low"), b_low(n, "low");
+    adamw_update(a_p.get(), d_widened.get(), a_m.get(), a_v.get(), a_low.get(), n, u, nullptr);
+    u.wire = {d_wire.get(), fp16};
+    adamw_update(b_p.get(), nullptr, b_m.get(), b_v.get(), b_low.get(), n, u, nullptr);
+    EXPECT_EQ(testing::to_host(a_p), testing::to_host(b_p)) << "adamw fp16=" << fp16;
+    EXPECT_EQ(testing::to_host(a_v), testing::to_host(b_v)) << "adamw fp16=" << fp16;
+    EXPECT_EQ(testing::to_host(a_low), testing::to_host(b_low)) << "adamw fp16=" << fp16;
+  }
+  // A non-finite 16-bit gradient is reported at its offset (plus the span's base), as from fp32.
+  std::vector<uint16_t> wire16(256, __bfloat16_as_ushort(__float2bfloat16_rn(0.5f)));
+  wire16[77] = 0x7fc0;  // bf16 NaN
+  DeviceBuffer<uint16_t> d_wire(256, "wire");
+  d_wire.upload(wire16);
+  DeviceBuffer<unsigned long long> flag(1, "flag");
+  flag.upload(std::vector<unsigned long long>{~0ull});
+  auto d_p = testing::to_device<float>(random_vector(256, 35));
+  SgdUpdate u;
+  u.lr = 0.1f, u.wire = {d_wire.get(), false}, u.nonfinite_gradient = flag.get(), u.offset_base = 1000;
+  sgd_update(d_p.get(), nullptr, nullptr, nullptr, 256, u, nullptr);
+  EXPECT_EQ(flag.download().at(0), 1077u);
 }
 
 TEST(Optimizer, CastRoundsToNearestEven) {

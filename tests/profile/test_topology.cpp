@@ -25,9 +25,14 @@ TEST(Topology, PrintsLikeNvidiaSmi) {
   const TopologyTable table = load_topology(testing::profile_data("topo_2xh200_nv18.json"));
   const std::string text = format_topology(table);
   EXPECT_EQ(text.substr(0, text.find('\n')),
-            "        GPU0    GPU1    CPU Affinity    NUMA Affinity");
-  EXPECT_NE(text.find("\nGPU0     X      NV18    0-47,96-143     0\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nGPU1    NV18     X      0-47,96-143     0\n"), std::string::npos) << text;
+            "        GPU0    GPU1    CPU Affinity    NUMA Affinity   GPU NUMA ID");
+  // Recorded before the NUMA columns were split: "numa_node" is read as the NUMA affinity, GPU NUMA ID is N/A.
+  EXPECT_EQ(table.gpus[0].numa_affinity, "0");
+  EXPECT_EQ(table.gpus[0].gpu_numa_id, -1);
+  EXPECT_TRUE(table.nics.empty());
+  EXPECT_NE(text.find("\nGPU0     X      NV18    0-47,96-143     0               N/A\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nGPU1    NV18     X      0-47,96-143     0               N/A\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("NIC"), std::string::npos) << text;
   EXPECT_NE(text.find("GPU1: NVIDIA H200 (00000000:3B:00.0)"), std::string::npos) << text;
   EXPECT_NE(text.find("NV#  = Connection traversing a bonded set of # NVLinks"), std::string::npos);
   EXPECT_EQ(nlohmann::json(table).get<TopologyTable>(), table);
@@ -37,6 +42,7 @@ TEST(Topology, ValidateNamesTheBrokenPair) {
   TopologyTable table = load_topology(testing::profile_data("topo_8xl40s_pcie.json"));
   EXPECT_EQ(table.gpus.size(), 8u);
   EXPECT_EQ(table.links[0][5], "SYS");
+  EXPECT_EQ(table.gpus[5].numa_affinity, "1");
   table.links[2][6] = "NODE";  // no longer symmetric
   try {
     table.validate();

@@ -155,9 +155,9 @@ TEST(Verdict, HiddenDdpCostAtWorldOneIsReportedAsTheSumOfItsParts) {
   EXPECT_EQ(v.bound, Bound::compute);
   ASSERT_EQ(v.notes.size(), 1u);
   EXPECT_EQ(v.notes[0],
-            "DDP on one GPU costs 6.7% of the step (0.70 of 10.5 ms: exposed communication 0.00, hook work under "
-            "compute 0.20, reducer machinery / slowed backward 0.50; calibrated plain step 9.8 ms): run without "
-            "--ddp.");
+            "DDP on one GPU costs 6.7% of the step (0.70 of 10.5 ms: exposed communication 0.00 + compute slowed "
+            "by DDP's work beside it 0.70; the hooks ran 0.20 ms under compute; calibrated plain step 9.8 ms): run "
+            "without --ddp.");
   EXPECT_EQ(v.notes[0].find("costs 0.0%"), std::string::npos);
   RunReport cpu = hidden_cost_report(1);
   cpu.ranks.front().info.device_name = "cpu";
@@ -183,9 +183,9 @@ TEST(Verdict, HiddenDdpCostAboveTenPercentBoundsTheStepAtWorldOne) {
   EXPECT_EQ(v.bound, Bound::communication);
   EXPECT_NEAR(v.fraction, 1.7 / 10.5, 1e-12);
   EXPECT_EQ(v.text(),
-            "DDP on one GPU costs 16% of the step (1.7 of 10.5 ms: exposed communication 0.00, hook work under "
-            "compute 0.20, reducer machinery / slowed backward 1.5; calibrated plain step 8.8 ms): run without "
-            "--ddp.");
+            "DDP on one GPU costs 16% of the step (1.7 of 10.5 ms: exposed communication 0.00 + compute slowed by "
+            "DDP's work beside it 1.7; the hooks ran 0.20 ms under compute; calibrated plain step 8.8 ms): run "
+            "without --ddp.");
 }
 
 TEST(Verdict, DdpCostAtSeveralRanksIsANoteBesideTheBound) {
@@ -194,8 +194,8 @@ TEST(Verdict, DdpCostAtSeveralRanksIsANoteBesideTheBound) {
   ASSERT_EQ(v.notes.size(), 1u);
   EXPECT_EQ(v.notes[0],
             "Against a step without the reducer, DDP costs 6.7% of the step (0.70 of 10.5 ms: exposed communication "
-            "0.00, hook work under compute 0.20, reducer machinery / slowed backward 0.50; calibrated plain step 9.8 "
-            "ms).");
+            "0.00 + compute slowed by DDP's work beside it 0.70; the hooks ran 0.20 ms under compute; calibrated "
+            "plain step 9.8 ms).");
 }
 
 TEST(Verdict, IdleGpuBetweenKernelsIsLaunchBound) {

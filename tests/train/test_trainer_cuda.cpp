@@ -140,11 +140,17 @@ TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
     const char* graph;
     bool ddp;
     int64_t accum;
+    const char* hook = "allreduce";
   };
   const Case cases[] = {{"sgd graph", "sgd", "fp32", "on", false, 1},  {"sgd eager", "sgd", "fp32", "off", false, 1},
                         {"sgd bf16 graph", "sgd", "bf16", "on", false, 1}, {"sgd ddp graph", "sgd", "bf16", "on", true, 1},
                         {"sgd ddp accum", "sgd", "fp32", "off", true, 2}, {"adamw", "adamw", "bf16", "off", false, 1},
-                        {"adamw ddp", "adamw", "fp32", "off", true, 1}};
+                        {"adamw ddp", "adamw", "fp32", "off", true, 1},
+                        // Note [Widening fused into the update]: overlapped, the update reads the hook's wire buffer
+                        {"bf16 hook graph", "sgd", "bf16", "on", true, 1, "bf16"},
+                        {"fp16 hook eager", "sgd", "fp32", "off", true, 1, "fp16"},
+                        {"bf16 hook accum", "sgd", "fp32", "off", true, 2, "bf16"},
+                        {"bf16 hook adamw", "adamw", "bf16", "off", true, 1, "bf16"}};
   for (const Case& c : cases) {
     TrainOptions overlapped = gpu_run(), after = gpu_run();
     for (TrainOptions* o : {&overlapped, &after}) {
@@ -153,6 +159,7 @@ TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
       o->cuda_graph = parse_graph_policy(c.graph);
       o->ddp = c.ddp;
       o->grad_accum = c.accum;
+      o->comm_hook = parse_comm_hook_spec(c.hook);
       o->bucket_mb = o->first_bucket_mb = 0.02;  // several buckets
       if (std::string(c.optimizer) == "sgd") o->optimizer.nesterov = true, o->optimizer.weight_decay = 1e-4f;
       if (std::string(c.optimizer) == "adamw")
