@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One device call that measures ddpx against the PyTorch anchor on one GPU (issue 3's benchmark):
 # ViT-L/32, batch 32, synthetic data, SGD; ddpx in fp32 / tf32 / bf16 (+ DDP world 1, + bf16 hook, + no graph,
-# + data generated on the GPU), PyTorch eager fp32 / tf32 / bf16 autocast and torch.compile reduce-overhead bf16.
+# + data generated on the GPU), PyTorch eager fp32 / tf32 / bf16 autocast and torch.compile reduce-overhead bf16;
+# and the large-batch row: ViT-B/16 batch 256 bf16 against torch.compile reduce-overhead. The table (summarize.py)
+# gives steps/s, images/s and MFU per row.
 # Writes logs and JSON under $OUT (default ./out) and prints the Markdown table last.
 # Usage: bash bench/gpu-run.sh [quick]     (quick: fewer configurations, for a smoke run)
 set -uo pipefail
@@ -48,9 +50,12 @@ if [[ "${1:-}" != quick ]]; then
   run_ddpx bf16_devicedata --precision bf16 --data synthetic-device
   run_ddpx bf16_ddp1_bf16hook --precision bf16 --ddp --comm-hook bf16
   run_ddpx bf16_ddp1_powersgd4 --precision bf16 --ddp --comm-hook powersgd:4
+  run_ddpx b16_bf16 --precision bf16 --model vit_b_16 --batch 256  # issue 11's large-batch row
 fi
 run_torch eager_bf16 --amp bf16
 run_torch eager_fp32 --amp fp32
 run_torch eager_tf32 --amp tf32
 run_torch compile_ro_bf16 --amp bf16 --compile reduce-overhead --warmup 15
+[[ "${1:-}" != quick ]] && run_torch compile_ro_bf16_b16 --model vit_b_16 --batch 256 --amp bf16 \
+  --compile reduce-overhead --warmup 15 --steps 30 --workers 14
 python3 bench/summarize.py "$OUT" | tee "$OUT/table.md"

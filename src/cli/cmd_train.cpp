@@ -89,8 +89,8 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--calibrate-steps", o->calibrate_steps,
                   "with DDP: up to N of the warm-up's last steps run without the reducer during backward (their "
                   "gradients are reduced after it, so the weights are the same) to time the plain step that DDP's "
-                  "cost in the breakdown and verdict is measured against (default 3 on the CPU, an odd count: the "
-                  "median is one step; on CUDA 0 unless given, until it has run on a GPU; 0: off)")
+                  "cost in the breakdown and verdict is measured against (default 3, an odd count: the median is one "
+                  "step; with CUDA graphs they need --warmup 9, and a shorter warm-up says so; 0: off)")
       ->group(what);
   cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
 
@@ -226,9 +226,6 @@ Command add_train_command(CLI::App& app) {
                          "generates images)", modes->data, o->images);
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
-            // Calibration on CUDA has not yet run on a GPU (eager and graph variants): there it is opt-in until
-            // then; the CPU engine's is tested end to end. Given explicitly (flag or config), it runs anywhere.
-            if (o->device == Device::cuda && cmd->count("--calibrate-steps") == 0) o->calibrate_steps = 0;
             if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, launch_target(*o), *nodes);
             o->command_line = remembered_command_line();  // for the run report
             run_training(*o);

@@ -21,11 +21,13 @@ constexpr int64_t kMinRowsPerSplit = 256;  // fewer rows stay one kernel (no sec
 struct Outputs {
   float* vectors[kMaxColumnSumSegments];
   int64_t segment;
+  bool overwrite;
 };
 
 __device__ __forceinline__ void add_to_output(const Outputs& o, int64_t col, float v) {
   const int64_t s = col / o.segment;
-  o.vectors[s][col - s * o.segment] += v;
+  float& out = o.vectors[s][col - s * o.segment];
+  out = o.overwrite ? v : out + v;
 }
 
 template <typename In>
@@ -69,7 +71,7 @@ size_t column_sum_scratch_floats(int64_t cols) {
 template <typename In>
 void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
   if (a.rows <= 0 || a.cols <= 0) return;
-  Outputs outputs{{}, a.segment < 0 ? a.cols : a.segment};
+  Outputs outputs{{}, a.segment < 0 ? a.cols : a.segment, a.overwrite};
   const int64_t segments = (a.cols + outputs.segment - 1) / outputs.segment;
   DDPX_REQUIRE(segments <= kMaxColumnSumSegments && a.cols % outputs.segment == 0,
                "column_sum_add: {} columns do not split into at most {} segments of {}", a.cols,

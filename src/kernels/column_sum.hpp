@@ -1,6 +1,7 @@
 // Column sums of a row-major matrix added into fp32 vectors: the reduction behind every bias gradient, the
 // position-embedding and class-token gradients and LayerNorm's weight/bias gradients.
-// Guarantees: outputs[c / segment][c % segment] += sum over rows of in[r*ld + c] (segment = cols by default:
+// Guarantees: outputs[c / segment][c % segment] += sum over rows of in[r*ld + c] (= instead of += with
+// `overwrite`: the output's old contents are never read, so they may be anything; segment = cols by default:
 // one output vector; LayerNorm's partials use 2 or 3 segments). The summation order is fixed by the shape alone, so results are
 // bit-identical run to run (no atomics). fp32 accumulation. Needs scratch of column_sum_scratch_floats(cols)
 // floats; enqueues one or two kernels on `stream`, allocates nothing.
@@ -20,6 +21,7 @@ struct ColumnSumArgs {
   int64_t ld = 0, rows = 0, cols = 0;
   int64_t segment = -1;  // width of each output segment; -1 = cols (a single output)
   float* outputs[kMaxColumnSumSegments] = {};
+  bool overwrite = false;  // outputs = the sums (their old values unread) instead of outputs += the sums
   float* scratch = nullptr;
   size_t scratch_floats = 0;
 };

@@ -73,7 +73,7 @@ size_t gelu_backward_scratch_floats(int64_t rows, int64_t cols) {
 
 template <typename T>
 void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_grad, float* scratch,
-                   size_t scratch_floats, cudaStream_t stream) {
+                   size_t scratch_floats, cudaStream_t stream, bool overwrite_bias_grad) {
   DDPX_REQUIRE(cols % 4 == 0, "gelu_backward: column count {} must be a multiple of 4", cols);
   if (rows == 0 || cols == 0) return;
   const int64_t row_blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -89,14 +89,16 @@ void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_
   ColumnSumArgs<float> sum;
   sum.in = scratch, sum.ld = cols, sum.rows = row_blocks, sum.cols = cols;
   sum.outputs[0] = bias_grad;
+  sum.overwrite = overwrite_bias_grad;
   sum.scratch = scratch + partial_floats, sum.scratch_floats = scratch_floats - partial_floats;
   column_sum_add(sum, stream);
 }
 
 template void gelu_forward<float>(const float*, float*, int64_t, cudaStream_t);
 template void gelu_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t, cudaStream_t);
-template void gelu_backward<float>(const float*, float*, int64_t, int64_t, float*, float*, size_t, cudaStream_t);
+template void gelu_backward<float>(const float*, float*, int64_t, int64_t, float*, float*, size_t, cudaStream_t,
+                                  bool);
 template void gelu_backward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t, int64_t, float*, float*,
-                                           size_t, cudaStream_t);
+                                           size_t, cudaStream_t, bool);
 
 }  // namespace ddpx

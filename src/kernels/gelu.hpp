@@ -4,7 +4,8 @@
 // the bias-gradient sum is deterministic (per-block partials, fixed-order column sum); nothing allocated.
 //   forward:  out = x * Phi(x)                 (Phi = standard normal CDF = 0.5 * (1 + erf(x / sqrt 2)))
 //   backward: grad *= Phi(x) + x * phi(x)      (phi = standard normal density), x = the forward input;
-//             bias_grad[c] += sum over rows of the new grad[r][c] (when bias_grad is not nullptr)
+//             bias_grad[c] += sum over rows of the new grad[r][c] (when bias_grad is not nullptr; = instead of +=
+//             with overwrite_bias_grad, its old contents unread)
 #pragma once
 #include <cuda_runtime.h>
 
@@ -18,7 +19,7 @@ void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream);
 // x, grad: [rows, cols] row-major. scratch: gelu_backward_scratch_floats(rows, cols) floats (when bias_grad is set).
 template <typename T>
 void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_grad, float* scratch,
-                   size_t scratch_floats, cudaStream_t stream);
+                   size_t scratch_floats, cudaStream_t stream, bool overwrite_bias_grad = false);
 
 size_t gelu_backward_scratch_floats(int64_t rows, int64_t cols);
 

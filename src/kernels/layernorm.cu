@@ -157,6 +157,7 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
   sum.outputs[0] = a.dgamma;
   sum.outputs[1] = a.dbeta;
   sum.outputs[2] = a.dx_column_sum;
+  sum.overwrite = a.overwrite_param_grads;
   sum.scratch = a.scratch + partial_floats;
   sum.scratch_floats = a.scratch_floats - partial_floats;
   column_sum_add(sum, stream);

@@ -5,7 +5,8 @@
 //    backward pass. Rows may be strided (ld_x, ld_y), e.g. the class-token rows of the encoder output.
 //  - Backward: dx = (accumulate ? dx : 0) + dLN/dx (fp32, in place on the residual-gradient stream), dx_copy (if
 //    not nullptr) = the new dx in Out type for the next matmul; dgamma and dbeta are ADDED to (gradient
-//    accumulation); dx_column_sum (if not nullptr) += the column sums of the new dx: the bias gradient of the
+//    accumulation; with overwrite_param_grads they, and dx_column_sum, are written and their old contents never
+//    read); dx_column_sum (if not nullptr) += the column sums of the new dx: the bias gradient of the
 //    linear layer whose output is this residual-stream gradient (fused here to save a pass over dx).
 //    Parameter-gradient sums use per-block partials and a fixed-order column sum: deterministic.
 //  - dim must be a multiple of 4 and the leading dimensions too (16-byte vector access). gamma/beta are fp32.
@@ -48,6 +49,7 @@ struct LayerNormBackwardArgs {
   float* dgamma = nullptr;    // += sum over rows of dy * xhat
   float* dbeta = nullptr;     // += sum over rows of dy
   float* dx_column_sum = nullptr;  // optional: += sum over rows of the new dx
+  bool overwrite_param_grads = false;  // dgamma, dbeta, dx_column_sum = the sums instead of += (old values unread)
   int64_t rows = 0, dim = 0;
   float* scratch = nullptr;   // layernorm_backward_scratch_floats(rows, dim) floats
   size_t scratch_floats = 0;

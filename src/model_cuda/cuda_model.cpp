@@ -42,8 +42,7 @@ CudaModel::CudaModel(const FlatLayout& layout, int64_t max_batch, Precision prec
 CudaModel::~CudaModel() = default;
 
 void CudaModel::zero_grads() {
-  DDPX_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), stream_));
-  grads_are_zero_ = true;
+  grads_are_zero_ = true;  // the next forward_backward writes every gradient (cuda_model.hpp); no pass over grads
 }
 
 void CudaModel::sync_low_precision_weights() {

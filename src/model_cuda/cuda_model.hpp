@@ -7,11 +7,14 @@
 //    in bf16 mode a bf16 weight copy, and optimizer state (allocated, zeroed, by the first use of each buffer).
 //  - Every method enqueues on the compute stream given at construction and returns without host synchronization
 //    (except where it allocates: construction and the first use of optimizer state).
-//  - backward ADDS into grads (gradient accumulation); zero_grads() zeroes them. The first forward_backward after
-//    zero_grads() (or construction) is told grads_are_zero, so a family's weight-gradient matmuls may write instead
-//    of add: the same values without reading the zeros. A captured forward_backward replays the choice it saw, so
-//    capture zero_grads() with it (as a whole step does), or capture it after another forward_backward, never alone
-//    after an eager zero_grads(). Writing into grads() between zero_grads() and forward_backward is not supported.
+//  - backward ADDS into grads (gradient accumulation). zero_grads() makes the next forward_backward WRITE every
+//    gradient instead of adding: the family is told grads_are_zero and must then write every tensor slot exactly
+//    once (weight-gradient matmuls with beta 0, bias/LayerNorm/embedding column sums with overwrite): the result of
+//    zeroing the buffer first, without a pass over it (1.2 GB for ViT-L/32, about 3% of a bf16 step on an H200).
+//    So grads() between zero_grads() and the next forward_backward hold the old values, and padding is never
+//    written (it stays zero from construction). A captured forward_backward replays the choice it saw, so capture
+//    zero_grads() with it (as a whole step does), or capture it after another forward_backward, never alone after
+//    an eager zero_grads(). Writing into grads() between zero_grads() and forward_backward is not supported.
 //  - on_ready(begin, end) is called on the host right after the kernels that finish grads[begin, end) are
 //    enqueued, once per layout().ready_spans() entry, in that order, after the last kernel reading those params.
 //  - optimizer_span over disjoint spans covering the buffer equals optimizer_step bit for bit (element-wise).

@@ -119,6 +119,25 @@ TEST(ColumnSum, AddsColumnSumsDeterministically) {
       got.insert(got.end(), part.begin(), part.end());
     }
     EXPECT_LT(relative_error(got, want), 1e-6) << s.rows << " x " << s.cols << " in " << segments << " segments";
+    // overwrite: the outputs' old contents (NaN here) are never read; the sums are those added to zero, bit for bit.
+    std::vector<float> added;
+    for (auto& o : outputs) {
+      DDPX_CUDA_CHECK(cudaMemset(o.get(), 0, o.size() * sizeof(float)));
+    }
+    column_sum_add(args, nullptr);
+    for (const auto& o : outputs) {
+      auto part = testing::to_host(o);
+      added.insert(added.end(), part.begin(), part.end());
+      DDPX_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.size() * sizeof(float)));  // NaN
+    }
+    args.overwrite = true;
+    column_sum_add(args, nullptr);
+    std::vector<float> written;
+    for (const auto& o : outputs) {
+      auto part = testing::to_host(o);
+      written.insert(written.end(), part.begin(), part.end());
+    }
+    EXPECT_EQ(written, added) << s.rows << " x " << s.cols << " overwrite";
   }
 }
 

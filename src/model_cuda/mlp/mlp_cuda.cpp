@@ -93,7 +93,10 @@ class MlpNetwork final : public MlpCuda::Network {
 
   void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale, float* loss,
                         bool grads_are_zero, const std::function<void(size_t, size_t)>& on_ready) override {
+    // After zero_grads() every slot is written once, nothing added: the weight matmuls with beta 0, the bias
+    // column sums (head: column_sum; hidden: inside GELU backward) with overwrite (cuda_model.hpp).
     weight_grad_beta_ = grads_are_zero ? 0.f : 1.f;
+    overwrite_grads_ = grads_are_zero;
     forward(images, batch, logits_.get());
     const int64_t C = config_.num_classes;
     softmax_cross_entropy<T>(logits_.get(), labels, batch, C, grad_scale, loss, dlogits_.get(), row_loss_.get(),
@@ -114,7 +117,7 @@ class MlpNetwork final : public MlpCuda::Network {
       const LinearOffsets& o = layout_.hidden[l];
       // d_out becomes d(pre-activation) in place; the layer's bias gradient is its column sums.
       gelu_backward<T>(pre_[l].get(), d_out, batch, o.out, grads_ + o.bias, scratch_.get(), scratch_floats_,
-                       stream_);
+                       stream_, overwrite_grads_);
       const T* x = l > 0 ? post_[l - 1].get() : input_of(images);
       weight_gradient(d_out, x, o, "hidden layer weight gradient");
       if (l > 0) {
@@ -135,6 +138,7 @@ class MlpNetwork final : public MlpCuda::Network {
   void column_sum(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) {
     ColumnSumArgs<In> args;
     args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.outputs[0] = out;
+    args.overwrite = overwrite_grads_;
     args.scratch = scratch_.get(), args.scratch_floats = scratch_floats_;
     column_sum_add(args, stream_);
   }
@@ -175,6 +179,7 @@ class MlpNetwork final : public MlpCuda::Network {
   int64_t max_batch_;
   int64_t batch_ = 0;
   float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
+  bool overwrite_grads_ = false;  // the same choice for the bias column sums
   cudaStream_t stream_;
   MatmulEngine matmul_;
   const float* params_;  // fp32 master: the fp32-output (head) bias

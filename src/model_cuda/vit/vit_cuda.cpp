@@ -29,7 +29,7 @@ class VitCuda::Engine {
  public:
   virtual ~Engine() = default;
   virtual void forward(const float* images, int64_t batch, float* logits) = 0;
-  // grads_are_zero: the weight-gradient matmuls may write instead of add (the same values, one read less).
+  // grads_are_zero: every gradient is written instead of added (zero_grads() zeroes nothing itself; cuda_model.hpp).
   virtual void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale,
                                 float* loss, bool grads_are_zero,
                                 const std::function<void(size_t, size_t)>& on_ready) = 0;
@@ -116,6 +116,7 @@ class VitCudaModel final : public VitCuda::Engine {
   void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale, float* loss,
                         bool grads_are_zero, const std::function<void(size_t, size_t)>& on_ready) override {
     weight_grad_beta_ = grads_are_zero ? 0.f : 1.f;
+    overwrite_grads_ = grads_are_zero;
     forward(images, batch, logits_);
     const int64_t D = config_.hidden_dim, S = config_.seq_len(), C = config_.num_classes, rows = batch * S;
     softmax_cross_entropy<T>(logits_, labels, batch, C, grad_scale, loss, dlogits_, row_loss_, stream_);
@@ -148,6 +149,7 @@ class VitCudaModel final : public VitCuda::Engine {
     ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = S * D, ln.accumulate = false;
     ln.dgamma = grads_ + layout_.final_ln_weight, ln.dbeta = grads_ + layout_.final_ln_bias;
     ln.dx_column_sum = grads_ + layout_.blocks.back().fc2_bias;  // d(last block output) only has class rows
+    ln.overwrite_param_grads = overwrite_grads_;
     ln.rows = batch, ln.dim = D;
     ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
     layernorm_backward(ln, stream_);
@@ -183,6 +185,7 @@ class VitCudaModel final : public VitCuda::Engine {
   void column_sum(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) {
     ColumnSumArgs<In> args;
     args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.outputs[0] = out;
+    args.overwrite = overwrite_grads_;
     args.scratch = scratch_, args.scratch_floats = scratch_floats_;
     column_sum_add(args, stream_);
   }
@@ -246,6 +249,7 @@ class VitCudaModel final : public VitCuda::Engine {
     ln.x = x, ln.ld_x = D, ln.mean = mean, ln.rstd = rstd, ln.gamma = params_ + weight;
     ln.dy = dy, ln.ld_dy = D, ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = D, ln.accumulate = true;
     ln.dgamma = grads_ + weight, ln.dbeta = grads_ + bias, ln.dx_column_sum = dx_bias_grad;
+    ln.overwrite_param_grads = overwrite_grads_;
     ln.rows = batch_ * config_.seq_len(), ln.dim = D;
     ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
     layernorm_backward(ln, stream_);
@@ -273,7 +277,8 @@ class VitCudaModel final : public VitCuda::Engine {
     // that produced it (encoder.ln or the next block's ln_1).
     weight_gradient(d_res_t_, D, a.gelu_out, M, o.fc2_weight, "mlp.3 weight gradient");
     input_gradient(d_res_t_, D, o.fc2_weight, M, d_wide_, false, "mlp.3 input gradient");
-    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, scratch_, scratch_floats_, stream_);
+    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, scratch_, scratch_floats_, stream_,
+                     overwrite_grads_);
     weight_gradient(d_wide_, M, a.ln2_out, D, o.fc1_weight, "mlp.0 weight gradient");
     input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, true, "mlp.0 input gradient");
     layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias);
@@ -329,6 +334,7 @@ class VitCudaModel final : public VitCuda::Engine {
   int64_t max_batch_;
   int64_t batch_ = 0;
   float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
+  bool overwrite_grads_ = false;  // the same choice for the column-sum writers (biases, LayerNorm, embeddings)
   cudaStream_t stream_;
   MatmulEngine matmul_;
   const float* params_;  // fp32 master: LayerNorm parameters, class token, position embedding, fp32-output biases

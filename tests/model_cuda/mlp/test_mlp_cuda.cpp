@@ -1,11 +1,12 @@
 // The CUDA MLP against the CPU reference MlpCpu<double> on fresh random data (logits, loss, every parameter
-// gradient, the ready spans, zero padding), gradient accumulation, CUDA-graph replay against eager steps, and the
-// shapes it refuses. GPU-labelled: every test but the last skips without a GPU.
+// gradient, the ready spans, zero padding), gradient accumulation, zero_grads() without a pass over the buffer
+// (every slot overwritten, padding untouched), CUDA-graph replay against eager steps, and the shapes it refuses.
+// GPU-labelled: every test skips without a GPU.
 // Tolerances (norm-wise relative per tensor, against double; the ViT's, which the shallower MLP meets with room):
 //   fp32: logits 1e-5, loss 1e-5 absolute, gradients 1e-4;
 //   tf32: logits 5e-3, loss 5e-3 absolute, gradients 2e-2 (10-bit mantissa matmul inputs);
 //   bf16: logits 3e-2, loss 3e-2 absolute, gradients 8e-2 (8-bit mantissa weights and activations);
-//   accumulation: 1e-6; graph replay: bit-identical to eager.
+//   accumulation: 1e-6; zero_grads() after other steps and graph replay: bit-identical.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -170,6 +171,37 @@ TEST(MlpCuda, GradientAccumulationAddsMicroSteps) {
     two.model.forward_backward(two.d_images.get(), two.d_labels.get(), 4, 0.5f, two.d_loss.get());
   const auto a = one.download(one.model.grads()), b = two.download(two.model.grads());
   EXPECT_LT(relative_error(b.data(), a.data(), a.size()), 1e-6);
+}
+
+// zero_grads() zeroes nothing: the next backward writes every gradient (model_cuda/cuda_model.hpp). A backward
+// after other steps' gradients (and an accumulation of two micro-batches after it) equals the same on a fresh model
+// bit for bit only if every tensor slot has one overwriting writer; the padding, never written, stays zero.
+TEST(MlpCuda, ZeroGradsNeedsNoPassOverTheBufferAndPaddingStaysZero) {
+  DDPX_REQUIRE_GPU();
+  for (Precision precision : {Precision::fp32, Precision::bf16})
+    for (int micro : {1, 2}) {
+      MlpOnDevice used(kMixedSpec, 4, precision, 7), fresh(kMixedSpec, 4, precision, 7);
+      used.model.forward_backward(used.d_images.get(), used.d_labels.get(), 4, 1.f, used.d_loss.get());
+      used.model.forward_backward(used.d_images.get(), used.d_labels.get(), 4, 3.f, used.d_loss.get());
+      used.model.zero_grads();
+      fresh.model.zero_grads();
+      for (int m = 0; m < micro; ++m) {
+        used.model.forward_backward(used.d_images.get(), used.d_labels.get(), 4, 0.5f, used.d_loss.get());
+        fresh.model.forward_backward(fresh.d_images.get(), fresh.d_labels.get(), 4, 0.5f, fresh.d_loss.get());
+      }
+      const auto a = used.download(used.model.grads()), b = fresh.download(fresh.model.grads());
+      EXPECT_EQ(a, b) << precision_name(precision) << ", " << micro << " micro-batch(es)";
+      std::vector<bool> in_tensor(a.size(), false);
+      for (const TensorSlot& t : used.layout.tensors())
+        for (size_t i = t.offset; i < t.offset + t.numel; ++i) in_tensor[i] = true;
+      size_t dirty_padding = 0, nonzero = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!in_tensor[i]) dirty_padding += a[i] != 0.f;
+        else nonzero += a[i] != 0.f;
+      }
+      EXPECT_EQ(dirty_padding, 0u) << precision_name(precision);
+      EXPECT_GT(nonzero, a.size() / 2) << "the backward wrote gradients";
+    }
 }
 
 // Three SGD steps eager, and the same steps replayed from one captured graph of a whole step: bit-identical.

@@ -249,6 +249,40 @@ TEST(VitCuda, GradientAccumulationAddsMicroSteps) {
   EXPECT_LT(relative_error(b.data(), a.data(), a.size()), 1e-6);
 }
 
+// zero_grads() zeroes nothing: the next backward writes every gradient (model_cuda/cuda_model.hpp). So a backward after an
+// earlier step's gradients (and an accumulation of two micro-batches after it) must equal the same backward on a
+// fresh model bit for bit, which holds only if every tensor slot has a writer that overwrites; and the padding
+// between tensors, never written, must still be zero.
+TEST(VitCuda, ZeroGradsNeedsNoPassOverTheBufferAndPaddingStaysZero) {
+  DDPX_REQUIRE_GPU();
+  for (Precision precision : {Precision::fp32, Precision::bf16})
+    for (int micro : {1, 2}) {
+      Trainer used("vit_tiny_test", 4, precision, 3, false, 7), fresh("vit_tiny_test", 4, precision, 3, false, 7);
+      used.model.forward_backward(used.batch_images(2), used.batch_labels(2), 4, 1.f, used.loss.get());
+      used.model.forward_backward(used.batch_images(1), used.batch_labels(1), 4, 1.f, used.loss.get());
+      used.model.zero_grads();
+      fresh.model.zero_grads();
+      for (int m = 0; m < micro; ++m) {
+        used.model.forward_backward(used.batch_images(m), used.batch_labels(m), 4, 0.5f, used.loss.get());
+        fresh.model.forward_backward(fresh.batch_images(m), fresh.batch_labels(m), 4, 0.5f, fresh.loss.get());
+      }
+      const auto a = used.download_grads(), b = fresh.download_grads();
+      size_t differ = 0;
+      for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+      EXPECT_EQ(differ, 0u) << precision_name(precision) << ", " << micro << " micro-batch(es)";
+      std::vector<bool> in_tensor(a.size(), false);
+      for (const TensorSlot& t : used.layout.tensors())
+        for (size_t i = t.offset; i < t.offset + t.numel; ++i) in_tensor[i] = true;
+      size_t dirty_padding = 0, nonzero = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!in_tensor[i]) dirty_padding += a[i] != 0.f;
+        else nonzero += a[i] != 0.f;
+      }
+      EXPECT_EQ(dirty_padding, 0u) << precision_name(precision);
+      EXPECT_GT(nonzero, a.size() / 2) << "the backward wrote gradients";
+    }
+}
+
 void expect_graph_replay_equals_eager(Precision precision) {
   const OptimizerSpec sgd{.kind = OptimizerKind::sgd, .lr = 0.05f, .weight_decay = 1e-4f, .momentum = 0.9f};
   auto train = [&](bool graph) {
