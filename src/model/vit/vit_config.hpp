@@ -41,7 +41,7 @@ struct VitConfig {
 // patch, channels, layers, heads, hidden, mlp, classes.
 VitConfig parse_vit_spec(std::string_view spec);
 
-// Names accepted by parse_vit_spec() without overrides, for --help and error messages.
+// Names accepted by parse_vit_spec() without overrides: the ViT family's variants in the model registry.
 std::vector<std::string> vit_model_names();
 
 }  // namespace ddpx
