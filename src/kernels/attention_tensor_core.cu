@@ -6,10 +6,12 @@
 // (rows g, g+8; columns 2t, 2t+1). Two adjacent C tiles rounded to bf16 are an A fragment (P and dS never leave
 // the registers).
 // Forward: block = (image, head, 64 queries), warp = 16 queries; keys in chunks of 64 with an online softmax.
-// Backward: block = (image, head, phase), the head's q, k, v, dO in shared memory (both phases load them, so the
-// two run side by side). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and
-// dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: recomputes
-// S and dP, dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
+// Backward: block = (image, head, phase); each phase keeps in shared memory only the two matrices it streams as
+// B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A fragments straight from
+// global memory, so a block needs half the shared memory of all four (ViT-B/16's 197 tokens: 64 instead of
+// 122 KB, three blocks per SM instead of one) with the same values in the same mma order. Phase 0: warp = 16
+// keys, loops over query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q.
+// Phase 1: warp = 16 queries, loops over key tiles: recomputes S and dP, dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
 // the block adds the 4 rows in order. No atomics anywhere. Both kernels are held to 128 registers (4 blocks of
 // 128 threads per SM: a ViT-L/32 layer's 512 (image, head) blocks fit one wave).
 #include "kernels/attention_tensor_core.hpp"
@@ -57,6 +59,19 @@ template <int LD>
 __device__ __forceinline__ void load_a(uint32_t (&a)[4], const bf16* tile, int r0, int k0, int g, int t) {
   const bf16* p = tile + (r0 + g) * LD + k0 + 2 * t;
   a[0] = load_pair(p), a[1] = load_pair(p + 8 * LD), a[2] = load_pair(p + 8), a[3] = load_pair(p + 8 * LD + 8);
+}
+
+// The same A fragment read from a row-major matrix in global memory (row stride `stride`), rows from `valid` on
+// read as zero (as load_rows pads them in shared memory).
+__device__ __forceinline__ void load_a_global(uint32_t (&a)[4], const bf16* src, int64_t stride, int valid, int r0,
+                                              int k0, int g, int t) {
+  const int lo = r0 + g, hi = r0 + g + 8;
+  const bf16* p_lo = src + static_cast<int64_t>(lo) * stride + k0 + 2 * t;
+  const bf16* p_hi = src + static_cast<int64_t>(hi) * stride + k0 + 2 * t;
+  a[0] = lo < valid ? load_pair(p_lo) : 0u;
+  a[1] = hi < valid ? load_pair(p_hi) : 0u;
+  a[2] = lo < valid ? load_pair(p_lo + 8) : 0u;
+  a[3] = hi < valid ? load_pair(p_hi + 8) : 0u;
 }
 
 // B fragment (k0..k0+15) x (n0..n0+7) where B[k][n] = tile[n][k] (the tile's rows are B's columns).
@@ -235,23 +250,29 @@ __global__ void __launch_bounds__(kThreads, 4)
   constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8;
   extern __shared__ uint4 smem_u4[];
   const int S = static_cast<int>(s.seq), S16 = round_up(S, 16), tiles = S16 / 16;
-  bf16* q_s = reinterpret_cast<bf16*>(smem_u4);
-  bf16* k_s = q_s + S16 * kLd;
-  bf16* v_s = k_s + S16 * kLd;
-  bf16* g_s = v_s + S16 * kLd;  // dO
-  float* row_lse2 = reinterpret_cast<float*>(g_s + S16 * kLd);  // lse * log2(e); +inf on padding rows
-  float* row_delta = row_lse2 + S16;                             // rowsum(dO * O)
-  float* bias_rows = row_delta + S16;                            // [kWarps][3][HD]
+  const bool key_phase = blockIdx.y == 0;
+  bf16* first_s = reinterpret_cast<bf16*>(smem_u4);  // phase 0: q; phase 1: k
+  bf16* second_s = first_s + S16 * kLd;               // phase 0: dO; phase 1: v
+  float* row_lse2 = reinterpret_cast<float*>(second_s + S16 * kLd);  // lse * log2(e); +inf on padding rows
+  float* row_delta = row_lse2 + S16;                                  // rowsum(dO * O)
+  float* bias_rows = row_delta + S16;                                 // [kWarps][3][HD]
   const int bh = blockIdx.x;
   const int64_t b = bh / s.heads, h = bh % s.heads, D = s.heads * HD, W = 3 * D;
   const bf16* head = qkv + b * S * W + h * HD;
   const bf16* d_out_head = d_out + b * S * D + h * HD;
   const bf16* out_head = out + b * S * D + h * HD;
   bf16* d_head = d_qkv + b * S * W + h * HD;
-  load_rows<HD>(q_s, head, W, S, S16);
-  load_rows<HD>(k_s, head + D, W, S, S16);
-  load_rows<HD>(v_s, head + 2 * D, W, S, S16);
-  load_rows<HD>(g_s, d_out_head, D, S, S16);
+  if (key_phase) {
+    load_rows<HD>(first_s, head, W, S, S16);
+    load_rows<HD>(second_s, d_out_head, D, S, S16);
+  } else {
+    load_rows<HD>(first_s, head + D, W, S, S16);
+    load_rows<HD>(second_s, head + 2 * D, W, S, S16);
+  }
+  const bf16* q_s = first_s;  // read in phase 0 only
+  const bf16* g_s = second_s;
+  const bf16* k_s = first_s;  // read in phase 1 only
+  const bf16* v_s = second_s;
   for (int e = threadIdx.x; e < kWarps * 3 * HD; e += kThreads) bias_rows[e] = 0.f;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   for (int i = warp; i < S16; i += kWarps) {
@@ -273,15 +294,14 @@ __global__ void __launch_bounds__(kThreads, 4)
   const float scale2 = s.scale * kLog2e, scale = s.scale;
   float* my_bias = bias_rows + warp * 3 * HD;
 
-  const bool key_phase = blockIdx.y == 0;
   // Phase 0: dK, dV for the key tiles of this warp.
   for (int kt = warp; key_phase && kt < tiles; kt += kWarps) {
     const int j0 = 16 * kt;
     uint32_t ka[kSteps][4], va[kSteps][4];
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
-      load_a<kLd>(ka[kk], k_s, j0, 16 * kk, g, t);
-      load_a<kLd>(va[kk], v_s, j0, 16 * kk, g, t);
+      load_a_global(ka[kk], head + D, W, S, j0, 16 * kk, g, t);
+      load_a_global(va[kk], head + 2 * D, W, S, j0, 16 * kk, g, t);
     }
     float dk[kDimTiles][4] = {}, dv[kDimTiles][4] = {};
     for (int i0 = 0; i0 < S16; i0 += 16) {
@@ -331,8 +351,8 @@ __global__ void __launch_bounds__(kThreads, 4)
     uint32_t qa[kSteps][4], ga[kSteps][4];
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
-      load_a<kLd>(qa[kk], q_s, i0, 16 * kk, g, t);
-      load_a<kLd>(ga[kk], g_s, i0, 16 * kk, g, t);
+      load_a_global(qa[kk], head, W, S, i0, 16 * kk, g, t);
+      load_a_global(ga[kk], d_out_head, D, S, i0, 16 * kk, g, t);
     }
     const float lse2[2] = {row_lse2[i0 + g], row_lse2[i0 + g + 8]};
     const float delta[2] = {row_delta[i0 + g], row_delta[i0 + g + 8]};
@@ -388,7 +408,7 @@ size_t forward_shared_bytes(const AttentionShape& s) {
 
 size_t backward_shared_bytes(const AttentionShape& s) {
   const int ld = static_cast<int>(s.head_dim) + 8, s16 = round_up(static_cast<int>(s.seq), 16);
-  return sizeof(bf16) * static_cast<size_t>(4 * s16 * ld) +
+  return sizeof(bf16) * static_cast<size_t>(2 * s16 * ld) +
          sizeof(float) * static_cast<size_t>(2 * s16 + kWarps * 3 * s.head_dim);
 }
 
