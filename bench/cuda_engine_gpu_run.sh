@@ -8,19 +8,19 @@ OUT=${OUT:-/tmp/cuda_out}
 mkdir -p "$OUT"
 BIN=${DDPX_CUDA_BIN:-.cuda-bin}  # DDPX_CUDA_BIN: another carried binary dir
 export LD_LIBRARY_PATH="$PWD/$BIN:${LD_LIBRARY_PATH:-}"
-if [ ! -x "$BIN/test_cuda" ] || ldd "$BIN/test_cuda" | grep -q "not found"; then
+if [ ! -x "$BIN/test_model_cuda" ] || ldd "$BIN/test_model_cuda" | grep -q "not found"; then
   echo "== building on this machine"
   cmake -S . -B build-cuda-gpu -G Ninja > "$OUT/build.log" 2>&1 &&
-    cmake --build build-cuda-gpu -j16 --target test_kernels test_cuda vit_step_timing >> "$OUT/build.log" 2>&1 ||
+    cmake --build build-cuda-gpu -j16 --target test_kernels test_model_cuda vit_step_timing >> "$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; exit 1; }
   mkdir -p build-cuda-gpu/bin
-  cp build-cuda-gpu/tests/kernels/test_kernels build-cuda-gpu/tests/cuda/test_cuda \
-     build-cuda-gpu/tests/cuda/vit_step_timing build-cuda-gpu/bin/
+  cp build-cuda-gpu/tests/kernels/test_kernels build-cuda-gpu/tests/model_cuda/test_model_cuda \
+     build-cuda-gpu/tests/model_cuda/vit_step_timing build-cuda-gpu/bin/
   BIN=build-cuda-gpu/bin
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 status=0
-for t in test_kernels test_cuda; do
+for t in test_kernels test_model_cuda; do
   "$BIN/$t" > "$OUT/$t.log" 2>&1 || status=1
   grep -E "^\[  (PASSED|FAILED) |Failure|Expected|Which is|actual|error|\[ measured \]|^\[==========\]" "$OUT/$t.log" | head -80
 done

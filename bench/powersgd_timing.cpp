@@ -28,8 +28,8 @@
 #include "ddp/powersgd_math.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/nccl_communicator.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 
 namespace {
 
@@ -138,7 +138,7 @@ void time_phases(const BucketPlan& plan, float* grads, const float* pristine, in
   for (cudaEvent_t event : events) cudaEventDestroy(event);
 }
 
-void time_hook(const std::string& hook_spec, const ParamLayout& layout, const BucketPlan& plan, float* grads,
+void time_hook(const std::string& hook_spec, const VitLayout& layout, const BucketPlan& plan, float* grads,
                const float* pristine, int steps) {
   std::vector<GradTensor> tensors = plan.tensors();
   const size_t elements = layout.buffer_size();
@@ -222,7 +222,7 @@ void time_hook(const std::string& hook_spec, const ParamLayout& layout, const Bu
 int main(int argc, char** argv) {
   try {
     const Options options = parse(argc, argv);
-    const ParamLayout layout(parse_model_spec(options.model));
+    const VitLayout layout(parse_vit_spec(options.model));
     std::vector<GradTensor> tensors;
     for (const TensorSlot& t : layout.tensors()) tensors.push_back(GradTensor{t.name, t.offset, t.numel, t.shape});
     BucketPlanOptions plan_options;

@@ -17,11 +17,11 @@
 
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/vit_cuda.hpp"
+#include "model_cuda/device_buffer.hpp"
+#include "model_cuda/vit/vit_cuda.hpp"
 #include "kernels/synthetic_data.hpp"
-#include "model/vit_config.hpp"
-#include "model/vit_init.hpp"
+#include "model/vit/vit_config.hpp"
+#include "model/vit/vit_init.hpp"
 
 namespace {
 
@@ -97,7 +97,7 @@ struct Row {
   size_t activation_bytes;
 };
 
-Row measure(const ParamLayout& layout, const Options& o, Precision precision, cudaStream_t stream) {
+Row measure(const VitLayout& layout, const Options& o, Precision precision, cudaStream_t stream) {
   const VitConfig& c = layout.config();
   VitCuda model(layout, o.batch, precision, stream);
   std::vector<float> params(layout.buffer_size());
@@ -150,7 +150,7 @@ Row measure(const ParamLayout& layout, const Options& o, Precision precision, cu
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
-    const ParamLayout layout(parse_model_spec(o.model));
+    const VitLayout layout(parse_vit_spec(o.model));
     cudaStream_t stream = nullptr;
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     cudaDeviceProp prop{};

@@ -32,8 +32,8 @@ ALLOWED_DEPENDENCIES = {
     "data": ["core", "io"],
     "profile": ["core", "io"],
     "ddp": ["dist"],
-    "cuda": ["core", "kernels", "model", "optim"],
-    "train": ["cuda", "data", "ddp", "dist", "io", "kernels", "model", "optim", "profile"],
+    "model_cuda": ["core", "kernels", "model", "optim"],
+    "train": ["data", "ddp", "dist", "io", "kernels", "model", "model_cuda", "optim", "profile"],
     "predict": ["core", "profile"],
     "cli": ["predict", "train"],
 }
@@ -196,7 +196,7 @@ def print_graph(graph):
     for level in reversed(layers(graph)):
         for folder in level:
             deps = ", ".join(sorted(graph[folder])) or "(nothing of ddpx)"
-            print(f"{folder:8} -> {deps}")
+            print(f"{folder:10} -> {deps}")
 
 
 def main(argv):

@@ -24,6 +24,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
+#include "model/model_registry.hpp"
 #include "train/run_modes.hpp"
 #include "io/output_file.hpp"
 #include "profile/bench_table.hpp"
@@ -61,12 +62,6 @@ struct RowSpec {
   bool p2p_off = false;
   std::string config;  // the row's name everywhere
 };
-
-bool is_torchvision_model(const std::string& model) {
-  for (const char* name : {"vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"})
-    if (model == name) return true;
-  return false;
-}
 
 std::vector<RowSpec> plan_rows(const BenchFlags& f, const std::vector<int>& gpu_counts, bool ddp_on_one) {
   std::vector<RowSpec> rows;
@@ -208,7 +203,7 @@ int run_bench(BenchFlags f) {
                f.steps, f.warmup);
     for (size_t i = 0; i < plan.size(); ++i) {
       const RowSpec& spec = plan[i];
-      const bool with_anchor = anchor && is_torchvision_model(spec.model);
+      const bool with_anchor = anchor && has_pytorch_anchor(spec.model);
       anchor_runs += with_anchor ? 1 : 0;
       std::string flags;
       for (const std::string& flag : train_flags_for(f, spec)) flags += " " + flag;
@@ -304,7 +299,7 @@ int run_bench(BenchFlags f) {
     }
     BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt, spec.model};
     fmt::print("{:.2f} steps/s ({:.0f} s)", row.ddpx_steps_per_s, ddpx_seconds);
-    if (with_pytorch && is_torchvision_model(spec.model)) {
+    if (with_pytorch && has_pytorch_anchor(spec.model)) {
       const std::string anchor_log = (fs::path(f.out) / (stem + ".pytorch.log")).string();
       const std::vector<std::string> argv = anchor_command(f, spec, script);
       const auto anchor_start = WallClock::now();
@@ -348,7 +343,7 @@ Command add_bench_command(CLI::App& app) {
       "bench.json and bench.svg into --out. Flags after '--' go to every `ddpx train` run.");
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--device", f->device, "cuda | cpu (then ranks run under mpirun, fp32 only)");
-  cmd->add_option("--models", f->models, "comma list of --model values");
+  cmd->add_option("--models", f->models, "comma list of --model values: " + model_names_help());
   cmd->add_option("--precisions", f->precisions, "comma list of fp32, tf32, bf16 (default fp32,bf16; cpu: fp32)");
   cmd->add_option("--hooks", f->hooks, "comma list of --comm-hook values: allreduce, fp16, bf16, powersgd:R");
   cmd->add_option("--bucket-mb", f->bucket_mb, "comma list of bucket caps in MB (2000: one bucket, the seed's)");

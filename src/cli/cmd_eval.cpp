@@ -11,7 +11,8 @@
 #include "io/param_safetensors.hpp"
 #include "io/same_file.hpp"
 #include "train/numerics_guard.hpp"
-#include "model/vit_cpu.hpp"
+#include "model/cross_entropy.hpp"
+#include "model/model_registry.hpp"
 #include "train/step_engine.hpp"
 
 namespace ddpx::cli {
@@ -23,9 +24,10 @@ struct EvalOptions {
 };
 
 int run_eval(const EvalOptions& e) {
-  const ParamLayout layout(parse_model_spec(e.model));
-  const VitConfig& c = layout.config();
-  const DataShape shape{c.channels, c.image_size, c.num_classes};
+  const std::unique_ptr<Model> model = make_model(e.model);
+  const FlatLayout& layout = model->layout();
+  const int64_t classes = model->num_classes();
+  const DataShape shape{model->input_shape().channels, model->input_shape().image_size, classes};
   // Outputs first: a bad --out, or one that is an input, is refused before any work.
   const std::vector<FileRole> inputs = {{"--weights", e.weights}, {"--images", e.images}, {"--labels", e.labels}};
   const std::vector<FileRole> outputs = {{"--out", e.out}};
@@ -48,11 +50,11 @@ int run_eval(const EvalOptions& e) {
   std::unique_ptr<StepEngine> engine;
   switch (engine_options.device) {
     case Device::cpu:
-      engine = make_cpu_engine(layout, engine_options);
+      engine = make_cpu_engine(*model, engine_options);
       break;
     case Device::cuda:
 #ifdef DDPX_HAVE_CUDA
-      engine = make_cuda_engine(layout, engine_options, 0);
+      engine = make_cuda_engine(*model, engine_options, 0);
 #else
       fail("--device cuda: this ddpx was built without CUDA; use --device cpu");
 #endif
@@ -62,24 +64,24 @@ int run_eval(const EvalOptions& e) {
   std::vector<float> logits = engine->eval_logits(pixels.data(), n);
 
   if (!e.out.empty()) {
-    const HostTensor tensor = HostTensor::from_values<float>({n, c.num_classes}, logits);
+    const HostTensor tensor = HostTensor::from_values<float>({n, classes}, logits);
     write_output_file(e.out, "--out", [&](OutputFile& file) { write_npy(file, tensor); });
-    fmt::print("logits [{}, {}] written to {}\n", n, c.num_classes, e.out);
+    fmt::print("logits [{}, {}] written to {}\n", n, classes, e.out);
   } else {
     for (int64_t i = 0; i < std::min<int64_t>(n, 8); ++i) {
-      const float* row = logits.data() + i * c.num_classes;
-      const int64_t best = std::max_element(row, row + c.num_classes) - row;
+      const float* row = logits.data() + i * classes;
+      const int64_t best = std::max_element(row, row + classes) - row;
       fmt::print("image {:>4}: class {:>4} (logit {:.4f})\n", i, best, row[best]);
     }
     if (n > 8) fmt::print("... ({} images; --out FILE.npy writes all logits)\n", n);
   }
   if (!e.labels.empty()) {
     const std::vector<int32_t> labels = read_npy_labels(e.labels, n, shape);
-    const float loss = softmax_cross_entropy<float>(logits.data(), labels.data(), n, c.num_classes, nullptr);
+    const float loss = softmax_cross_entropy<float>(logits.data(), labels.data(), n, classes, nullptr);
     int64_t correct = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const float* row = logits.data() + i * c.num_classes;
-      correct += (std::max_element(row, row + c.num_classes) - row) == labels[static_cast<size_t>(i)];
+      const float* row = logits.data() + i * classes;
+      correct += (std::max_element(row, row + classes) - row) == labels[static_cast<size_t>(i)];
     }
     fmt::print("mean cross-entropy {:.6f} | accuracy {:.2f}% ({} of {})\n", loss, 100.0 * correct / n, correct, n);
   }

@@ -13,7 +13,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "io/output_file.hpp"
-#include "model/param_layout.hpp"
+#include "model/model_registry.hpp"
 #include "predict/link_sources.hpp"
 #include "predict/prediction_output.hpp"
 #include "predict/scaling_prediction.hpp"
@@ -38,8 +38,8 @@ struct PredictFlags {
 // is a pure function of the model spec, so it is the one the run used). Returns whether it filled them.
 bool fill_gradient_tensors(RunReport& report) {
   if (!report.config.gradient_tensors.empty()) return false;
-  const ParamLayout layout(parse_model_spec(report.config.model));
-  for (const TensorSlot& slot : layout.tensors())
+  const std::unique_ptr<Model> model = make_model(report.config.model);
+  for (const TensorSlot& slot : model->layout().tensors())
     report.config.gradient_tensors.push_back({slot.name, slot.shape, static_cast<int64_t>(slot.offset),
                                               static_cast<int64_t>(slot.numel)});
   return true;

@@ -12,6 +12,7 @@
 
 #include "cli/arg_lists.hpp"
 #include "cli/commands.hpp"
+#include "model/model_registry.hpp"
 #include "cli/launch.hpp"
 #include "core/error.hpp"
 #include "train/trainer.hpp"
@@ -76,8 +77,7 @@ Command add_train_command(CLI::App& app) {
 
   auto* what = "What to train";
   cmd->add_option("--device", modes->device, "cpu (fp32 reference engine, OpenBLAS) or cuda")->group(what);
-  cmd->add_option("--model", o->model, "vit_b_16 | vit_b_32 | vit_l_16 | vit_l_32 | vit_h_14 | vit_tiny_test | "
-                                       "vit_small_test | NAME:key=value,... | custom:image=..,patch=..,...")
+  cmd->add_option("--model", o->model, model_names_help() + "; any name can take overrides (NAME:key=value,...)")
       ->group(what);
   cmd->add_option("--precision", modes->precision,
                   "fp32 (true fp32, the seed's setting) | tf32 (TF32 matrix units) | bf16 (bf16 compute, fp32 "

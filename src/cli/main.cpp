@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Examples:\n"
       "  ddpx model --model vit_l_32                         tensor table and parameter count\n"
+      "  ddpx model --list                                   the model families and names (vit, mlp)\n"
+      "  ddpx train --device cpu --model mlp_s --data learnable --steps 100   the MLP classifier\n"
       "  ddpx train --device cpu --model vit_small_test --data learnable --steps 100\n"
       "  ddpx train --device cuda --model vit_l_32 --precision bf16 --steps 100\n"
       "  ddpx train --device cuda --nproc-per-node 2 --comm-hook bf16 --bucket-mb 25 --report r.json\n"

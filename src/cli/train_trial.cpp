@@ -8,7 +8,7 @@
 #include "cli/child_process.hpp"
 #include "core/error.hpp"
 #include "ddp/comm_hook_factory.hpp"
-#include "model/vit_config.hpp"
+#include "model/model_registry.hpp"
 #include "profile/step_record.hpp"
 
 namespace ddpx::cli {
@@ -98,7 +98,7 @@ void require_valid_hooks(const std::vector<std::string>& hooks, std::string_view
 }
 
 void require_valid_models(const std::vector<std::string>& models, std::string_view flag) {
-  require_each(models, flag, [](const std::string& model) { return parse_model_spec(model); });
+  require_each(models, flag, [](const std::string& model) { return make_model(model); });
 }
 
 }  // namespace ddpx::cli

@@ -125,10 +125,10 @@ CheckpointInfo parse_info(const SafetensorsReader& reader) {
   return info;
 }
 
-void require_optimizer_size(const ParamLayout& layout, const Optimizer& optimizer) {
+void require_optimizer_size(const FlatLayout& layout, const Optimizer& optimizer) {
   DDPX_REQUIRE(optimizer.num_elements() == layout.buffer_size(),
                "the {} optimizer holds state for {} elements but --model {} has a parameter buffer of {}",
-               optimizer.name(), optimizer.num_elements(), layout.config().spec(), layout.buffer_size());
+               optimizer.name(), optimizer.num_elements(), layout.spec(), layout.buffer_size());
 }
 
 std::filesystem::path numbered_checkpoint(const std::filesystem::path& dir, int64_t step) {
@@ -181,7 +181,7 @@ std::filesystem::path checkpoint_file(const std::filesystem::path& dir) {
 
 bool checkpoint_exists(const std::filesystem::path& dir) { return std::filesystem::is_regular_file(checkpoint_file(dir)); }
 
-void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
+void save_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                      const Optimizer& optimizer, const CheckpointState& state, int keep) {
   DDPX_REQUIRE(keep >= 1, "--keep-checkpoints must be >= 1, got {}", keep);
   require_optimizer_size(layout, optimizer);
@@ -190,7 +190,7 @@ void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout
   TensorMetadata metadata = {
       {"format", "pt"},
       {"ddpx_checkpoint_version", std::string(kVersion)},
-      {"model", layout.config().spec()},
+      {"model", layout.spec()},
       {"optimizer", std::string(optimizer.name())},
       {"optimizer_options", optimizer.options_json().dump()},
       {"optimizer_state", nlohmann::json(optimizer.state_names()).dump()},
@@ -235,12 +235,12 @@ CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir) {
   return parse_info(SafetensorsReader(checkpoint_file(dir)));
 }
 
-CheckpointState load_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, float* params,
+CheckpointState load_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, float* params,
                                 Optimizer& optimizer) {
   const SafetensorsReader reader(checkpoint_file(dir));
   const std::string where = reader.path().string();
   CheckpointInfo info = parse_info(reader);
-  const std::string model = layout.config().spec();
+  const std::string model = layout.spec();
   DDPX_REQUIRE(info.model_spec == model,
                "checkpoint '{}' was saved with --model {} but this run has --model {}; resume with --model {} or "
                "use another checkpoint directory",

@@ -1,9 +1,9 @@
 // Training checkpoints for resume: one safetensors file <dir>/checkpoint.safetensors holding
-//  - the parameters under torchvision names (F32; the file loads as a torchvision state_dict after dropping the
-//    "optimizer." tensors),
-//  - the optimizer state, one F32 tensor per parameter and state buffer: "optimizer.<state>.<torchvision name>"
+//  - the parameters under the layout's names (F32; for the ViT the file loads as a torchvision state_dict after
+//    dropping the "optimizer." tensors),
+//  - the optimizer state, one F32 tensor per parameter and state buffer: "optimizer.<state>.<tensor name>"
 //    (state: "momentum" for sgd, "exp_avg" / "exp_avg_sq" for adamw),
-//  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "2", "model" (VitConfig::spec()),
+//  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "2", "model" (FlatLayout::spec()),
 //    "optimizer" (name), "optimizer_options" (JSON), "optimizer_state" (JSON array of state names),
 //    "optimizer_step" (decimal), "step" (decimal), "rng_states" (JSON array of {"state", "inc", "spare_bits"
 //    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON), "ddpx.crc32"
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "model/param_layout.hpp"
+#include "model/flat_layout.hpp"
 #include "optim/optimizer.hpp"
 
 namespace ddpx {
@@ -53,15 +53,15 @@ std::filesystem::path checkpoint_file(const std::filesystem::path& dir);
 bool checkpoint_exists(const std::filesystem::path& dir);
 
 // Creates dir if needed. optimizer.num_elements() must equal layout.buffer_size(). keep: --keep-checkpoints.
-void save_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
+void save_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                      const Optimizer& optimizer, const CheckpointState& state, int keep = 1);
 
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir);
 
 // Fills params (layout.buffer_size() floats) and the optimizer's state and step count. The checkpoint's model
-// spec must equal layout.config().spec() (--model) and its optimizer name and state buffers the optimizer's
+// spec must equal layout.spec() (--model) and its optimizer name and state buffers the optimizer's
 // (--optimizer); options such as --lr may differ (the run's values are kept; compare with read_checkpoint_info).
-CheckpointState load_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, float* params,
+CheckpointState load_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, float* params,
                                 Optimizer& optimizer);
 
 }  // namespace ddpx

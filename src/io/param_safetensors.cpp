@@ -29,7 +29,7 @@ struct PlannedRead {
 
 }  // namespace
 
-std::vector<TensorView> layout_tensor_views(const ParamLayout& layout, std::string_view prefix, const float* buffer) {
+std::vector<TensorView> layout_tensor_views(const FlatLayout& layout, std::string_view prefix, const float* buffer) {
   std::vector<TensorView> views;
   views.reserve(layout.tensors().size());
   for (const TensorSlot& slot : layout.tensors())
@@ -37,9 +37,9 @@ std::vector<TensorView> layout_tensor_views(const ParamLayout& layout, std::stri
   return views;
 }
 
-void read_layout_buffers(const SafetensorsReader& reader, const ParamLayout& layout,
+void read_layout_buffers(const SafetensorsReader& reader, const FlatLayout& layout,
                          std::span<const LayoutBufferTarget> targets, LoadDTypes dtypes, std::string_view remedy) {
-  const std::string model = layout.config().spec();
+  const std::string model = layout.spec();
   std::vector<std::string> problems;
   std::vector<PlannedRead> reads;
   std::set<std::string, std::less<>> expected;
@@ -96,24 +96,24 @@ void read_layout_buffers(const SafetensorsReader& reader, const ParamLayout& lay
   }
 }
 
-void save_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, const float* params,
+void save_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, const float* params,
                              const TensorMetadata& metadata, std::string_view flag) {
   TensorMetadata full_metadata = metadata;
   full_metadata.try_emplace("format", "pt");
-  full_metadata.try_emplace("model", layout.config().spec());
+  full_metadata.try_emplace("model", layout.spec());
   const std::vector<TensorView> views = layout_tensor_views(layout, "", params);
   require_finite_tensors(views, fmt::format("{} {}", flag, path.string()));
   full_metadata = with_checksums(views, full_metadata);
   write_output_file(path, flag, [&](OutputFile& file) { write_safetensors(file, views, full_metadata); });
 }
 
-void load_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, float* params) {
+void load_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, float* params) {
   const SafetensorsReader reader(path);
   const LayoutBufferTarget target{"", params};
   read_layout_buffers(reader, layout, {&target, 1}, LoadDTypes::convert_floats,
                       fmt::format("Pass the --model the file was saved for, or save the weights of a model shaped "
                                   "like --model {}.",
-                                  layout.config().spec()));
+                                  layout.spec()));
 }
 
 }  // namespace ddpx

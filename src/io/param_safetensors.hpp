@@ -1,5 +1,6 @@
-// ParamLayout-shaped flat buffers <-> safetensors files, one tensor per layout slot under torchvision's names
-// (so a parameter file loads in Python with torchvision's vit_*().load_state_dict(safetensors.torch.load_file(f))).
+// FlatLayout-shaped flat buffers <-> safetensors files, one tensor per layout slot under the model family's
+// reference names (for the ViT torchvision's, so a parameter file loads in Python with torchvision's
+// vit_*().load_state_dict(safetensors.torch.load_file(f)); for the MLP the torch module of tools/make_fixtures.py).
 // Guarantees:
 //  - Loading validates the whole file against the model before any buffer is written: every missing tensor,
 //    unexpected tensor, wrong shape and unusable dtype is listed in one ddpx::Error that names the file, each
@@ -16,12 +17,12 @@
 #include <vector>
 
 #include "io/safetensors.hpp"
-#include "model/param_layout.hpp"
+#include "model/flat_layout.hpp"
 
 namespace ddpx {
 
 // Views of a layout-shaped fp32 buffer, one per slot, named prefix + slot.name (buffer must outlive the views).
-std::vector<TensorView> layout_tensor_views(const ParamLayout& layout, std::string_view prefix, const float* buffer);
+std::vector<TensorView> layout_tensor_views(const FlatLayout& layout, std::string_view prefix, const float* buffer);
 
 // One layout-shaped fp32 buffer (layout.buffer_size() floats) to fill from tensors named prefix + slot.name.
 struct LayoutBufferTarget {
@@ -36,18 +37,18 @@ enum class LoadDTypes {
 
 // Requires the file to hold exactly the targets' tensors (none missing, none extra, shapes equal, dtypes allowed),
 // then zeroes each target buffer and reads the tensors into it. `remedy` ends the error message.
-void read_layout_buffers(const SafetensorsReader& reader, const ParamLayout& layout,
+void read_layout_buffers(const SafetensorsReader& reader, const FlatLayout& layout,
                          std::span<const LayoutBufferTarget> targets, LoadDTypes dtypes, std::string_view remedy);
 
-// Writes the parameters as F32 tensors under torchvision names. metadata gains "format": "pt" and "model":
-// layout.config().spec() unless it sets them.
+// Writes the parameters as F32 tensors under the layout's names. metadata gains "format": "pt" and "model":
+// layout.spec() unless it sets them.
 // `flag` names the output in errors ("--save").
-void save_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, const float* params,
+void save_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, const float* params,
                              const TensorMetadata& metadata = {}, std::string_view flag = "weights file");
 
-// Loads parameters saved by save_params_safetensors or by PyTorch (safetensors.torch.save_file of a torchvision
-// ViT state_dict); F32, F64, F16 and BF16 tensors are accepted (converted to fp32). params holds
+// Loads parameters saved by save_params_safetensors or by PyTorch (safetensors.torch.save_file of the reference
+// module's state_dict); F32, F64, F16 and BF16 tensors are accepted (converted to fp32). params holds
 // layout.buffer_size() floats.
-void load_params_safetensors(const std::filesystem::path& path, const ParamLayout& layout, float* params);
+void load_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, float* params);
 
 }  // namespace ddpx

@@ -10,7 +10,7 @@
 // ddp/comm_hook.hpp): each value is widened exactly in registers, so the update equals the one over the widened
 // fp32 buffer bit for bit, and `grads` is not read.
 // SgdUpdate and AdamWUpdate are the kernels' argument ABI, not a second spelling of the optimizer: the trainer's
-// VitCuda fills them in one place (cuda/vit_cuda.cpp optimizer_span) from optim/'s per-step scalars.
+// CudaModel fills them in one place (model_cuda/cuda_model.cpp optimizer_span) from optim/'s per-step scalars.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -10,7 +10,7 @@
 
 namespace ddpx {
 
-void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
+void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                               const TrainOptions& options, const HostOptimizerState& state, int64_t step) {
   auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   for (const auto& [name, values] : state.buffers) {
@@ -27,7 +27,7 @@ void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayou
   save_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
 }
 
-LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout,
+LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
                                           const TrainOptions& options, float* params) {
   auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   CheckpointState ckpt = load_checkpoint(dir, layout, params, *optimizer);

@@ -7,21 +7,21 @@
 #include <filesystem>
 #include <memory>
 
-#include "model/param_layout.hpp"
+#include "model/flat_layout.hpp"
 #include "optim/optimizer.hpp"
 #include "train/step_engine.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
 
-void save_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout, const float* params,
+void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                               const TrainOptions& options, const HostOptimizerState& state, int64_t step);
 
 struct LoadedCheckpoint {
   int64_t step = 0;
   HostOptimizerState optimizer;
 };
-LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const ParamLayout& layout,
+LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
                                           const TrainOptions& options, float* params);
 
 }  // namespace ddpx

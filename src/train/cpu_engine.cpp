@@ -1,4 +1,4 @@
-// CpuEngine: the fp32 CPU reference model (VitCpu<float>) with the fused CPU optimizers, as a StepEngine.
+// CpuEngine: a model's fp32 CPU reference (Model::make_cpu) with the fused CPU optimizers, as a StepEngine.
 // Guarantee: deterministic for a given thread count of OpenBLAS (set per rank at construction: --cpu-threads, else
 // the node's cores shared by its ranks; see model/blas_threads.hpp); everything is synchronous, phase times are
 // steady_clock measurements.
@@ -14,7 +14,7 @@
 #include "core/internal_assert.hpp"
 #include "dist/bootstrap.hpp"
 #include "model/blas_threads.hpp"
-#include "model/vit_cpu.hpp"
+#include "model/cross_entropy.hpp"
 #include "optim/optimizer.hpp"
 #include "train/step_engine.hpp"
 
@@ -26,18 +26,20 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 class CpuEngine : public StepEngine {
  public:
-  CpuEngine(const ParamLayout& layout, const EngineOptions& options, int ranks_on_node)
-      : layout_(layout),
+  CpuEngine(const Model& model, const EngineOptions& options, int ranks_on_node)
+      : layout_(model.layout()),
+        classes_(model.num_classes()),
+        image_numel_(model.input_shape().numel()),
         options_(options),
-        model_(layout, options.batch),
-        params_(layout.buffer_size(), 0.f),
-        grads_(layout.buffer_size(), 0.f),
-        logits_(static_cast<size_t>(options.batch * layout.config().num_classes)),
+        model_(model.make_cpu(options.batch)),
+        params_(layout_.buffer_size(), 0.f),
+        grads_(layout_.buffer_size(), 0.f),
+        logits_(static_cast<size_t>(options.batch * classes_)),
         dlogits_(logits_.size()),
         numerics_(options.divergence_ratio) {
     options.optimizer.validate();
     for (const std::string& name : options.optimizer.state_names())
-      state_.buffers.push_back({name, std::vector<float>(layout.buffer_size(), 0.f)});
+      state_.buffers.push_back({name, std::vector<float>(layout_.buffer_size(), 0.f)});
     const BlasThreadChoice choice = choose_blas_threads(
         options.cpu_threads, static_cast<int>(std::thread::hardware_concurrency()), ranks_on_node,
         usable_cpu_count(), process_environment());
@@ -77,14 +79,13 @@ class CpuEngine : public StepEngine {
 
   void forward_backward(float grad_scale, const ReadyFn& on_ready) override {
     DDPX_INTERNAL_ASSERT(batch_ != nullptr, "forward_backward without a batch");
-    const int64_t classes = layout_.config().num_classes;
     auto t0 = Clock::now();
-    model_.forward(params_.data(), batch_->images, batch_->batch, logits_.data());
-    loss_ = softmax_cross_entropy<float>(logits_.data(), batch_->labels, batch_->batch, classes, dlogits_.data(),
+    model_->forward(params_.data(), batch_->images, batch_->batch, logits_.data());
+    loss_ = softmax_cross_entropy<float>(logits_.data(), batch_->labels, batch_->batch, classes_, dlogits_.data(),
                                          grad_scale);
     times_.forward = ms_since(t0);
     auto t1 = Clock::now();
-    model_.backward(params_.data(), dlogits_.data(), grads_.data(), on_ready);
+    model_->backward(params_.data(), dlogits_.data(), grads_.data(), on_ready);
     times_.backward = ms_since(t1);
   }
 
@@ -118,11 +119,10 @@ class CpuEngine : public StepEngine {
   std::optional<NumericsProblem> numerics_problem() override { return numerics_.first_problem(); }
 
   std::vector<float> eval_logits(const float* images, int64_t batch) override {
-    std::vector<float> logits(static_cast<size_t>(batch * layout_.config().num_classes));
+    std::vector<float> logits(static_cast<size_t>(batch * classes_));
     for (int64_t start = 0; start < batch; start += options_.batch) {
       const int64_t n = std::min(options_.batch, batch - start);
-      model_.forward(params_.data(), images + start * layout_.config().image_numel(), n,
-                     logits.data() + start * layout_.config().num_classes);
+      model_->forward(params_.data(), images + start * image_numel_, n, logits.data() + start * classes_);
     }
     return logits;
   }
@@ -137,9 +137,10 @@ class CpuEngine : public StepEngine {
     optimizer_step_cpu(options_.optimizer, params_.data() + begin, grads_.data() + begin, state, end - begin, step);
   }
 
-  const ParamLayout& layout_;
+  const FlatLayout& layout_;
+  int64_t classes_, image_numel_;
   EngineOptions options_;
-  VitCpu<float> model_;
+  std::unique_ptr<CpuModel> model_;
   std::vector<float> params_, grads_, logits_, dlogits_;
   HostOptimizerState state_;
   NumericsWatch numerics_;
@@ -153,20 +154,21 @@ class CpuEngine : public StepEngine {
 
 }  // namespace
 
-std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const EngineOptions& options,
+std::unique_ptr<StepEngine> make_cpu_engine(const Model& model, const EngineOptions& options,
                                             int ranks_on_node) {
+  const FlatLayout& layout = model.layout();
   // Everything the engine and the trainer hold for one rank: activations, then weights, gradients, the trainer's
   // host copy and the optimizer's state buffers, in fp32. Refused before anything is touched: zero-filling more
   // than the machine has would get the process OOM-killed (exit 137, no message) instead of an error.
   const auto states = static_cast<double>(options.optimizer.state_names().size());
-  const double bytes = VitCpu<float>::activation_bytes(layout.config(), options.batch) +
+  const double bytes = model.cpu_activation_bytes(options.batch) +
                        static_cast<double>(layout.buffer_size()) * sizeof(float) * (3 + states);
   const double memory = physical_memory_bytes();
   DDPX_REQUIRE(memory <= 0 || bytes < 0.8 * memory / std::max(1, ranks_on_node),
                "model '{}' with batch {} needs about {:.1f} GiB per rank on the CPU ({} rank(s) on this node), more "
                "than this machine's {:.1f} GiB can hold; lower --batch or use a smaller model",
-               layout.config().name, options.batch, bytes / (1 << 30), ranks_on_node, memory / (1 << 30));
-  return std::make_unique<CpuEngine>(layout, options, ranks_on_node);
+               layout.spec(), options.batch, bytes / (1 << 30), ranks_on_node, memory / (1 << 30));
+  return std::make_unique<CpuEngine>(model, options, ranks_on_node);
 }
 
 }  // namespace ddpx

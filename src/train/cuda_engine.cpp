@@ -1,4 +1,4 @@
-// CudaEngine: VitCuda (cuBLASLt + fused kernels) with a copy stream, double-buffered device inputs, pinned host
+// CudaEngine: a model's CUDA form (model_cuda/cuda_models.hpp: the ViT's or the MLP's CudaModel) with a copy stream, double-buffered device inputs, pinned host
 // batches, CUDA-event phase timing and whole-step CUDA graphs, as a StepEngine.
 // Guarantees:
 //  - Host->device copies run on their own stream into input buffer (micro-batch parity); the compute stream waits
@@ -28,9 +28,9 @@
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
 #include "core/internal_assert.hpp"
-#include "cuda/device_buffer.hpp"
 #include "model/precision.hpp"
-#include "cuda/vit_cuda.hpp"
+#include "model_cuda/cuda_models.hpp"
+#include "model_cuda/device_buffer.hpp"
 #include "kernels/numerics_check.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/synthetic_data.hpp"
@@ -49,8 +49,13 @@ enum PhaseEvent {
 
 class CudaEngine : public CudaStepEngine {
  public:
-  CudaEngine(const ParamLayout& layout, const EngineOptions& options, int device, int rank)
-      : layout_(layout), options_(options), device_(device), rank_(rank) {
+  CudaEngine(const Model& model, const EngineOptions& options, int device, int rank)
+      : layout_(model.layout()),
+        image_numel_(model.input_shape().numel()),
+        classes_(model.num_classes()),
+        options_(options),
+        device_(device),
+        rank_(rank) {
     int count = 0;
     DDPX_REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
                  "--device cuda: no CUDA GPU is visible here (cudaGetDeviceCount found none); use --device cpu");
@@ -70,10 +75,9 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&span_ready_, cudaEventDisableTiming));
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&updates_done_, cudaEventDisableTiming));
     options.optimizer.validate();
-    model_ = std::make_unique<VitCuda>(layout, options.batch, options.precision, compute_);
-    const int64_t image_numel = layout.config().image_numel();
+    model_ = make_cuda_model(model, options.batch, options.precision, compute_);
     for (int p = 0; p < 2; ++p) {
-      images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel), "input images");
+      images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel_), "input images");
       labels_[p] = DeviceBuffer<int32_t>(static_cast<size_t>(options.batch), "input labels");
       DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&copy_done_[p], cudaEventDisableTiming));
       DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&input_free_[p], cudaEventDisableTiming));
@@ -169,7 +173,7 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
     if (options_.data == DataSource::synthetic_device) {
       generate_synthetic_batch(images_[parity_].get(), labels_[parity_].get(), batch.batch,
-                               layout_.config().image_numel(), layout_.config().num_classes,
+                               image_numel_, classes_,
                                options_.seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank_),
                                static_cast<uint64_t>(batch.step), copy_);
     } else {
@@ -272,7 +276,7 @@ class CudaEngine : public CudaStepEngine {
   }
 
   std::vector<float> eval_logits(const float* images, int64_t batch) override {
-    const int64_t classes = layout_.config().num_classes, numel = layout_.config().image_numel();
+    const int64_t classes = classes_, numel = image_numel_;
     std::vector<float> logits(static_cast<size_t>(batch * classes));
     DeviceBuffer<float> d_logits(static_cast<size_t>(options_.batch * classes), "eval logits");
     for (int64_t start = 0; start < batch; start += options_.batch) {
@@ -456,7 +460,8 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaEventRecord(events_[ring_pos_ % kEventRing][which], compute_));
   }
 
-  const ParamLayout& layout_;
+  const FlatLayout& layout_;
+  int64_t image_numel_, classes_;
   EngineOptions options_;
   int device_;
   int rank_;  // global rank: seeds --data synthetic-device per rank
@@ -466,7 +471,7 @@ class CudaEngine : public CudaStepEngine {
   cudaEvent_t span_ready_ = nullptr, updates_done_ = nullptr;
   int64_t span_step_ = 0;
   bool spans_forked_ = false;
-  std::unique_ptr<VitCuda> model_;
+  std::unique_ptr<CudaModel> model_;
   std::array<DeviceBuffer<float>, 2> images_;
   std::array<DeviceBuffer<int32_t>, 2> labels_;
   std::array<cudaEvent_t, 2> copy_done_{}, input_free_{};
@@ -493,9 +498,9 @@ class CudaEngine : public CudaStepEngine {
 
 }  // namespace
 
-std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const EngineOptions& options, int device,
+std::unique_ptr<StepEngine> make_cuda_engine(const Model& model, const EngineOptions& options, int device,
                                              int rank) {
-  return std::make_unique<CudaEngine>(layout, options, device, rank);
+  return std::make_unique<CudaEngine>(model, options, device, rank);
 }
 
 }  // namespace ddpx

@@ -50,7 +50,7 @@ std::string DistContext::describe() const {
 
 namespace {
 
-std::vector<GradTensor> grad_tensors_of(const ParamLayout& layout) {
+std::vector<GradTensor> grad_tensors_of(const FlatLayout& layout) {
   std::vector<GradTensor> tensors;
   for (const auto& t : layout.tensors()) tensors.push_back(GradTensor{t.name, t.offset, t.numel, t.shape});
   return tensors;
@@ -122,7 +122,7 @@ DistContext setup_distributed(const DistOptions& options) {
   return dist;
 }
 
-void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const ParamLayout& layout,
+void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const FlatLayout& layout,
                                   int64_t start_step, float* host_params) {
   Communicator& comm = *dist.communicator;
   // Every rank must run the same steps; a disagreement is an error on every rank, never a hang. One table, one
@@ -160,7 +160,7 @@ std::vector<std::string> DistContext::gather_strings(const std::string& mine) co
   return all;
 }
 
-void attach_reducer(DistContext& dist, const DistOptions& options, const ParamLayout& layout, StepEngine& engine) {
+void attach_reducer(DistContext& dist, const DistOptions& options, const FlatLayout& layout, StepEngine& engine) {
   // The hook and the bucket plan were agreed on by broadcast_initial_parameters().
   std::vector<GradTensor> tensors = grad_tensors_of(layout);
   BucketPlan plan = bucket_plan_of(options, tensors);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/param_layout.hpp"
+#include "model/flat_layout.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
@@ -65,10 +65,10 @@ DistContext setup_distributed(const DistOptions& options);
 // on train/startup_settings.hpp's table (model, optimizer, steps, the step this run starts at, data, hook, bucket
 // plan, outputs...; the broadcast's size depends on the model: it must not start before that check);
 // disagreement is an error on every rank naming the setting and both values. Both collectives are watched.
-void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const ParamLayout& layout,
+void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const FlatLayout& layout,
                                   int64_t start_step, float* host_params);
 // Builds the bucket plan and the reducer over the engine's gradient buffer (their settings were agreed on by
 // broadcast_initial_parameters).
-void attach_reducer(DistContext& dist, const DistOptions& options, const ParamLayout& layout, StepEngine& engine);
+void attach_reducer(DistContext& dist, const DistOptions& options, const FlatLayout& layout, StepEngine& engine);
 
 }  // namespace ddpx

@@ -8,7 +8,7 @@
 #include <cstring>
 
 namespace ddpx {
-std::string tensor_at(const ParamLayout& layout, uint64_t offset) {
+std::string tensor_at(const FlatLayout& layout, uint64_t offset) {
   for (const TensorSlot& slot : layout.tensors())
     if (offset >= slot.offset && offset < slot.offset + slot.numel)
       return fmt::format("'{}' (element {} of {})", slot.name, offset - slot.offset, slot.numel);
@@ -51,7 +51,7 @@ void NumericsWatch::observe(int64_t step, float loss, std::span<const float> gra
   if (p.fault != NumericsFault::none) problem_ = p;
 }
 
-std::string describe(const NumericsProblem& p, const ParamLayout& layout, double divergence_ratio, int rank) {
+std::string describe(const NumericsProblem& p, const FlatLayout& layout, double divergence_ratio, int rank) {
   const std::string gradient =
       p.gradient_offset == ~0ull ? "" : fmt::format("; the first non-finite gradient is in {}", tensor_at(layout, p.gradient_offset));
   const std::string remedy =

@@ -15,7 +15,7 @@
 #include <span>
 #include <string>
 
-#include "model/param_layout.hpp"
+#include "model/flat_layout.hpp"
 
 namespace ddpx {
 
@@ -30,7 +30,7 @@ struct NumericsProblem {
 };
 
 // The message of the ddpx::Error that stops the run.
-std::string describe(const NumericsProblem& problem, const ParamLayout& layout, double divergence_ratio, int rank);
+std::string describe(const NumericsProblem& problem, const FlatLayout& layout, double divergence_ratio, int rank);
 
 // The host side of the rule (CPU engine): observe() every step; first_problem() keeps the first bad one.
 class NumericsWatch {
@@ -46,7 +46,7 @@ class NumericsWatch {
 };
 
 // The tensor holding a flat-buffer offset: "'encoder.ln.weight' (element 3 of 32)".
-std::string tensor_at(const ParamLayout& layout, uint64_t offset);
+std::string tensor_at(const FlatLayout& layout, uint64_t offset);
 
 // Offset of the first Inf/NaN in values, or ~0 when all are finite (one vectorizable pass).
 uint64_t first_nonfinite(std::span<const float> values);

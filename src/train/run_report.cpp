@@ -111,7 +111,7 @@ RunClock measure_run_clock(const DistContext& dist, double run_start_ms) {
 
 }  // namespace
 
-RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout)
+RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout)
     : options_(options), dist_(dist), first_measured_step_(0) {
   for (const TensorSlot& slot : layout.tensors())
     config_.gradient_tensors.push_back({slot.name, slot.shape, static_cast<int64_t>(slot.offset),

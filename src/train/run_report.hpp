@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/param_layout.hpp"
+#include "model/flat_layout.hpp"
 #include "profile/step_record.hpp"
 #include "train/dist_setup.hpp"
 #include "train/train_options.hpp"
@@ -21,7 +21,7 @@ struct TrainSummary;
 
 class RunRecorder {
  public:
-  RunRecorder(const TrainOptions& options, const DistContext& dist, const ParamLayout& layout);
+  RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout);
   void begin_step(int64_t step);
   void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
                 DistContext& dist);

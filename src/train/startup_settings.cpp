@@ -49,13 +49,13 @@ std::string file_fingerprint(const std::string& path) {
   return result;
 }
 
-std::vector<AgreedSetting> startup_settings(const TrainOptions& options, const ParamLayout& layout,
+std::vector<AgreedSetting> startup_settings(const TrainOptions& options, const FlatLayout& layout,
                                             int64_t start_step, const std::string& hook_spec,
                                             const std::string& bucket_plan_signature) {
   auto number = [](auto value) { return fmt::format("{}", value); };
   const OptimizerSpec& optimizer = options.optimizer;
   return {
-      {"--model", layout.config().spec()},
+      {"--model", layout.spec()},
       {"--device/--precision", fmt::format("{}/{}", device_name(options.device), precision_name(options.precision))},
       {"--batch", std::to_string(options.batch)},
       {"--grad-accum", std::to_string(options.grad_accum)},

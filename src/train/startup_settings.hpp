@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "dist/agreement.hpp"
-#include "model/param_layout.hpp"
+#include "model/flat_layout.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
 
-std::vector<AgreedSetting> startup_settings(const TrainOptions& options, const ParamLayout& layout,
+std::vector<AgreedSetting> startup_settings(const TrainOptions& options, const FlatLayout& layout,
                                             int64_t start_step, const std::string& hook_spec,
                                             const std::string& bucket_plan_signature);
 

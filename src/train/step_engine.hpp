@@ -1,7 +1,7 @@
 // StepEngine: one rank's model + optimizer on one device (CPU or CUDA), behind the few calls the training loop
 // makes. The loop (trainer.cpp) owns data, communication and reporting; an engine owns parameters, gradients,
 // optimizer state and activations.
-// Guarantees: grad_buffer() has the ParamLayout's backward order (so a Reducer can work on it in place);
+// Guarantees: grad_buffer() has the model's FlatLayout (backward order) (so a Reducer can work on it in place);
 // forward_backward() ADDS scaled gradients into it and reports final spans through on_ready in buffer order;
 // on CUDA all work is enqueued on compute_stream() without host synchronization unless a call says it syncs.
 #pragma once
@@ -14,7 +14,7 @@
 
 #include "data/batch_loader.hpp"
 #include "ddp/wire_gradients.hpp"
-#include "model/param_layout.hpp"
+#include "model/model.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
 #include "train/numerics_guard.hpp"
@@ -22,8 +22,6 @@
 #include "train/train_options.hpp"
 
 namespace ddpx {
-
-using ReadyFn = std::function<void(size_t begin, size_t end)>;
 
 // What an engine is told: the part of TrainOptions it uses (`ddpx eval` fills it itself).
 struct EngineOptions {
@@ -118,11 +116,13 @@ class StepEngine {
 };
 
 // ranks_on_node: shares the node's cores out between its ranks' BLAS threads (see model/blas_threads.hpp).
-std::unique_ptr<StepEngine> make_cpu_engine(const ParamLayout& layout, const EngineOptions& options,
+// The engines own device concerns only (threads, streams, pinned memory, events, graphs); the model, which the
+// caller keeps alive for the engine's lifetime, brings the layout, shapes and forward/backward.
+std::unique_ptr<StepEngine> make_cpu_engine(const Model& model, const EngineOptions& options,
                                             int ranks_on_node = 1);
 #ifdef DDPX_HAVE_CUDA
 // device: the GPU (local rank); rank: the global rank (so --data synthetic-device differs between ranks).
-std::unique_ptr<StepEngine> make_cuda_engine(const ParamLayout& layout, const EngineOptions& options, int device,
+std::unique_ptr<StepEngine> make_cuda_engine(const Model& model, const EngineOptions& options, int device,
                                              int rank = 0);
 #endif
 

@@ -22,8 +22,7 @@
 #include "io/param_safetensors.hpp"
 #include "train/calibration.hpp"
 #include "train/checkpointing.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_init.hpp"
+#include "model/model_registry.hpp"
 #include "train/dist_setup.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
@@ -37,25 +36,26 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::unique_ptr<StepEngine> make_engine(const ParamLayout& layout, const TrainOptions& options, int cuda_device,
+std::unique_ptr<StepEngine> make_engine(const Model& model, const TrainOptions& options, int cuda_device,
                                         int rank, int local_world) {
-  if (options.device == Device::cpu) return make_cpu_engine(layout, engine_options(options), local_world);
+  if (options.device == Device::cpu) return make_cpu_engine(model, engine_options(options), local_world);
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_engine(layout, engine_options(options), cuda_device, rank);
+  return make_cuda_engine(model, engine_options(options), cuda_device, rank);
 #else
   (void)cuda_device, (void)rank;
   fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
 #endif
 }
 
-// Initial parameters: --resume checkpoint, else --load weights, else torchvision's initialization from --seed.
+// Initial parameters: --resume checkpoint, else --load weights, else the model family's initialization from --seed.
 struct StartState {
   std::vector<float> params;
   int64_t step = 0;  // optimizer steps already done
   std::optional<HostOptimizerState> optimizer;
 };
 
-StartState initial_state(const ParamLayout& layout, const TrainOptions& options) {
+StartState initial_state(const Model& model, const TrainOptions& options) {
+  const FlatLayout& layout = model.layout();
   StartState start;
   start.params.assign(layout.buffer_size(), 0.f);
   if (!options.resume.empty()) {
@@ -67,7 +67,7 @@ StartState initial_state(const ParamLayout& layout, const TrainOptions& options)
   if (!options.load.empty()) {
     load_params_safetensors(options.load, layout, start.params.data());
   } else {
-    init_vit_params(layout, start.params.data(), options.seed);
+    model.init_params(start.params.data(), options.seed);
   }
   return start;
 }
@@ -76,8 +76,9 @@ StartState initial_state(const ParamLayout& layout, const TrainOptions& options)
 
 TrainSummary run_training(const TrainOptions& options) {
   options.validate();
-  const VitConfig config = parse_model_spec(options.model);
-  const ParamLayout layout(config);
+  const std::unique_ptr<Model> model = make_model(options.model);
+  const FlatLayout& layout = model->layout();
+  const InputShape input = model->input_shape();
   DistContext dist = setup_distributed(dist_options(options));
   const bool lead = dist.rank == 0 && !options.quiet;
   auto log = [&](const std::string& line) {
@@ -91,8 +92,8 @@ TrainSummary run_training(const TrainOptions& options) {
     checkpoint_lock = std::make_unique<DirectoryLock>(options.checkpoint_dir, "--checkpoint-dir");
   }
 
-  std::unique_ptr<StepEngine> engine = make_engine(layout, options, dist.cuda_device, dist.rank, dist.local_world);
-  StartState start = initial_state(layout, options);
+  std::unique_ptr<StepEngine> engine = make_engine(*model, options, dist.cuda_device, dist.rank, dist.local_world);
+  StartState start = initial_state(*model, options);
   if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.step, start.params.data());
   engine->upload_params(start.params.data());
   if (start.optimizer) engine->upload_optimizer_state(*start.optimizer);
@@ -107,7 +108,7 @@ TrainSummary run_training(const TrainOptions& options) {
   data_options.labels_path = options.labels;
   data_options.seed = options.seed;
   std::unique_ptr<Dataset> dataset =
-      make_dataset(data_options, DataShape{config.channels, config.image_size, config.num_classes});
+      make_dataset(data_options, DataShape{input.channels, input.image_size, model->num_classes()});
   BatchLoader::Options loader_options;
   const LoaderWorkerChoice workers =
       choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), dist.local_world);
@@ -120,7 +121,7 @@ TrainSummary run_training(const TrainOptions& options) {
   BatchLoader loader(*dataset, dist.rank, dist.world, options.batch, start.step * micro_per_step, loader_options);
 
   log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}",
-                  config.spec(), engine->describe(), layout.num_params(), options.batch, dist.world,
+                  layout.spec(), engine->describe(), layout.num_params(), options.batch, dist.world,
                   micro_per_step > 1 ? fmt::format(" x {} accumulation", micro_per_step) : "",
                   fmt::format("{}, {} loader thread{}{}", dataset->describe(), workers.workers,
                               workers.workers == 1 ? "" : "s",
@@ -202,7 +203,7 @@ TrainSummary run_training(const TrainOptions& options) {
     std::vector<float> params(layout.buffer_size());
     engine->download_params(params.data());
     save_params_safetensors(options.save, layout, params.data(),
-                            {{"ddpx.model", config.spec()}, {"ddpx.step", std::to_string(step)}}, "--save");
+                            {{"ddpx.model", layout.spec()}, {"ddpx.step", std::to_string(step)}}, "--save");
   };
 
   for (int64_t step = start.step + 1; step <= options.steps; ++step) {

@@ -10,10 +10,10 @@
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/mpi_communicator.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
-#include "model/vit_cpu.hpp"
-#include "model/vit_init.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
+#include "model/vit/vit_cpu.hpp"
+#include "model/vit/vit_init.hpp"
 
 namespace ddpx {
 namespace {
@@ -27,7 +27,7 @@ struct GlobalBatch {
   std::vector<int32_t> labels;
 };
 
-GlobalBatch global_batch(const ParamLayout& layout, int64_t batch, int step) {
+GlobalBatch global_batch(const VitLayout& layout, int64_t batch, int step) {
   Rng rng(1000 + uint64_t(step));
   GlobalBatch data;
   data.images.resize(size_t(batch * layout.config().image_numel()));
@@ -36,7 +36,7 @@ GlobalBatch global_batch(const ParamLayout& layout, int64_t batch, int step) {
   return data;
 }
 
-std::vector<GradTensor> grad_tensors(const ParamLayout& layout) {
+std::vector<GradTensor> grad_tensors(const VitLayout& layout) {
   std::vector<GradTensor> tensors;
   for (const TensorSlot& slot : layout.tensors()) tensors.push_back({slot.name, slot.offset, slot.numel, slot.shape});
   return tensors;
@@ -44,7 +44,7 @@ std::vector<GradTensor> grad_tensors(const ParamLayout& layout) {
 
 // One SGD run on `batch` samples of each step's global batch starting at `first`; with a communicator, the
 // gradients go through a reducer with `plan` (allreduce hook, overlap on).
-std::vector<float> train(const ParamLayout& layout, int64_t first, int64_t batch, int64_t global,
+std::vector<float> train(const VitLayout& layout, int64_t first, int64_t batch, int64_t global,
                          Communicator* comm, const BucketPlan* plan) {
   std::vector<float> params(layout.buffer_size()), grads(layout.buffer_size());
   init_vit_params_random(layout, params.data(), 123, 0.1f);
@@ -72,7 +72,7 @@ std::vector<float> train(const ParamLayout& layout, int64_t first, int64_t batch
 
 TEST(VitDataParallel, NRanksEqualOneRankWithTheWholeBatch) {
   MpiCommunicator comm;
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const int64_t global = kLocalBatch * comm.size();
   BucketPlan plan(grad_tensors(layout), BucketPlanOptions{16 << 10, 4 << 10, 4});
   ASSERT_GE(plan.size(), 3u);

@@ -11,12 +11,12 @@
 
 #include "fuzz_support.hpp"
 #include "io/checkpoint.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 #include "optim/optimizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const ddpx::ParamLayout layout(ddpx::parse_model_spec(ddpx::fuzz::kModelSpec));
+  static const ddpx::VitLayout layout(ddpx::parse_vit_spec(ddpx::fuzz::kModelSpec));
   const std::filesystem::path dir = ddpx::fuzz::scratch_dir() / "checkpoint";
   std::filesystem::create_directories(dir);
   ddpx::fuzz::write_scratch_file("checkpoint/checkpoint.safetensors", data, size);

@@ -8,11 +8,11 @@
 
 #include "fuzz_support.hpp"
 #include "io/param_safetensors.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const ddpx::ParamLayout layout(ddpx::parse_model_spec(ddpx::fuzz::kModelSpec));
+  static const ddpx::VitLayout layout(ddpx::parse_vit_spec(ddpx::fuzz::kModelSpec));
   const auto path = ddpx::fuzz::write_scratch_file("params.safetensors", data, size);
   std::vector<float> params(layout.buffer_size());
   ddpx::fuzz::expect_clean_refusal([&] { ddpx::load_params_safetensors(path, layout, params.data()); });

@@ -19,8 +19,8 @@
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
 #include "io/safetensors.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 #include "optim/optimizer.hpp"
 #include "profile/tuner.hpp"
 
@@ -60,7 +60,7 @@ void write_tensor_files(const fs::path& out) {
 }
 
 void write_model_files(const fs::path& out) {
-  const ParamLayout layout(parse_model_spec(fuzz::kModelSpec));
+  const VitLayout layout(parse_vit_spec(fuzz::kModelSpec));
   std::vector<float> params(layout.buffer_size(), 0.f);
   Rng rng(7);
   for (const TensorSlot& slot : layout.tensors())

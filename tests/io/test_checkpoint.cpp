@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/vit/vit_layout.hpp"
 #include "core/rng.hpp"
 #include "io/checkpoint.hpp"
 #include "io/io_test_support.hpp"
@@ -25,14 +26,14 @@ using testing::expect_error;
 using testing::TempDir;
 
 struct TrainingRun {
-  ParamLayout layout;
+  VitLayout layout;
   std::vector<float> params;
   std::unique_ptr<Optimizer> optimizer;
   Rng grad_rng{99};
 
   // given: hyperparameter flags (parse_optimizer_spec); SGD runs keep a momentum buffer (0.9) unless told.
   TrainingRun(std::string_view model, std::string_view optimizer_name, std::map<std::string, double> given)
-      : layout(parse_model_spec(model)), params(layout.buffer_size(), 0.f) {
+      : layout(parse_vit_spec(model)), params(layout.buffer_size(), 0.f) {
     if (optimizer_name == "sgd") given.try_emplace("--momentum", 0.9);
     const auto given_flag = [&](std::string_view flag) -> std::optional<double> {
       const auto it = given.find(std::string(flag));

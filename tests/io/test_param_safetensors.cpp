@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "model/vit/vit_layout.hpp"
 #include "core/rng.hpp"
 #include "io/half_float.hpp"
 #include "io/io_test_support.hpp"
@@ -19,7 +20,7 @@ using testing::expect_error;
 using testing::TempDir;
 
 // Random values in every slot, zeros in the padding (the layout's invariant).
-std::vector<float> random_params(const ParamLayout& layout, uint64_t seed) {
+std::vector<float> random_params(const VitLayout& layout, uint64_t seed) {
   std::vector<float> params(layout.buffer_size(), 0.f);
   Rng rng(seed);
   for (const TensorSlot& slot : layout.tensors())
@@ -29,7 +30,7 @@ std::vector<float> random_params(const ParamLayout& layout, uint64_t seed) {
 
 TEST(ParamSafetensors, RoundTripIsBitExactUnderTorchvisionNames) {
   TempDir dir;
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const std::vector<float> params = random_params(layout, 1);
   save_params_safetensors(dir / "w.safetensors", layout, params.data(), {{"epoch", "3"}});
   EXPECT_FALSE(std::filesystem::exists(dir / ".w.safetensors.tmp"));
@@ -51,7 +52,7 @@ TEST(ParamSafetensors, RoundTripIsBitExactUnderTorchvisionNames) {
 
 TEST(ParamSafetensors, LoadsBf16F16AndF64ByConverting) {
   TempDir dir;
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const std::vector<float> params = random_params(layout, 2);
   // Store heads.head.weight as BF16, heads.head.bias as F16, encoder.ln.weight as F64, the rest as F32.
   std::vector<TensorView> views = layout_tensor_views(layout, "", params.data());
@@ -82,12 +83,12 @@ TEST(ParamSafetensors, LoadsBf16F16AndF64ByConverting) {
 
 TEST(ParamSafetensors, MismatchesNameFileTensorShapesAndModel) {
   TempDir dir;
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const std::vector<float> params = random_params(layout, 3);
   std::vector<float> target(layout.buffer_size(), 7.f);
 
   // A model with 5 classes: head shapes differ.
-  const ParamLayout other(parse_model_spec("vit_tiny_test:classes=5"));
+  const VitLayout other(parse_vit_spec("vit_tiny_test:classes=5"));
   const std::vector<float> other_params = random_params(other, 4);
   save_params_safetensors(dir / "other.safetensors", other, other_params.data());
   expect_error([&] { load_params_safetensors(dir / "other.safetensors", layout, target.data()); },
@@ -115,7 +116,7 @@ TEST(ParamSafetensors, MismatchesNameFileTensorShapesAndModel) {
                {"ints.safetensors", "'encoder.ln.bias' is I32", "F32, F64, F16 or BF16"});
 
   // Many problems: the list is capped and counted.
-  const ParamLayout deeper(parse_model_spec("vit_tiny_test:layers=4"));
+  const VitLayout deeper(parse_vit_spec("vit_tiny_test:layers=4"));
   const std::vector<float> deeper_params = random_params(deeper, 5);
   save_params_safetensors(dir / "deeper.safetensors", deeper, deeper_params.data());
   expect_error([&] { load_params_safetensors(dir / "deeper.safetensors", layout, target.data()); },
@@ -127,7 +128,7 @@ TEST(ParamSafetensors, MismatchesNameFileTensorShapesAndModel) {
 // tensor, a file without checksums (saved by PyTorch) still loads, and non-finite weights are never written.
 TEST(ParamSafetensors, ChecksumsCatchAFlippedBitAndNonFiniteWeightsAreNotWritten) {
   TempDir dir;
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   std::vector<float> params = random_params(layout, 3);
   save_params_safetensors(dir / "w.safetensors", layout, params.data(), {}, "--save");
   const std::string bytes = testing::read_bytes(dir / "w.safetensors");

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "cuda/device_buffer.hpp"
+#include "model_cuda/device_buffer.hpp"
 
 namespace ddpx::testing {
 

@@ -7,20 +7,20 @@
 #include "ddp/bucket_plan.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/powersgd_layout.hpp"
-#include "model/param_layout.hpp"
+#include "model/vit/vit_layout.hpp"
 #include "predict/hook_messages.hpp"
 
 namespace ddpx::predict {
 namespace {
 
-std::vector<GradientTensorInfo> tensors_of(const ParamLayout& layout) {
+std::vector<GradientTensorInfo> tensors_of(const VitLayout& layout) {
   std::vector<GradientTensorInfo> out;
   for (const TensorSlot& s : layout.tensors())
     out.push_back({s.name, s.shape, static_cast<int64_t>(s.offset), static_cast<int64_t>(s.numel)});
   return out;
 }
 
-std::vector<GradTensor> grad_tensors_of(const ParamLayout& layout) {
+std::vector<GradTensor> grad_tensors_of(const VitLayout& layout) {
   std::vector<GradTensor> out;
   for (const TensorSlot& s : layout.tensors()) out.push_back({s.name, s.offset, s.numel, s.shape});
   return out;
@@ -28,7 +28,7 @@ std::vector<GradTensor> grad_tensors_of(const ParamLayout& layout) {
 
 TEST(HookMessages, BucketCutsAndPowerSgdSizesMatchDdpOnRealLayouts) {
   for (const char* model : {"vit_tiny_test", "vit_b_32", "vit_l_32"}) {
-    const ParamLayout layout(parse_model_spec(model));
+    const VitLayout layout(parse_vit_spec(model));
     const std::vector<GradientTensorInfo> tensors = tensors_of(layout);
     for (double cap_mb : {0.5, 1.0, 25.0, 100.0, 2000.0}) {
       SCOPED_TRACE(std::string(model) + " cap " + std::to_string(cap_mb));

@@ -42,11 +42,11 @@ class CopyOfSource(unittest.TestCase):
 
     def test_a_sideways_include_names_file_line_and_rule(self):
         # ddp knows nothing of the model: its contract is a flat gradient buffer.
-        line = self.append_line("ddp/reducer.cpp", '#include "model/param_layout.hpp"')
+        line = self.append_line("ddp/reducer.cpp", '#include "model/vit/vit_layout.hpp"')
         rc, output = run_check(self.root)
         self.assertEqual(rc, 1, output)
         self.assertIn(f"src/ddp/reducer.cpp:{line}: ddp must not include model", output)
-        self.assertIn('"model/param_layout.hpp"', output)
+        self.assertIn('"model/vit/vit_layout.hpp"', output)
         self.assertIn("ddp may include core, dist", output)
         self.assertIn("ALLOWED_DEPENDENCIES in scripts/check_includes.py", output)
         self.assertEqual(output.count("must not include"), 1, output)

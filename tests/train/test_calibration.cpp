@@ -16,8 +16,8 @@
 #include "cli_runner.hpp"
 #include "gpu_guard.hpp"
 #include "io/param_safetensors.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
 #include "train/calibration.hpp"
@@ -113,7 +113,7 @@ TEST(CalibrationSchedule, CudaGraphCapturesMoveEarlierToLeaveRoomForCalibration)
 // ---- end to end, through the ddpx executable ----
 
 std::vector<float> weights_of(const fs::path& path) {
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   std::vector<float> params(layout.buffer_size());
   load_params_safetensors(path.string(), layout, params.data());
   return params;

@@ -12,8 +12,8 @@
 
 #include "error_expect.hpp"
 #include "io/checkpoint.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 #include "train/checkpointing.hpp"
 
 namespace ddpx {
@@ -29,7 +29,7 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 // A flat buffer holding `value` in every tensor and zero in the padding (the buffers' contract).
-std::vector<float> filled(const ParamLayout& layout, float value) {
+std::vector<float> filled(const VitLayout& layout, float value) {
   std::vector<float> buffer(layout.buffer_size(), 0.f);
   for (const TensorSlot& slot : layout.tensors())
     std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(slot.offset),
@@ -38,7 +38,7 @@ std::vector<float> filled(const ParamLayout& layout, float value) {
 }
 
 TEST(Checkpointing, StateIsStoredUnderTheSpecsNames) {
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const std::vector<float> params = filled(layout, 0.25f);
   struct Case {
     const char* name;
@@ -80,7 +80,7 @@ TEST(Checkpointing, StateIsStoredUnderTheSpecsNames) {
 }
 
 TEST(Checkpointing, ASpecWithOtherStateIsRefusedNamingBoth) {
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   const std::vector<float> params(layout.buffer_size(), 0.f);
   const fs::path dir = fresh_dir("mismatch");
   TrainOptions saved;

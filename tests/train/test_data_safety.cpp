@@ -21,8 +21,8 @@
 #include "io/directory_lock.hpp"
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 
 namespace ddpx {
 namespace {
@@ -58,7 +58,7 @@ CliResult run_with_file_size_cap(const std::string& args, rlim_t bytes) {
 }
 
 void write_images(const fs::path& path, int64_t n, float value, TensorDType dtype = TensorDType::f32) {
-  const VitConfig c = parse_model_spec("vit_tiny_test");
+  const VitConfig c = parse_vit_spec("vit_tiny_test");
   std::vector<float> pixels(static_cast<size_t>(n * c.image_numel()), 0.5f);
   pixels[static_cast<size_t>(c.image_numel()) + 7] = value;  // image 1
   if (dtype == TensorDType::f64) {
@@ -246,7 +246,7 @@ TEST(DataSafety, ConfigsImagesAndHyperParametersFollowOnePolicy) {
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(mentions(r, "is not finite")) << r.output;
   // Non-finite weights (written by another tool): eval names the tensor instead of printing NaN logits.
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   std::vector<float> params(layout.buffer_size(), 0.f);
   params[layout.at("encoder.ln.bias").offset + 2] = std::numeric_limits<float>::infinity();
   write_safetensors(dir / "inf.safetensors", layout_tensor_views(layout, "", params.data()));

@@ -8,7 +8,8 @@
 #include <deque>
 #include <string>
 
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 #include "profile/trace_writer.hpp"
 #include "train/dist_setup.hpp"
 #include "train/run_report.hpp"
@@ -66,7 +67,7 @@ TEST(DeviceStepTimes, EachRecordGetsItsOwnStepsTimesAndDeviceStart) {
   TrainOptions options;
   options.model = "vit_tiny_test";
   options.warmup_steps = 1;
-  const ParamLayout layout(parse_model_spec(options.model));
+  const VitLayout layout(parse_vit_spec(options.model));
   DistContext dist;  // a single process: the run clock is this process's, from its run start
   LateTimesEngine engine;
   RunRecorder recorder(options, dist, layout);

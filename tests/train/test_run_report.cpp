@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/build_info.hpp"
-#include "model/param_layout.hpp"
+#include "model/vit/vit_layout.hpp"
 #include "profile/step_record.hpp"
 #include "train/trainer.hpp"
 
@@ -52,8 +52,8 @@ TEST(RunReport, RunTrainingRecordsWhatMadeTheRunWithoutACommandLine) {
             (std::vector<int64_t>{1, 3, 6, 7}));
   EXPECT_FLOAT_EQ(static_cast<float>(losses.front().loss), summary.first_loss);
   EXPECT_FLOAT_EQ(static_cast<float>(losses.back().loss), summary.final_loss);
-  // The gradient buffer's tensors, in buffer order, as ParamLayout places them (ddpx predict re-cuts buckets).
-  const ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  // The gradient buffer's tensors, in buffer order, as VitLayout places them (ddpx predict re-cuts buckets).
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
   ASSERT_EQ(report.config.gradient_tensors.size(), layout.tensors().size());
   for (size_t k = 0; k < layout.tensors().size(); ++k) {
     EXPECT_EQ(report.config.gradient_tensors[k].name, layout.tensors()[k].name);

@@ -15,8 +15,8 @@
 
 #include "cli_runner.hpp"
 #include "core/test_fault.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_config.hpp"
 #include "train/startup_settings.hpp"
 
 namespace ddpx {
@@ -37,7 +37,7 @@ TEST(StartupSettings, HoldEverythingThatChangesTheMathOrTheSchedule) {
   options.optimizer.eps = 1e-8f;
   options.optimizer.nesterov = true;
   options.save = "w.safetensors";
-  const ParamLayout layout(parse_model_spec(options.model));
+  const VitLayout layout(parse_vit_spec(options.model));
   const auto settings = startup_settings(options, layout, 12, "allreduce", "plan");
   EXPECT_EQ(value_of(settings, "--steps"), "40");
   EXPECT_EQ(value_of(settings, "the step to start from (--resume)"), "12");

@@ -13,8 +13,8 @@
 #include "error_expect.hpp"
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
-#include "model/vit_config.hpp"
-#include "model/param_layout.hpp"
+#include "model/vit/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
@@ -45,7 +45,7 @@ TrainOptions tiny_run(const std::string& optimizer) {
 }
 
 std::vector<float> load_weights(const fs::path& path) {
-  ParamLayout layout(parse_model_spec("vit_tiny_test"));
+  VitLayout layout(parse_vit_spec("vit_tiny_test"));
   std::vector<float> params(layout.buffer_size());
   load_params_safetensors(path, layout, params.data());
   return params;
@@ -222,7 +222,7 @@ TEST(Cli, EvalChecksLabelsPrecisionAndBatch) {
   const fs::path dir = fresh_dir("eval");
   const std::string weights = (dir / "w.safetensors").string();
   ASSERT_EQ(run_cli("train --model vit_tiny_test --batch 2 --steps 1 --workers 1 --save " + weights).status, 0);
-  const VitConfig config = parse_model_spec("vit_tiny_test");
+  const VitConfig config = parse_vit_spec("vit_tiny_test");
   const int64_t n = 3;
   write_npy((dir / "x.npy").string(),
             HostTensor::from_values<float>({n, config.channels, config.image_size, config.image_size},

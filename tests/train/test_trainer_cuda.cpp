@@ -24,8 +24,8 @@
 #include "gpu_guard.hpp"
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
-#include "model/vit_init.hpp"
-#include "model/param_layout.hpp"
+#include "model/vit/vit_init.hpp"
+#include "model/vit/vit_layout.hpp"
 #include "profile/step_record.hpp"
 #include "train/trainer.hpp"
 
@@ -56,7 +56,7 @@ TrainOptions gpu_run(const std::string& model = "vit_tiny_test") {
 }
 
 std::vector<float> weights(const std::string& path, const std::string& model = "vit_tiny_test") {
-  ParamLayout layout(parse_model_spec(model));
+  VitLayout layout(parse_vit_spec(model));
   std::vector<float> params(layout.buffer_size());
   load_params_safetensors(path, layout, params.data());
   return params;
@@ -216,7 +216,7 @@ TEST(CudaTraining, DdpGraphsTimeBucketsAtProgressLinesOnlyAndEqualEager) {
 // see the same 8 images per step. On GPUs this is NCCL through ddpx's own launcher with whole-step graphs holding
 // the collectives; on the CPU the same check runs over MPI (and keeps the test itself honest in CI).
 void expect_two_ranks_equal_one(const std::string& device, const std::string& backend_flags = "") {
-  const VitConfig config = parse_model_spec("vit_tiny_test");
+  const VitConfig config = parse_vit_spec("vit_tiny_test");
   const int64_t count = 64, numel = config.image_numel();
   std::vector<float> images(static_cast<size_t>(count * numel));
   std::vector<int32_t> labels(static_cast<size_t>(count));
@@ -243,7 +243,7 @@ void expect_two_ranks_equal_one(const std::string& device, const std::string& ba
   // Per-rank means then their average vs one mean over 8: fp32 rounding only, after 6 steps.
   EXPECT_LT(max_abs_diff(a, b), 2e-5);
   std::vector<float> initial(a.size());
-  init_vit_params(ParamLayout(config), initial.data(), 0);
+  init_vit_params(VitLayout(config), initial.data(), 0);
   EXPECT_GT(max_abs_diff(a, initial), 1e-2);  // training moved the weights far more than the tolerance
 }
 

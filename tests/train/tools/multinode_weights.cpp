@@ -12,13 +12,13 @@
 #include "core/error.hpp"
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
-#include "model/param_layout.hpp"
-#include "model/vit_init.hpp"
+#include "model/vit/vit_layout.hpp"
+#include "model/vit/vit_init.hpp"
 
 namespace {
 using namespace ddpx;
 
-std::vector<float> weights(const std::string& path, const ParamLayout& layout) {
+std::vector<float> weights(const std::string& path, const VitLayout& layout) {
   std::vector<float> params(layout.buffer_size());
   load_params_safetensors(path, layout, params.data());
   return params;
@@ -33,7 +33,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 int main(int argc, char** argv) {
   try {
-    const VitConfig config = parse_model_spec("vit_tiny_test");
+    const VitConfig config = parse_vit_spec("vit_tiny_test");
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "data" && argc == 3) {
       const int64_t count = 64, numel = config.image_numel();
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (mode == "compare" && argc == 4) {
-      const ParamLayout layout(config);
+      const VitLayout layout(config);
       const std::vector<float> a = weights(argv[2], layout), b = weights(argv[3], layout);
       std::vector<float> initial(a.size());
       init_vit_params(layout, initial.data(), 0);

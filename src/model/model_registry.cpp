@@ -1,0 +1,48 @@
+// The model registry (see model_registry.hpp for the guarantees). One line per family below.
+#include "model/model_registry.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "model/mlp/mlp_model.hpp"
+#include "model/vit/vit_model.hpp"
+
+namespace ddpx {
+
+const std::vector<ModelFamily>& model_families() {
+  static const std::vector<ModelFamily> families = {
+      vit_family(),
+      mlp_family(),
+  };
+  return families;
+}
+
+std::unique_ptr<Model> make_model(std::string_view spec) {
+  const std::string_view name = spec.substr(0, spec.find(':'));
+  for (const ModelFamily& family : model_families())
+    if (family.accepts(name)) return family.parse(spec);
+  fail("unknown model '{}'; known models: {}", name, model_names_help());
+}
+
+std::vector<std::string> known_model_names() {
+  std::vector<std::string> names;
+  for (const ModelFamily& family : model_families())
+    names.insert(names.end(), family.variants.begin(), family.variants.end());
+  return names;
+}
+
+bool has_pytorch_anchor(std::string_view spec) {
+  for (const ModelFamily& family : model_families())
+    for (const std::string& name : family.anchor_variants)
+      if (name == spec) return true;
+  return false;
+}
+
+std::string model_names_help() {
+  std::vector<std::string> parts;
+  for (const ModelFamily& family : model_families())
+    parts.push_back(fmt::format("{} (or {})", fmt::join(family.variants, ", "), family.custom_syntax));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+}  // namespace ddpx

@@ -1,0 +1,45 @@
+// The registry of model families: the one place model names live. `--model` specs, `ddpx model`, the help texts,
+// the errors for unknown names and the bench tools all read it; adding a family is one line in
+// model_registry.cpp (and, for a CUDA path, one in model_cuda/cuda_models.cpp).
+// Guarantees:
+//  - make_model(spec) returns the model of the first family that accepts the spec's name (the part before ':');
+//    a name no family accepts is a ddpx::Error listing every known name and each family's custom syntax.
+//  - The returned Model's spec() rebuilds the same model (make_model(m->spec()) has the same layout), and a
+//    named variant without overrides keeps its name as its spec.
+//  - Variant names are unique across families (checked by tests/model/test_model_registry.cpp).
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model.hpp"
+
+namespace ddpx {
+
+struct ModelFamily {
+  std::string name;                   // "vit"
+  std::string summary;                // one line: what the family is
+  std::vector<std::string> variants;  // the named shapes, e.g. vit_b_16
+  std::string custom_syntax;          // how to spell an unnamed shape, e.g. "mlp:image=..,layers=..,width=.."
+  std::vector<std::string> anchor_variants;  // the variants bench/pt_vit_anchor.py builds in PyTorch (`ddpx bench`)
+  bool (*accepts)(std::string_view name) = nullptr;  // the spec's name (before ':') belongs to this family
+  std::unique_ptr<Model> (*parse)(std::string_view spec) = nullptr;  // throws ddpx::Error naming the spec
+};
+
+// Every registered family, in registry order.
+const std::vector<ModelFamily>& model_families();
+
+// Parses --model (or a checkpoint's recorded spec); errors name the spec and list known_model_names().
+std::unique_ptr<Model> make_model(std::string_view spec);
+
+// Every family's variant names, in registry order.
+std::vector<std::string> known_model_names();
+
+// Whether `ddpx bench` can run the PyTorch anchor for this --model (a family's anchor_variants, no overrides).
+bool has_pytorch_anchor(std::string_view spec);
+
+// For help texts and errors: "vit_b_16, ..., vit_small_test, custom:..; mlp_s, ...; mlp:..".
+std::string model_names_help();
+
+}  // namespace ddpx

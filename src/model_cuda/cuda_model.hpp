@@ -1,0 +1,107 @@
+// CudaModel: what every CUDA model family shares: the device parameter store (fp32 master params and grads over
+// the family's FlatLayout, the bf16 weight copy, optimizer state), the fused optimizer update, and the training-step
+// calls the engine makes. A family (model_cuda/vit/, model_cuda/mlp/) derives from it and implements the forward
+// and backward (run_forward, run_forward_backward); it is made through model_cuda/cuda_models.hpp.
+// Guarantees:
+//  - Owns, on the current device: fp32 master params and fp32 grads (layout.buffer_size() each, padding zero),
+//    in bf16 mode a bf16 weight copy, and optimizer state (allocated, zeroed, by the first use of each buffer).
+//  - Every method enqueues on the compute stream given at construction and returns without host synchronization
+//    (except where it allocates: construction and the first use of optimizer state).
+//  - backward ADDS into grads (gradient accumulation). zero_grads() makes the next forward_backward WRITE every
+//    gradient instead of adding: the family is told grads_are_zero and must then write every tensor slot exactly
+//    once (weight-gradient matmuls with beta 0, bias/LayerNorm/embedding column sums with overwrite): the result of
+//    zeroing the buffer first, without a pass over it (1.2 GB for ViT-L/32, about 3% of a bf16 step on an H200).
+//    So grads() between zero_grads() and the next forward_backward hold the old values, and padding is never
+//    written (it stays zero from construction). A captured forward_backward replays the choice it saw, so capture
+//    zero_grads() with it (as a whole step does), or capture it after another forward_backward, never alone after
+//    an eager zero_grads(). Writing into grads() between zero_grads() and forward_backward is not supported.
+//  - on_ready(begin, end) is called on the host right after the kernels that finish grads[begin, end) are
+//    enqueued, once per layout().ready_spans() entry, in that order, after the last kernel reading those params.
+//  - optimizer_span over disjoint spans covering the buffer equals optimizer_step bit for bit (element-wise).
+//  - Not thread-safe; one CudaModel per device/stream.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "kernels/matmul.hpp"
+#include "kernels/optimizer.hpp"
+#include "model/flat_layout.hpp"
+#include "model/precision.hpp"
+#include "model_cuda/device_buffer.hpp"
+#include "optim/optimizer_spec.hpp"
+
+namespace ddpx {
+
+class CudaModel {
+ public:
+  CudaModel(const FlatLayout& layout, int64_t max_batch, Precision precision, cudaStream_t compute_stream);
+  virtual ~CudaModel();
+  CudaModel(const CudaModel&) = delete;
+  CudaModel& operator=(const CudaModel&) = delete;
+
+  float* params() { return params_.get(); }  // device, fp32 master, layout().buffer_size() elements
+  float* grads() { return grads_.get(); }    // device, fp32, same layout
+  void zero_grads();
+  // bf16 mode: refresh the bf16 weight copy from params (after uploading params); other modes: nothing to do.
+  void sync_low_precision_weights();
+
+  // Eval forward: d_images [batch, C, H, W] fp32, d_logits [batch, classes] fp32, both device.
+  void forward(const float* d_images, int64_t batch, float* d_logits);
+  // Training micro-step: forward, mean softmax cross-entropy into *d_loss (device fp32), backward of
+  // grad_scale * loss added into grads(). d_labels: [batch] int32 device, in [0, classes) (else the loss is NaN).
+  void forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
+                        float* d_loss, const std::function<void(size_t, size_t)>& on_ready = {});
+
+  // The spec's fused update over the flat buffers (and the bf16 copy in bf16 mode); step is 1 on the first call.
+  // The step's scalars are the CPU's (optim/sgd.hpp sgd_step_scalars, optim/adamw.hpp adamw_step_scalars).
+  // nonfinite_gradient (device, optional): lowered to the offset of any Inf/NaN gradient (kernels/optimizer.hpp).
+  void optimizer_step(const OptimizerSpec& spec, int64_t step, unsigned long long* nonfinite_gradient = nullptr);
+  // The same update over elements [begin, end) only, on `stream` (the updates are element-wise, so the spans of
+  // one step together equal the whole step bit for bit; the non-finite offset is still one of the whole buffer).
+  // begin and end are multiples of 4 (tensor offsets are).
+  // `wire`: the span's gradients as 16 bits (element `begin` at wire->data[0]) instead of grads() (kernels/optimizer.hpp).
+  void optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
+                      unsigned long long* nonfinite_gradient = nullptr, const WireGrads* wire = nullptr);
+
+  // Optimizer state for checkpoints (device fp32, buffer_size() elements each), by the spec's state names
+  // ("momentum", "exp_avg", "exp_avg_sq"; anything else is an internal error naming it). Each allocates (zeroed)
+  // on first call: call it before capturing a graph.
+  float* optimizer_state(std::string_view name);
+
+  virtual size_t peak_activation_bytes() const = 0;
+  const FlatLayout& flat_layout() const { return flat_; }
+  Precision precision() const { return precision_; }
+  int64_t max_batch() const { return max_batch_; }
+  cudaStream_t stream() const { return stream_; }
+
+ protected:
+  // The family's forward and backward (see the guarantees above).
+  virtual void run_forward(const float* d_images, int64_t batch, float* d_logits) = 0;
+  virtual void run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
+                                    float* d_loss, bool grads_are_zero,
+                                    const std::function<void(size_t, size_t)>& on_ready) = 0;
+  __nv_bfloat16* low_precision_weights() { return low_precision_weights_.get(); }  // nullptr unless bf16
+
+ private:
+  float* lazily_allocated(DeviceBuffer<float>& buffer, const char* what);
+
+  FlatLayout flat_;
+  int64_t max_batch_;
+  Precision precision_;
+  cudaStream_t stream_;
+  DeviceBuffer<float> params_, grads_;
+  DeviceBuffer<__nv_bfloat16> low_precision_weights_;  // bf16 copy of params_ (bf16 mode only)
+  DeviceBuffer<float> momentum_, exp_avg_, exp_avg_sq_;
+  bool grads_are_zero_ = true;  // host view: no forward_backward enqueued since the last zeroing
+};
+
+// The matmul mode of a precision (kernels/matmul.hpp).
+MatmulMode matmul_mode(Precision precision);
+
+}  // namespace ddpx

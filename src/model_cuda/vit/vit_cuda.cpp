@@ -1,0 +1,394 @@
+// VitCuda implementation; see vit_cuda.hpp for the guarantees.
+// Data flow of one block (rows = batch * seq tokens, residual stream fp32, T = matmul operand type):
+//   forward:  h1 = LN1(x) [T] -> qkv = h1 Wqkv^T + b [T] -> attention -> mid = x + o Wproj^T + b [fp32, the
+//             residual add is the matmul's beta*C] -> h2 = LN2(mid) [T] -> f1 = h2 W1^T + b [T] -> g = GELU(f1)
+//             [T] -> x' = mid + g W2^T + b [fp32].
+//   backward: d_res (fp32) and its T copy carry d(x'); weight gradients are matmuls accumulating (beta = 1) into
+//             the fp32 grads; bias gradients are deterministic column sums (in_proj's: attention backward's
+//             per-image sums, then a sum over images); LN backward adds into d_res in place.
+#include "model_cuda/vit/vit_cuda.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/cuda_check.hpp"
+#include "core/internal_assert.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/column_sum.hpp"
+#include "kernels/gelu.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/patch_embedding.hpp"
+#include "kernels/softmax_xent.hpp"
+
+namespace ddpx {
+
+class VitCuda::Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual void forward(const float* images, int64_t batch, float* logits) = 0;
+  // grads_are_zero: every gradient is written instead of added (zero_grads() zeroes nothing itself; cuda_model.hpp).
+  virtual void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale,
+                                float* loss, bool grads_are_zero,
+                                const std::function<void(size_t, size_t)>& on_ready) = 0;
+  virtual size_t activation_bytes() const = 0;
+};
+
+namespace {
+
+// Carves typed, 256-byte-aligned slices out of one allocation. With base == nullptr it only measures.
+class Carver {
+ public:
+  explicit Carver(char* base) : base_(base) {}
+  template <typename U>
+  U* take(int64_t count) {
+    offset_ = (offset_ + 255) / 256 * 256;
+    U* p = base_ ? reinterpret_cast<U*>(base_ + offset_) : nullptr;
+    offset_ += static_cast<size_t>(count) * sizeof(U);
+    return p;
+  }
+  size_t bytes() const { return offset_; }
+
+ private:
+  char* base_;
+  size_t offset_ = 0;
+};
+
+template <typename T>
+class VitCudaModel final : public VitCuda::Engine {
+ public:
+  VitCudaModel(const VitLayout& layout, int64_t max_batch, MatmulMode mode, cudaStream_t stream,
+               const float* params, const T* weights, float* grads)
+      : layout_(layout),
+        config_(layout.config()),
+        max_batch_(max_batch),
+        stream_(stream),
+        matmul_(mode),
+        params_(params),
+        weights_(weights),
+        grads_(grads) {
+    Carver measure(nullptr);
+    carve(measure);
+    arena_ = DeviceBuffer<char>(measure.bytes(), "the CUDA ViT's activations (" + config_.spec() + ", batch " +
+                                                     std::to_string(max_batch) + ")");
+    Carver assign(arena_.get());
+    carve(assign);
+  }
+
+  size_t activation_bytes() const override { return arena_.bytes(); }
+
+  void forward(const float* images, int64_t batch, float* logits) override {
+    DDPX_REQUIRE(batch > 0 && batch <= max_batch_,
+                 "batch {} is outside [1, {}], the maximum batch this CUDA model ({}) was built for", batch,
+                 max_batch_, config_.spec());
+    batch_ = batch;
+    const int64_t D = config_.hidden_dim, N = config_.num_patches(), S = config_.seq_len(), K = config_.patch_dim();
+    patchify<T>(images, patches_, PatchShape{batch, config_.channels, config_.image_size, config_.patch_size},
+                stream_);
+    MatmulCall embed;
+    embed.m = batch * N, embed.n = D, embed.k = K;
+    embed.a = {patches_, K, false};
+    embed.b = {weights_ + layout_.conv_weight, K, true};
+    embed.out = patch_embed_, embed.ld_out = D, embed.out_fp32 = true;
+    embed.bias = params_ + layout_.conv_bias;
+    matmul_.run(embed, stream_, "patch embedding (conv_proj) forward");
+    assemble_tokens(patch_embed_, params_ + layout_.class_token, params_ + layout_.pos_embedding, residual_[0],
+                    batch, N, D, stream_);
+    for (size_t l = 0; l < blocks_.size(); ++l) block_forward(l);
+
+    LayerNormForwardArgs<T> ln;
+    ln.x = residual_.back(), ln.ld_x = S * D;
+    ln.gamma = params_ + layout_.final_ln_weight, ln.beta = params_ + layout_.final_ln_bias;
+    ln.y = final_ln_out_, ln.ld_y = D, ln.mean = final_mean_, ln.rstd = final_rstd_;
+    ln.rows = batch, ln.dim = D, ln.eps = static_cast<float>(config_.layer_norm_eps);
+    layernorm_forward(ln, stream_);
+    MatmulCall head;
+    head.m = batch, head.n = config_.num_classes, head.k = D;
+    head.a = {final_ln_out_, D, false};
+    head.b = {weights_ + layout_.head_weight, D, true};
+    head.out = logits, head.ld_out = config_.num_classes, head.out_fp32 = true;
+    head.bias = params_ + layout_.head_bias;
+    matmul_.run(head, stream_, "classification head forward");
+  }
+
+  void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale, float* loss,
+                        bool grads_are_zero, const std::function<void(size_t, size_t)>& on_ready) override {
+    weight_grad_beta_ = grads_are_zero ? 0.f : 1.f;
+    overwrite_grads_ = grads_are_zero;
+    forward(images, batch, logits_);
+    const int64_t D = config_.hidden_dim, S = config_.seq_len(), C = config_.num_classes, rows = batch * S;
+    softmax_cross_entropy<T>(logits_, labels, batch, C, grad_scale, loss, dlogits_, row_loss_, stream_);
+    auto ready = [&](size_t begin, size_t end) {
+      if (on_ready) on_ready(begin, end);
+    };
+
+    // Head: dW += dlogits^T h, db += colsum(dlogits), d_final = dlogits W.
+    MatmulCall head_w;
+    head_w.m = C, head_w.n = D, head_w.k = batch;
+    head_w.a = {dlogits_, C, true};
+    head_w.b = {final_ln_out_, D, false};
+    head_w.out = grads_ + layout_.head_weight, head_w.ld_out = D, head_w.beta = weight_grad_beta_;
+    matmul_.run(head_w, stream_, "classification head weight gradient");
+    column_sum(dlogits_, C, batch, C, grads_ + layout_.head_bias);
+    MatmulCall head_x;
+    head_x.m = batch, head_x.n = D, head_x.k = C;
+    head_x.a = {dlogits_, C, false};
+    head_x.b = {weights_ + layout_.head_weight, D, false};
+    head_x.out = d_final_, head_x.ld_out = D;
+    matmul_.run(head_x, stream_, "classification head input gradient");
+
+    // encoder.ln on the class-token rows; every other token's gradient starts at zero.
+    DDPX_CUDA_CHECK(cudaMemsetAsync(d_res_, 0, sizeof(float) * rows * D, stream_));
+    DDPX_CUDA_CHECK(cudaMemsetAsync(d_res_t_, 0, sizeof(T) * rows * D, stream_));
+    LayerNormBackwardArgs<T> ln;
+    ln.x = residual_.back(), ln.ld_x = S * D, ln.mean = final_mean_, ln.rstd = final_rstd_;
+    ln.gamma = params_ + layout_.final_ln_weight;
+    ln.dy = d_final_, ln.ld_dy = D;
+    ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = S * D, ln.accumulate = false;
+    ln.dgamma = grads_ + layout_.final_ln_weight, ln.dbeta = grads_ + layout_.final_ln_bias;
+    ln.dx_column_sum = grads_ + layout_.blocks.back().fc2_bias;  // d(last block output) only has class rows
+    ln.overwrite_param_grads = overwrite_grads_;
+    ln.rows = batch, ln.dim = D;
+    ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
+    layernorm_backward(ln, stream_);
+    ready(0, layout_.head_end);
+
+    for (size_t l = blocks_.size(); l-- > 0;) {
+      block_backward(l);
+      ready(layout_.blocks[l].begin, layout_.blocks[l].end);
+    }
+
+    // Embeddings: conv_proj sees the patch tokens; pos_embedding and class_token sum over images.
+    const int64_t N = config_.num_patches(), K = config_.patch_dim();
+    gather_patch_token_grads<T>(d_res_, d_patch_embed_, batch, N, D, stream_);
+    MatmulCall conv_w;
+    conv_w.m = D, conv_w.n = K, conv_w.k = batch * N;
+    conv_w.a = {d_patch_embed_, D, true};
+    conv_w.b = {patches_, K, false};
+    conv_w.out = grads_ + layout_.conv_weight, conv_w.ld_out = K, conv_w.beta = weight_grad_beta_;
+    matmul_.run(conv_w, stream_, "patch embedding (conv_proj) weight gradient");
+    column_sum(d_patch_embed_, D, batch * N, D, grads_ + layout_.conv_bias);
+    column_sum(d_res_, S * D, batch, S * D, grads_ + layout_.pos_embedding);
+    column_sum(d_res_, S * D, batch, D, grads_ + layout_.class_token);
+    ready(layout_.embedding_begin, layout_.buffer_size());
+  }
+
+ private:
+  struct BlockActivations {
+    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse, *mid;
+    T *ln1_out, *qkv, *attn_out, *ln2_out, *fc1_out, *gelu_out;
+  };
+
+  template <typename In>
+  void column_sum(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) {
+    ColumnSumArgs<In> args;
+    args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.outputs[0] = out;
+    args.overwrite = overwrite_grads_;
+    args.scratch = scratch_, args.scratch_floats = scratch_floats_;
+    column_sum_add(args, stream_);
+  }
+
+  AttentionShape attention_shape() const {
+    AttentionShape shape;
+    shape.batch = batch_, shape.seq = config_.seq_len(), shape.heads = config_.num_heads;
+    shape.head_dim = config_.head_dim();
+    shape.scale = 1.f / std::sqrt(static_cast<float>(config_.head_dim()));
+    return shape;
+  }
+
+  // y[rows, n] = x[rows, k] W^T (+ bias) (+ residual), W stored [n, k] like torch.nn.Linear.
+  void linear(const T* x, int64_t k, size_t weight, int64_t n, size_t bias, void* y, bool y_fp32,
+              const float* residual, const char* what) {
+    MatmulCall call;
+    call.m = batch_ * config_.seq_len(), call.n = n, call.k = k;
+    call.a = {x, k, false};
+    call.b = {weights_ + weight, k, true};
+    call.out = y, call.ld_out = n, call.out_fp32 = y_fp32;
+    call.bias = y_fp32 ? static_cast<const void*>(params_ + bias) : static_cast<const void*>(weights_ + bias);
+    if (residual) call.beta = 1.f, call.c = residual;
+    matmul_.run(call, stream_, what);
+  }
+
+  // grads[weight] += dy^T x (= when the grads are zero), with dy [rows, n] and x [rows, k] (both T).
+  void weight_gradient(const T* dy, int64_t n, const T* x, int64_t k, size_t weight, const char* what) {
+    MatmulCall call;
+    call.m = n, call.n = k, call.k = batch_ * config_.seq_len();
+    call.a = {dy, n, true};
+    call.b = {x, k, false};
+    call.out = grads_ + weight, call.ld_out = k, call.beta = weight_grad_beta_;
+    matmul_.run(call, stream_, what);
+  }
+
+  // dx[rows, k] = dy[rows, n] W, W stored [n, k].
+  void input_gradient(const T* dy, int64_t n, size_t weight, int64_t k, void* dx, bool dx_fp32, const char* what) {
+    MatmulCall call;
+    call.m = batch_ * config_.seq_len(), call.n = k, call.k = n;
+    call.a = {dy, n, false};
+    call.b = {weights_ + weight, k, false};
+    call.out = dx, call.ld_out = k, call.out_fp32 = dx_fp32;
+    matmul_.run(call, stream_, what);
+  }
+
+  void layer_norm(const float* x, size_t weight, size_t bias, T* y, float* mean, float* rstd) {
+    LayerNormForwardArgs<T> ln;
+    ln.x = x, ln.ld_x = config_.hidden_dim, ln.gamma = params_ + weight, ln.beta = params_ + bias;
+    ln.y = y, ln.ld_y = config_.hidden_dim, ln.mean = mean, ln.rstd = rstd;
+    ln.rows = batch_ * config_.seq_len(), ln.dim = config_.hidden_dim;
+    ln.eps = static_cast<float>(config_.layer_norm_eps);
+    layernorm_forward(ln, stream_);
+  }
+
+  // d_res += LN backward of dy (fp32, [rows, D]); refreshes d_res_t; adds the LN's parameter gradients and, when
+  // dx_bias_grad is set, the column sums of the new d_res (the bias gradient of the linear layer producing it).
+  void layer_norm_backward(const float* x, const float* mean, const float* rstd, size_t weight, size_t bias,
+                           const float* dy, float* dx_bias_grad) {
+    LayerNormBackwardArgs<T> ln;
+    const int64_t D = config_.hidden_dim;
+    ln.x = x, ln.ld_x = D, ln.mean = mean, ln.rstd = rstd, ln.gamma = params_ + weight;
+    ln.dy = dy, ln.ld_dy = D, ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = D, ln.accumulate = true;
+    ln.dgamma = grads_ + weight, ln.dbeta = grads_ + bias, ln.dx_column_sum = dx_bias_grad;
+    ln.overwrite_param_grads = overwrite_grads_;
+    ln.rows = batch_ * config_.seq_len(), ln.dim = D;
+    ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
+    layernorm_backward(ln, stream_);
+  }
+
+  void block_forward(size_t l) {
+    const BlockOffsets& o = layout_.blocks[l];
+    BlockActivations& a = blocks_[l];
+    const int64_t D = config_.hidden_dim, M = config_.mlp_dim, rows = batch_ * config_.seq_len();
+    layer_norm(residual_[l], o.ln1_weight, o.ln1_bias, a.ln1_out, a.ln1_mean, a.ln1_rstd);
+    linear(a.ln1_out, D, o.qkv_weight, 3 * D, o.qkv_bias, a.qkv, false, nullptr, "attention in_proj forward");
+    attention_forward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, stream_);
+    linear(a.attn_out, D, o.proj_weight, D, o.proj_bias, a.mid, true, residual_[l], "attention out_proj forward");
+    layer_norm(a.mid, o.ln2_weight, o.ln2_bias, a.ln2_out, a.ln2_mean, a.ln2_rstd);
+    linear(a.ln2_out, D, o.fc1_weight, M, o.fc1_bias, a.fc1_out, false, nullptr, "mlp.0 forward");
+    gelu_forward<T>(a.fc1_out, a.gelu_out, rows * M, stream_);
+    linear(a.gelu_out, M, o.fc2_weight, D, o.fc2_bias, residual_[l + 1], true, a.mid, "mlp.3 forward");
+  }
+
+  void block_backward(size_t l) {
+    const BlockOffsets& o = layout_.blocks[l];
+    const BlockActivations& a = blocks_[l];
+    const int64_t D = config_.hidden_dim, M = config_.mlp_dim, rows = batch_ * config_.seq_len();
+    // MLP: d_res holds d(block output); its column sums (mlp.3 bias gradient) were added by the LayerNorm backward
+    // that produced it (encoder.ln or the next block's ln_1).
+    weight_gradient(d_res_t_, D, a.gelu_out, M, o.fc2_weight, "mlp.3 weight gradient");
+    input_gradient(d_res_t_, D, o.fc2_weight, M, d_wide_, false, "mlp.3 input gradient");
+    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, scratch_, scratch_floats_, stream_,
+                     overwrite_grads_);
+    weight_gradient(d_wide_, M, a.ln2_out, D, o.fc1_weight, "mlp.0 weight gradient");
+    input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, true, "mlp.0 input gradient");
+    layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias);
+    // Attention: d_res now holds d(mid).
+    weight_gradient(d_res_t_, D, a.attn_out, D, o.proj_weight, "attention out_proj weight gradient");
+    input_gradient(d_res_t_, D, o.proj_weight, D, d_attn_, false, "attention out_proj input gradient");
+    attention_backward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, d_attn_, d_qkv_, d_qkv_bias_per_image_,
+                          stream_);
+    weight_gradient(d_qkv_, 3 * D, a.ln1_out, D, o.qkv_weight, "attention in_proj weight gradient");
+    column_sum(d_qkv_bias_per_image_, 3 * D, batch_, 3 * D, grads_ + o.qkv_bias);
+    input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, true, "attention in_proj input gradient");
+    // d(block input) is d(previous block output): its column sums are the previous block's mlp.3 bias gradient.
+    layer_norm_backward(residual_[l], a.ln1_mean, a.ln1_rstd, o.ln1_weight, o.ln1_bias, d_narrow_,
+                        l > 0 ? grads_ + layout_.blocks[l - 1].fc2_bias : nullptr);
+  }
+
+  void carve(Carver& c) {
+    const int64_t B = max_batch_, D = config_.hidden_dim, M = config_.mlp_dim, S = config_.seq_len();
+    const int64_t N = config_.num_patches(), K = config_.patch_dim(), C = config_.num_classes, rows = B * S;
+    const auto L = static_cast<size_t>(config_.num_layers);
+    residual_.assign(L + 1, nullptr);
+    blocks_.assign(L, BlockActivations{});
+    for (size_t l = 0; l <= L; ++l) residual_[l] = c.take<float>(rows * D);
+    for (auto& a : blocks_) {
+      a.ln1_mean = c.take<float>(rows), a.ln1_rstd = c.take<float>(rows);
+      a.ln2_mean = c.take<float>(rows), a.ln2_rstd = c.take<float>(rows);
+      a.lse = c.take<float>(B * config_.num_heads * S);
+      a.mid = c.take<float>(rows * D);
+      a.ln1_out = c.take<T>(rows * D), a.qkv = c.take<T>(rows * 3 * D), a.attn_out = c.take<T>(rows * D);
+      a.ln2_out = c.take<T>(rows * D), a.fc1_out = c.take<T>(rows * M), a.gelu_out = c.take<T>(rows * M);
+    }
+    patches_ = c.take<T>(B * N * K);
+    patch_embed_ = c.take<float>(B * N * D);
+    final_ln_out_ = c.take<T>(B * D);
+    final_mean_ = c.take<float>(B), final_rstd_ = c.take<float>(B);
+    logits_ = c.take<float>(B * C);
+    row_loss_ = c.take<float>(B);
+    dlogits_ = c.take<T>(B * C);
+    d_final_ = c.take<float>(B * D);
+    d_res_ = c.take<float>(rows * D), d_res_t_ = c.take<T>(rows * D);
+    d_wide_ = c.take<T>(rows * M), d_narrow_ = c.take<float>(rows * D), d_attn_ = c.take<T>(rows * D);
+    d_qkv_ = c.take<T>(rows * 3 * D);
+    d_qkv_bias_per_image_ = c.take<float>(B * 3 * D);
+    d_patch_embed_ = c.take<T>(B * N * D);
+    const int64_t widest = std::max({M, 3 * D, S * D, C, 2 * D});
+    scratch_floats_ = std::max({column_sum_scratch_floats(widest), layernorm_backward_scratch_floats(rows, D),
+                                gelu_backward_scratch_floats(rows, M)});
+    scratch_ = c.take<float>(static_cast<int64_t>(scratch_floats_));
+  }
+
+  const VitLayout& layout_;
+  const VitConfig& config_;
+  int64_t max_batch_;
+  int64_t batch_ = 0;
+  float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
+  bool overwrite_grads_ = false;  // the same choice for the column-sum writers (biases, LayerNorm, embeddings)
+  cudaStream_t stream_;
+  MatmulEngine matmul_;
+  const float* params_;  // fp32 master: LayerNorm parameters, class token, position embedding, fp32-output biases
+  const T* weights_;     // matmul operands and T-output biases (== params_ unless bf16)
+  float* grads_;
+  DeviceBuffer<char> arena_;
+
+  std::vector<float*> residual_;  // L + 1 residual-stream states [rows, D]; residual_[0] = embedded tokens
+  std::vector<BlockActivations> blocks_;
+  T* patches_ = nullptr;
+  float* patch_embed_ = nullptr;
+  T* final_ln_out_ = nullptr;
+  float *final_mean_ = nullptr, *final_rstd_ = nullptr, *logits_ = nullptr, *row_loss_ = nullptr;
+  T* dlogits_ = nullptr;
+  float* d_final_ = nullptr;
+  float* d_res_ = nullptr;   // fp32 gradient of the residual stream
+  T* d_res_t_ = nullptr;     // its T copy, the operand of the next matmuls
+  T* d_wide_ = nullptr;      // [rows, M] d(gelu out) -> d(fc1 out), in place
+  float* d_narrow_ = nullptr;  // [rows, D] d(LN output)
+  T* d_attn_ = nullptr;      // [rows, D] d(attention output)
+  T* d_qkv_ = nullptr;
+  float* d_qkv_bias_per_image_ = nullptr;  // [batch, 3D] per-image column sums of d_qkv (from attention backward)
+  T* d_patch_embed_ = nullptr;
+  float* scratch_ = nullptr;
+  size_t scratch_floats_ = 0;
+};
+
+}  // namespace
+
+VitCuda::VitCuda(const VitLayout& layout, int64_t max_batch, Precision precision, cudaStream_t compute_stream)
+    : CudaModel(layout, max_batch, precision, compute_stream), layout_(layout) {
+  if (precision == Precision::bf16) {
+    engine_ = std::make_unique<VitCudaModel<__nv_bfloat16>>(layout_, max_batch, MatmulMode::bf16, stream(),
+                                                            params(), low_precision_weights(), grads());
+  } else {
+    engine_ = std::make_unique<VitCudaModel<float>>(layout_, max_batch, matmul_mode(precision), stream(), params(),
+                                                    params(), grads());
+  }
+  // As before the split: whatever the constructors enqueued has landed before the caller uploads parameters.
+  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+VitCuda::~VitCuda() = default;
+
+void VitCuda::run_forward(const float* d_images, int64_t batch, float* d_logits) {
+  engine_->forward(d_images, batch, d_logits);
+}
+
+void VitCuda::run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
+                                   float* d_loss, bool grads_are_zero,
+                                   const std::function<void(size_t, size_t)>& on_ready) {
+  engine_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero, on_ready);
+}
+
+size_t VitCuda::peak_activation_bytes() const { return engine_->activation_bytes(); }
+
+}  // namespace ddpx

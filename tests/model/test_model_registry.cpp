@@ -1,0 +1,66 @@
+// The registry of model families: every name builds its model and keeps its name as its spec, specs round-trip,
+// names are unique across families, an unknown name lists every family's names, and the families' Model
+// implementations report their shapes consistently with their layouts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "error_expect.hpp"
+#include "model/model_registry.hpp"
+
+namespace ddpx {
+namespace {
+
+TEST(ModelRegistry, EveryNameBuildsItsModelAndKeepsItsName) {
+  for (const std::string& name : known_model_names()) {
+    const std::unique_ptr<Model> model = make_model(name);
+    EXPECT_EQ(model->spec(), name);
+    EXPECT_GT(model->num_classes(), 0) << name;
+    EXPECT_GT(model->input_shape().numel(), 0) << name;
+    EXPECT_FALSE(model->summary().empty()) << name;
+  }
+}
+
+TEST(ModelRegistry, NamesAreUniqueAndEachFamilyAcceptsOnlyItsOwn) {
+  std::set<std::string> seen;
+  for (const ModelFamily& family : model_families())
+    for (const std::string& name : family.variants) {
+      EXPECT_TRUE(seen.insert(name).second) << name << " is registered twice";
+      for (const ModelFamily& other : model_families())
+        EXPECT_EQ(other.accepts(name), &other == &family) << name << " in " << other.name;
+      EXPECT_EQ(make_model(name)->family(), family.name) << name;
+    }
+  EXPECT_EQ(model_families().size(), 2u);
+}
+
+TEST(ModelRegistry, CustomSpecsRoundTrip) {
+  for (const char* spec : {"vit_tiny_test:classes=5", "custom:image=32,patch=8,layers=1,hidden=16,heads=2,mlp=32",
+                           "mlp_s:width=64", "mlp:image=8,channels=1,layers=3,width=16,classes=4"}) {
+    const std::unique_ptr<Model> model = make_model(spec);
+    const std::unique_ptr<Model> again = make_model(model->spec());
+    EXPECT_EQ(again->spec(), model->spec()) << spec;
+    EXPECT_EQ(again->layout().buffer_size(), model->layout().buffer_size()) << spec;
+    EXPECT_EQ(again->layout().tensors().size(), model->layout().tensors().size()) << spec;
+  }
+}
+
+TEST(ModelRegistry, UnknownNameListsEveryFamily) {
+  testing::expect_error([] { (void)make_model("resnet50:classes=3"); },
+                        {"unknown model 'resnet50'", "vit_b_16", "custom:image=..", "mlp_s", "mlp:image=.."});
+}
+
+TEST(ModelRegistry, OnlyTorchvisionShapesHaveThePyTorchAnchor) {
+  EXPECT_TRUE(has_pytorch_anchor("vit_l_32"));
+  EXPECT_FALSE(has_pytorch_anchor("vit_tiny_test"));
+  EXPECT_FALSE(has_pytorch_anchor("vit_l_32:classes=10"));
+  EXPECT_FALSE(has_pytorch_anchor("mlp_s"));
+}
+
+TEST(ModelRegistry, HelpTextNamesEveryVariant) {
+  const std::string help = model_names_help();
+  for (const std::string& name : known_model_names()) EXPECT_NE(help.find(name), std::string::npos) << name;
+}
+
+}  // namespace
+}  // namespace ddpx
