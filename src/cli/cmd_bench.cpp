@@ -22,6 +22,7 @@
 #include "cli/cuda_devices.hpp"
 #include "cli/launch.hpp"
 #include "cli/output_dir.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
 #include "model/model_registry.hpp"
@@ -345,7 +346,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--device", f->device, "cuda | cpu (then ranks run under mpirun, fp32 only)");
   cmd->add_option("--models", f->models, "comma list of --model values: " + model_names_help());
   cmd->add_option("--precisions", f->precisions, "comma list of fp32, tf32, bf16 (default fp32,bf16; cpu: fp32)");
-  cmd->add_option("--hooks", f->hooks, "comma list of --comm-hook values: allreduce, fp16, bf16, powersgd:R");
+  cmd->add_option("--hooks", f->hooks, "comma list of --comm-hook values: " + comm_hook_syntaxes(", "));
   cmd->add_option("--bucket-mb", f->bucket_mb, "comma list of bucket caps in MB (2000: one bucket, the seed's)");
   cmd->add_option("--gpus", f->gpus, "comma list of GPU counts (default 1 and all visible GPUs; cpu: 1,2 ranks)");
   cmd->add_flag("--p2p-disabled", f->p2p_disabled, "also run every multi-GPU row with NCCL_P2P_DISABLE=1 (PCIe-like)");

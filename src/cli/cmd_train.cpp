@@ -15,6 +15,7 @@
 #include "model/model_registry.hpp"
 #include "cli/launch.hpp"
 #include "core/error.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx::cli {
@@ -163,10 +164,10 @@ Command add_train_command(CLI::App& app) {
                   "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
                   "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU")
       ->group(dp);
-  cmd->add_option("--comm-hook", modes->comm_hook,
-                  "allreduce | fp16 | bf16 (cast, halve bytes) | powersgd:R[:START] (rank-R compression, error "
-                  "feedback, plain all-reduce before step START; the run report records powersgd:R:START)")
-      ->group(dp);
+  std::string hook_help;
+  for (const CommHookEntry& hook : comm_hooks())
+    hook_help += fmt::format("{}{}: {}", hook_help.empty() ? "" : " | ", hook.syntax, hook.help);
+  cmd->add_option("--comm-hook", modes->comm_hook, hook_help)->group(dp);
   cmd->add_option("--bucket-mb", o->bucket_mb, "gradient bucket cap in MB (smaller buckets overlap backward more)")
       ->group(dp);
   cmd->add_option("--first-bucket-mb", o->first_bucket_mb, "cap of the first bucket (launched earliest)")->group(dp);

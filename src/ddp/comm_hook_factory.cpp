@@ -1,9 +1,7 @@
-// The --comm-hook parser and the hook factory (see comm_hook_factory.hpp).
+// The hook registry, the --comm-hook parser and the factory (see comm_hook_factory.hpp).
 #include "ddp/comm_hook_factory.hpp"
 
 #include <fmt/format.h>
-
-#include <charconv>
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
@@ -14,62 +12,68 @@
 namespace ddpx {
 namespace {
 
-int64_t parse_non_negative(std::string_view text, std::string_view spec, std::string_view what) {
-  int64_t value = -1;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  DDPX_REQUIRE(error == std::errc() && end == text.data() + text.size() && value >= 0,
-               "--comm-hook '{}': {} '{}' is not a non-negative integer", spec, what, text);
-  return value;
+// Hooks without arguments: "bf16" only, never "bf16:...".
+std::vector<int64_t> no_args(std::string_view text, std::string_view args, const CommHookDefaults&) {
+  DDPX_REQUIRE(args.empty(), "--comm-hook '{}': this hook takes no arguments", text);
+  return {};
+}
+
+template <WireFormat kFormat>
+std::unique_ptr<CommHook> make_cast_hook(const std::vector<int64_t>&) {
+  return std::make_unique<CastHook>(kFormat);
+}
+
+const CommHookEntry& entry_named(std::string_view name) {
+  for (const CommHookEntry& entry : comm_hooks())
+    if (entry.name == name) return entry;
+  DDPX_INTERNAL_FAIL("hook '{}' is not in the registry", name);
 }
 
 }  // namespace
 
-std::string CommHookSpec::text() const {
-  switch (kind) {
-    case HookKind::allreduce: return "allreduce";
-    case HookKind::fp16: return "fp16";
-    case HookKind::bf16: return "bf16";
-    case HookKind::powersgd: return fmt::format("powersgd:{}:{}", powersgd_rank, powersgd_start);
+const std::vector<CommHookEntry>& comm_hooks() {
+  static const std::vector<CommHookEntry> hooks = {
+      {"allreduce", "allreduce", "fp32 all-reduce, averaged, as PyTorch's default", no_args,
+       [](const std::vector<int64_t>&) -> std::unique_ptr<CommHook> { return std::make_unique<AllreduceHook>(); }},
+      {"fp16", "fp16", "cast to fp16 on the wire, half the bytes", no_args, make_cast_hook<WireFormat::fp16>},
+      {"bf16", "bf16", "cast to bf16 on the wire, half the bytes", no_args, make_cast_hook<WireFormat::bf16>},
+      {"powersgd", "powersgd:R[:START]",
+       "rank-R compression with error feedback, plain all-reduce before step START; reports record "
+       "powersgd:R:START",
+       PowerSgdHook::parse_args, PowerSgdHook::make},
+  };
+  return hooks;
+}
+
+std::string comm_hook_syntaxes(std::string_view separator) {
+  std::string out;
+  for (const CommHookEntry& entry : comm_hooks()) {
+    if (!out.empty()) out += separator;
+    out += entry.syntax;
   }
-  DDPX_INTERNAL_FAIL("a hook kind outside the table ({})", static_cast<int>(kind));
+  return out;
+}
+
+std::string CommHookSpec::text() const {
+  std::string out = name;
+  for (int64_t arg : args) out += fmt::format(":{}", arg);
+  return out;
+}
+
+CommHookSpec parse_comm_hook_spec(std::string_view text, const CommHookDefaults& defaults) {
+  const std::string_view name = text.substr(0, text.find(':'));
+  for (const CommHookEntry& entry : comm_hooks())
+    if (entry.name == name) return CommHookSpec{std::string(name), entry.parse_args(text, text.substr(name.size()), defaults)};
+  fail("--comm-hook '{}' is not a hook: expected {}", text, comm_hook_syntaxes(", "));
 }
 
 CommHookSpec parse_comm_hook_spec(std::string_view text, int64_t default_powersgd_start) {
-  CommHookSpec spec;
-  if (text == "allreduce") return spec;
-  if (text == "fp16") return spec.kind = HookKind::fp16, spec;
-  if (text == "bf16") return spec.kind = HookKind::bf16, spec;
-  constexpr std::string_view kPowerSgd = "powersgd:";
-  if (text.substr(0, kPowerSgd.size()) == kPowerSgd) {
-    const std::string_view rest = text.substr(kPowerSgd.size());
-    const size_t colon = rest.find(':');
-    spec.kind = HookKind::powersgd;
-    spec.powersgd_rank = parse_non_negative(rest.substr(0, colon), text, "rank");
-    DDPX_REQUIRE(spec.powersgd_rank >= 1, "--comm-hook '{}': the PowerSGD rank must be at least 1", text);
-    spec.powersgd_start = colon == std::string_view::npos
-                              ? default_powersgd_start
-                              : parse_non_negative(rest.substr(colon + 1), text, "start step");
-    DDPX_REQUIRE(spec.powersgd_start >= 0, "--powersgd-start {}: must be 0 or more", spec.powersgd_start);
-    return spec;
-  }
-  fail("--comm-hook '{}' is not a hook: expected allreduce, fp16, bf16, powersgd:R or powersgd:R:START "
-       "(R = rank of the approximation, START = first compressed step)", text);
+  CommHookDefaults defaults;
+  defaults.powersgd_start = default_powersgd_start;
+  return parse_comm_hook_spec(text, defaults);
 }
 
-std::unique_ptr<CommHook> make_comm_hook(const CommHookSpec& spec) {
-  switch (spec.kind) {
-    case HookKind::allreduce: return std::make_unique<AllreduceHook>();
-    case HookKind::fp16: return std::make_unique<CastHook>(WireFormat::fp16);
-    case HookKind::bf16: return std::make_unique<CastHook>(WireFormat::bf16);
-    case HookKind::powersgd: {
-      PowerSgdOptions options;
-      options.rank = spec.powersgd_rank;
-      options.start_step = spec.powersgd_start;
-      return std::make_unique<PowerSgdHook>(options);
-    }
-  }
-  DDPX_INTERNAL_FAIL("a hook kind outside the table ({})", static_cast<int>(spec.kind));
-}
+std::unique_ptr<CommHook> make_comm_hook(const CommHookSpec& spec) { return entry_named(spec.name).make(spec.args); }
 
 std::unique_ptr<CommHook> make_comm_hook(std::string_view text) { return make_comm_hook(parse_comm_hook_spec(text)); }
 

@@ -3,7 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
+#include "ddp/comm_hook_factory.hpp"
 
 namespace ddpx {
 
@@ -40,6 +44,38 @@ size_t PowerSgdHook::wire_bytes(const BucketView& bucket, int64_t step) const {
   const CompressionLayout layout = planned ? states_[bucket.index]->layout
                                            : plan_compression(bucket, options_.rank, options_.min_compression_rate);
   return (layout.uncompressed_elements + layout.p_elements + layout.q_elements) * sizeof(float);
+}
+
+namespace {
+int64_t parse_non_negative(std::string_view digits, std::string_view text, std::string_view what) {
+  int64_t value = -1;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  DDPX_REQUIRE(error == std::errc() && end == digits.data() + digits.size() && value >= 0,
+               "--comm-hook '{}': {} '{}' is not a non-negative integer", text, what, digits);
+  return value;
+}
+}  // namespace
+
+std::vector<int64_t> PowerSgdHook::parse_args(std::string_view text, std::string_view args,
+                                              const CommHookDefaults& defaults) {
+  DDPX_REQUIRE(!args.empty() && args.front() == ':',
+               "--comm-hook '{}': PowerSGD needs its rank, powersgd:R or powersgd:R:START (e.g. powersgd:4)", text);
+  const std::string_view rest = args.substr(1);
+  const size_t colon = rest.find(':');
+  const int64_t rank = parse_non_negative(rest.substr(0, colon), text, "rank");
+  DDPX_REQUIRE(rank >= 1, "--comm-hook '{}': the PowerSGD rank must be at least 1", text);
+  const int64_t start = colon == std::string_view::npos ? defaults.powersgd_start
+                                                        : parse_non_negative(rest.substr(colon + 1), text, "start step");
+  DDPX_REQUIRE(start >= 0, "--powersgd-start {}: must be 0 or more", start);
+  return {rank, start};
+}
+
+std::unique_ptr<CommHook> PowerSgdHook::make(const std::vector<int64_t>& args) {
+  DDPX_INTERNAL_ASSERT(args.size() == 2, "PowerSGD is built from {{R, START}}, got {} arguments", args.size());
+  PowerSgdOptions options;
+  options.rank = args[0];
+  options.start_step = args[1];
+  return std::make_unique<PowerSgdHook>(options);
 }
 
 int64_t PowerSgdHook::capturable_from_step() const {

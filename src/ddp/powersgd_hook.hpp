@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "ddp/comm_hook.hpp"
@@ -27,6 +28,8 @@
 #include "ddp/powersgd_math.hpp"
 
 namespace ddpx {
+
+struct CommHookDefaults;  // ddp/comm_hook_factory.hpp
 
 struct PowerSgdOptions {
   int64_t rank = 1;                    // matrix approximation rank R
@@ -47,6 +50,12 @@ class PowerSgdHook : public CommHook {
   // Before start_step the fp32 bucket; then the packed vectors with every P_i (one call) plus every Q_i (another).
   size_t wire_bytes(const BucketView& bucket, int64_t step) const override;
   const PowerSgdOptions& options() const { return options_; }
+
+  // Its registry entry's halves (ddp/comm_hook_factory.hpp): ":R" or ":R:START" -> {R, START} (START from
+  // defaults.powersgd_start when not spelled; errors name --comm-hook), and {R, START} -> the hook.
+  static std::vector<int64_t> parse_args(std::string_view text, std::string_view args,
+                                         const CommHookDefaults& defaults);
+  static std::unique_ptr<CommHook> make(const std::vector<int64_t>& args);
 
  private:
   struct BucketState {

@@ -38,12 +38,11 @@ TEST(CommHookSpec, ParsesEveryBuiltIn) {
 // powersgd:R) give the same spec, whose text is the hook's name and parses back to itself.
 TEST(CommHookSpec, OneCanonicalSpellingOfPowerSgdsStart) {
   const CommHookSpec explicit_start = parse_comm_hook_spec("powersgd:4:7");
-  EXPECT_EQ(explicit_start.kind, HookKind::powersgd);
-  EXPECT_EQ(explicit_start.powersgd_rank, 4);
-  EXPECT_EQ(explicit_start.powersgd_start, 7);
+  EXPECT_EQ(explicit_start.name, "powersgd");
+  EXPECT_EQ(explicit_start.args, (std::vector<int64_t>{4, 7}));
   EXPECT_EQ(parse_comm_hook_spec("powersgd:4", /*default_powersgd_start=*/7), explicit_start);
   EXPECT_EQ(parse_comm_hook_spec("powersgd:4:7", /*default_powersgd_start=*/3), explicit_start);  // explicit wins
-  EXPECT_EQ(parse_comm_hook_spec("powersgd:4").powersgd_start, 2);
+  EXPECT_EQ(parse_comm_hook_spec("powersgd:4").args.at(1), 2);
   EXPECT_EQ(explicit_start.text(), "powersgd:4:7");
   EXPECT_EQ(make_comm_hook(explicit_start)->name(), explicit_start.text());
   for (const char* text : {"allreduce", "fp16", "bf16", "powersgd:1:0", "powersgd:16:100"}) {
@@ -54,8 +53,28 @@ TEST(CommHookSpec, OneCanonicalSpellingOfPowerSgdsStart) {
   }
 }
 
+// The registry is the one list: every entry builds a hook whose name is its canonical text, and the error for an
+// unknown hook lists every entry's syntax.
+TEST(CommHookSpec, TheRegistryFeedsParsingBuildingAndTheError) {
+  ASSERT_FALSE(comm_hooks().empty());
+  for (const CommHookEntry& entry : comm_hooks()) {
+    const std::string text = entry.name == "powersgd" ? "powersgd:2:3" : std::string(entry.name);
+    EXPECT_EQ(make_comm_hook(text)->name(), text) << entry.name;
+    EXPECT_FALSE(entry.help.empty()) << entry.name;
+  }
+  EXPECT_EQ(comm_hook_syntaxes(), "allreduce | fp16 | bf16 | powersgd:R[:START]");
+  try {
+    make_comm_hook("fp8");
+    ADD_FAILURE() << "accepted fp8";
+  } catch (const Error& e) {
+    for (const CommHookEntry& entry : comm_hooks())
+      EXPECT_NE(std::string(e.what()).find(entry.syntax), std::string::npos) << e.what();
+  }
+}
+
 TEST(CommHookSpec, ErrorsNameTheFlag) {
-  for (const char* bad : {"powersgd", "powersgd:", "powersgd:0", "powersgd:x", "powersgd:2:y", "fp8", ""}) {
+  for (const char* bad : {"powersgd", "powersgd:", "powersgd:0", "powersgd:x", "powersgd:2:y", "fp8", "",
+                          "bf16:2", "allreduce:"}) {
     try {
       make_comm_hook(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
