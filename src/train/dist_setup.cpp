@@ -19,16 +19,12 @@
 #include "dist/communicator.hpp"
 #include "dist/gpu_selection.hpp"
 #include "dist/heartbeat.hpp"
+#include "dist/host_collectives.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
 #include "train/gather_strings.hpp"
 #include "train/startup_settings.hpp"
 #include "train/step_engine.hpp"
-#ifdef DDPX_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "core/cuda_check.hpp"
-#endif
 
 namespace ddpx {
 
@@ -133,24 +129,10 @@ void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options
   test_fault_point("agreement");
   dist.watchdog->run_watched("the start-up agreement", [&] { require_agreement(comm, settings); });
   test_fault_point("broadcast");
+  // Host bytes for any backend: dist/host_collectives stages them through device memory for NCCL (the one
+  // staging path). A hung broadcast returns from its device sync once the watchdog aborts the communicator.
   dist.watchdog->run_watched("the broadcast of rank 0's parameters", [&] {
-    if (comm.buffer_memory() == BufferMemory::host) {
-      broadcast_parameters(comm, host_params, layout.buffer_size(), nullptr);
-      return;
-    }
-#ifdef DDPX_HAVE_CUDA
-    float* device = nullptr;
-    DDPX_CUDA_CHECK(cudaMalloc(&device, layout.buffer_size() * sizeof(float)));
-    DDPX_CUDA_CHECK(cudaMemcpy(device, host_params, layout.buffer_size() * sizeof(float), cudaMemcpyHostToDevice));
-    broadcast_parameters(comm, device, layout.buffer_size(), nullptr);
-    const cudaError_t synced = cudaDeviceSynchronize();  // returns once the watchdog aborts a hung broadcast
-    if (synced == cudaSuccess)
-      DDPX_CUDA_CHECK(cudaMemcpy(host_params, device, layout.buffer_size() * sizeof(float), cudaMemcpyDeviceToHost));
-    cudaFree(device);
-    DDPX_CUDA_CHECK(synced);
-#else
-    DDPX_INTERNAL_FAIL("a device communicator in a build without CUDA");
-#endif
+    broadcast_host(comm, host_params, layout.buffer_size() * sizeof(float), 0);
   });
 }
 
