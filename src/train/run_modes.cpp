@@ -3,6 +3,7 @@
 #include "train/run_modes.hpp"
 
 #include <array>
+#include <string>
 #include <optional>
 #include <utility>
 
@@ -44,26 +45,37 @@ std::string_view name_of(const Table<Mode, N>& table, Mode mode) {
   DDPX_INTERNAL_FAIL("a mode outside its table ({})", static_cast<int>(mode));
 }
 
+// "auto, on or off": the table's spellings in order, as the refusals list them.
+template <typename Mode, size_t N>
+std::string choices(const Table<Mode, N>& table) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    if (i > 0) out += i + 1 == N ? " or " : ", ";
+    out += table[i].second;
+  }
+  return out;
+}
+
 }  // namespace
 
 Device parse_device(std::string_view text) {
   if (auto mode = find(kDevices, text)) return *mode;
-  fail("--device '{}' is not known; choose cpu or cuda", text);
+  fail("--device '{}' is not known; choose {}", text, choices(kDevices));
 }
 
 Backend parse_backend(std::string_view text) {
   if (auto mode = find(kBackends, text)) return *mode;
-  fail("--backend '{}' is not known; choose auto, nccl, mpi, gloo or self", text);
+  fail("--backend '{}' is not known; choose {}", text, choices(kBackends));
 }
 
 GraphPolicy parse_graph_policy(std::string_view text) {
   if (auto mode = find(kGraphPolicies, text)) return *mode;
-  fail("--cuda-graph '{}' is not known; choose auto, on or off", text);
+  fail("--cuda-graph '{}' is not known; choose {}", text, choices(kGraphPolicies));
 }
 
 OverlapPolicy parse_overlap_policy(std::string_view text) {
   if (auto mode = find(kOverlapPolicies, text)) return *mode;
-  fail("--optimizer-overlap '{}' is not known; choose auto, on or off", text);
+  fail("--optimizer-overlap '{}' is not known; choose {}", text, choices(kOverlapPolicies));
 }
 
 DataSource parse_data_source(std::string_view text) {
