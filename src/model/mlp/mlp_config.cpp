@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <map>
 
 #include "core/error.hpp"
+#include "model/spec_overrides.hpp"
 
 namespace ddpx {
 namespace {
@@ -30,13 +30,6 @@ const std::map<std::string, MlpConfig, std::less<>>& named_configs() {
   return table;
 }
 
-int64_t parse_integer(std::string_view key, std::string_view value, std::string_view spec) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  DDPX_REQUIRE(ec == std::errc() && ptr == value.data() + value.size(),
-               "model spec '{}': '{}={}' is not an integer", spec, key, value);
-  return v;
-}
 
 }  // namespace
 
@@ -70,11 +63,7 @@ std::string MlpConfig::spec() const {
 }
 
 MlpConfig parse_mlp_spec(std::string_view spec) {
-  std::string_view base = spec, overrides;
-  if (auto colon = spec.find(':'); colon != std::string_view::npos) {
-    base = spec.substr(0, colon);
-    overrides = spec.substr(colon + 1);
-  }
+  const auto [base, overrides] = split_model_spec(spec);
   MlpConfig config;
   if (base == "mlp") {
     config = named_configs().find("mlp_s")->second;
@@ -86,22 +75,9 @@ MlpConfig parse_mlp_spec(std::string_view spec) {
          fmt::join(mlp_model_names(), ", "));
   }
   if (!overrides.empty()) config.name = std::string(spec);
-  while (!overrides.empty()) {
-    auto comma = overrides.find(',');
-    std::string_view item = overrides.substr(0, comma);
-    overrides = comma == std::string_view::npos ? std::string_view{} : overrides.substr(comma + 1);
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    DDPX_REQUIRE(eq != std::string_view::npos, "model spec '{}': '{}' is not key=value", spec, item);
-    std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
-    const int64_t v = parse_integer(key, value, spec);
-    if (key == "image") config.image_size = v;
-    else if (key == "channels") config.channels = v;
-    else if (key == "layers") config.num_layers = v;
-    else if (key == "width") config.width = v;
-    else if (key == "classes") config.num_classes = v;
-    else fail("model spec '{}': unknown key '{}' (image, channels, layers, width, classes)", spec, key);
-  }
+  apply_spec_overrides(spec, overrides,
+                       {{"image", &config.image_size}, {"channels", &config.channels}, {"layers", &config.num_layers},
+                        {"width", &config.width}, {"classes", &config.num_classes}});
   config.validate();
   return config;
 }

@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <charconv>
 #include <map>
 
 #include "core/error.hpp"
+#include "model/spec_overrides.hpp"
 
 namespace ddpx {
 namespace {
@@ -41,13 +41,6 @@ const std::map<std::string, VitConfig, std::less<>>& named_configs() {
   return table;
 }
 
-int64_t parse_positive(std::string_view key, std::string_view value, std::string_view spec) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  DDPX_REQUIRE(ec == std::errc() && ptr == value.data() + value.size(),
-               "model spec '{}': '{}={}' is not an integer", spec, key, value);
-  return v;
-}
 
 }  // namespace
 
@@ -101,11 +94,7 @@ std::string VitConfig::spec() const {
 }
 
 VitConfig parse_vit_spec(std::string_view spec) {
-  std::string_view base = spec, overrides;
-  if (auto colon = spec.find(':'); colon != std::string_view::npos) {
-    base = spec.substr(0, colon);
-    overrides = spec.substr(colon + 1);
-  }
+  const auto [base, overrides] = split_model_spec(spec);
   VitConfig config;
   if (base == "custom") {
     config = make("custom", 224, 16, 12, 12, 768, 3072, 1000);
@@ -117,25 +106,10 @@ VitConfig parse_vit_spec(std::string_view spec) {
          base, fmt::join(vit_model_names(), ", "));
   }
   if (!overrides.empty()) config.name = std::string(spec);
-  while (!overrides.empty()) {
-    auto comma = overrides.find(',');
-    std::string_view item = overrides.substr(0, comma);
-    overrides = comma == std::string_view::npos ? std::string_view{} : overrides.substr(comma + 1);
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    DDPX_REQUIRE(eq != std::string_view::npos, "model spec '{}': '{}' is not key=value", spec, item);
-    std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
-    int64_t v = parse_positive(key, value, spec);
-    if (key == "image") config.image_size = v;
-    else if (key == "patch") config.patch_size = v;
-    else if (key == "channels") config.channels = v;
-    else if (key == "layers") config.num_layers = v;
-    else if (key == "heads") config.num_heads = v;
-    else if (key == "hidden") config.hidden_dim = v;
-    else if (key == "mlp") config.mlp_dim = v;
-    else if (key == "classes") config.num_classes = v;
-    else fail("model spec '{}': unknown key '{}' (image, patch, channels, layers, heads, hidden, mlp, classes)", spec, key);
-  }
+  apply_spec_overrides(spec, overrides,
+                       {{"image", &config.image_size}, {"patch", &config.patch_size}, {"channels", &config.channels},
+                        {"layers", &config.num_layers}, {"heads", &config.num_heads}, {"hidden", &config.hidden_dim},
+                        {"mlp", &config.mlp_dim}, {"classes", &config.num_classes}});
   config.validate();
   return config;
 }
