@@ -38,6 +38,10 @@ Command add_model_command(CLI::App& app) {
             fmt::print("{}: {}\nparameters: {} ({:.1f} M); flat buffer {} elements ({:.1f} MB in fp32), {} tensors\n",
                        layout.spec(), model->summary(), layout.num_params(), layout.num_params() / 1e6,
                        layout.buffer_size(), layout.buffer_size() * 4 / 1e6, layout.tensors().size());
+            const double flops = model->forward_flops_per_image();
+            fmt::print("FLOPs per image: forward {:.4g} G (matrix products, 2 per multiply-add), training step about "
+                       "{:.4g} G (MFU = images/s x that / the GPU's peak)\n",
+                       flops / 1e9, 3 * flops / 1e9);
             return 0;
           }};
 }

@@ -61,6 +61,10 @@ class Model {
   virtual std::unique_ptr<CpuModel> make_cpu(int64_t max_batch) const = 0;
   // One line for `ddpx model`: the shape in the family's terms ("image 16 patch 4 (17 tokens), 2 layers, ...").
   virtual std::string summary() const = 0;
+  // FLOPs of one image's forward pass, 2 per multiply-add of the matrix products (what torchvision lists as
+  // `_ops`, times 2; normalizations, activations and adds are not counted). A training step is about 3 times this
+  // per image: the figure model FLOP utilization (MFU) is computed from.
+  virtual double forward_flops_per_image() const = 0;
 };
 
 }  // namespace ddpx

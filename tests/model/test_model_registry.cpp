@@ -62,5 +62,16 @@ TEST(ModelRegistry, HelpTextNamesEveryVariant) {
   for (const std::string& name : known_model_names()) EXPECT_NE(help.find(name), std::string::npos) << name;
 }
 
+// Forward FLOPs (MFU's numerator): 2 x torchvision's published multiply-adds for its ViTs (17.564 G vit_b_16,
+// 15.378 G vit_l_32, 4.409 G vit_b_32), and the MLP's Linear layers (mlp_tiny_test: 768*32 + 32*32 + 32*10).
+TEST(ModelRegistry, ForwardFlopsMatchTorchvisionsFigures) {
+  const std::pair<const char*, double> torchvision_gmacs[] = {{"vit_b_16", 17.564}, {"vit_l_32", 15.378},
+                                                              {"vit_b_32", 4.409}};
+  for (const auto& [name, gmacs] : torchvision_gmacs)
+    EXPECT_NEAR(make_model(name)->forward_flops_per_image() / 2e9, gmacs, 2e-3 * gmacs) << name;
+  EXPECT_EQ(make_model("mlp_tiny_test")->forward_flops_per_image(), 2.0 * (768 * 32 + 32 * 32 + 32 * 10));
+  for (const std::string& name : known_model_names()) EXPECT_GT(make_model(name)->forward_flops_per_image(), 0) << name;
+}
+
 }  // namespace
 }  // namespace ddpx

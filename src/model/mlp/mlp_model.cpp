@@ -51,6 +51,14 @@ std::string MlpModel::summary() const {
                      c.image_size, c.channels, c.in_features(), c.num_layers, c.width, c.num_classes);
 }
 
+// Every Linear layer: in x out multiply-adds per image.
+double MlpModel::forward_flops_per_image() const {
+  const MlpConfig& c = config();
+  double macs = static_cast<double>(c.num_classes) * static_cast<double>(c.width);
+  for (int64_t l = 0; l < c.num_layers; ++l) macs += static_cast<double>(c.layer_in(l)) * static_cast<double>(c.width);
+  return 2 * macs;
+}
+
 ModelFamily mlp_family() {
   return ModelFamily{
       .name = "mlp",

@@ -26,6 +26,7 @@ class MlpModel final : public Model {
   double cpu_activation_bytes(int64_t max_batch) const override;
   std::unique_ptr<CpuModel> make_cpu(int64_t max_batch) const override;
   std::string summary() const override;
+  double forward_flops_per_image() const override;
 
  private:
   MlpLayout layout_;
