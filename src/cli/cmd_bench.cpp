@@ -29,6 +29,7 @@
 #include "train/run_modes.hpp"
 #include "io/output_file.hpp"
 #include "profile/bench_table.hpp"
+#include "profile/gpu_peaks.hpp"
 #include "profile/svg_chart.hpp"
 
 namespace ddpx::cli {
@@ -299,6 +300,11 @@ int run_bench(BenchFlags f) {
       continue;
     }
     BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt, spec.model};
+    row.images_per_s = result.images_per_s;
+    // MFU per GPU: the model's training FLOPs (3 x forward) per image against the GPU's dense bf16 peak.
+    if (const std::optional<double> peak = on_gpus ? dense_bf16_peak_flops(result.device_name) : std::nullopt;
+        peak && row.images_per_s)
+      row.mfu = *row.images_per_s * 3 * make_model(spec.model)->forward_flops_per_image() / spec.world / *peak;
     fmt::print("{:.2f} steps/s ({:.0f} s)", row.ddpx_steps_per_s, ddpx_seconds);
     if (with_pytorch && has_pytorch_anchor(spec.model)) {
       const std::string anchor_log = (fs::path(f.out) / (stem + ".pytorch.log")).string();

@@ -45,6 +45,11 @@ TrainTrialResult run_train_trial(const std::string& executable, const TrainTrial
   result.status = run_child_process(argv, trial.env, trial.log_path);
   if (result.status != 0) return result;
   result.steps_per_s = trial_steps_per_s(trial.report_path);
+  if (result.steps_per_s) {
+    const RunReport report = load_run_report(trial.report_path);
+    if (report.throughput && report.throughput->images_per_s > 0) result.images_per_s = report.throughput->images_per_s;
+    if (!report.ranks.empty()) result.device_name = report.ranks.front().info.device_name;
+  }
   return result;
 }
 

@@ -24,6 +24,8 @@ struct TrainTrial {
 struct TrainTrialResult {
   int status = 0;
   std::optional<double> steps_per_s;
+  std::optional<double> images_per_s;  // from the report's throughput, when it has one
+  std::string device_name;             // rank 0's device as the report names it ("NVIDIA H200", "cpu")
   std::string log_path;
   // "exit status 2: <last lines of the log>" when it failed, "" otherwise.
   std::string failure() const;

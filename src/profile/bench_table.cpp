@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <set>
 
 #include "core/error.hpp"
@@ -21,6 +22,9 @@ void validate_bench_rows(const std::vector<BenchRow>& rows) {
     DDPX_REQUIRE(!row.pytorch_steps_per_s || (std::isfinite(*row.pytorch_steps_per_s) && *row.pytorch_steps_per_s > 0),
                  "bench row '{}': PyTorch steps/s must be positive when given, got {}", row.config,
                  row.pytorch_steps_per_s.value_or(0));
+    for (const auto& [what, value] : {std::pair{"images/s", row.images_per_s}, std::pair{"MFU", row.mfu}})
+      DDPX_REQUIRE(!value || (std::isfinite(*value) && *value > 0), "bench row '{}': {} must be positive when given, "
+                   "got {}", row.config, what, value.value_or(0));
   }
 }
 
@@ -64,29 +68,33 @@ std::string markdown_cell(const std::string& text) {
 std::string bench_markdown(const std::vector<BenchRow>& rows, const std::string& rank_unit) {
   validate_bench_rows(rows);
   std::string out = fmt::format(
-      "| configuration | {}s | precision | ddpx steps/s | PyTorch steps/s | ddpx / PyTorch | scaling efficiency |\n"
-      "|---|---:|---|---:|---:|---:|---:|\n",
+      "| configuration | {}s | precision | ddpx steps/s | PyTorch steps/s | ddpx / PyTorch | scaling efficiency "
+      "| images/s | MFU |\n"
+      "|---|---:|---|---:|---:|---:|---:|---:|---:|\n",
       rank_unit);
   for (size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
     const std::optional<double> efficiency = scaling_efficiency(rows, i);
-    out += fmt::format("| {} | {} | {} | {:.2f} | {} | {} | {} |\n", markdown_cell(r.config), r.world, r.precision,
-                       r.ddpx_steps_per_s, optional_number(r.pytorch_steps_per_s, "{:.2f}", "-"),
+    out += fmt::format("| {} | {} | {} | {:.2f} | {} | {} | {} | {} | {} |\n", markdown_cell(r.config), r.world,
+                       r.precision, r.ddpx_steps_per_s, optional_number(r.pytorch_steps_per_s, "{:.2f}", "-"),
                        optional_number(pytorch_ratio(r), "{:.2f}x", "-"),
-                       efficiency ? fmt::format("{:.0f}%", 100 * *efficiency) : "-");
+                       efficiency ? fmt::format("{:.0f}%", 100 * *efficiency) : "-",
+                       optional_number(r.images_per_s, "{:.0f}", "-"),
+                       r.mfu ? fmt::format("{:.1f}%", 100 * *r.mfu) : "-");
   }
   return out;
 }
 
 std::string bench_csv(const std::vector<BenchRow>& rows) {
   validate_bench_rows(rows);
-  std::string out = "config,gpus,precision,ddpx_steps_per_s,pytorch_steps_per_s,ratio,scaling_efficiency\n";
+  std::string out = "config,gpus,precision,ddpx_steps_per_s,pytorch_steps_per_s,ratio,scaling_efficiency,images_per_s,mfu\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
-    out += fmt::format("{},{},{},{:.4f},{},{},{}\n", csv_field(r.config), r.world, csv_field(r.precision),
+    out += fmt::format("{},{},{},{:.4f},{},{},{},{},{}\n", csv_field(r.config), r.world, csv_field(r.precision),
                        r.ddpx_steps_per_s, optional_number(r.pytorch_steps_per_s, "{:.4f}", ""),
                        optional_number(pytorch_ratio(r), "{:.4f}", ""),
-                       optional_number(scaling_efficiency(rows, i), "{:.4f}", ""));
+                       optional_number(scaling_efficiency(rows, i), "{:.4f}", ""),
+                       optional_number(r.images_per_s, "{:.2f}", ""), optional_number(r.mfu, "{:.4f}", ""));
   }
   return out;
 }
@@ -103,7 +111,9 @@ json bench_json(const std::vector<BenchRow>& rows) {
                        {"ddpx_steps_per_s", r.ddpx_steps_per_s},
                        {"pytorch_steps_per_s", nullable(r.pytorch_steps_per_s)},
                        {"ratio", nullable(pytorch_ratio(r))},
-                       {"scaling_efficiency", nullable(scaling_efficiency(rows, i))}});
+                       {"scaling_efficiency", nullable(scaling_efficiency(rows, i))},
+                       {"images_per_s", nullable(r.images_per_s)},
+                       {"mfu", nullable(r.mfu)}});
   }
   return out;
 }

@@ -4,6 +4,8 @@
 //  - scaling efficiency (rows with world > 1) = steps/s at N GPUs / steps/s of the fastest 1-GPU row of the same
 //    precision. With the per-GPU batch fixed (the seed's setting) that is images/s per GPU at N over images/s on
 //    one GPU: 100% is perfect weak scaling. Absent when no 1-GPU row of that precision exists.
+//  - images/s and MFU (per GPU: images/s x the model's training FLOPs per image / N / the GPU's dense bf16 peak)
+//    are columns of their own, "-" where unknown (CPU ranks, an unknown GPU).
 //  - Every row appears in every format, in the given order; missing values print "-" (Markdown), "" (CSV) and
 //    null (JSON).
 #pragma once
@@ -24,6 +26,8 @@ struct BenchRow {
   double ddpx_steps_per_s = 0;
   std::optional<double> pytorch_steps_per_s;
   std::string model;      // scaling efficiency compares rows of the same model and precision
+  std::optional<double> images_per_s;  // ddpx's, all ranks together
+  std::optional<double> mfu;           // model FLOP utilization per GPU (profile/gpu_peaks.hpp), when the GPU is known
   bool operator==(const BenchRow&) const = default;
 };
 

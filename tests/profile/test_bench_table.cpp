@@ -29,7 +29,8 @@ TEST(BenchTable, RatioAndScalingEfficiency) {
 TEST(BenchTable, Markdown) {
   const std::string md = bench_markdown(rows());
   EXPECT_EQ(md.substr(0, md.find('\n')),
-            "| configuration | GPUs | precision | ddpx steps/s | PyTorch steps/s | ddpx / PyTorch | scaling efficiency |");
+            "| configuration | GPUs | precision | ddpx steps/s | PyTorch steps/s | ddpx / PyTorch | scaling efficiency "
+            "| images/s | MFU |");
   EXPECT_NE(md.find("| fp32, no DDP | 1 | fp32 | 12.50 | 11.90 | 1.05x | - |"), std::string::npos) << md;
   EXPECT_NE(md.find("| fp32, bucket 2000 MB | 2 | fp32 | 11.25 | 11.06 | 1.02x | 90% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| bf16, hook bf16, bucket 25 MB | 2 | bf16 | 14.00 | - | - | - |"), std::string::npos) << md;
@@ -39,9 +40,31 @@ TEST(BenchTable, Markdown) {
 TEST(BenchTable, CsvQuotesAndLeavesMissingEmpty) {
   const std::string csv = bench_csv(rows());
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "config,gpus,precision,ddpx_steps_per_s,pytorch_steps_per_s,ratio,scaling_efficiency");
-  EXPECT_NE(csv.find("\"fp32, bucket 2000 MB\",2,fp32,11.2500,11.0600,1.0172,0.9000\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\"bf16, hook bf16, bucket 25 MB\",2,bf16,14.0000,,,\n"), std::string::npos) << csv;
+            "config,gpus,precision,ddpx_steps_per_s,pytorch_steps_per_s,ratio,scaling_efficiency,images_per_s,mfu");
+  EXPECT_NE(csv.find("\"fp32, bucket 2000 MB\",2,fp32,11.2500,11.0600,1.0172,0.9000,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"bf16, hook bf16, bucket 25 MB\",2,bf16,14.0000,,,,,\n"), std::string::npos) << csv;
+}
+
+// images/s and MFU are columns of their own in every format, "-" / empty / null where unknown; a non-positive
+// value is refused naming the row.
+TEST(BenchTable, ImagesPerSecondAndMfuColumns) {
+  std::vector<BenchRow> r = rows();
+  r[0].images_per_s = 3293.0, r[0].mfu = 0.307;
+  const std::string md = bench_markdown(r);
+  EXPECT_NE(md.find("| fp32, no DDP | 1 | fp32 | 12.50 | 11.90 | 1.05x | - | 3293 | 30.7% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fp32, DDP | 1 | fp32 | 12.40 | 11.60 | 1.07x | - | - | - |"), std::string::npos) << md;
+  EXPECT_NE(bench_csv(r).find("\"fp32, no DDP\",1,fp32,12.5000,11.9000,1.0504,,3293.00,0.3070\n"),
+            std::string::npos) << bench_csv(r);
+  const nlohmann::json j = bench_json(r);
+  EXPECT_DOUBLE_EQ(j[0]["mfu"].get<double>(), 0.307);
+  EXPECT_EQ(j[1]["images_per_s"], nullptr);
+  r[1].mfu = -0.1;
+  try {
+    bench_markdown(r);
+    ADD_FAILURE() << "a negative MFU was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bench row 'fp32, DDP': MFU must be positive"), std::string::npos) << e.what();
+  }
 }
 
 TEST(BenchTable, JsonUsesNullForMissing) {
