@@ -22,13 +22,17 @@ std::string TrainTrialResult::failure() const {
 
 namespace {
 
-// The trial's steps/s from its run report (the summary's figure, recorded as throughput; see
-// profile/step_record.hpp); nullopt when the child wrote none. A damaged report is an error naming it.
-std::optional<double> trial_steps_per_s(const std::string& path) {
-  if (!std::filesystem::exists(path)) return std::nullopt;
-  const double value = report_steps_per_s(load_run_report(path));
-  if (!(value > 0)) return std::nullopt;
-  return value;
+// What the trial's run report says of its throughput (steps/s: the summary's figure, recorded as throughput, see
+// profile/step_record.hpp; images/s; rank 0's device), read once; nothing when the child wrote no report or no
+// positive steps/s. A damaged report is an error naming it.
+void read_trial_report(const std::string& path, TrainTrialResult& result) {
+  if (!std::filesystem::exists(path)) return;
+  const RunReport report = load_run_report(path);
+  const double steps_per_s = report_steps_per_s(report);
+  if (!(steps_per_s > 0)) return;
+  result.steps_per_s = steps_per_s;
+  if (report.throughput && report.throughput->images_per_s > 0) result.images_per_s = report.throughput->images_per_s;
+  if (!report.ranks.empty()) result.device_name = report.ranks.front().info.device_name;
 }
 
 }  // namespace
@@ -44,12 +48,7 @@ TrainTrialResult run_train_trial(const std::string& executable, const TrainTrial
   result.log_path = trial.log_path;
   result.status = run_child_process(argv, trial.env, trial.log_path);
   if (result.status != 0) return result;
-  result.steps_per_s = trial_steps_per_s(trial.report_path);
-  if (result.steps_per_s) {
-    const RunReport report = load_run_report(trial.report_path);
-    if (report.throughput && report.throughput->images_per_s > 0) result.images_per_s = report.throughput->images_per_s;
-    if (!report.ranks.empty()) result.device_name = report.ranks.front().info.device_name;
-  }
+  read_trial_report(trial.report_path, result);
   return result;
 }
 

@@ -40,10 +40,12 @@ PowerSgdHook::BucketState& PowerSgdHook::state_for(const BucketView& bucket) {
 
 size_t PowerSgdHook::wire_bytes(const BucketView& bucket, int64_t step) const {
   if (step < options_.start_step) return bucket.numel() * sizeof(float);
-  const bool planned = bucket.index < states_.size() && states_[bucket.index];
-  const CompressionLayout layout = planned ? states_[bucket.index]->layout
-                                           : plan_compression(bucket, options_.rank, options_.min_compression_rate);
-  return (layout.uncompressed_elements + layout.p_elements + layout.q_elements) * sizeof(float);
+  auto bytes = [](const CompressionLayout& layout) {
+    return (layout.uncompressed_elements + layout.p_elements + layout.q_elements) * sizeof(float);
+  };
+  // Asked at every launch: the bucket's own plan once run() made it (no copy), planned here only before that.
+  if (bucket.index < states_.size() && states_[bucket.index]) return bytes(states_[bucket.index]->layout);
+  return bytes(plan_compression(bucket, options_.rank, options_.min_compression_rate));
 }
 
 namespace {
