@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -81,6 +82,21 @@ class TorchFixture {
  private:
   const FlatLayout& layout_;
   std::unique_ptr<SafetensorsContents> contents_;
+};
+
+// The test suite of one family's fixture: its layout and the fixture, read once for the suite. A family's suite
+// derives from it and calls load() from SetUpTestSuite().
+template <typename Layout>
+class TorchFixtureSuite : public ::testing::Test {
+ protected:
+  static void load(Layout layout, const std::string& fixture_file, const std::string& how_to_make) {
+    layout_ = std::make_unique<Layout>(std::move(layout));
+    fixture_ = std::make_unique<TorchFixture>(
+        std::filesystem::path(DDPX_SOURCE_DIR) / "tests" / "fixtures" / fixture_file, *layout_, how_to_make);
+  }
+  static void TearDownTestSuite() { fixture_.reset(), layout_.reset(); }
+  static inline std::unique_ptr<Layout> layout_;
+  static inline std::unique_ptr<TorchFixture> fixture_;
 };
 
 // Per element |ours - ref| <= rel * |ref| + abs_of_max * max|ref| over the tensor; reports the worst element.

@@ -5,9 +5,6 @@
 // PyTorch's own float32 error, recorded in tests/fixtures/mlp_tiny_torch.json).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <memory>
-
 #include "model/mlp/mlp_cpu.hpp"
 #include "../torch_fixture.hpp"
 
@@ -15,7 +12,6 @@ namespace ddpx {
 namespace {
 
 using testing::FixtureTolerances;
-using testing::TorchFixture;
 
 // double: the fixture's gradients and SGD weights are float64 results rounded to float32 (relative error
 // <= 2^-24 = 6e-8), so 1e-7 of each element (measured worst: 0.59 of it, i.e. exactly that rounding); 1e-11 of the
@@ -28,20 +24,13 @@ constexpr FixtureTolerances kDouble{1e-11, 0, 1e-11, 1e-7, 1e-11, 1e-7, 1e-11};
 // weights 0.26 (hidden.0.weight).
 constexpr FixtureTolerances kFloat{2e-6, 2e-6, 1e-6, 1e-5, 2e-6, 3e-7, 3e-7};
 
-class MlpTorchFixture : public ::testing::Test {
+class MlpTorchFixture : public testing::TorchFixtureSuite<MlpLayout> {
  protected:
   static void SetUpTestSuite() {
-    layout_ = std::make_unique<MlpLayout>(parse_mlp_spec("mlp_tiny_test"));
-    fixture_ = std::make_unique<TorchFixture>(
-        std::filesystem::path(DDPX_SOURCE_DIR) / "tests" / "fixtures" / "mlp_tiny_torch.safetensors", *layout_,
-        "tools/make_fixtures.py --models mlp (needs torch)");
+    load(MlpLayout(parse_mlp_spec("mlp_tiny_test")), "mlp_tiny_torch.safetensors",
+         "tools/make_fixtures.py --models mlp (needs torch)");
   }
-  static void TearDownTestSuite() { fixture_.reset(), layout_.reset(); }
-  static std::unique_ptr<MlpLayout> layout_;
-  static std::unique_ptr<TorchFixture> fixture_;
 };
-std::unique_ptr<MlpLayout> MlpTorchFixture::layout_;
-std::unique_ptr<TorchFixture> MlpTorchFixture::fixture_;
 
 TEST_F(MlpTorchFixture, DoubleMatchesTorchFloat64) {
   testing::expect_forward_backward_match<MlpCpu, double>(*fixture_, *layout_, kDouble);

@@ -4,9 +4,6 @@
 // the size of PyTorch's own float32 error, recorded in tests/fixtures/vit_tiny_torchvision.json).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <memory>
-
 #include "model/vit/vit_cpu.hpp"
 #include "model/vit/vit_layout.hpp"
 #include "../torch_fixture.hpp"
@@ -15,7 +12,6 @@ namespace ddpx {
 namespace {
 
 using testing::FixtureTolerances;
-using testing::TorchFixture;
 
 // double: the fixture's gradients and SGD weights are float64 results rounded to float32 (relative error
 // <= 2^-24 = 6e-8), so 1e-7 of each element (measured worst: 0.59 of it, i.e. exactly that rounding); 1e-11 of the
@@ -29,20 +25,13 @@ constexpr FixtureTolerances kDouble{1e-11, 0, 1e-11, 1e-7, 1e-11, 1e-7, 1e-11};
 // SGD weights 0.23 (heads.head.weight; float32 rounding of the weights alone is 6e-8 each step).
 constexpr FixtureTolerances kFloat{2e-6, 2e-6, 1e-6, 1e-5, 2e-6, 3e-7, 3e-7};
 
-class TorchvisionFixture : public ::testing::Test {
+class TorchvisionFixture : public testing::TorchFixtureSuite<VitLayout> {
  protected:
   static void SetUpTestSuite() {
-    layout_ = std::make_unique<VitLayout>(parse_vit_spec("vit_tiny_test"));
-    fixture_ = std::make_unique<TorchFixture>(
-        std::filesystem::path(DDPX_SOURCE_DIR) / "tests" / "fixtures" / "vit_tiny_torchvision.safetensors", *layout_,
-        "tools/make_fixtures.py (needs torch + torchvision)");
+    load(VitLayout(parse_vit_spec("vit_tiny_test")), "vit_tiny_torchvision.safetensors",
+         "tools/make_fixtures.py (needs torch + torchvision)");
   }
-  static void TearDownTestSuite() { fixture_.reset(), layout_.reset(); }
-  static std::unique_ptr<VitLayout> layout_;
-  static std::unique_ptr<TorchFixture> fixture_;
 };
-std::unique_ptr<VitLayout> TorchvisionFixture::layout_;
-std::unique_ptr<TorchFixture> TorchvisionFixture::fixture_;
 
 TEST_F(TorchvisionFixture, DoubleMatchesTorchvisionFloat64) {
   testing::expect_forward_backward_match<VitCpu, double>(*fixture_, *layout_, kDouble);
