@@ -1,13 +1,18 @@
 // PowerSgdBucketMath on a GPU: a fixed handful of launches per bucket, whatever its tensors, each one pass over
 // the data it needs (the step is memory-bound: rank R <= 8 makes every product a skinny one).
 //   begin:      one kernel: M = G + E written to E (G, the bucket, is not written), vectors of M packed, and
-//               P_i = M_i Q_i from the same read (a block per 4 rows, its threads striding the columns, sums
-//               reduced in a fixed order; Q rows come from L1/L2).
-//   compute_q:  one kernel of partial sums of M_i^T P_i over 32-row slabs into the shared scratch, one kernel
-//               summing the slabs in a fixed order (deterministic: graph replays equal eager steps bit for bit).
-//   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket.
+//               P_i = M_i Q_i from the same read (a block per 4 rows, its threads striding the columns, sums added
+//               in a fixed order; Q rows come from L1/L2, each read once for the block's rows).
+//   compute_q:  one kernel of partial sums of M_i^T P_i over 128-row slabs and 128-column strips into the shared
+//               scratch, one kernel summing the slabs in a fixed order (deterministic: graph replays equal eager
+//               steps bit for bit).
+//   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket, a block per 4 rows.
 //   orthogonalize_q/_p: one kernel for all matrices of the bucket, one block per matrix holding its columns in
 //               registers (R <= 8 and <= 4096 rows; a global-memory block per matrix beyond that).
+// Each kernel is sized so that one bucket's launch fills the GPU with loads in flight: float4s where rows are
+// aligned (factor rows too), several rows per thread, blocks small enough to be resident together. On an H200
+// (ViT-L/32, rank 4, 73 buckets; bench/powersgd_timing) this took the hook's math from 8.3 to 5.8 ms a step; the
+// slab reduction alone had been 2.4 ms, at 4 blocks per matrix.
 // Work is described by task tables built and uploaded once at construction (offsets relative to the bucket, so
 // the bucket pointer is a kernel argument), in the same single allocation as E, P and Q: after construction
 // nothing allocates or synchronizes, so steps can be captured into CUDA graphs. Factor ranks above 8 are handled
@@ -30,14 +35,19 @@
 namespace ddpx {
 namespace {
 
-constexpr int kThreads = 256;            // row, partial and reduce kernels
+constexpr int kThreads = 256;            // every kernel but Gram-Schmidt
 constexpr int kWarps = kThreads / 32;
-constexpr int kRowsPerTask = 4;          // rows of one block in begin/finish; its threads stride the columns
+constexpr int kRowsPerTask = 4;          // rows of one block in begin/finish (a Q row is read once for all of them)
+// begin/finish blocks resident per SM (registers capped to fit, without spills at rank 4): a bucket's blocks run
+// in about one wave, their latencies overlapped (measured on an H200: at one block per SM, begin ran at a quarter
+// of DRAM bandwidth).
+constexpr int kBeginBlocksPerSm = 2;
+constexpr int kFinishBlocksPerSm = 3;
 constexpr int kFactorChunk = 8;          // factor columns per pass of begin / compute_q
-constexpr int kSlabRows = 32;            // rows summed by one block of compute_q
-constexpr int kSlabThreads = 128;
-constexpr int kSlabCols = kSlabThreads * 4;  // columns of one block of compute_q
-constexpr int kReduceChunk = kThreads * 4;
+constexpr int kSlabRows = 128;           // rows summed by one block of compute_q, 16 per warp
+constexpr int kSlabRowsPerWarp = kSlabRows / kWarps;
+constexpr int kStripCols = 128;          // columns of one block of compute_q: a warp's 32 lanes x 4
+constexpr int kReduceChunk = kThreads;   // Q elements of one block of the slab reduction, one per thread
 constexpr long long kSegmentChunk = 8192;
 constexpr int kOrthThreads = 512;
 constexpr int kOrthRowsPerThread = 8;    // register path: rows <= 4096
@@ -61,7 +71,7 @@ struct RowTask {
   long long begin, end;
 };
 
-struct SlabTask {  // compute_q: rows of slab `slab`, columns [col_begin, +kSlabCols), factor columns [col0, +8)
+struct SlabTask {  // compute_q: rows of slab `slab`, columns [col_begin, +kStripCols), factor columns [col0, +8)
   int matrix, slab, col_begin, col0;
 };
 
@@ -85,18 +95,33 @@ __device__ __forceinline__ float component(const float4& v, int t) {
   return t == 0 ? v.x : t == 1 ? v.y : t == 2 ? v.z : v.w;
 }
 
-// Factor row `row` (columns [col0, col0 + kc) of a [*, rank] row-major factor) into registers, zero beyond kc.
+// Factor row `row` (columns [col0, col0 + kc) of a [*, rank] row-major factor) into registers, zero beyond kc:
+// as float4 loads when the K values are one aligned run (P and Q start 16-byte aligned, so every rank that is a
+// multiple of 4 takes this path), one by one otherwise.
 template <int K>
 __device__ __forceinline__ void load_factor_row(const float* factor, long long row, int rank, int col0, int kc,
                                                 float (&out)[K]) {
   const float* p = factor + row * rank + col0;
+  if constexpr (K % 4 == 0) {
+    if (kc == K && aligned16(p)) {
+#pragma unroll
+      for (int r4 = 0; r4 < K / 4; ++r4) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(p) + r4);
+        out[4 * r4] = v.x, out[4 * r4 + 1] = v.y, out[4 * r4 + 2] = v.z, out[4 * r4 + 3] = v.w;
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int r = 0; r < K; ++r) out[r] = r < kc ? __ldg(p + r) : 0.0f;
 }
 
 // begin, one factor-column pass: `first_pass` also applies error feedback (E = G + E) and packs the vectors.
+// A block takes kRowsPerTask rows of a matrix, its threads striding the columns (a float4 each where rows are
+// aligned), so each thread has the rows' loads in flight together and reads its Q rows once for all of them; the
+// threads' sums are added by a fixed butterfly in each warp, then in warp order: every run sums alike.
 template <int K>
-__global__ void __launch_bounds__(kThreads) begin_kernel(const float* __restrict__ bucket, float* __restrict__ error,
+__global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm) begin_kernel(const float* __restrict__ bucket, float* __restrict__ error,
                                                          float* __restrict__ packed, float* __restrict__ p,
                                                          const float* __restrict__ q, const MatrixInfo* matrices,
                                                          const SegmentInfo* segments, const RowTask* tasks, int col0,
@@ -112,28 +137,25 @@ __global__ void __launch_bounds__(kThreads) begin_kernel(const float* __restrict
     return;
   }
   const MatrixInfo m = matrices[task.index];
-  const int kc = min(K, m.rank - col0);
   const long long row0 = task.begin;
+  const int rows = static_cast<int>(task.end - task.begin);
+  const int kc = min(K, m.rank - col0);
   const float* g = bucket + m.offset;
   float* e = error + m.offset;
   const float* qm = q + m.q_offset;
-  bool valid[kRowsPerTask];
-#pragma unroll
-  for (int w = 0; w < kRowsPerTask; ++w) valid[w] = row0 + w < task.end;
   float acc[kRowsPerTask][K] = {};
   if (m.cols % 4 == 0 && aligned16(g) && aligned16(e)) {
     const int cols4 = m.cols / 4;
-#pragma unroll 2
     for (int c4 = threadIdx.x; c4 < cols4; c4 += kThreads) {
       float4 values[kRowsPerTask];
 #pragma unroll
       for (int w = 0; w < kRowsPerTask; ++w) {
         values[w] = make_float4(0, 0, 0, 0);
-        if (!valid[w]) continue;
+        if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + 4LL * c4;
         float4 v = *reinterpret_cast<const float4*>(e + at);
         if (first_pass) {
-          const float4 grad = *reinterpret_cast<const float4*>(g + at);
+          const float4 grad = __ldg(reinterpret_cast<const float4*>(g + at));
           v = make_float4(v.x + grad.x, v.y + grad.y, v.z + grad.z, v.w + grad.w);
           *reinterpret_cast<float4*>(e + at) = v;
         }
@@ -155,7 +177,7 @@ __global__ void __launch_bounds__(kThreads) begin_kernel(const float* __restrict
       load_factor_row<K>(qm, c, m.rank, col0, kc, factor);
 #pragma unroll
       for (int w = 0; w < kRowsPerTask; ++w) {
-        if (!valid[w]) continue;
+        if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + c;
         float v = e[at];
         if (first_pass) {
@@ -167,7 +189,6 @@ __global__ void __launch_bounds__(kThreads) begin_kernel(const float* __restrict
       }
     }
   }
-  // Block reduction in a fixed order: warps' sums to shared memory, then one thread per (row, factor column).
   __shared__ float warp_sums[kWarps][kRowsPerTask][K];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
@@ -181,36 +202,40 @@ __global__ void __launch_bounds__(kThreads) begin_kernel(const float* __restrict
   if (threadIdx.x < kRowsPerTask * K) {
     const int w = threadIdx.x / K, r = threadIdx.x % K;
     float total = 0;
+#pragma unroll
     for (int x = 0; x < kWarps; ++x) total += warp_sums[x][w][r];
-    if (valid[w] && r < kc) p[m.p_offset + (row0 + w) * m.rank + col0 + r] = total;
+    if (w < rows && r < kc) p[m.p_offset + (row0 + w) * m.rank + col0 + r] = total;
   }
 }
 
-// compute_q, step 1: partial[slab][c][col0 + r] = sum over the slab's rows i of M[i, c] * P[i, col0 + r].
+// compute_q, step 1: partial[slab][c][col0 + r] = sum over the slab's rows i of M[i, c] * P[i, col0 + r], for the
+// block's strip of kStripCols columns. Warp w sums rows [16w, 16w + 16) of the slab (a lane: 4 columns, adjacent
+// where rows are aligned, else 32 apart so loads stay coalesced); the warps' sums are then added in warp order.
 template <int K>
-__global__ void __launch_bounds__(kSlabThreads) slab_kernel(const float* __restrict__ error,
-                                                            const float* __restrict__ p, float* __restrict__ partial,
-                                                            const MatrixInfo* matrices, const SlabTask* tasks) {
+__global__ void __launch_bounds__(kThreads) slab_kernel(const float* __restrict__ error,
+                                                        const float* __restrict__ p, float* __restrict__ partial,
+                                                        const MatrixInfo* matrices, const SlabTask* tasks) {
+  __shared__ float sums[kWarps][kStripCols][K];
   const SlabTask task = tasks[blockIdx.x];
   const MatrixInfo m = matrices[task.matrix];
   const int kc = min(K, m.rank - task.col0);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const float* e = error + m.offset;
-  const int row_begin = task.slab * kSlabRows, row_end = min(m.rows, row_begin + kSlabRows);
+  const int row_begin = task.slab * kSlabRows + warp * kSlabRowsPerWarp;
+  const int row_end = min(m.rows, row_begin + kSlabRowsPerWarp);
   const bool vectorized = m.cols % 4 == 0 && aligned16(e);
-  // Vectorized: 4 adjacent columns per thread; scalar: columns threadIdx.x + t * kThreads (coalesced).
-  int col[4];
+  int col[4];  // in the strip
 #pragma unroll
-  for (int t = 0; t < 4; ++t)
-    col[t] = task.col_begin + (vectorized ? 4 * int(threadIdx.x) + t : int(threadIdx.x) + t * kSlabThreads);
+  for (int t = 0; t < 4; ++t) col[t] = vectorized ? 4 * lane + t : lane + 32 * t;
   float acc[4][K] = {};
-#pragma unroll 4
+#pragma unroll 8
   for (int i = row_begin; i < row_end; ++i) {
     float factor[K];
     load_factor_row<K>(p + m.p_offset, i, m.rank, task.col0, kc, factor);
-    const float* row = e + static_cast<long long>(i) * m.cols;
+    const float* row = e + static_cast<long long>(i) * m.cols + task.col_begin;
     float v[4];
     if (vectorized) {
-      if (col[0] < m.cols) {
+      if (task.col_begin + col[0] < m.cols) {
         const float4 x = *reinterpret_cast<const float4*>(row + col[0]);
         v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
       } else {
@@ -218,24 +243,30 @@ __global__ void __launch_bounds__(kSlabThreads) slab_kernel(const float* __restr
       }
     } else {
 #pragma unroll
-      for (int t = 0; t < 4; ++t) v[t] = col[t] < m.cols ? row[col[t]] : 0.0f;
+      for (int t = 0; t < 4; ++t) v[t] = task.col_begin + col[t] < m.cols ? row[col[t]] : 0.0f;
     }
 #pragma unroll
     for (int t = 0; t < 4; ++t)
 #pragma unroll
       for (int r = 0; r < K; ++r) acc[t][r] += v[t] * factor[r];
   }
+#pragma unroll
+  for (int t = 0; t < 4; ++t)
+#pragma unroll
+    for (int r = 0; r < K; ++r) sums[warp][col[t]][r] = acc[t][r];
+  __syncthreads();
   float* out = partial + m.partial_offset + static_cast<long long>(task.slab) * m.cols * m.rank;
+  for (int k = threadIdx.x; k < kStripCols * K; k += kThreads) {
+    const int c = k / K, r = k % K;
+    if (task.col_begin + c >= m.cols || r >= kc) continue;
+    float total = 0;
 #pragma unroll
-  for (int t = 0; t < 4; ++t) {
-    if (col[t] >= m.cols) continue;
-#pragma unroll
-    for (int r = 0; r < K; ++r)
-      if (r < kc) out[static_cast<long long>(col[t]) * m.rank + task.col0 + r] = acc[t][r];
+    for (int w = 0; w < kWarps; ++w) total += sums[w][c][r];
+    out[static_cast<long long>(task.col_begin + c) * m.rank + task.col0 + r] = total;
   }
 }
 
-// compute_q, step 2: Q = the sum of the slabs, in slab order.
+// compute_q, step 2: Q = the sum of the slabs, in slab order, one Q element per thread.
 __global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __restrict__ partial,
                                                                 float* __restrict__ q, const MatrixInfo* matrices,
                                                                 const ReduceTask* tasks) {
@@ -249,10 +280,11 @@ __global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __r
   }
 }
 
-// finish: bucket = P Q^T and E = M - bucket for matrices; bucket = packed and E = M - packed for vectors.
-// K >= every rank of the bucket (registers hold a P row), or 0: any rank, P read from L1 in the inner loop.
+// finish: bucket = P Q^T and E = M - bucket for matrices; bucket = packed and E = M - packed for vectors. A block
+// takes kRowsPerTask rows, as in begin (no sums across threads here). K >= every rank of the bucket (registers
+// hold the block's P rows), or 0: any rank, P and Q read from L1 in the inner loop.
 template <int K>
-__global__ void __launch_bounds__(kThreads) finish_kernel(float* __restrict__ bucket, float* __restrict__ error,
+__global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(float* __restrict__ bucket, float* __restrict__ error,
                                                           const float* __restrict__ packed,
                                                           const float* __restrict__ p, const float* __restrict__ q,
                                                           const MatrixInfo* matrices, const SegmentInfo* segments,
@@ -269,20 +301,20 @@ __global__ void __launch_bounds__(kThreads) finish_kernel(float* __restrict__ bu
   }
   const MatrixInfo m = matrices[task.index];
   const long long row0 = task.begin;
+  const int rows = static_cast<int>(task.end - task.begin);
   float* out = bucket + m.offset;
   float* e = error + m.offset;
   const float* pm = p + m.p_offset;
   const float* qm = q + m.q_offset;
   constexpr int kHeld = K > 0 ? K : 1;
-  bool valid[kRowsPerTask];
-  float prow[kRowsPerTask][kHeld];
+  float prow[kRowsPerTask][kHeld] = {};
+  if constexpr (K > 0) {
 #pragma unroll
-  for (int w = 0; w < kRowsPerTask; ++w) {
-    valid[w] = row0 + w < task.end;
-    if (K > 0 && valid[w]) load_factor_row<kHeld>(pm, row0 + w, m.rank, 0, m.rank, prow[w]);
+    for (int w = 0; w < kRowsPerTask; ++w)
+      if (w < rows) load_factor_row<kHeld>(pm, row0 + w, m.rank, 0, m.rank, prow[w]);
   }
-  // approximation[w] = (P Q^T)[row0 + w, c], the Q row loaded once for the block's rows.
-  auto approximate = [&](int c, float (&approximation)[kRowsPerTask]) {
+  // (P Q^T)[row0 + w, c] for the block's rows, Q's row c read once for all of them.
+  auto approximate = [&](long long c, float (&approximation)[kRowsPerTask]) {
     if constexpr (K > 0) {
       float factor[kHeld];
       load_factor_row<kHeld>(qm, c, m.rank, 0, m.rank, factor);
@@ -296,9 +328,9 @@ __global__ void __launch_bounds__(kThreads) finish_kernel(float* __restrict__ bu
 #pragma unroll
       for (int w = 0; w < kRowsPerTask; ++w) {
         approximation[w] = 0;
-        if (!valid[w]) continue;
+        if (w >= rows) continue;
         for (int r = 0; r < m.rank; ++r)
-          approximation[w] += __ldg(pm + (row0 + w) * m.rank + r) * __ldg(qm + static_cast<long long>(c) * m.rank + r);
+          approximation[w] += __ldg(pm + (row0 + w) * m.rank + r) * __ldg(qm + c * m.rank + r);
       }
     }
   };
@@ -307,10 +339,10 @@ __global__ void __launch_bounds__(kThreads) finish_kernel(float* __restrict__ bu
     for (int c4 = threadIdx.x; c4 < cols4; c4 += kThreads) {
       float a[4][kRowsPerTask];
 #pragma unroll
-      for (int t = 0; t < 4; ++t) approximate(4 * c4 + t, a[t]);
+      for (int t = 0; t < 4; ++t) approximate(4LL * c4 + t, a[t]);
 #pragma unroll
       for (int w = 0; w < kRowsPerTask; ++w) {
-        if (!valid[w]) continue;
+        if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + 4LL * c4;
         const float4 v = *reinterpret_cast<const float4*>(e + at);
         *reinterpret_cast<float4*>(out + at) = make_float4(a[0][w], a[1][w], a[2][w], a[3][w]);
@@ -323,7 +355,7 @@ __global__ void __launch_bounds__(kThreads) finish_kernel(float* __restrict__ bu
       approximate(c, a);
 #pragma unroll
       for (int w = 0; w < kRowsPerTask; ++w) {
-        if (!valid[w]) continue;
+        if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + c;
         out[at] = a[w];
         e[at] -= a[w];
@@ -541,7 +573,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       const MatrixInfo& m = matrices[i];
       for (int col0 = 0; col0 < m.rank; col0 += kFactorChunk)
         for (int slab = 0; slab < m.slabs; ++slab)
-          for (int col = 0; col < m.cols; col += kSlabCols) slab_tasks.push_back({int(i), slab, col, col0});
+          for (int col = 0; col < m.cols; col += kStripCols) slab_tasks.push_back({int(i), slab, col, col0});
       for (int k = 0; k < m.cols * m.rank; k += kReduceChunk)
         reduce_tasks.push_back({int(i), k, std::min(k + kReduceChunk, m.cols * m.rank)});
     }
@@ -558,8 +590,13 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     orth_p_ = OrthPlan(p_refs, staging);
     orth_q_ = OrthPlan(q_refs, staging);
 
-    // One allocation: E, packed, P, Q (floats, zeroed), then the tables.
-    const size_t floats = layout.bucket_elements + layout.uncompressed_elements + layout.p_elements + layout.q_elements;
+    // One allocation: E, packed, P, Q (floats, zeroed), then the tables. P and Q start 16-byte aligned (their rows
+    // are read as float4 where a rank is a multiple of 4); packed ends where P begins, so one all-reduce takes both.
+    auto align4 = [](size_t floats) { return (floats + 3) / 4 * 4; };
+    const size_t p_at = align4(layout.bucket_elements + layout.uncompressed_elements);
+    const size_t packed_at = p_at - layout.uncompressed_elements;
+    const size_t q_at = align4(p_at + layout.p_elements);
+    const size_t floats = q_at + layout.q_elements;
     const size_t float_bytes = (floats * sizeof(float) + 255) / 256 * 256;
     DDPX_CUDA_CHECK(cudaMalloc(&storage_, float_bytes + staging.bytes().size() + 1));
     DDPX_CUDA_CHECK(cudaMemset(storage_, 0, float_bytes));
@@ -567,9 +604,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     if (!staging.bytes().empty())
       DDPX_CUDA_CHECK(cudaMemcpy(tables, staging.bytes().data(), staging.bytes().size(), cudaMemcpyHostToDevice));
     error_ = storage_;
-    packed_ = error_ + layout.bucket_elements;
-    p_ = packed_ + layout.uncompressed_elements;
-    q_ = p_ + layout.p_elements;
+    packed_ = storage_ + packed_at;
+    p_ = storage_ + p_at;
+    q_ = storage_ + q_at;
     matrices_.bind(tables);
     segments_.bind(tables);
     finish_tasks_.bind(tables);
@@ -624,7 +661,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     if (!slab_tasks_.size) return;
     auto* partial = static_cast<float*>(scratch_.data());
     auto launch = [&](auto kernel) {
-      kernel<<<slab_tasks_.size, kSlabThreads, 0, as_stream(stream)>>>(error_, p_, partial, matrices_.data,
+      kernel<<<slab_tasks_.size, kThreads, 0, as_stream(stream)>>>(error_, p_, partial, matrices_.data,
                                                                        slab_tasks_.data);
     };
     switch (width_) {
