@@ -19,20 +19,10 @@
 
 namespace ddpx {
 
-class MlpCuda::Network {
- public:
-  virtual ~Network() = default;
-  virtual void forward(const float* images, int64_t batch, float* logits) = 0;
-  virtual void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale,
-                                float* loss, bool grads_are_zero,
-                                const std::function<void(size_t, size_t)>& on_ready) = 0;
-  virtual size_t activation_bytes() const = 0;
-};
-
 namespace {
 
 template <typename T>
-class MlpNetwork final : public MlpCuda::Network {
+class MlpNetwork final : public CudaNetwork {
  public:
   MlpNetwork(const MlpLayout& layout, int64_t max_batch, MatmulMode mode, cudaStream_t stream, const float* params,
              const T* weights, float* grads)
@@ -196,34 +186,13 @@ class MlpNetwork final : public MlpCuda::Network {
 }  // namespace
 
 MlpCuda::MlpCuda(const MlpLayout& layout, int64_t max_batch, Precision precision, cudaStream_t compute_stream)
-    : CudaModel(layout, max_batch, precision, compute_stream), layout_(layout) {
+    : NetworkModel(layout, max_batch, precision, compute_stream) {
   const MlpConfig& c = layout.config();
   DDPX_REQUIRE(c.width % 4 == 0 && c.in_features() % 4 == 0,
                "model '{}': the CUDA MLP needs a width and a flattened input size (channels x image^2) that are "
                "multiples of 4, got width {} and {} inputs; change them or use --device cpu",
                layout.spec(), c.width, c.in_features());
-  if (precision == Precision::bf16) {
-    network_ = std::make_unique<MlpNetwork<__nv_bfloat16>>(layout_, max_batch, MatmulMode::bf16, stream(),
-                                                            params(), low_precision_weights(), grads());
-  } else {
-    network_ = std::make_unique<MlpNetwork<float>>(layout_, max_batch, matmul_mode(precision), stream(), params(),
-                                                   params(), grads());
-  }
-  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  build_network<MlpNetwork>();
 }
-
-MlpCuda::~MlpCuda() = default;
-
-void MlpCuda::run_forward(const float* d_images, int64_t batch, float* d_logits) {
-  network_->forward(d_images, batch, d_logits);
-}
-
-void MlpCuda::run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
-                                   float* d_loss, bool grads_are_zero,
-                                   const std::function<void(size_t, size_t)>& on_ready) {
-  network_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero, on_ready);
-}
-
-size_t MlpCuda::peak_activation_bytes() const { return network_->activation_bytes(); }
 
 }  // namespace ddpx

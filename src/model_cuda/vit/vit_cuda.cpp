@@ -25,17 +25,6 @@
 
 namespace ddpx {
 
-class VitCuda::Engine {
- public:
-  virtual ~Engine() = default;
-  virtual void forward(const float* images, int64_t batch, float* logits) = 0;
-  // grads_are_zero: every gradient is written instead of added (zero_grads() zeroes nothing itself; cuda_model.hpp).
-  virtual void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale,
-                                float* loss, bool grads_are_zero,
-                                const std::function<void(size_t, size_t)>& on_ready) = 0;
-  virtual size_t activation_bytes() const = 0;
-};
-
 namespace {
 
 // Carves typed, 256-byte-aligned slices out of one allocation. With base == nullptr it only measures.
@@ -57,7 +46,7 @@ class Carver {
 };
 
 template <typename T>
-class VitCudaModel final : public VitCuda::Engine {
+class VitCudaModel final : public CudaNetwork {
  public:
   VitCudaModel(const VitLayout& layout, int64_t max_batch, MatmulMode mode, cudaStream_t stream,
                const float* params, const T* weights, float* grads)
@@ -365,30 +354,8 @@ class VitCudaModel final : public VitCuda::Engine {
 }  // namespace
 
 VitCuda::VitCuda(const VitLayout& layout, int64_t max_batch, Precision precision, cudaStream_t compute_stream)
-    : CudaModel(layout, max_batch, precision, compute_stream), layout_(layout) {
-  if (precision == Precision::bf16) {
-    engine_ = std::make_unique<VitCudaModel<__nv_bfloat16>>(layout_, max_batch, MatmulMode::bf16, stream(),
-                                                            params(), low_precision_weights(), grads());
-  } else {
-    engine_ = std::make_unique<VitCudaModel<float>>(layout_, max_batch, matmul_mode(precision), stream(), params(),
-                                                    params(), grads());
-  }
-  // As before the split: whatever the constructors enqueued has landed before the caller uploads parameters.
-  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    : NetworkModel(layout, max_batch, precision, compute_stream) {
+  build_network<VitCudaModel>();  // waits for what the constructors enqueued, before the caller uploads parameters
 }
-
-VitCuda::~VitCuda() = default;
-
-void VitCuda::run_forward(const float* d_images, int64_t batch, float* d_logits) {
-  engine_->forward(d_images, batch, d_logits);
-}
-
-void VitCuda::run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
-                                   float* d_loss, bool grads_are_zero,
-                                   const std::function<void(size_t, size_t)>& on_ready) {
-  engine_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero, on_ready);
-}
-
-size_t VitCuda::peak_activation_bytes() const { return engine_->activation_bytes(); }
 
 }  // namespace ddpx
