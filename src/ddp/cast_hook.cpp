@@ -23,14 +23,17 @@ void widen_from_wire_format(const uint16_t* in, float* out, size_t count, WireFo
     for (size_t i = 0; i < count; ++i) out[i] = bf16_to_float(in[i]);
 }
 
+namespace {
+CommDType wire_dtype(WireFormat format) { return format == WireFormat::fp16 ? CommDType::f16 : CommDType::bf16; }
+}  // namespace
+
 void CastHook::run(BucketView& bucket, Communicator& comm, void* stream, int64_t) {
   const size_t count = bucket.numel();
   const float scale = 1.0f / static_cast<float>(comm.size());
-  const CommDType wire = format_ == WireFormat::fp16 ? CommDType::f16 : CommDType::bf16;
   if (bucket.device == GradDevice::cpu) {
     if (host_scratch_.size() < count) host_scratch_.resize(count);
     scale_to_wire_format(bucket.data, host_scratch_.data(), count, scale, format_);
-    comm.all_reduce(host_scratch_.data(), count, wire, ReduceOp::sum, stream);
+    comm.all_reduce(host_scratch_.data(), count, wire_dtype(format_), ReduceOp::sum, stream);
     widen_from_wire_format(host_scratch_.data(), bucket.data, count, format_);
     return;
   }
@@ -50,8 +53,7 @@ WireGradients CastHook::run_leaving_wire(BucketView& bucket, Communicator& comm,
   const float scale = 1.0f / static_cast<float>(comm.size());
   auto* scratch = static_cast<uint16_t*>(device_scratch_.reserve(count * sizeof(uint16_t)));
   launch_scale_to_wire_format(bucket.data, scratch, count, scale, format_, stream);
-  comm.all_reduce(scratch, count, format_ == WireFormat::fp16 ? CommDType::f16 : CommDType::bf16, ReduceOp::sum,
-                  stream);
+  comm.all_reduce(scratch, count, wire_dtype(format_), ReduceOp::sum, stream);
   return {scratch, format_};
 #else
   (void)comm, (void)stream;
