@@ -18,6 +18,7 @@
 #include "core/rng.hpp"
 #include "error_expect.hpp"
 #include "gpu_guard.hpp"
+#include "../cuda_test_support.hpp"
 #include "model/mlp/mlp_cpu.hpp"
 #include "model/mlp/mlp_init.hpp"
 #include "model_cuda/device_buffer.hpp"
@@ -29,39 +30,11 @@ namespace {
 // Layers of different widths and inputs, so a transposed or misplaced operand cannot pass.
 const char* kMixedSpec = "mlp:image=8,channels=3,layers=3,width=48,classes=7";
 
-std::vector<float> random_normal(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal());
-  return v;
-}
-
-template <typename A, typename B>
-double relative_error(const A* got, const B* want, size_t n) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double g = got[i], w = want[i];
-    if (std::isnan(g)) return INFINITY;
-    diff += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return std::sqrt(diff / (ref > 0 ? ref : 1.0));
-}
-
-class Stream {
- public:
-  Stream() { DDPX_CUDA_CHECK(cudaStreamCreate(&stream_)); }
-  ~Stream() { cudaStreamDestroy(stream_); }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-using Spans = std::vector<std::pair<size_t, size_t>>;
-struct Tolerance {
-  double logits, loss, grads;
-};
+using cuda_test::random_normal;
+using cuda_test::relative_error;
+using cuda_test::Spans;
+using cuda_test::Stream;
+using cuda_test::Tolerance;
 
 // A model with torch.nn.Linear's initialization and random images and labels, on device.
 struct MlpOnDevice {
