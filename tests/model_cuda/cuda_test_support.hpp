@@ -1,9 +1,12 @@
 // What the CUDA model tests of every family share: seeded random inputs, a relative error that a NaN always fails,
-// an owned CUDA stream, and the tolerance triple a precision is checked with against the CPU reference.
+// an owned CUDA stream, the tolerance triple a precision is checked with against the CPU reference, and the check
+// that a backward after zero_grads() wrote the tensors and left the padding zero.
 #pragma once
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -11,6 +14,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/rng.hpp"
+#include "model/flat_layout.hpp"
 
 namespace ddpx::cuda_test {
 
@@ -52,5 +56,21 @@ using Spans = std::vector<std::pair<size_t, size_t>>;
 struct Tolerance {
   double logits, loss, grads;
 };
+
+// Gradients over `layout` after zero_grads() and a backward: the padding between tensors stays zero (never
+// written) and more than half the buffer is non-zero (the backward wrote its tensors).
+inline void expect_tensors_written_padding_clean(const FlatLayout& layout, const std::vector<float>& grads,
+                                                 const std::string& what) {
+  std::vector<bool> in_tensor(grads.size(), false);
+  for (const TensorSlot& t : layout.tensors())
+    for (size_t i = t.offset; i < t.offset + t.numel; ++i) in_tensor[i] = true;
+  size_t dirty_padding = 0, nonzero = 0;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!in_tensor[i]) dirty_padding += grads[i] != 0.f;
+    else nonzero += grads[i] != 0.f;
+  }
+  EXPECT_EQ(dirty_padding, 0u) << what;
+  EXPECT_GT(nonzero, grads.size() / 2) << what << ": the backward wrote gradients";
+}
 
 }  // namespace ddpx::cuda_test
