@@ -102,29 +102,6 @@ WorldInfo detect_world(const EnvLookup& env) {
   return world;
 }
 
-#ifdef DDPX_HAVE_CUDA
-namespace {
-
-NcclUniqueIdBytes share_nccl_id(const WorldInfo& world, std::chrono::milliseconds timeout) {
-  NcclUniqueIdBytes id{};
-  if (world.rank == 0) id = NcclCommunicator::new_unique_id();
-  std::vector<uint8_t> bytes =
-      broadcast_from_rank0(world, "NCCL unique id", std::vector<uint8_t>(id.begin(), id.end()), timeout);
-  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the exchange delivered {} bytes instead of a {}-byte NCCL id",
-               world.rank, bytes.size(), id.size());
-  std::memcpy(id.data(), bytes.data(), id.size());
-  return id;
-}
-
-std::unique_ptr<Communicator> make_nccl(const WorldInfo& world, std::chrono::milliseconds timeout) {
-  bind_cuda_device(world);
-  NcclUniqueIdBytes id = share_nccl_id(world, timeout);
-  return std::make_unique<NcclCommunicator>(id, world.rank, world.world_size, world.local_rank);
-}
-
-}  // namespace
-#endif
-
 bool needs_mpi_session(std::string_view backend, const WorldInfo& world) {
   return backend == "mpi" || (world.mpi_launched && world.world_size > 1);
 }
@@ -213,12 +190,12 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, const 
     fail("backend 'gloo' is not available: install libgloo-dev and rebuild");
 #endif
   }
-  (void)collective_timeout;
   if (backend == "nccl") {
 #ifdef DDPX_HAVE_CUDA
-    return make_nccl(world, rendezvous_timeout);
+    return connect_nccl(world, rendezvous_timeout, collective_timeout);
 #else
     (void)rendezvous_timeout;
+    (void)collective_timeout;
     fail("backend 'nccl' is not available: this ddpx was built without CUDA; use --backend mpi");
 #endif
   }
