@@ -48,7 +48,7 @@ struct DistContext {
 struct DistOptions {
   Device device = Device::cpu;
   bool ddp = false;  // the reducer even with one rank
-  Backend backend = Backend::automatic;
+  BackendChoice backend;  // auto until setup_distributed resolves it
   int ranks_per_gpu = 0;
   CommHookSpec comm_hook;
   double bucket_mb = 25.0, first_bucket_mb = 1.0;

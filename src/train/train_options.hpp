@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ddp/comm_hook_factory.hpp"
+#include "dist/backend_registry.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
 #include "train/run_modes.hpp"
@@ -51,7 +52,7 @@ struct TrainOptions {
   double divergence_ratio = 1e4;
   // data parallelism
   bool ddp = false;  // use the reducer even with one rank (measures DDP overhead)
-  Backend backend = Backend::automatic;
+  BackendChoice backend;  // --backend: a dist/backend_registry entry, or auto
   int ranks_per_gpu = 0;   // --ranks-per-gpu K: K ranks share a GPU (NCCL 2.30+); 0: one rank per GPU
   CommHookSpec comm_hook;  // --comm-hook with --powersgd-start folded in (one canonical spec)
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
