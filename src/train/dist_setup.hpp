@@ -1,6 +1,7 @@
 // DistContext: this process's place in the job (rank, world, local rank), its communicator and its gradient
 // reducer, set up from the environment and the flags. Without a launcher/MPI/torchrun environment and without
-// --ddp, it is a single process with no communicator (plain training, no DDP overhead at all).
+// --ddp, it is a single process with no communicator (plain training, no DDP overhead at all). Which backend,
+// whether MPI comes up first, and whether the backend may join torchrun's ranks are dist/backend_registry's.
 #pragma once
 #include <cstdint>
 #include <memory>

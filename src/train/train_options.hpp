@@ -1,8 +1,9 @@
 // TrainOptions: everything `ddpx train` can be told (flags, config files and `ddpx tune` outputs all end up
 // here), with every mode already parsed into its type where the flags were read (cli/cmd_train.cpp): device,
-// precision, data source, backend, graph and overlap policies (train/run_modes.hpp), the optimizer
-// (optim/optimizer_spec.hpp) and the hook (ddp/comm_hook_factory.hpp). No mode is compared as a string after
-// that. validate() checks the values and their combinations and names the flag in every error.
+// precision, data source, graph and overlap policies (train/run_modes.hpp), the backend (a BackendChoice of
+// dist/backend_registry.hpp), the optimizer (optim/optimizer_spec.hpp) and the hook (ddp/comm_hook_factory.hpp).
+// No mode is compared as a string after that. validate() checks the values and their combinations and names the
+// flag in every error; which device a backend serves is the registry's rule and message (require_serves).
 // Components that need only part of it take a small struct of their own: the engines EngineOptions
 // (train/step_engine.hpp), the distributed set-up DistOptions (train/dist_setup.hpp), the graph policy
 // StepGraphOptions (train/step_graphs.hpp), the launcher LaunchTarget (cli/launch.hpp).
