@@ -21,6 +21,7 @@
 #include "cli/nccl_tests_format.hpp"
 #include "core/error.hpp"
 #include "io/output_file.hpp"
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/gpu_selection.hpp"
 #include "train/run_modes.hpp"
@@ -130,13 +131,13 @@ int run_allreduce(const AllreduceFlags& f) {
   WorldInfo world = detect_world();
   world.ranks_per_gpu = f.ranks_per_gpu;
   DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1, "{}", one_rank_json);
-  const Backend chosen = on_gpus ? Backend::nccl : world.world_size == 1 ? Backend::self : Backend::mpi;
-  const std::string_view backend = backend_name(chosen);  // dist/bootstrap's spelling
+  // allreduce's own choice (it measures NCCL between GPUs and MPI between CPU ranks); the rest is the registry's.
+  const BackendEntry& backend = backend_named(on_gpus ? "nccl" : world.world_size == 1 ? "self" : "mpi");
+  DDPX_REQUIRE(on_gpus || world.world_size == 1 || backend.built(),
+               "--device cpu with several ranks needs MPI, and this ddpx was built without it");
 #ifdef DDPX_HAVE_MPI
   std::unique_ptr<MpiSession> mpi;
   if (needs_mpi_session(backend, world)) mpi = std::make_unique<MpiSession>();  // the NCCL id then goes over MPI
-#else
-  DDPX_REQUIRE(chosen != Backend::mpi, "--device cpu with several ranks needs MPI, and this ddpx was built without it");
 #endif
   std::unique_ptr<Communicator> comm = make_communicator(backend, world);
   const bool lead = comm->rank() == 0;
@@ -150,16 +151,7 @@ int run_allreduce(const AllreduceFlags& f) {
   run.warmup = f.warmup;
   run.iters = f.iters;
   run.aggregate = aggregate;
-  if (chosen == Backend::nccl) {
-    const int code = nccl_library_version_code();
-    run.library = code > 0 ? fmt::format("NCCL {} (nccl-library={})", nccl_version_text(code), code) : "NCCL";
-  } else if (chosen == Backend::mpi) {
-#ifdef DDPX_HAVE_MPI
-    run.library = MpiSession::library_version();
-#endif
-  } else {
-    run.library = "none (one rank: the self backend)";
-  }
+  run.library = backend.library();  // "NCCL 2.x (nccl-library=...)", MPI's version line, or the self backend's
   {  // every rank's device line, gathered to all (a collective: every rank takes part)
     const BenchDevice device = bench.device();
     char host[256] = {};

@@ -16,6 +16,7 @@
 #include "cli/launch.hpp"
 #include "core/error.hpp"
 #include "ddp/comm_hook_factory.hpp"
+#include "dist/backend_registry.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx::cli {
@@ -154,12 +155,7 @@ Command add_train_command(CLI::App& app) {
   add_node_flags(cmd, *nodes, dp);
   cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
       ->group(dp);
-  cmd->add_option("--backend", modes->backend,
-                  "auto (nccl on cuda; on cpu mpi under mpirun or --nproc-per-node, else gloo) | nccl | mpi | "
-                  "gloo (CPU over TCP, no MPI: ranks started by --nproc-per-node, torchrun or any launcher that "
-                  "sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT) | self (--device cpu, one process: the reducer "
-                  "and hooks without communication)")
-      ->group(dp);
+  cmd->add_option("--backend", modes->backend, backend_help())->group(dp);  // from dist/backend_registry
   cmd->add_option("--ranks-per-gpu", o->ranks_per_gpu,
                   "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
                   "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU")

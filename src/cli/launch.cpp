@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/launcher.hpp"
 
@@ -119,10 +120,7 @@ int launch_workers(int nproc, const LaunchTarget& options, const NodeFlags& node
   DDPX_REQUIRE(nproc <= 1024, "--nproc-per-node {} is not a plausible number of local workers", nproc);
   if (nodes.nnodes > 1) {
     // The workers see torchrun-style variables, so --backend auto picks gloo on the CPU; MPI needs mpirun.
-    DDPX_REQUIRE(options.device == Device::cuda || options.backend != Backend::mpi,
-                 "--nnodes {} with --device cpu --backend mpi: MPI spans nodes only under mpirun (`mpirun -H "
-                 "host1:G,host2:G -np N ddpx train --device cpu --backend mpi ...`, without --nnodes); with --nnodes "
-                 "use --backend gloo", nodes.nnodes);
+    require_spans_nnodes(options.backend, options.device, nodes.nnodes);
     DDPX_REQUIRE(!nodes.master_addr.empty(), "--nnodes {}: give --master-addr (node 0's address) on every node",
                  nodes.nnodes);
     DDPX_REQUIRE(nodes.join_timeout_s > 0 && nodes.join_timeout_s <= 86400,
@@ -137,11 +135,13 @@ int launch_workers(int nproc, const LaunchTarget& options, const NodeFlags& node
         std::clamp(options.comm_timeout_s, 1.0, 86400.0) * 1000));
     return launch_node_workers(std::max(nproc, 1), node, args);
   }
-  if (options.device == Device::cuda) return launch_local_workers(nproc, args);
-  const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
-  if (!note.empty()) fmt::print(stderr, "{}\n", note);
-  // The Gloo CPU backend needs no MPI: N processes of our own, like GPUs; the MPI backend runs under mpirun.
-  if (options.backend == Backend::gloo) return launch_local_workers(nproc, args);
+  if (options.device == Device::cpu) {
+    const std::string note = cpu_oversubscription_note(nproc, std::thread::hardware_concurrency());
+    if (!note.empty()) fmt::print(stderr, "{}\n", note);
+  }
+  // The registry says: GPUs and Gloo need no MPI (N processes of our own); the MPI backend runs under mpirun.
+  if (local_launch(options.backend, options.device) == LocalLaunch::own_processes)
+    return launch_local_workers(nproc, args);
   return launch_under_mpirun(nproc, args);
 }
 

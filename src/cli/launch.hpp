@@ -38,14 +38,16 @@ void require_single_process(const std::string& command);
 // "" when N CPU ranks fit the node's hardware threads, else a one-line note that they will time-share the cores
 // (correct, but each rank runs slower than alone; the numbers measure the oversubscribed machine).
 std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads);
-// Re-runs this command line (without the launch flags) as N workers (CUDA or --backend gloo: N processes, one per
-// GPU on CUDA; other CPU runs: under mpirun), supervises them and returns the job's exit status. With --nnodes > 1:
-// this node's share of the job through dist/launcher's launch_node_workers (on the CPU with gloo: --backend mpi
-// is refused, mpirun spans nodes on its own), the heartbeat timeout being --comm-timeout.
+// Re-runs this command line (without the launch flags) as N workers, supervises them and returns the job's exit
+// status. How the local ranks start is the backend registry's (dist/backend_registry.hpp, local_launch): on CUDA N
+// processes of ddpx's own, one per GPU; on the CPU the backend's cpu_launch (gloo: N processes of ddpx's own;
+// mpi, and auto: under mpirun). With --nnodes > 1: this node's share of the job through dist/launcher's
+// launch_node_workers, the heartbeat timeout being --comm-timeout; a CPU backend whose entry has an
+// nnodes_refusal (mpi: mpirun spans nodes on its own) is refused with it.
 // What launch_workers needs of the command it re-runs (train fills it from its options; allreduce from its own).
 struct LaunchTarget {
   Device device = Device::cpu;
-  Backend backend = Backend::automatic;  // gloo: N local processes on the CPU; else mpirun there
+  BackendChoice backend;                 // --backend (auto for commands without one)
   double comm_timeout_s = 300;           // --nnodes: the heartbeat timeout between the nodes
 };
 LaunchTarget launch_target(const TrainOptions& options);

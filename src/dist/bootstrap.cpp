@@ -1,29 +1,12 @@
-// Bootstrap: environment detection and backend construction.
+// Bootstrap: environment detection (the backends and make_communicator are dist/backend_registry's).
 #include "dist/bootstrap.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <cstring>
-#include <vector>
 
 #include "core/error.hpp"
-#include "dist/bootstrap_exchange.hpp"
-#include "dist/gpu_selection.hpp"
 #include "dist/job_environment.hpp"
-#include "dist/self_communicator.hpp"
-#include "dist/tcp_rendezvous.hpp"
-#ifdef DDPX_HAVE_MPI
-#include "dist/mpi_communicator.hpp"
-#endif
-#ifdef DDPX_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "dist/nccl_communicator.hpp"
-#endif
-#ifdef DDPX_HAVE_GLOO
-#include "dist/gloo_communicator.hpp"
-#endif
 
 namespace ddpx {
 namespace {
@@ -100,129 +83,6 @@ WorldInfo detect_world(const EnvLookup& env) {
   if (world.job_token.empty() && !run_id.empty() && run_id != "none")
     world.job_token = "torchrun-" + run_id + "-attempt" + env("TORCHELASTIC_RESTART_COUNT").value_or("0");
   return world;
-}
-
-#ifdef DDPX_HAVE_CUDA
-namespace {
-
-NcclUniqueIdBytes share_nccl_id(const WorldInfo& world, std::chrono::milliseconds timeout) {
-  NcclUniqueIdBytes id{};
-  if (world.rank == 0) id = NcclCommunicator::new_unique_id();
-  std::vector<uint8_t> bytes =
-      broadcast_from_rank0(world, "NCCL unique id", std::vector<uint8_t>(id.begin(), id.end()), timeout);
-  DDPX_REQUIRE(bytes.size() == id.size(), "rank {}: the exchange delivered {} bytes instead of a {}-byte NCCL id",
-               world.rank, bytes.size(), id.size());
-  std::memcpy(id.data(), bytes.data(), id.size());
-  return id;
-}
-
-std::unique_ptr<Communicator> make_nccl(const WorldInfo& world, std::chrono::milliseconds timeout) {
-  bind_cuda_device(world);
-  NcclUniqueIdBytes id = share_nccl_id(world, timeout);
-  return std::make_unique<NcclCommunicator>(id, world.rank, world.world_size, world.local_rank);
-}
-
-}  // namespace
-#endif
-
-bool needs_mpi_session(std::string_view backend, const WorldInfo& world) {
-  return backend == "mpi" || (world.mpi_launched && world.world_size > 1);
-}
-
-bool gloo_available() {
-#ifdef DDPX_HAVE_GLOO
-  return true;
-#else
-  return false;
-#endif
-}
-
-std::string resolve_backend(std::string_view requested, std::string_view device, const EnvLookup& env) {
-  if (requested != "auto") return std::string(requested);
-  if (device == "cuda") return "nccl";
-  return started_by_mpi_launcher(env) || !gloo_available() ? "mpi" : "gloo";
-}
-
-#ifdef DDPX_HAVE_GLOO
-namespace {
-
-std::unique_ptr<Communicator> make_gloo(const WorldInfo& world, std::chrono::milliseconds rendezvous_timeout,
-                                        std::chrono::milliseconds collective_timeout) {
-  DDPX_REQUIRE(world.world_size == 1 || (!world.master_addr.empty() && world.master_port > 0),
-               "rank {}: the gloo backend with {} ranks needs MASTER_ADDR and MASTER_PORT to connect its ranks; "
-               "launch with `ddpx ... --nproc-per-node N --backend gloo`, torchrun, or set both variables",
-               world.rank, world.world_size);
-  RendezvousConfig config;
-  config.master_addr = world.master_addr;
-  config.master_port = world.master_port;
-  config.rank = world.rank;
-  config.world_size = world.world_size;
-  config.job_token = world.job_token;
-  config.timeout = rendezvous_timeout;
-  GlooOptions options;
-  options.timeout = collective_timeout;
-  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME")) options.interface_name = interface;
-  options.reach = world.master_addr.empty() ? "127.0.0.1" : world.master_addr;
-  if (world.world_size == 1)
-    return std::make_unique<GlooCommunicator>(
-        0, 1, 0, [](const std::vector<uint8_t>& mine) { return std::vector<std::vector<uint8_t>>{mine}; }, options);
-  // Under torchrun's agent store MASTER_PORT is the store's: the addresses go through it.
-  if (exchange_route(world) == ExchangeRoute::torchrun_store) {
-    auto through_store = [&](const std::vector<uint8_t>& mine) {
-      return allgather_bytes(world, "Gloo addresses", mine, rendezvous_timeout);
-    };
-    return std::make_unique<GlooCommunicator>(world.rank, world.world_size, world.local_rank, through_store, options);
-  }
-  // MASTER_PORT is taken (rank 0) or seen taken (the others) before any Gloo pair binds an ephemeral port, which
-  // could otherwise be MASTER_PORT itself when a launcher picked it as a free port a moment ago.
-  std::unique_ptr<RendezvousHost> host;
-  if (world.rank == 0) host = std::make_unique<RendezvousHost>(config);
-  else wait_for_rendezvous(config);
-  auto exchange = [&](const std::vector<uint8_t>& mine) {
-    return host ? host->allgather(mine) : rendezvous_allgather(config, mine);
-  };
-  return std::make_unique<GlooCommunicator>(world.rank, world.world_size, world.local_rank, exchange, options);
-}
-
-}  // namespace
-#endif
-
-std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
-                                                std::chrono::milliseconds rendezvous_timeout,
-                                                std::chrono::milliseconds collective_timeout) {
-  if (backend == "self") {
-    DDPX_REQUIRE(world.world_size == 1, "backend 'self' runs one process but the {} environment says world size {}; "
-                                        "use --backend mpi or nccl", world.launcher, world.world_size);
-    return std::make_unique<SelfCommunicator>();
-  }
-  if (backend == "mpi") {
-#ifdef DDPX_HAVE_MPI
-    auto comm = std::make_unique<MpiCommunicator>();
-    DDPX_REQUIRE(comm->size() == world.world_size,
-                 "MPI reports {} ranks but the {} environment says {}: start the job with mpirun -np N (without "
-                 "RANK/WORLD_SIZE set) or use --backend nccl", comm->size(), world.launcher, world.world_size);
-    return comm;
-#else
-    fail("backend 'mpi' is not available: this ddpx was built without MPI (install libopenmpi-dev and rebuild)");
-#endif
-  }
-  if (backend == "gloo") {
-#ifdef DDPX_HAVE_GLOO
-    return make_gloo(world, rendezvous_timeout, collective_timeout);
-#else
-    fail("backend 'gloo' is not available: install libgloo-dev and rebuild");
-#endif
-  }
-  (void)collective_timeout;
-  if (backend == "nccl") {
-#ifdef DDPX_HAVE_CUDA
-    return make_nccl(world, rendezvous_timeout);
-#else
-    (void)rendezvous_timeout;
-    fail("backend 'nccl' is not available: this ddpx was built without CUDA; use --backend mpi");
-#endif
-  }
-  fail("unknown communication backend '{}' (--backend): expected nccl, mpi, gloo or self", backend);
 }
 
 }  // namespace ddpx

@@ -1,4 +1,4 @@
-// Bootstrap: who am I in the job (rank, world size, local rank), and the communicator for a backend name.
+// Bootstrap: who am I in the job (rank, world size, local rank, launcher).
 // Guarantees:
 //  - detect_world() reads, in this order of precedence: torchrun style (RANK, WORLD_SIZE, LOCAL_RANK,
 //    MASTER_ADDR, MASTER_PORT; what ddpx's own launcher sets), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK),
@@ -16,25 +16,12 @@
 //    random one), else under torchrun its TORCHELASTIC_RUN_ID and restart count (unless the run id is "none"),
 //    else empty. Without one the rendezvous runs only on a loopback MASTER_ADDR (see tcp_rendezvous.hpp): a token
 //    derived from public facts (the port, the world size) would keep out nobody.
-//  - make_communicator("nccl") shares the NCCL unique id through broadcast_from_rank0 (dist/bootstrap_exchange:
-//    MPI, torchrun's agent store or ddpx's TCP rendezvous), after bind_cuda_device() (dist/gpu_selection.hpp)
-//    chose the rank's GPU.
-//  - make_communicator("gloo") connects Gloo's full mesh through an all-gather of the ranks' addresses
-//    (allgather_bytes: torchrun's store or ddpx's rendezvous at MASTER_ADDR:MASTER_PORT); every Gloo wait gives
-//    up after collective_timeout. Each rank listens on the address it uses to reach MASTER_ADDR, or on the
-//    interface GLOO_SOCKET_IFNAME names. Without Gloo in the build it is an error saying how to get it.
-//  - resolve_backend("auto", device): nccl for cuda; for cpu, mpi when an MPI launcher started the process (Open
-//    MPI's OMPI_COMM_WORLD_SIZE or PMIX_RANK: started_by_mpi_launcher() in job_environment.hpp) or when Gloo is
-//    not built in, else gloo.
+//  - Which backends exist, what each needs, the rule for --backend auto and make_communicator() are
+//    dist/backend_registry.hpp's.
 #pragma once
-#include <chrono>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
-
-#include "dist/communicator.hpp"
 
 namespace ddpx {
 
@@ -62,25 +49,5 @@ WorldInfo detect_world(const EnvLookup& env = process_environment());
 // True when a launcher above started this process as one rank of a job of two or more. A launcher's variables
 // that describe a world of one (an sbatch script's single task, a stray RANK=0 WORLD_SIZE=1) do not count.
 bool launched_as_worker(const EnvLookup& env = process_environment());
-
-// Whether this process must bring up MPI (ddpx::MpiSession) before make_communicator(backend, world): for the
-// mpi backend, and whenever an MPI launcher started it (so the NCCL id goes over MPI). train and allreduce ask this.
-bool needs_mpi_session(std::string_view backend, const WorldInfo& world);
-
-// backend: "nccl", "mpi", "gloo" or "self". "mpi" needs MPI initialized (ddpx::MpiSession); "self" needs world
-// size 1. collective_timeout: how long a Gloo collective waits for a peer (--comm-timeout); other backends ignore it.
-std::unique_ptr<Communicator> make_communicator(std::string_view backend, const WorldInfo& world,
-                                                std::chrono::milliseconds rendezvous_timeout =
-                                                    std::chrono::seconds(120),
-                                                std::chrono::milliseconds collective_timeout =
-                                                    std::chrono::seconds(300));
-
-// The backend `--backend auto` means for `device` ("cuda" or "cpu") in this environment; others are returned as
-// given.
-std::string resolve_backend(std::string_view requested, std::string_view device,
-                            const EnvLookup& env = process_environment());
-
-// Whether this ddpx was built with the Gloo backend.
-bool gloo_available();
 
 }  // namespace ddpx

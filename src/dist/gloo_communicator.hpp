@@ -23,6 +23,11 @@
 //  - abort() (the watchdog's, any thread) marks the communicator aborted: every later call throws ddpx::Error at
 //    once. It does not interrupt a call in progress (Gloo offers no way to wake another thread's wait); that call
 //    still ends within options.timeout of its last progress, which is what bounds a stalled collective.
+//  - connect_gloo() (the gloo entry's factory, dist/backend_registry.hpp) connects the mesh through an all-gather
+//    of the ranks' addresses (torchrun's store, or ddpx's rendezvous at MASTER_ADDR:MASTER_PORT; several ranks
+//    without both variables are an error saying how to launch); every Gloo wait gives up after
+//    collective_timeout. Each rank listens on the address it uses to reach MASTER_ADDR, or on the interface
+//    GLOO_SOCKET_IFNAME names.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -32,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/bootstrap.hpp"
 #include "dist/communicator.hpp"
 #include "dist/gloo_mesh.hpp"
 
@@ -42,7 +48,7 @@ struct GlooOptions {
   // Where this rank listens for its peers: an address or host name of this machine (default: the address this
   // machine uses to reach `reach` below, so the peers can reach it back), or a network interface name.
   std::string listen_address;
-  std::string interface_name;  // takes precedence over listen_address (GLOO_SOCKET_IFNAME in make_communicator)
+  std::string interface_name;  // takes precedence over listen_address (GLOO_SOCKET_IFNAME in connect_gloo)
   std::string reach;           // MASTER_ADDR, used to find listen_address when it is empty
 };
 
@@ -83,5 +89,9 @@ class GlooCommunicator : public Communicator {
   uint32_t next_tag_ = 0;
   std::atomic<bool> aborted_{false};
 };
+
+// The gloo backend's factory (see the guarantees above).
+std::unique_ptr<Communicator> connect_gloo(const WorldInfo& world, std::chrono::milliseconds rendezvous_timeout,
+                                           std::chrono::milliseconds collective_timeout);
 
 }  // namespace ddpx

@@ -142,4 +142,13 @@ void MpiCommunicator::abort(std::string_view) {
   MPI_Abort(comm_, 3);
 }
 
+std::unique_ptr<Communicator> connect_mpi(const WorldInfo& world, std::chrono::milliseconds,
+                                          std::chrono::milliseconds) {
+  auto comm = std::make_unique<MpiCommunicator>();
+  DDPX_REQUIRE(comm->size() == world.world_size,
+               "MPI reports {} ranks but the {} environment says {}: start the job with mpirun -np N (without "
+               "RANK/WORLD_SIZE set) or use --backend nccl", comm->size(), world.launcher, world.world_size);
+  return comm;
+}
+
 }  // namespace ddpx

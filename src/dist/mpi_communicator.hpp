@@ -7,11 +7,16 @@
 //  - f16/bf16 are reduced by MPI user operations that widen each pair to float, add (or max) and round back to
 //    nearest even, the way NCCL reduces 16-bit data. avg is sum followed by a division by size() in the dtype.
 //  - abort() prints nothing itself and calls MPI_Abort: the whole job ends (mpirun reports it, exit non-zero).
+//  - connect_mpi() (the mpi entry's factory, dist/backend_registry.hpp) needs MPI up; an MPI world of another
+//    size than the launcher's variables say is an error saying how to start the job.
 #pragma once
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 
+#include "dist/bootstrap.hpp"
 #include "dist/communicator.hpp"
 
 namespace ddpx {
@@ -48,5 +53,9 @@ class MpiCommunicator : public Communicator {
   MPI_Op f16_sum_ = MPI_OP_NULL, f16_max_ = MPI_OP_NULL, bf16_sum_ = MPI_OP_NULL, bf16_max_ = MPI_OP_NULL;
   std::atomic<bool> aborted_{false};
 };
+
+// The mpi backend's factory (see the guarantees above); both timeouts are ignored (the watchdog bounds waits).
+std::unique_ptr<Communicator> connect_mpi(const WorldInfo& world, std::chrono::milliseconds rendezvous_timeout,
+                                          std::chrono::milliseconds collective_timeout);
 
 }  // namespace ddpx

@@ -6,10 +6,16 @@
 //    host synchronization, so calls can be captured in a CUDA graph. avg uses ncclAvg.
 //  - abort() calls ncclCommAbort (safe from the watchdog thread while kernels hang); every later call throws.
 //    The destructor calls ncclCommDestroy unless aborted. Errors quote ncclGetErrorString and NCCL's last error.
+//  - connect_nccl() (the nccl entry's factory, dist/backend_registry.hpp) binds the rank's GPU
+//    (bind_cuda_device, dist/gpu_selection.hpp), then shares rank 0's unique id through broadcast_from_rank0
+//    (dist/bootstrap_exchange: MPI, torchrun's agent store or ddpx's TCP rendezvous) within rendezvous_timeout.
 #pragma once
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <memory>
 
+#include "dist/bootstrap.hpp"
 #include "dist/communicator.hpp"
 
 namespace ddpx {
@@ -49,5 +55,9 @@ class NcclCommunicator : public Communicator {
   int device_ = 0;  // current at construction; abort() selects it on the calling thread
   std::atomic<bool> aborted_{false};
 };
+
+// The nccl backend's factory (see the guarantees above); the collective timeout is the watchdog's, not NCCL's.
+std::unique_ptr<Communicator> connect_nccl(const WorldInfo& world, std::chrono::milliseconds rendezvous_timeout,
+                                           std::chrono::milliseconds collective_timeout);
 
 }  // namespace ddpx

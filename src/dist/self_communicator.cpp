@@ -49,4 +49,11 @@ void SelfCommunicator::barrier() { require_alive("barrier"); }
 
 void SelfCommunicator::abort(std::string_view) { aborted_ = true; }
 
+std::unique_ptr<Communicator> connect_self(const WorldInfo& world, std::chrono::milliseconds,
+                                           std::chrono::milliseconds) {
+  DDPX_REQUIRE(world.world_size == 1, "backend 'self' runs one process but the {} environment says world size {}; "
+                                      "use --backend mpi or nccl", world.launcher, world.world_size);
+  return std::make_unique<SelfCommunicator>();
+}
+
 }  // namespace ddpx

@@ -1,10 +1,14 @@
 // SelfCommunicator: a group of one rank, for "DDP on one process" (the seed's 1-GPU DDP row).
 // Guarantees: reductions and broadcasts leave the buffer untouched (the mean of one rank is itself) and cost
 // nothing; all_gather copies send to recv only when they differ (cudaMemcpyAsync on `stream` for device memory).
-// Works on host or device buffers as chosen at construction.
+// Works on host or device buffers as chosen at construction. connect_self() (the self entry's factory,
+// dist/backend_registry.hpp) builds a host one, and refuses a world of more than one rank.
 #pragma once
 #include <atomic>
+#include <chrono>
+#include <memory>
 
+#include "dist/bootstrap.hpp"
 #include "dist/communicator.hpp"
 
 namespace ddpx {
@@ -32,5 +36,9 @@ class SelfCommunicator : public Communicator {
   BufferMemory memory_;
   std::atomic<bool> aborted_{false};
 };
+
+// The self backend's factory: a host SelfCommunicator; an error naming the launcher when world size is not 1.
+std::unique_ptr<Communicator> connect_self(const WorldInfo& world, std::chrono::milliseconds rendezvous_timeout,
+                                           std::chrono::milliseconds collective_timeout);
 
 }  // namespace ddpx

@@ -14,6 +14,7 @@
 #include "ddp/comm_hook_factory.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/bootstrap_exchange.hpp"
 #include "dist/communicator.hpp"
@@ -87,17 +88,10 @@ DistContext setup_distributed(const DistOptions& options) {
   if (options.device == Device::cuda) dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
 #endif
   if (world.world_size == 1 && !options.ddp) return dist;
-  // dist/bootstrap speaks the flags' spelling; the resolved choice is read back into the enum once.
-  const std::string backend = resolve_backend(backend_name(options.backend), device_name(options.device));
-  const Backend resolved = parse_backend(backend);
-  // MPI cannot join processes that torchrun started (each would be an MPI world of its own): refuse before MPI
-  // starts, naming the launchers that work.
-  DDPX_REQUIRE(!(resolved == Backend::mpi && world.world_size > 1 && started_by_torchrun()),
-               "rank {}: torchrun started this rank (world size {}), but the MPI backend's ranks must come from "
-               "mpirun or srun; under torchrun use --backend gloo (what --backend auto picks where Gloo is built "
-               "in), or start `mpirun -np {} ddpx train --device cpu ...` or `ddpx train --device cpu "
-               "--nproc-per-node {} ...`",
-               world.rank, world.world_size, world.world_size, world.world_size);
+  const BackendEntry& backend = resolve_backend(options.backend, options.device);
+  // A backend that cannot join processes torchrun started (MPI: each would be an MPI world of its own) is
+  // refused before MPI starts, naming the launchers that work (the registry entry's torchrun_refusal).
+  require_joins_torchrun(backend, world, started_by_torchrun());
   // Watched from the first collective on (communicator creation waits for every rank: MPI_Init's exchange, the
   // NCCL id's rendezvous, ncclCommInitRank): a rank that never arrives ends the job after --comm-timeout.
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.comm_timeout_s * 1000));
@@ -106,7 +100,7 @@ DistContext setup_distributed(const DistOptions& options) {
       world.world_size);
   dist.watchdog = std::make_shared<CommWatchdog>(world.rank, timeout, dist.heartbeat.get());
   test_fault_point("start");
-  dist.watchdog->run_watched("communicator creation (" + backend + ")", [&] {
+  dist.watchdog->run_watched("communicator creation (" + std::string(backend.name) + ")", [&] {
     // Under mpirun or `srun --mpi=pmix` MPI comes up for every backend: the NCCL id then goes over MPI_Bcast.
     if (needs_mpi_session(backend, world)) {
       dist.mpi_session = std::make_shared<MpiSession>();

@@ -1,6 +1,7 @@
 // DistContext: this process's place in the job (rank, world, local rank), its communicator and its gradient
 // reducer, set up from the environment and the flags. Without a launcher/MPI/torchrun environment and without
-// --ddp, it is a single process with no communicator (plain training, no DDP overhead at all).
+// --ddp, it is a single process with no communicator (plain training, no DDP overhead at all). Which backend,
+// whether MPI comes up first, and whether the backend may join torchrun's ranks are dist/backend_registry's.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -48,7 +49,7 @@ struct DistContext {
 struct DistOptions {
   Device device = Device::cpu;
   bool ddp = false;  // the reducer even with one rank
-  Backend backend = Backend::automatic;
+  BackendChoice backend;  // auto until setup_distributed resolves it
   int ranks_per_gpu = 0;
   CommHookSpec comm_hook;
   double bucket_mb = 25.0, first_bucket_mb = 1.0;

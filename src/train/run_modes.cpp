@@ -17,11 +17,6 @@ template <typename Mode, size_t N>
 using Table = std::array<std::pair<Mode, std::string_view>, N>;
 
 constexpr Table<Device, 2> kDevices{{{Device::cpu, "cpu"}, {Device::cuda, "cuda"}}};
-constexpr Table<Backend, 5> kBackends{{{Backend::automatic, "auto"},
-                                       {Backend::nccl, "nccl"},
-                                       {Backend::mpi, "mpi"},
-                                       {Backend::gloo, "gloo"},
-                                       {Backend::self, "self"}}};
 constexpr Table<GraphPolicy, 3> kGraphPolicies{
     {{GraphPolicy::automatic, "auto"}, {GraphPolicy::on, "on"}, {GraphPolicy::off, "off"}}};
 constexpr Table<OverlapPolicy, 3> kOverlapPolicies{
@@ -63,11 +58,6 @@ Device parse_device(std::string_view text) {
   fail("--device '{}' is not known; choose {}", text, choices(kDevices));
 }
 
-Backend parse_backend(std::string_view text) {
-  if (auto mode = find(kBackends, text)) return *mode;
-  fail("--backend '{}' is not known; choose {}", text, choices(kBackends));
-}
-
 GraphPolicy parse_graph_policy(std::string_view text) {
   if (auto mode = find(kGraphPolicies, text)) return *mode;
   fail("--cuda-graph '{}' is not known; choose {}", text, choices(kGraphPolicies));
@@ -85,7 +75,6 @@ DataSource parse_data_source(std::string_view text) {
 }
 
 std::string_view device_name(Device device) { return name_of(kDevices, device); }
-std::string_view backend_name(Backend backend) { return name_of(kBackends, backend); }
 std::string_view graph_policy_name(GraphPolicy policy) { return name_of(kGraphPolicies, policy); }
 std::string_view overlap_policy_name(OverlapPolicy policy) { return name_of(kOverlapPolicies, policy); }
 std::string_view data_source_name(DataSource source) { return name_of(kDataSources, source); }

@@ -1,27 +1,26 @@
-// The modes of a training run as types: device, backend, CUDA-graph policy, optimizer overlap and data source
-// (precision is model/precision.hpp's, the optimizer optim/optimizer_spec.hpp's, the hook
-// ddp/comm_hook_factory.hpp's). Each is parsed once, where the flags are read, and compared as an enum after.
+// The modes of a training run as types: device, CUDA-graph policy, optimizer overlap and data source (the
+// Device enum itself is core/device.hpp's, precision model/precision.hpp's, the optimizer
+// optim/optimizer_spec.hpp's, the hook ddp/comm_hook_factory.hpp's, the backend dist/backend_registry.hpp's
+// BackendChoice). Each is parsed once, where the flags are read, and compared as an enum after.
 // Guarantees: every parse_* throws ddpx::Error naming the flag, the value and the accepted values; every
 // *_name() gives back the flag's spelling, so name(parse(text)) == text for every accepted text.
 #pragma once
 #include <string_view>
 
+#include "core/device.hpp"
+
 namespace ddpx {
 
-enum class Device { cpu, cuda };
-enum class Backend { automatic, nccl, mpi, gloo, self };
 enum class GraphPolicy { automatic, on, off };     // --cuda-graph
 enum class OverlapPolicy { automatic, on, off };   // --optimizer-overlap
 enum class DataSource { synthetic, learnable, synthetic_device, npy };  // --data (npy: --images/--labels)
 
 Device parse_device(std::string_view text);            // --device cpu | cuda
-Backend parse_backend(std::string_view text);          // --backend auto | nccl | mpi | gloo | self
 GraphPolicy parse_graph_policy(std::string_view text);  // --cuda-graph auto | on | off
 OverlapPolicy parse_overlap_policy(std::string_view text);  // --optimizer-overlap auto | on | off
 DataSource parse_data_source(std::string_view text);   // --data synthetic | learnable | synthetic-device | npy
 
 std::string_view device_name(Device device);
-std::string_view backend_name(Backend backend);  // "auto" for automatic (what dist/ resolve_backend reads)
 std::string_view graph_policy_name(GraphPolicy policy);
 std::string_view overlap_policy_name(OverlapPolicy policy);
 std::string_view data_source_name(DataSource source);  // what data/ make_dataset reads

@@ -105,12 +105,7 @@ void TrainOptions::validate() const {
                "--load starts a new one from weights: give one", load, resume);
   DDPX_REQUIRE(data != DataSource::synthetic_device || device == Device::cuda,
                "--data synthetic-device needs --device cuda");
-  DDPX_REQUIRE(!(device == Device::cpu && backend == Backend::nccl),
-               "--backend nccl needs --device cuda (CPU training uses mpi or gloo)");
-  DDPX_REQUIRE(!(device == Device::cuda && backend == Backend::gloo),
-               "--backend gloo reduces host buffers: it needs --device cpu (GPU training uses nccl)");
-  DDPX_REQUIRE(!(device == Device::cuda && backend == Backend::self),
-               "--backend self (one process, the reducer without communication) runs on --device cpu only");
+  require_serves(backend, device);  // the backend registry's device rule and message
   DDPX_REQUIRE(ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", ranks_per_gpu);
   DDPX_REQUIRE(ranks_per_gpu <= 1 || device == Device::cuda,
                "--ranks-per-gpu {} applies to --device cuda (CPU ranks share the cores already)", ranks_per_gpu);

@@ -1,8 +1,9 @@
 // TrainOptions: everything `ddpx train` can be told (flags, config files and `ddpx tune` outputs all end up
 // here), with every mode already parsed into its type where the flags were read (cli/cmd_train.cpp): device,
-// precision, data source, backend, graph and overlap policies (train/run_modes.hpp), the optimizer
-// (optim/optimizer_spec.hpp) and the hook (ddp/comm_hook_factory.hpp). No mode is compared as a string after
-// that. validate() checks the values and their combinations and names the flag in every error.
+// precision, data source, graph and overlap policies (train/run_modes.hpp), the backend (a BackendChoice of
+// dist/backend_registry.hpp), the optimizer (optim/optimizer_spec.hpp) and the hook (ddp/comm_hook_factory.hpp).
+// No mode is compared as a string after that. validate() checks the values and their combinations and names the
+// flag in every error; which device a backend serves is the registry's rule and message (require_serves).
 // Components that need only part of it take a small struct of their own: the engines EngineOptions
 // (train/step_engine.hpp), the distributed set-up DistOptions (train/dist_setup.hpp), the graph policy
 // StepGraphOptions (train/step_graphs.hpp), the launcher LaunchTarget (cli/launch.hpp).
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "ddp/comm_hook_factory.hpp"
+#include "dist/backend_registry.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
 #include "train/run_modes.hpp"
@@ -51,7 +53,7 @@ struct TrainOptions {
   double divergence_ratio = 1e4;
   // data parallelism
   bool ddp = false;  // use the reducer even with one rank (measures DDP overhead)
-  Backend backend = Backend::automatic;
+  BackendChoice backend;  // --backend: a dist/backend_registry entry, or auto
   int ranks_per_gpu = 0;   // --ranks-per-gpu K: K ranks share a GPU (NCCL 2.30+); 0: one rank per GPU
   CommHookSpec comm_hook;  // --comm-hook with --powersgd-start folded in (one canonical spec)
   double bucket_mb = 25.0, first_bucket_mb = 1.0;

@@ -18,6 +18,7 @@
 #include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"

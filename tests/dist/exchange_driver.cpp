@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/bootstrap_exchange.hpp"
 #include "dist/launcher.hpp"

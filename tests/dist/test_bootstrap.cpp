@@ -91,32 +91,6 @@ TEST(Bootstrap, TorchrunVariablesWinOverTheAllocation) {
   EXPECT_EQ(world.job_token, "");
 }
 
-TEST(Bootstrap, AutoBackendOnCpuIsMpiUnderAnMpiLauncherElseGloo) {
-  const std::string cpu_default = gloo_available() ? "gloo" : "mpi";
-  EXPECT_EQ(resolve_backend("auto", "cuda", fake_env({})), "nccl");
-  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}})), cpu_default);
-  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}})), cpu_default);
-  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"}})),
-            "mpi");
-  // PMI-2 alone (srun --mpi=pmi2) is no launcher Open MPI can join (it aborts in MPI_Init there): Gloo, where built.
-  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"PMI_SIZE", "2"}, {"PMI_RANK", "1"}})), cpu_default);
-  EXPECT_EQ(resolve_backend("auto", "cpu", fake_env({{"PMIX_RANK", "1"}})), "mpi");
-  EXPECT_EQ(resolve_backend("gloo", "cpu", fake_env({{"OMPI_COMM_WORLD_SIZE", "2"}})), "gloo");
-  EXPECT_EQ(resolve_backend("mpi", "cpu", fake_env({})), "mpi");
-}
-
-#ifndef DDPX_HAVE_GLOO
-TEST(Bootstrap, GlooWithoutGlooInTheBuildSaysHowToGetIt) {
-  WorldInfo world;
-  try {
-    make_communicator("gloo", world);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "backend 'gloo' is not available: install libgloo-dev and rebuild");
-  }
-}
-#endif
-
 TEST(Bootstrap, JobTokenFromTheLauncher) {
   WorldInfo world = detect_world(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"DDPX_JOB_TOKEN", "abc"}}));
   EXPECT_EQ(world.job_token, "abc");
@@ -136,21 +110,6 @@ TEST(Bootstrap, ErrorsNameTheVariable) {
     EXPECT_NE(std::string(e.what()).find("RANK=4 is not below WORLD_SIZE=4"), std::string::npos) << e.what();
   }
   EXPECT_THROW(detect_world(fake_env({{"MASTER_PORT", "70000"}})), Error);
-}
-
-TEST(Bootstrap, UnknownOrMismatchedBackend) {
-  WorldInfo two;
-  two.world_size = 2;
-  two.launcher = "torchrun";
-  try {
-    make_communicator("ucc", WorldInfo{});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown communication backend 'ucc' (--backend): expected nccl, mpi, gloo "
-                                         "or self"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(make_communicator("self", two), Error);
-  EXPECT_EQ(make_communicator("self", WorldInfo{})->size(), 1);
 }
 
 }  // namespace

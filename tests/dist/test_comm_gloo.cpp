@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "dist/agreement.hpp"
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/gloo_communicator.hpp"
 #include "dist/half_precision.hpp"

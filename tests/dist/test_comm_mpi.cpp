@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "dist/agreement.hpp"
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/half_precision.hpp"
 #include "dist/host_collectives.hpp"

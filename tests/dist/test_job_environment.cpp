@@ -10,6 +10,7 @@
 
 #include <map>
 
+#include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/bootstrap_exchange.hpp"
 #include "dist/gpu_selection.hpp"

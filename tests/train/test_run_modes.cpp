@@ -9,6 +9,7 @@
 
 #include "cli_runner.hpp"
 #include "error_expect.hpp"
+#include "dist/backend_registry.hpp"
 #include "profile/step_record.hpp"
 #include "train/run_modes.hpp"
 #include "train/step_engine.hpp"
@@ -21,14 +22,14 @@ namespace fs = std::filesystem;
 
 TEST(RunModes, EveryAcceptedSpellingRoundTrips) {
   for (const char* text : {"cpu", "cuda"}) EXPECT_EQ(device_name(parse_device(text)), text);
-  for (const char* text : {"auto", "nccl", "mpi", "gloo", "self"}) EXPECT_EQ(backend_name(parse_backend(text)), text);
+  for (const char* text : {"auto", "nccl", "mpi", "gloo", "self"}) EXPECT_EQ(parse_backend(text).name(), text);
   for (const char* text : {"auto", "on", "off"}) {
     EXPECT_EQ(graph_policy_name(parse_graph_policy(text)), text);
     EXPECT_EQ(overlap_policy_name(parse_overlap_policy(text)), text);
   }
   for (const char* text : {"synthetic", "learnable", "synthetic-device", "npy"})
     EXPECT_EQ(data_source_name(parse_data_source(text)), text);
-  EXPECT_EQ(parse_backend("auto"), Backend::automatic);
+  EXPECT_EQ(parse_backend("auto"), BackendChoice::automatic());
   EXPECT_EQ(parse_data_source("synthetic-device"), DataSource::synthetic_device);
 }
 

@@ -124,7 +124,7 @@ TEST_P(OptimizerOverlapTest, OverlappedUpdatesEqualTheUpdateAfterBackwardBitForB
     o->steps = 4;
     o->optimizer.nesterov = c.nesterov;
     o->ddp = c.ddp;
-    o->backend = Backend::self;  // one process runs both trainings: MPI could be initialized once only
+    o->backend = BackendChoice::named("self");  // one process runs both trainings: MPI could be initialized once only
     o->grad_accum = c.grad_accum;
     o->bucket_mb = 0.02;  // vit_tiny_test (0.08 MB) in about four buckets
     o->first_bucket_mb = 0.02;

@@ -107,7 +107,7 @@ TEST(MlpTraining, OverlappedOptimizerEqualsTheUpdateAfterBackwardWithAndWithoutD
     for (TrainOptions* o : {&overlapped, &after}) {
       o->steps = 4;
       o->ddp = ddp;
-      o->backend = Backend::self;  // one process runs both trainings
+      o->backend = BackendChoice::named("self");  // one process runs both trainings
       o->bucket_mb = 0.02;         // mlp_tiny_test (0.1 MB) in several buckets
       o->first_bucket_mb = 0.02;
     }
