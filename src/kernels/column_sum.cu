@@ -1,6 +1,8 @@
 // Deterministic two-stage column sums; see column_sum.hpp.
-// Stage 1: block (32 columns x 8 row lanes) sums one row range ("split") of 32 columns; stage 2 adds the splits in
-// order. With one split, stage 1 adds into the output directly.
+// Stage 1: block (32 columns x 32 row lanes) sums one row range ("split") of 32 columns; stage 2 adds the splits
+// in order. With one split, stage 1 adds into the output directly. 32 row lanes keep a thread's chain of loads
+// short: the sums are mostly of a few hundred partial rows (LayerNorm's, GELU's), where 8 lanes left each thread
+// 25 loads deep and the kernel latency-bound (6.9 us a call on an H200, 101 calls in a ViT-L/32 step).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -14,7 +16,7 @@ namespace ddpx {
 namespace {
 
 constexpr int kColumnsPerBlock = 32;
-constexpr int kRowLanes = 8;
+constexpr int kRowLanes = 32;
 constexpr int64_t kTargetBlocks = 264;
 constexpr int64_t kMinRowsPerSplit = 256;  // fewer rows stay one kernel (no second stage)
 

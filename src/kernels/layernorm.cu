@@ -95,21 +95,39 @@ __global__ void layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
     }
   }
   __syncthreads();  // this block's dx rows are written (and visible to the whole block)
+  // The block's rows summed per column, 4 adjacent columns per thread, rows in order; the rows' statistics are
+  // read once, and every row's loads of a column group are independent, so they are in flight together (a loop
+  // that stopped at the last row read them one after another: 16.5 us a call for ViT-L/32's 1600 x 1024).
   const int sums = a.dx_column_sum ? 3 : 2;
   float* partial = a.scratch + static_cast<int64_t>(blockIdx.x) * sums * dim;
-  for (int c = threadIdx.x; c < dim; c += blockDim.x) {
-    float dgamma = 0.f, dbeta = 0.f, dx_sum = 0.f;
+  float row_mean[kRowsPerBlock], row_rstd[kRowsPerBlock];
+#pragma unroll
+  for (int r = 0; r < kRowsPerBlock; ++r) {
+    const bool valid = first_row + r < a.rows;
+    row_mean[r] = valid ? a.mean[first_row + r] : 0.f;
+    row_rstd[r] = valid ? a.rstd[first_row + r] : 0.f;
+  }
+  for (int c = threadIdx.x * 4; c < dim; c += blockDim.x * 4) {
+    Float4 dgamma{{0.f, 0.f, 0.f, 0.f}}, dbeta{{0.f, 0.f, 0.f, 0.f}}, dx_sum{{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
     for (int r = 0; r < kRowsPerBlock; ++r) {
       const int64_t rr = first_row + r;
-      if (rr >= a.rows) break;
-      const float d = a.dy[rr * a.ld_dy + c];
-      dgamma += d * (a.x[rr * a.ld_x + c] - a.mean[rr]) * a.rstd[rr];
-      dbeta += d;
-      if (a.dx_column_sum) dx_sum += a.dx[rr * a.ld_dx + c];
+      if (rr >= a.rows) continue;
+      const Float4 d = load4(a.dy + rr * a.ld_dy + c), xv = load4(a.x + rr * a.ld_x + c);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        dgamma.v[i] += d.v[i] * (xv.v[i] - row_mean[r]) * row_rstd[r];
+        dbeta.v[i] += d.v[i];
+      }
+      if (a.dx_column_sum) {
+        const Float4 dxv = load4(a.dx + rr * a.ld_dx + c);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) dx_sum.v[i] += dxv.v[i];
+      }
     }
-    partial[c] = dgamma;
-    partial[dim + c] = dbeta;
-    if (a.dx_column_sum) partial[2 * dim + c] = dx_sum;
+    store4(partial + c, dgamma);
+    store4(partial + dim + c, dbeta);
+    if (a.dx_column_sum) store4(partial + 2 * dim + c, dx_sum);
   }
 }
 
