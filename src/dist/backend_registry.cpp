@@ -63,7 +63,9 @@ const std::vector<BackendEntry>& communication_backends() {
       {.name = "mpi",
        .summary = "host buffers over MPI: ranks started by mpirun, srun --mpi=pmix or --nproc-per-node",
        .serves_cpu = true,
-       .serves_cuda = true,  // --device cuda is let through as before; the reducer refuses GPU gradients
+       .serves_cuda = false,
+       .wrong_device = "--backend mpi reduces host buffers: it needs --device cpu (GPU training uses nccl; under "
+                       "mpirun or srun, `--backend auto` or `nccl` still uses MPI to share NCCL's id)",
        .not_built = "this ddpx was built without MPI (install libopenmpi-dev and rebuild)",
        .needs_mpi_session = true,
        .torchrun_refusal = "the MPI backend's ranks must come from mpirun or srun; under torchrun use --backend gloo "

@@ -74,9 +74,13 @@ TEST(BackendRegistry, DeviceRulesAndTheirMessages) {
             "--backend gloo reduces host buffers: it needs --device cpu (GPU training uses nccl)");
   EXPECT_EQ(error_of([] { require_serves(BackendChoice::named("self"), Device::cuda); }),
             "--backend self (one process, the reducer without communication) runs on --device cpu only");
+  // MPI reduces host buffers only: refused for GPUs before anything starts (the reducer would refuse it later).
+  EXPECT_EQ(error_of([] { require_serves(BackendChoice::named("mpi"), Device::cuda); }),
+            "--backend mpi reduces host buffers: it needs --device cpu (GPU training uses nccl; under mpirun or "
+            "srun, `--backend auto` or `nccl` still uses MPI to share NCCL's id)");
+  EXPECT_EQ(error_of([] { require_serves(BackendChoice::named("mpi"), Device::cpu); }), testing::kNoError);
   for (const Device device : {Device::cpu, Device::cuda}) {
     EXPECT_EQ(error_of([&] { require_serves(BackendChoice::automatic(), device); }), testing::kNoError);
-    EXPECT_EQ(error_of([&] { require_serves(BackendChoice::named("mpi"), device); }), testing::kNoError);
     // Every entry either serves the device or says so in its own words.
     for (const BackendEntry& entry : communication_backends()) {
       const std::string message = error_of([&] { require_serves(BackendChoice(entry), device); });
