@@ -9,6 +9,7 @@
 
 #include "error_expect.hpp"
 #include "dist/backend_registry.hpp"
+#include "fake_env.hpp"
 
 namespace ddpx {
 namespace {
@@ -16,13 +17,7 @@ namespace {
 using testing::error_of;
 using testing::expect_error;
 
-EnvLookup fake_env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::fake_env;
 
 TEST(BackendRegistry, EveryEntryParsesBackToItself) {
   std::set<std::string_view> names;

@@ -5,17 +5,12 @@
 
 #include "core/error.hpp"
 #include "dist/bootstrap.hpp"
+#include "fake_env.hpp"
 
 namespace ddpx {
 namespace {
 
-EnvLookup fake_env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::fake_env;
 
 TEST(Bootstrap, NoLauncherIsOneProcess) {
   WorldInfo world = detect_world(fake_env({}));

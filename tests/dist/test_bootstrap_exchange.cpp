@@ -17,19 +17,14 @@
 #include "dist/launcher.hpp"
 #include "dist/torch_store_client.hpp"
 #include "error_expect.hpp"
+#include "fake_env.hpp"
 
 namespace ddpx {
 namespace {
 
 using testing::expect_error;
 
-EnvLookup fake_env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::fake_env;
 
 std::map<std::string, std::string> torchrun_worker(const std::string& use_agent_store) {
   return {{"RANK", "1"},

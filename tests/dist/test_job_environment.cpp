@@ -16,6 +16,7 @@
 #include "dist/gpu_selection.hpp"
 #include "dist/job_environment.hpp"
 #include "error_expect.hpp"
+#include "fake_env.hpp"
 
 namespace ddpx {
 namespace {
@@ -23,13 +24,7 @@ namespace {
 using testing::expect_error;
 using Vars = std::map<std::string, std::string>;
 
-EnvLookup fake_env(Vars vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::fake_env;
 
 // What `srun -N 2 -n 8` (4 tasks per node) sets for task `rank`, as a real slurmd does (see slurm_jobs.sh).
 Vars srun_task(int rank, const std::string& nodelist = "gpu[01-02]") {
