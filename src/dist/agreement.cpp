@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/fnv1a.hpp"
 #include "dist/host_collectives.hpp"
 
 namespace ddpx {
@@ -16,11 +17,6 @@ namespace {
 
 constexpr size_t kQuotedBytes = 200;
 constexpr size_t kMoreSettingsNamed = 3;
-
-uint64_t fnv1a(std::string_view value, uint64_t hash = 0xcbf29ce484222325ULL) {
-  for (unsigned char c : value) hash = (hash ^ c) * 0x100000001b3ULL;
-  return hash;
-}
 
 // A value's digest includes its length, so "ab"+"c" and "a"+"bc" differ.
 uint64_t value_digest(const std::string& value) { return fnv1a(value) ^ (value.size() * 0x9e3779b97f4a7c15ULL); }
@@ -41,7 +37,7 @@ std::string join_ranks(const std::vector<size_t>& ranks) {
 
 void require_agreement(Communicator& comm, const std::vector<AgreedSetting>& settings) {
   const size_t world = static_cast<size_t>(comm.size());
-  TableDigest mine{0xcbf29ce484222325ULL, settings.size()};
+  TableDigest mine{kFnv1aOffset, settings.size()};
   for (const AgreedSetting& s : settings) mine.hash = fnv1a(s.name + '\0' + s.value + '\0', mine.hash);
   std::vector<TableDigest> tables(world);
   all_gather_host(comm, &mine, tables.data(), sizeof(TableDigest));

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <vector>
 
+#include "core/fnv1a.hpp"
+
 namespace ddpx {
 
 constexpr uint64_t kHeartbeatMagic = 0x31746165626b6864ULL;  // "dhkbeat1"
@@ -34,12 +36,6 @@ struct HeartbeatRecord {
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "heartbeat records need lock-free 64-bit atomics");
 
 namespace {
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ULL;
-  return hash;
-}
 
 std::filesystem::path hashed_folder(std::string_view key) {
   std::error_code error;

@@ -10,15 +10,12 @@
 #include <cstring>
 #include <vector>
 
+#include "core/fnv1a.hpp"
+
 namespace ddpx {
 namespace {
 
 constexpr size_t kFingerprintBytes = 64 * 1024;
-
-uint64_t fnv1a(const unsigned char* data, size_t n, uint64_t hash) {
-  for (size_t i = 0; i < n; ++i) hash = (hash ^ data[i]) * 0x100000001b3ULL;
-  return hash;
-}
 
 std::string given(const std::string& value) { return value.empty() ? "not given" : "given"; }
 
@@ -35,7 +32,7 @@ std::string file_fingerprint(const std::string& path) {
   } else {
     const uint64_t size = static_cast<uint64_t>(info.st_size);
     std::vector<unsigned char> bytes(kFingerprintBytes);
-    uint64_t hash = 0xcbf29ce484222325ULL;
+    uint64_t hash = kFnv1aOffset;
     bool readable = true;
     for (uint64_t offset : {uint64_t{0}, size > kFingerprintBytes ? size - kFingerprintBytes : uint64_t{0}}) {
       const ssize_t got = ::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));

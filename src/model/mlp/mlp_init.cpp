@@ -6,21 +6,10 @@
 #include <string>
 #include <string_view>
 
+#include "core/fnv1a.hpp"
 #include "core/rng.hpp"
 
 namespace ddpx {
-namespace {
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (char ch : text) {
-    hash ^= static_cast<unsigned char>(ch);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
-}  // namespace
 
 void init_mlp_params(const MlpLayout& layout, float* params, uint64_t seed) {
   std::fill(params, params + layout.buffer_size(), 0.f);

@@ -18,19 +18,11 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/fnv1a.hpp"
 #include "core/rng.hpp"
 
 namespace ddpx {
 namespace {
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (char ch : text) {
-    hash ^= static_cast<unsigned char>(ch);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 Rng tensor_rng(uint64_t seed, const TensorSlot& slot) { return Rng(seed ^ fnv1a(slot.name)); }
 
