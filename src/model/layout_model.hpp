@@ -1,7 +1,8 @@
 // LayoutModel<Layout>: the part of a family's Model that is the same for every family: it owns the family's
 // layout, built from its config, and answers layout(), input_shape() and num_classes() from that config. A family
-// derives from LayoutModel<ItsLayout> and implements the rest of Model (model/vit/vit_model.hpp,
-// model/mlp/mlp_model.hpp). Layout::config() must have channels, image_size and num_classes.
+// derives from LayoutModel<ItsLayout>, implements the rest of Model and names its own typed accessor of layout_
+// (vit_layout(), mlp_layout(): what model_cuda/cuda_models.cpp builds the CUDA form from). Layout::config() must
+// have channels, image_size and num_classes.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -18,7 +19,6 @@ class LayoutModel : public Model {
 
   explicit LayoutModel(const Config& config) : layout_(config) {}
 
-  const Layout& family_layout() const { return layout_; }  // the layout in the family's own type
   const Config& config() const { return layout_.config(); }
 
   const FlatLayout& layout() const override { return layout_; }

@@ -30,10 +30,10 @@ const FamilyModel& as(const Model& model) {
 
 const CudaForm kCudaForms[] = {
     {"vit", [](const Model& m, int64_t b, Precision p, cudaStream_t s) -> std::unique_ptr<CudaModel> {
-       return std::make_unique<VitCuda>(as<VitModel>(m).family_layout(), b, p, s);
+       return std::make_unique<VitCuda>(as<VitModel>(m).vit_layout(), b, p, s);
      }},
     {"mlp", [](const Model& m, int64_t b, Precision p, cudaStream_t s) -> std::unique_ptr<CudaModel> {
-       return std::make_unique<MlpCuda>(as<MlpModel>(m).family_layout(), b, p, s);
+       return std::make_unique<MlpCuda>(as<MlpModel>(m).mlp_layout(), b, p, s);
      }},
 };
 

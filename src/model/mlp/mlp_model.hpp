@@ -15,6 +15,8 @@ class MlpModel final : public LayoutModel<MlpLayout> {
  public:
   using LayoutModel::LayoutModel;
 
+  const MlpLayout& mlp_layout() const { return layout_; }
+
   std::string_view family() const override { return "mlp"; }
   void init_params(float* params, uint64_t seed) const override;
   double cpu_activation_bytes(int64_t max_batch) const override;

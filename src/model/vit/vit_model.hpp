@@ -17,6 +17,8 @@ class VitModel final : public LayoutModel<VitLayout> {
  public:
   using LayoutModel::LayoutModel;
 
+  const VitLayout& vit_layout() const { return layout_; }
+
   std::string_view family() const override { return "vit"; }
   void init_params(float* params, uint64_t seed) const override;
   double cpu_activation_bytes(int64_t max_batch) const override;
