@@ -1,6 +1,8 @@
 // Tensor-core attention kernels; see attention_tensor_core.hpp. Blocks of 4 warps; each warp issues
 // mma.sync.m16n8k16 (bf16 in, fp32 accumulate) on 16-row tiles held in shared memory as bf16, rows of
-// head_dim + 8 elements (fragment loads of one warp then hit 32 different banks).
+// head_dim + 8 elements (the 8 rows of one ldmatrix phase then hit 32 different banks). Fragments come from
+// shared memory by ldmatrix.x4 (an A fragment, or two B fragments, per instruction; .trans where B's rows are the
+// tile's rows), not by 16- and 32-bit loads.
 // Fragment layouts (PTX ISA, m16n8k16; g = lane / 4, t = lane % 4): A 16x16 row-major in 4 registers of bf16 pairs
 // (rows g, g+8; columns 2t, 2t+1 and +8); B 16x8 in 2 registers (k = 2t, 2t+1 and +8; n = g); C 16x8 fp32 in 4
 // (rows g, g+8; columns 2t, 2t+1). Two adjacent C tiles rounded to bf16 are an A fragment (P and dS never leave
@@ -38,9 +40,6 @@ constexpr float kLn2 = 0.6931471805599453f;
 __host__ __device__ constexpr int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 __device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
-__device__ __forceinline__ uint32_t pack_pair(bf16 lo, bf16 hi) {
-  return static_cast<uint32_t>(__bfloat16_as_ushort(lo)) | (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
-}
 __device__ __forceinline__ uint32_t pack_floats(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
@@ -54,11 +53,30 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major tile.
+__device__ __forceinline__ uint32_t shared_address(const bf16* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Four 8x8 bf16 matrices from shared memory in one instruction (ldmatrix): lanes 8m..8m+7 name the 16-byte rows
+// of matrix m; register m of lane l then holds row l/4, columns 2(l%4) and 2(l%4)+1 of matrix m (Trans: of its
+// transpose, i.e. rows 2(l%4) and 2(l%4)+1 of column l/4).
+template <bool Trans>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* row) {
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(row)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(row)));
+}
+
+// A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major tile: matrices (rows 0-7 | 8-15) x (columns
+// 0-7 | 8-15) in the order a0..a3.
 template <int LD>
-__device__ __forceinline__ void load_a(uint32_t (&a)[4], const bf16* tile, int r0, int k0, int g, int t) {
-  const bf16* p = tile + (r0 + g) * LD + k0 + 2 * t;
-  a[0] = load_pair(p), a[1] = load_pair(p + 8 * LD), a[2] = load_pair(p + 8), a[3] = load_pair(p + 8 * LD + 8);
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const bf16* tile, int r0, int k0, int lane) {
+  ldmatrix_x4<false>(a, tile + (r0 + (lane & 15)) * LD + k0 + 8 * (lane >> 4));
 }
 
 // The same A fragment read from a row-major matrix in global memory (row stride `stride`), rows from `valid` on
@@ -74,20 +92,17 @@ __device__ __forceinline__ void load_a_global(uint32_t (&a)[4], const bf16* src,
   a[3] = hi < valid ? load_pair(p_hi + 8) : 0u;
 }
 
-// B fragment (k0..k0+15) x (n0..n0+7) where B[k][n] = tile[n][k] (the tile's rows are B's columns).
+// B fragments (k0..k0+15) x (n0..n0+7) and x (n0+8..n0+15) where B[k][n] = tile[n][k] (the tile's rows are
+// B's columns): b[j] = {b0, b1} of columns n0 + 8j.
 template <int LD>
-__device__ __forceinline__ void load_b_rows(uint32_t& b0, uint32_t& b1, const bf16* tile, int n0, int k0, int g,
-                                            int t) {
-  const bf16* p = tile + (n0 + g) * LD + k0 + 2 * t;
-  b0 = load_pair(p), b1 = load_pair(p + 8);
+__device__ __forceinline__ void load_b_rows(uint32_t (&b)[4], const bf16* tile, int n0, int k0, int lane) {
+  ldmatrix_x4<false>(b, tile + (n0 + (lane & 7) + 8 * (lane >> 4)) * LD + k0 + 8 * ((lane >> 3) & 1));
 }
 
-// B fragment (k0..k0+15) x (n0..n0+7) where B[k][n] = tile[k][n].
+// The same pair of B fragments where B[k][n] = tile[k][n]: the transposing load.
 template <int LD>
-__device__ __forceinline__ void load_b_columns(uint32_t& b0, uint32_t& b1, const bf16* tile, int k0, int n0, int g,
-                                               int t) {
-  const bf16* p = tile + (k0 + 2 * t) * LD + n0 + g;
-  b0 = pack_pair(p[0], p[LD]), b1 = pack_pair(p[8 * LD], p[9 * LD]);
+__device__ __forceinline__ void load_b_columns(uint32_t (&b)[4], const bf16* tile, int k0, int n0, int lane) {
+  ldmatrix_x4<true>(b, tile + (k0 + (lane & 15)) * LD + n0 + 8 * (lane >> 4));
 }
 
 // The A fragment formed by two adjacent 16x8 C tiles (columns 0..7 and 8..15), rounded to bf16.
@@ -172,19 +187,20 @@ __global__ void __launch_bounds__(kThreads, 4) forward_kernel(AttentionShape s, 
 
   uint32_t qa[kSteps][4];
 #pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) load_a<kLd>(qa[kk], q_s, r0, 16 * kk, g, t);
+  for (int kk = 0; kk < kSteps; ++kk) load_a<kLd>(qa[kk], q_s, r0, 16 * kk, lane);
   float o[kDimTiles][4] = {};
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale2 = s.scale * kLog2e;
   for (int k0 = 0; k0 < S; k0 += kKeyChunk) {
     float sc[kKeyChunk / 8][4] = {};
 #pragma unroll
-    for (int nt = 0; nt < kKeyChunk / 8; ++nt)
+    for (int nt = 0; nt < kKeyChunk / 8; nt += 2)
 #pragma unroll
       for (int kk = 0; kk < kSteps; ++kk) {
-        uint32_t b0, b1;
-        load_b_rows<kLd>(b0, b1, k_s, k0 + 8 * nt, 16 * kk, g, t);
-        mma(sc[nt], qa[kk], b0, b1);
+        uint32_t b[4];
+        load_b_rows<kLd>(b, k_s, k0 + 8 * nt, 16 * kk, lane);
+        mma(sc[nt], qa[kk], b[0], b[1]);
+        mma(sc[nt + 1], qa[kk], b[2], b[3]);
       }
     float chunk_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -222,10 +238,11 @@ __global__ void __launch_bounds__(kThreads, 4) forward_kernel(AttentionShape s, 
       uint32_t pa[4];
       c_to_a(pa, sc[2 * kt], sc[2 * kt + 1]);
 #pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt) {
-        uint32_t b0, b1;
-        load_b_columns<kLd>(b0, b1, v_s, k0 + 16 * kt, 8 * dt, g, t);
-        mma(o[dt], pa, b0, b1);
+      for (int dt = 0; dt < kDimTiles; dt += 2) {
+        uint32_t b[4];
+        load_b_columns<kLd>(b, v_s, k0 + 16 * kt, 8 * dt, lane);
+        mma(o[dt], pa, b[0], b[1]);
+        mma(o[dt + 1], pa, b[2], b[3]);
       }
     }
   }
@@ -275,20 +292,29 @@ __global__ void __launch_bounds__(kThreads, 4)
   const bf16* v_s = second_s;
   for (int e = threadIdx.x; e < kWarps * 3 * HD; e += kThreads) bias_rows[e] = 0.f;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  for (int i = warp; i < S16; i += kWarps) {
+  // rowsum(dO * O): a thread per row, its HD / 8 pairs of 16-byte loads all in flight at once.
+  for (int i = threadIdx.x; i < S16; i += kThreads) {
     float dot = 0.f;
-    if (i < S)
-      for (int c = 2 * lane; c < HD; c += 64) {
-        const float2 dy = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(d_out_head + i * D + c));
-        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(out_head + i * D + c));
-        dot += dy.x * y.x + dy.y * y.y;
+    if (i < S) {
+      uint4 dy[HD / 8], y[HD / 8];
+#pragma unroll
+      for (int c = 0; c < HD / 8; ++c) {
+        dy[c] = *reinterpret_cast<const uint4*>(d_out_head + i * D + 8 * c);
+        y[c] = *reinterpret_cast<const uint4*>(out_head + i * D + 8 * c);
       }
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-    if (lane == 0) {
-      row_delta[i] = dot;
-      row_lse2[i] = i < S ? lse[static_cast<int64_t>(bh) * S + i] * kLog2e : INFINITY;
+      for (int c = 0; c < HD / 8; ++c) {
+        const auto* dy2 = reinterpret_cast<const __nv_bfloat162*>(&dy[c]);
+        const auto* y2 = reinterpret_cast<const __nv_bfloat162*>(&y[c]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float2 a = __bfloat1622float2(dy2[e]), o = __bfloat1622float2(y2[e]);
+          dot += a.x * o.x + a.y * o.y;
+        }
+      }
     }
+    row_delta[i] = dot;
+    row_lse2[i] = i < S ? lse[static_cast<int64_t>(bh) * S + i] * kLog2e : INFINITY;
   }
   __syncthreads();
   const float scale2 = s.scale * kLog2e, scale = s.scale;
@@ -307,15 +333,15 @@ __global__ void __launch_bounds__(kThreads, 4)
     for (int i0 = 0; i0 < S16; i0 += 16) {
       float st[2][4] = {}, dpt[2][4] = {};  // S^T, dP^T: rows = keys j0 + g (+8), columns = queries
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int kk = 0; kk < kSteps; ++kk) {
-          uint32_t b0, b1;
-          load_b_rows<kLd>(b0, b1, q_s, i0 + 8 * nt, 16 * kk, g, t);
-          mma(st[nt], ka[kk], b0, b1);
-          load_b_rows<kLd>(b0, b1, g_s, i0 + 8 * nt, 16 * kk, g, t);
-          mma(dpt[nt], va[kk], b0, b1);
-        }
+      for (int kk = 0; kk < kSteps; ++kk) {
+        uint32_t b[4];
+        load_b_rows<kLd>(b, q_s, i0, 16 * kk, lane);
+        mma(st[0], ka[kk], b[0], b[1]);
+        mma(st[1], ka[kk], b[2], b[3]);
+        load_b_rows<kLd>(b, g_s, i0, 16 * kk, lane);
+        mma(dpt[0], va[kk], b[0], b[1]);
+        mma(dpt[1], va[kk], b[2], b[3]);
+      }
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
@@ -329,12 +355,14 @@ __global__ void __launch_bounds__(kThreads, 4)
       c_to_a(pa, st[0], st[1]);
       c_to_a(dsa, dpt[0], dpt[1]);
 #pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt) {
-        uint32_t b0, b1;
-        load_b_columns<kLd>(b0, b1, g_s, i0, 8 * dt, g, t);
-        mma(dv[dt], pa, b0, b1);
-        load_b_columns<kLd>(b0, b1, q_s, i0, 8 * dt, g, t);
-        mma(dk[dt], dsa, b0, b1);
+      for (int dt = 0; dt < kDimTiles; dt += 2) {
+        uint32_t b[4];
+        load_b_columns<kLd>(b, g_s, i0, 8 * dt, lane);
+        mma(dv[dt], pa, b[0], b[1]);
+        mma(dv[dt + 1], pa, b[2], b[3]);
+        load_b_columns<kLd>(b, q_s, i0, 8 * dt, lane);
+        mma(dk[dt], dsa, b[0], b[1]);
+        mma(dk[dt + 1], dsa, b[2], b[3]);
       }
     }
     store_rows(d_head + j0 * W + D, W, dk, 0, S - j0, g, t);
@@ -360,15 +388,15 @@ __global__ void __launch_bounds__(kThreads, 4)
     for (int j0 = 0; j0 < S16; j0 += 16) {
       float sc[2][4] = {}, dp[2][4] = {};  // rows = queries i0 + g (+8), columns = keys
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int kk = 0; kk < kSteps; ++kk) {
-          uint32_t b0, b1;
-          load_b_rows<kLd>(b0, b1, k_s, j0 + 8 * nt, 16 * kk, g, t);
-          mma(sc[nt], qa[kk], b0, b1);
-          load_b_rows<kLd>(b0, b1, v_s, j0 + 8 * nt, 16 * kk, g, t);
-          mma(dp[nt], ga[kk], b0, b1);
-        }
+      for (int kk = 0; kk < kSteps; ++kk) {
+        uint32_t b[4];
+        load_b_rows<kLd>(b, k_s, j0, 16 * kk, lane);
+        mma(sc[0], qa[kk], b[0], b[1]);
+        mma(sc[1], qa[kk], b[2], b[3]);
+        load_b_rows<kLd>(b, v_s, j0, 16 * kk, lane);
+        mma(dp[0], ga[kk], b[0], b[1]);
+        mma(dp[1], ga[kk], b[2], b[3]);
+      }
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
@@ -380,10 +408,11 @@ __global__ void __launch_bounds__(kThreads, 4)
       uint32_t dsa[4];
       c_to_a(dsa, dp[0], dp[1]);
 #pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt) {
-        uint32_t b0, b1;
-        load_b_columns<kLd>(b0, b1, k_s, j0, 8 * dt, g, t);
-        mma(dq[dt], dsa, b0, b1);
+      for (int dt = 0; dt < kDimTiles; dt += 2) {
+        uint32_t b[4];
+        load_b_columns<kLd>(b, k_s, j0, 8 * dt, lane);
+        mma(dq[dt], dsa, b[0], b[1]);
+        mma(dq[dt + 1], dsa, b[2], b[3]);
       }
     }
     store_rows(d_head + i0 * W, W, dq, 0, S - i0, g, t);

@@ -1,0 +1,104 @@
+// attention_timing: microseconds per call of the bf16 attention kernels (src/kernels/attention.hpp) at the ViT
+// shapes that matter (a measurement tool, not a test). For each shape: fresh random qkv and d_out on the GPU, 5
+// warm-up pairs, then --repeat forward and backward calls each timed with CUDA events; prints the median, the
+// achieved TFLOP/s (forward 2 matmuls, backward 5 over the sequence squared x head_dim) and the per-image bias
+// sums' share. Usage: attention_timing [--repeat 50]
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "kernels/attention.hpp"
+#include "model_cuda/device_buffer.hpp"
+
+namespace {
+
+using namespace ddpx;
+using bf16 = __nv_bfloat16;
+
+struct NamedShape {
+  const char* name;
+  AttentionShape shape;
+};
+
+template <typename Call>
+double median_us(int repeat, Call&& call) {
+  cudaEvent_t start, stop;
+  DDPX_CUDA_CHECK(cudaEventCreate(&start));
+  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times;
+  for (int i = 0; i < repeat; ++i) {
+    DDPX_CUDA_CHECK(cudaEventRecord(start));
+    call();
+    DDPX_CUDA_CHECK(cudaEventRecord(stop));
+    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  DDPX_CUDA_CHECK(cudaEventDestroy(start));
+  DDPX_CUDA_CHECK(cudaEventDestroy(stop));
+  std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
+  return 1e3 * times[repeat / 2];
+}
+
+void fill(bf16* data, int64_t n, uint64_t seed) {
+  std::vector<bf16> host(n);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& v : host) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = __float2bfloat16(static_cast<float>((state >> 40) & 0xFFFF) / 65536.f * 2.f - 1.f);
+  }
+  DDPX_CUDA_CHECK(cudaMemcpy(data, host.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+}
+
+void time_shape(const NamedShape& named, int repeat) {
+  const AttentionShape& s = named.shape;
+  const int64_t D = s.heads * s.head_dim, rows = s.batch * s.seq;
+  DeviceBuffer<bf16> qkv(rows * 3 * D, "qkv"), out(rows * D, "out"), d_out(rows * D, "d_out"),
+      d_qkv(rows * 3 * D, "d_qkv");
+  DeviceBuffer<float> lse(s.batch * s.heads * s.seq, "lse"), d_bias(s.batch * 3 * D, "d_bias");
+  fill(qkv.get(), rows * 3 * D, 1);
+  fill(d_out.get(), rows * D, 2);
+  auto forward = [&] { attention_forward<bf16>(s, qkv.get(), out.get(), lse.get(), nullptr); };
+  auto backward = [&](float* bias) {
+    attention_backward<bf16>(s, qkv.get(), out.get(), lse.get(), d_out.get(), d_qkv.get(), bias, nullptr);
+  };
+  for (int i = 0; i < 5; ++i) forward(), backward(d_bias.get());
+  DDPX_CUDA_CHECK(cudaDeviceSynchronize());
+  const double fwd = median_us(repeat, forward);
+  const double bwd = median_us(repeat, [&] { backward(d_bias.get()); });
+  const double bwd_plain = median_us(repeat, [&] { backward(nullptr); });
+  const double pairs = static_cast<double>(s.batch * s.heads), square = static_cast<double>(s.seq * s.seq);
+  const double fwd_flop = pairs * 2 * 2 * square * s.head_dim, bwd_flop = pairs * 5 * 2 * square * s.head_dim;
+  std::printf("%s b%lld s%lld h%lld d%lld: forward %.1f us %.0f TFLOP/s | backward %.1f us %.0f TFLOP/s | "
+              "no bias sums %.1f us\n",
+              named.name, static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+              static_cast<long long>(s.heads), static_cast<long long>(s.head_dim), fwd, fwd_flop / fwd * 1e-6, bwd,
+              bwd_flop / bwd * 1e-6, bwd_plain);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 50;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(1, std::atoi(argv[i + 1]));
+  auto shape = [](int64_t batch, int64_t seq, int64_t heads, int64_t head_dim) {
+    AttentionShape s;
+    s.batch = batch, s.seq = seq, s.heads = heads, s.head_dim = head_dim;
+    s.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
+    return s;
+  };
+  const NamedShape shapes[] = {{"vit_l_32", shape(32, 50, 16, 64)},
+                               {"vit_b_16", shape(256, 197, 12, 64)},
+                               {"vit_h_14", shape(32, 257, 16, 80)}};
+  for (const auto& named : shapes) time_shape(named, repeat);
+  return 0;
+}
