@@ -1,5 +1,6 @@
-// attention_timing: microseconds per call of the bf16 attention kernels (src/kernels/attention.hpp) at the ViT
-// shapes that matter (a measurement tool, not a test). For each shape: fresh random qkv and d_out on the GPU, 5
+// attention_timing: microseconds per call of the attention kernels (src/kernels/attention.hpp) at the ViT shapes
+// that matter, bf16 (tensor cores) and fp32 (CUDA cores: the tf32 and fp32 models' path); a measurement tool, not
+// a test. For each shape: fresh random qkv and d_out on the GPU, 5
 // warm-up pairs, then --repeat forward and backward calls each timed with CUDA events; prints the median, the
 // achieved TFLOP/s (forward 2 matmuls, backward 5 over the sequence squared x head_dim) and the per-image bias
 // sums' share. Usage: attention_timing [--repeat 50]
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/cuda_check.hpp"
@@ -48,27 +50,29 @@ double median_us(int repeat, Call&& call) {
   return 1e3 * times[repeat / 2];
 }
 
-void fill(bf16* data, int64_t n, uint64_t seed) {
-  std::vector<bf16> host(n);
+template <typename T>
+void fill(T* data, int64_t n, uint64_t seed) {
+  std::vector<T> host(n);
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   for (auto& v : host) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    v = __float2bfloat16(static_cast<float>((state >> 40) & 0xFFFF) / 65536.f * 2.f - 1.f);
+    v = static_cast<T>(static_cast<float>((state >> 40) & 0xFFFF) / 65536.f * 2.f - 1.f);
   }
-  DDPX_CUDA_CHECK(cudaMemcpy(data, host.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  DDPX_CUDA_CHECK(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
 }
 
+template <typename T>
 void time_shape(const NamedShape& named, int repeat) {
   const AttentionShape& s = named.shape;
   const int64_t D = s.heads * s.head_dim, rows = s.batch * s.seq;
-  DeviceBuffer<bf16> qkv(rows * 3 * D, "qkv"), out(rows * D, "out"), d_out(rows * D, "d_out"),
+  DeviceBuffer<T> qkv(rows * 3 * D, "qkv"), out(rows * D, "out"), d_out(rows * D, "d_out"),
       d_qkv(rows * 3 * D, "d_qkv");
   DeviceBuffer<float> lse(s.batch * s.heads * s.seq, "lse"), d_bias(s.batch * 3 * D, "d_bias");
   fill(qkv.get(), rows * 3 * D, 1);
   fill(d_out.get(), rows * D, 2);
-  auto forward = [&] { attention_forward<bf16>(s, qkv.get(), out.get(), lse.get(), nullptr); };
+  auto forward = [&] { attention_forward<T>(s, qkv.get(), out.get(), lse.get(), nullptr); };
   auto backward = [&](float* bias) {
-    attention_backward<bf16>(s, qkv.get(), out.get(), lse.get(), d_out.get(), d_qkv.get(), bias, nullptr);
+    attention_backward<T>(s, qkv.get(), out.get(), lse.get(), d_out.get(), d_qkv.get(), bias, nullptr);
   };
   for (int i = 0; i < 5; ++i) forward(), backward(d_bias.get());
   DDPX_CUDA_CHECK(cudaDeviceSynchronize());
@@ -77,9 +81,9 @@ void time_shape(const NamedShape& named, int repeat) {
   const double bwd_plain = median_us(repeat, [&] { backward(nullptr); });
   const double pairs = static_cast<double>(s.batch * s.heads), square = static_cast<double>(s.seq * s.seq);
   const double fwd_flop = pairs * 2 * 2 * square * s.head_dim, bwd_flop = pairs * 5 * 2 * square * s.head_dim;
-  std::printf("%s b%lld s%lld h%lld d%lld: forward %.1f us %.0f TFLOP/s | backward %.1f us %.0f TFLOP/s | "
+  std::printf("%s %s b%lld s%lld h%lld d%lld: forward %.1f us %.0f TFLOP/s | backward %.1f us %.0f TFLOP/s | "
               "no bias sums %.1f us\n",
-              named.name, static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+              named.name, std::is_same_v<T, float> ? "fp32" : "bf16", static_cast<long long>(s.batch), static_cast<long long>(s.seq),
               static_cast<long long>(s.heads), static_cast<long long>(s.head_dim), fwd, fwd_flop / fwd * 1e-6, bwd,
               bwd_flop / bwd * 1e-6, bwd_plain);
 }
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
   const NamedShape shapes[] = {{"vit_l_32", shape(32, 50, 16, 64)},
                                {"vit_b_16", shape(256, 197, 12, 64)},
                                {"vit_h_14", shape(32, 257, 16, 80)}};
-  for (const auto& named : shapes) time_shape(named, repeat);
+  for (const auto& named : shapes) time_shape<bf16>(named, repeat);
+  time_shape<float>(shapes[0], repeat);
   return 0;
 }

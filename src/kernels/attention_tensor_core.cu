@@ -7,7 +7,9 @@
 // (rows g, g+8; columns 2t, 2t+1 and +8); B 16x8 in 2 registers (k = 2t, 2t+1 and +8; n = g); C 16x8 fp32 in 4
 // (rows g, g+8; columns 2t, 2t+1). Two adjacent C tiles rounded to bf16 are an A fragment (P and dS never leave
 // the registers).
-// Forward: block = (image, head, 64 queries), warp = 16 queries; keys in chunks of 64 with an online softmax.
+// Forward: block = (image, head, 64 queries; 128 past 64 tokens), warp = 16 queries, whose A fragments come
+// straight from global memory; the head's keys and values sit in shared memory; keys in chunks of 64 with an
+// online softmax.
 // Backward: block = (image, head, phase); each phase keeps in shared memory only the two matrices it streams as
 // B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A fragments straight from
 // global memory, so a block needs half the shared memory of all four (ViT-B/16's 197 tokens: 64 instead of
@@ -32,7 +34,9 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kQueryRows = 16 * kWarps;  // forward: queries per block
+// Forward blocks: 4 warps (64 queries) for sequences of up to 64 tokens, else 8 warps (128 queries: half as many
+// copies of a head's keys and values in shared memory, two blocks resident per SM at 128 registers).
+constexpr int forward_warps(int64_t seq) { return seq <= 64 ? 4 : 8; }
 constexpr int kKeyChunk = 64;            // forward: keys per online-softmax step
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -112,20 +116,20 @@ __device__ __forceinline__ void c_to_a(uint32_t (&a)[4], const float (&c0)[4], c
 }
 
 // dst[r][0..HD) = src[r * stride ..] for r < rows, zero for rows..padded_rows-1; 16-byte vectors, 4 in flight.
-template <int HD>
+template <int HD, int THREADS = kThreads>
 __device__ void load_rows(bf16* dst, const bf16* src, int64_t stride, int rows, int padded_rows) {
   constexpr int kLd = HD + 8, kVectors = HD / 8, kBatch = 4;
   const int total = padded_rows * kVectors;
-  for (int first = threadIdx.x; first < total; first += kThreads * kBatch) {
+  for (int first = threadIdx.x; first < total; first += THREADS * kBatch) {
     uint4 v[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int e = first + u * kThreads, r = e / kVectors, c = 8 * (e % kVectors);
+      const int e = first + u * THREADS, r = e / kVectors, c = 8 * (e % kVectors);
       v[u] = e < total && r < rows ? *reinterpret_cast<const uint4*>(src + r * stride + c) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int e = first + u * kThreads, r = e / kVectors, c = 8 * (e % kVectors);
+      const int e = first + u * THREADS, r = e / kVectors, c = 8 * (e % kVectors);
       if (e < total) *reinterpret_cast<uint4*>(dst + r * kLd + c) = v[u];
     }
   }
@@ -164,30 +168,31 @@ __device__ __forceinline__ void store_rows(bf16* dst, int64_t stride, const floa
   }
 }
 
-template <int HD>
-__global__ void __launch_bounds__(kThreads, 4) forward_kernel(AttentionShape s, const bf16* qkv, bf16* out,
-                                                           float* lse) {
-  constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8;
+template <int HD, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
+    forward_kernel(AttentionShape s, const bf16* qkv, bf16* out, float* lse) {
+  constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8, kQueryRows = 16 * WARPS;
   extern __shared__ uint4 smem_u4[];
   const int S = static_cast<int>(s.seq), S64 = round_up(S, kKeyChunk);
-  bf16* q_s = reinterpret_cast<bf16*>(smem_u4);
-  bf16* k_s = q_s + kQueryRows * kLd;
+  bf16* k_s = reinterpret_cast<bf16*>(smem_u4);
   bf16* v_s = k_s + S64 * kLd;
-  const int bh = blockIdx.x;
+  // The query blocks of one head are adjacent in launch order, so they run together and share its keys and
+  // values through L2.
+  const int query_blocks = (S + kQueryRows - 1) / kQueryRows;
+  const int bh = blockIdx.x / query_blocks;
   const int64_t b = bh / s.heads, h = bh % s.heads, D = s.heads * HD, W = 3 * D;
   const bf16* head = qkv + b * S * W + h * HD;
-  const int q0 = blockIdx.y * kQueryRows;
-  load_rows<HD>(q_s, head + q0 * W, W, min(kQueryRows, S - q0), kQueryRows);
-  load_rows<HD>(k_s, head + D, W, S, S64);
-  load_rows<HD>(v_s, head + 2 * D, W, S, S64);
-  __syncthreads();
+  const int q0 = (blockIdx.x % query_blocks) * kQueryRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int r0 = 16 * warp;
+  uint32_t qa[kSteps][4];  // the warp's 16 queries as A fragments, straight from global memory
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) load_a_global(qa[kk], head + q0 * W, W, S - q0, r0, 16 * kk, g, t);
+  load_rows<HD, 32 * WARPS>(k_s, head + D, W, S, S64);
+  load_rows<HD, 32 * WARPS>(v_s, head + 2 * D, W, S, S64);
+  __syncthreads();
   if (q0 + r0 >= S) return;
 
-  uint32_t qa[kSteps][4];
-#pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) load_a<kLd>(qa[kk], q_s, r0, 16 * kk, lane);
   float o[kDimTiles][4] = {};
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale2 = s.scale * kLog2e;
@@ -432,7 +437,7 @@ __global__ void __launch_bounds__(kThreads, 4)
 
 size_t forward_shared_bytes(const AttentionShape& s) {
   const int ld = static_cast<int>(s.head_dim) + 8;
-  return sizeof(bf16) * static_cast<size_t>(kQueryRows + 2 * round_up(static_cast<int>(s.seq), kKeyChunk)) * ld;
+  return sizeof(bf16) * static_cast<size_t>(2 * round_up(static_cast<int>(s.seq), kKeyChunk)) * ld;
 }
 
 size_t backward_shared_bytes(const AttentionShape& s) {
@@ -483,12 +488,18 @@ bool attention_tensor_core_supported(const AttentionShape& s, const void* qkv, c
 void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf16* out, float* lse,
                                    cudaStream_t stream) {
   const size_t shared = forward_shared_bytes(s);
-  const dim3 grid(static_cast<unsigned>(s.batch * s.heads),
-                  static_cast<unsigned>((s.seq + kQueryRows - 1) / kQueryRows));
+  const int warps = forward_warps(s.seq);
+  const int64_t query_blocks = (s.seq + 16 * warps - 1) / (16 * warps);
+  const auto grid = static_cast<unsigned>(s.batch * s.heads * query_blocks);
   dispatch_head_dim(s.head_dim, [&](auto hd) {
-    auto kernel = forward_kernel<decltype(hd)::value>;
-    set_shared(kernel, shared);
-    kernel<<<grid, kThreads, shared, stream>>>(s, qkv, out, lse);
+    auto launch = [&](auto kernel, int threads) {
+      set_shared(kernel, shared);
+      kernel<<<grid, threads, shared, stream>>>(s, qkv, out, lse);
+    };
+    if (warps == 4)
+      launch(forward_kernel<decltype(hd)::value, 4>, 128);
+    else
+      launch(forward_kernel<decltype(hd)::value, 8>, 256);
   });
   DDPX_CHECK_LAUNCH("attention forward_kernel (tensor core)");
 }
