@@ -10,14 +10,15 @@
 // Forward: block = (image, head, 64 queries; 128 past 64 tokens), warp = 16 queries, whose A fragments come
 // straight from global memory; the head's keys and values sit in shared memory; keys in chunks of 64 with an
 // online softmax.
-// Backward: block = (image, head, phase); each phase keeps in shared memory only the two matrices it streams as
-// B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A fragments straight from
-// global memory, so a block needs half the shared memory of all four (ViT-B/16's 197 tokens: 64 instead of
-// 122 KB, three blocks per SM instead of one) with the same values in the same mma order. Phase 0: warp = 16
-// keys, loops over query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q.
-// Phase 1: warp = 16 queries, loops over key tiles: recomputes S and dP, dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
-// the block adds the 4 rows in order. No atomics anywhere. Both kernels are held to 128 registers (4 blocks of
-// 128 threads per SM: a ViT-L/32 layer's 512 (image, head) blocks fit one wave).
+// Backward: block = (image, head, phase); 4 warps up to 64 tokens, else 8, and then the two phases of a head
+// adjacent in launch order (the second reads the head from L2). Each phase keeps in shared memory only the two matrices it
+// streams as B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A fragments straight
+// from global memory, so a block needs half the shared memory of all four (ViT-B/16's 197 tokens: 64 instead of
+// 122 KB). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then
+// dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: recomputes S and dP,
+// dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row; the block
+// adds the warps' rows in order. No atomics anywhere. Both kernels are held to 128 registers (16 warps resident
+// per SM: a ViT-L/32 layer's 512 (image, head) forward blocks fit one wave).
 #include "kernels/attention_tensor_core.hpp"
 
 #include <cmath>
@@ -37,6 +38,9 @@ constexpr int kThreads = 32 * kWarps;
 // Forward blocks: 4 warps (64 queries) for sequences of up to 64 tokens, else 8 warps (128 queries: half as many
 // copies of a head's keys and values in shared memory, two blocks resident per SM at 128 registers).
 constexpr int forward_warps(int64_t seq) { return seq <= 64 ? 4 : 8; }
+// Backward blocks: 4 warps up to 64 tokens (a warp per 16-row tile), else 8 (one shared-memory copy of the
+// phase's two matrices for twice the warps: ViT-B/16's 197 tokens keep 16 warps resident per SM instead of 12).
+constexpr int backward_warps(int64_t seq) { return seq <= 64 ? 4 : 8; }
 constexpr int kKeyChunk = 64;            // forward: keys per online-softmax step
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -265,40 +269,45 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
     }
 }
 
-template <int HD>
-__global__ void __launch_bounds__(kThreads, 4)
+template <int HD, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
     backward_kernel(AttentionShape s, const bf16* qkv, const bf16* out, const float* lse, const bf16* d_out,
                     bf16* d_qkv, float* d_bias) {
-  constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8;
+  constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8, kThreadsHere = 32 * WARPS;
   extern __shared__ uint4 smem_u4[];
   const int S = static_cast<int>(s.seq), S16 = round_up(S, 16), tiles = S16 / 16;
-  const bool key_phase = blockIdx.y == 0;
+  // Past 64 tokens the two phases of a head are adjacent in launch order and run together, so L2 serves the
+  // second; a short sequence's layer sits in L2 anyway, and there running all of phase 0 first measured faster
+  // (ViT-L/32: 30.2 against 32.0 us).
+  const int heads_total = static_cast<int>(s.batch * s.heads);
+  const bool interleaved = WARPS == 8;
+  const bool key_phase = interleaved ? blockIdx.x % 2 == 0 : static_cast<int>(blockIdx.x) < heads_total;
   bf16* first_s = reinterpret_cast<bf16*>(smem_u4);  // phase 0: q; phase 1: k
   bf16* second_s = first_s + S16 * kLd;               // phase 0: dO; phase 1: v
   float* row_lse2 = reinterpret_cast<float*>(second_s + S16 * kLd);  // lse * log2(e); +inf on padding rows
   float* row_delta = row_lse2 + S16;                                  // rowsum(dO * O)
-  float* bias_rows = row_delta + S16;                                 // [kWarps][3][HD]
-  const int bh = blockIdx.x;
+  float* bias_rows = row_delta + S16;                                 // [WARPS][3][HD]
+  const int bh = interleaved ? blockIdx.x / 2 : blockIdx.x % heads_total;
   const int64_t b = bh / s.heads, h = bh % s.heads, D = s.heads * HD, W = 3 * D;
   const bf16* head = qkv + b * S * W + h * HD;
   const bf16* d_out_head = d_out + b * S * D + h * HD;
   const bf16* out_head = out + b * S * D + h * HD;
   bf16* d_head = d_qkv + b * S * W + h * HD;
   if (key_phase) {
-    load_rows<HD>(first_s, head, W, S, S16);
-    load_rows<HD>(second_s, d_out_head, D, S, S16);
+    load_rows<HD, kThreadsHere>(first_s, head, W, S, S16);
+    load_rows<HD, kThreadsHere>(second_s, d_out_head, D, S, S16);
   } else {
-    load_rows<HD>(first_s, head + D, W, S, S16);
-    load_rows<HD>(second_s, head + 2 * D, W, S, S16);
+    load_rows<HD, kThreadsHere>(first_s, head + D, W, S, S16);
+    load_rows<HD, kThreadsHere>(second_s, head + 2 * D, W, S, S16);
   }
   const bf16* q_s = first_s;  // read in phase 0 only
   const bf16* g_s = second_s;
   const bf16* k_s = first_s;  // read in phase 1 only
   const bf16* v_s = second_s;
-  for (int e = threadIdx.x; e < kWarps * 3 * HD; e += kThreads) bias_rows[e] = 0.f;
+  for (int e = threadIdx.x; e < WARPS * 3 * HD; e += kThreadsHere) bias_rows[e] = 0.f;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   // rowsum(dO * O): a thread per row, its HD / 8 pairs of 16-byte loads all in flight at once.
-  for (int i = threadIdx.x; i < S16; i += kThreads) {
+  for (int i = threadIdx.x; i < S16; i += kThreadsHere) {
     float dot = 0.f;
     if (i < S) {
       uint4 dy[HD / 8], y[HD / 8];
@@ -326,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   float* my_bias = bias_rows + warp * 3 * HD;
 
   // Phase 0: dK, dV for the key tiles of this warp.
-  for (int kt = warp; key_phase && kt < tiles; kt += kWarps) {
+  for (int kt = warp; key_phase && kt < tiles; kt += WARPS) {
     const int j0 = 16 * kt;
     uint32_t ka[kSteps][4], va[kSteps][4];
 #pragma unroll
@@ -379,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   }
 
   // Phase 1: dQ for the query tiles of this warp.
-  for (int qt = warp; !key_phase && qt < tiles; qt += kWarps) {
+  for (int qt = warp; !key_phase && qt < tiles; qt += WARPS) {
     const int i0 = 16 * qt;
     uint32_t qa[kSteps][4], ga[kSteps][4];
 #pragma unroll
@@ -426,10 +435,10 @@ __global__ void __launch_bounds__(kThreads, 4)
 
   if (!d_bias) return;  // uniform over the block
   __syncthreads();
-  for (int e = key_phase ? threadIdx.x + HD : threadIdx.x; e < (key_phase ? 3 : 1) * HD; e += kThreads) {
+  for (int e = key_phase ? threadIdx.x + HD : threadIdx.x; e < (key_phase ? 3 : 1) * HD; e += kThreadsHere) {
     float total = 0.f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += bias_rows[w * 3 * HD + e];
+    for (int w = 0; w < WARPS; ++w) total += bias_rows[w * 3 * HD + e];
     const int section = e / HD, d = e % HD;
     d_bias[b * W + section * D + h * HD + d] = total;
   }
@@ -443,7 +452,7 @@ size_t forward_shared_bytes(const AttentionShape& s) {
 size_t backward_shared_bytes(const AttentionShape& s) {
   const int ld = static_cast<int>(s.head_dim) + 8, s16 = round_up(static_cast<int>(s.seq), 16);
   return sizeof(bf16) * static_cast<size_t>(2 * s16 * ld) +
-         sizeof(float) * static_cast<size_t>(2 * s16 + kWarps * 3 * s.head_dim);
+         sizeof(float) * static_cast<size_t>(2 * s16 + backward_warps(s.seq) * 3 * s.head_dim);
 }
 
 int max_shared_bytes() {
@@ -507,11 +516,16 @@ void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf1
 void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, const bf16* out, const float* lse,
                                     const bf16* d_out, bf16* d_qkv, float* d_bias_per_image, cudaStream_t stream) {
   const size_t shared = backward_shared_bytes(s);
-  const dim3 grid(static_cast<unsigned>(s.batch * s.heads), 2);
+  const auto grid = static_cast<unsigned>(s.batch * s.heads * 2);  // (image, head) x phase
   dispatch_head_dim(s.head_dim, [&](auto hd) {
-    auto kernel = backward_kernel<decltype(hd)::value>;
-    set_shared(kernel, shared);
-    kernel<<<grid, kThreads, shared, stream>>>(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
+    auto launch = [&](auto kernel, int threads) {
+      set_shared(kernel, shared);
+      kernel<<<grid, threads, shared, stream>>>(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
+    };
+    if (backward_warps(s.seq) == 4)
+      launch(backward_kernel<decltype(hd)::value, 4>, 128);
+    else
+      launch(backward_kernel<decltype(hd)::value, 8>, 256);
   });
   DDPX_CHECK_LAUNCH("attention backward_kernel (tensor core)");
 }
