@@ -1,6 +1,6 @@
 // attention_timing: microseconds per call of the attention kernels (src/kernels/attention.hpp) at the ViT shapes
-// that matter, bf16 (tensor cores) and fp32 (CUDA cores: the tf32 and fp32 models' path); a measurement tool, not
-// a test. For each shape: fresh random qkv and d_out on the GPU, 5
+// that matter: bf16 (tensor cores), fp32 (CUDA cores: the fp32 precision's path) and fp32 with TF32 allowed (the
+// tf32 precision's path); a measurement tool, not a test. For each shape: fresh random qkv and d_out on the GPU, 5
 // warm-up pairs, then --repeat forward and backward calls each timed with CUDA events; prints the median, the
 // achieved TFLOP/s (forward 2 matmuls, backward 5 over the sequence squared x head_dim) and the per-image bias
 // sums' share. Usage: attention_timing [--repeat 50]
@@ -62,8 +62,9 @@ void fill(T* data, int64_t n, uint64_t seed) {
 }
 
 template <typename T>
-void time_shape(const NamedShape& named, int repeat) {
-  const AttentionShape& s = named.shape;
+void time_shape(const NamedShape& named, int repeat, bool tf32 = false) {
+  AttentionShape s = named.shape;
+  s.tf32 = tf32;
   const int64_t D = s.heads * s.head_dim, rows = s.batch * s.seq;
   DeviceBuffer<T> qkv(rows * 3 * D, "qkv"), out(rows * D, "out"), d_out(rows * D, "d_out"),
       d_qkv(rows * 3 * D, "d_qkv");
@@ -83,7 +84,7 @@ void time_shape(const NamedShape& named, int repeat) {
   const double fwd_flop = pairs * 2 * 2 * square * s.head_dim, bwd_flop = pairs * 5 * 2 * square * s.head_dim;
   std::printf("%s %s b%lld s%lld h%lld d%lld: forward %.1f us %.0f TFLOP/s | backward %.1f us %.0f TFLOP/s | "
               "no bias sums %.1f us\n",
-              named.name, std::is_same_v<T, float> ? "fp32" : "bf16", static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+              named.name, tf32 ? "tf32" : std::is_same_v<T, float> ? "fp32" : "bf16", static_cast<long long>(s.batch), static_cast<long long>(s.seq),
               static_cast<long long>(s.heads), static_cast<long long>(s.head_dim), fwd, fwd_flop / fwd * 1e-6, bwd,
               bwd_flop / bwd * 1e-6, bwd_plain);
 }
@@ -105,5 +106,6 @@ int main(int argc, char** argv) {
                                {"vit_h_14", shape(32, 257, 16, 80)}};
   for (const auto& named : shapes) time_shape<bf16>(named, repeat);
   time_shape<float>(shapes[0], repeat);
+  time_shape<float>(shapes[0], repeat, true);
   return 0;
 }

@@ -1,5 +1,5 @@
 // Fused attention kernels; see attention.hpp. bf16 shapes the tensor-core kernels take go there
-// (attention_tensor_core.cu); the rest runs here: CUDA-core fp32 math from shared memory, register-tiled:
+// (attention_tensor_core.cu), TF32-allowed fp32 shapes to attention_tf32.cu; the rest runs here: CUDA-core fp32 math from shared memory, register-tiled:
 // a block of 256 threads = 16 x 16 threads works on 64 x 64 tiles, each thread owning a 4 x 4 sub-tile
 // (rows ty + 16a, columns tx + 16b), so every shared-memory load feeds 4 multiply-adds. Tiles of q/k/v/dO are
 // stored row-major with head_dim + 4 floats per row: the float4 loads along head_dim that different rows issue
@@ -19,6 +19,7 @@
 #include "core/cuda_check.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/attention_tensor_core.hpp"
+#include "kernels/attention_tf32.hpp"
 #include "kernels/device_utils.cuh"
 
 namespace ddpx {
@@ -371,6 +372,11 @@ void attention_forward(const AttentionShape& s, const T* qkv, T* out, float* lse
       attention_forward_tensor_core(s, qkv, out, lse, stream);
       return;
     }
+  } else {
+    if (attention_tf32_supported(s, qkv, out, nullptr, nullptr)) {
+      attention_forward_tf32(s, qkv, out, lse, stream);
+      return;
+    }
   }
   const int64_t ld = s.head_dim + 4;
   const size_t shared = sizeof(float) * static_cast<size_t>(3 * kTile * ld + kTile * kPad);
@@ -388,6 +394,11 @@ void attention_backward(const AttentionShape& s, const T* qkv, const T* out, con
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     if (attention_tensor_core_supported(s, qkv, out, d_out, d_qkv)) {
       attention_backward_tensor_core(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image, stream);
+      return;
+    }
+  } else {
+    if (attention_tf32_supported(s, qkv, out, d_out, d_qkv)) {
+      attention_backward_tf32(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image, stream);
       return;
     }
   }

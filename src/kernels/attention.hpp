@@ -9,8 +9,9 @@
 //    of d_qkv per image [batch, 3*heads*head_dim] (fp32; summed over images they are the in_proj bias gradient).
 //    No atomics: bit-identical run to run.
 //  - bf16 storage with head_dim 32/64/80 (and 16-byte aligned tensors) runs on tensor cores
-//    (attention_tensor_core.hpp: P and dS rounded to bf16 as matmul operands); everything else runs the fp32
-//    CUDA-core kernels.
+//    (attention_tensor_core.hpp: P and dS rounded to bf16 as matmul operands); so does fp32 storage with
+//    shape.tf32 set where attention_tf32.hpp takes the shape (operands rounded to TF32); everything else runs the
+//    fp32 CUDA-core kernels.
 //  - One kernel each (two for the CUDA-core backward with bias sums), enqueued on `stream`; nothing allocated. Limits (checked, error names the shape):
 //    head_dim <= 128, seq * head_dim <= 32768, and the shared memory the sequence needs must fit the GPU.
 #pragma once
@@ -23,6 +24,9 @@ namespace ddpx {
 struct AttentionShape {
   int64_t batch = 0, seq = 0, heads = 0, head_dim = 0;
   float scale = 1.f;  // usually 1/sqrt(head_dim)
+  // fp32 storage only: the two products per pass may run on TF32 tensor cores (attention_tf32.hpp), the tf32
+  // precision's choice for every matmul; false keeps fp32 CUDA-core math (the fp32 precision).
+  bool tf32 = false;
 };
 
 template <typename T>

@@ -3,6 +3,9 @@
 // Tolerances (norm-wise relative): fp32 1e-5 (out, d_qkv, per-image bias sums), lse 1e-6; bf16 storage 2e-2
 // against a reference fed the same bf16-rounded inputs (outputs and gradients are rounded to bf16 once more; the
 // tensor-core path also rounds P and dS). bf16 head_dim 32/64/80 shapes exercise the tensor-core kernels.
+// fp32 storage with TF32 allowed (AttentionShape::tf32): 5e-3 everywhere against the unrounded fp32 reference
+// (q, k, v, dO, P and dS rounded to a 10-bit mantissa as operands); shapes the TF32 kernels do not take fall back
+// to the fp32 kernels.
 #include <gtest/gtest.h>
 
 #include "gpu_guard.hpp"
@@ -76,9 +79,10 @@ AttentionReference reference(const AttentionShape& s, const std::vector<float>& 
 }
 
 template <typename T>
-void check_attention(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, double tolerance, uint64_t seed) {
+void check_attention(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, double tolerance, uint64_t seed,
+                     bool tf32 = false) {
   AttentionShape s;
-  s.batch = batch, s.seq = seq, s.heads = heads, s.head_dim = head_dim;
+  s.batch = batch, s.seq = seq, s.heads = heads, s.head_dim = head_dim, s.tf32 = tf32;
   s.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
   const int64_t D = heads * head_dim, rows = batch * seq;
   auto qkv = random_vector(rows * 3 * D, seed, 1.5), d_out = random_vector(rows * D, seed + 1);
@@ -97,9 +101,10 @@ void check_attention(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < seq; ++i)
       for (int64_t c = 0; c < 3 * D; ++c) want_bias[b * 3 * D + c] += want.d_qkv[(b * seq + i) * 3 * D + c];
-  const std::string where = "seq " + std::to_string(seq) + " head_dim " + std::to_string(head_dim);
+  const std::string where =
+      "seq " + std::to_string(seq) + " head_dim " + std::to_string(head_dim) + (tf32 ? " (TF32 allowed)" : "");
   EXPECT_LT(relative_error(testing::to_host(d_o), want.out), tolerance) << "out, " << where;
-  const double lse_tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-2;
+  const double lse_tolerance = tf32 ? 5e-3 : std::is_same_v<T, float> ? 1e-6 : 1e-2;
   EXPECT_LT(relative_error(testing::to_host(lse), want.lse), lse_tolerance) << "lse, " << where;
   EXPECT_LT(relative_error(testing::to_host(d_grad), want.d_qkv), tolerance) << "d_qkv, " << where;
   EXPECT_LT(relative_error(testing::to_host(d_bias), want_bias), tolerance) << "per-image bias sums, " << where;
@@ -112,6 +117,16 @@ TEST(Attention, Fp32MatchesReference) {
   check_attention<float>(1, 257, 1, 80, 1e-5, 3);  // ViT-H/14 sequence and head width, 512 x 64 backward
   check_attention<float>(3, 17, 4, 8, 1e-5, 4);    // vit_tiny_test
   check_attention<float>(2, 33, 3, 40, 1e-5, 5);   // odd sizes: partial query tiles and head-dim chunks
+}
+
+TEST(Attention, Tf32WithinTf32Rounding) {
+  DDPX_REQUIRE_GPU();
+  check_attention<float>(2, 50, 4, 64, 5e-3, 12, true);   // ViT-*/32: the TF32 tensor-core kernels
+  check_attention<float>(2, 50, 3, 80, 5e-3, 13, true);   // head_dim 80 (10 k-steps)
+  check_attention<float>(3, 26, 2, 32, 5e-3, 14, true);   // head_dim 32, one partial tile
+  check_attention<float>(1, 129, 2, 64, 5e-3, 15, true);  // 3 query blocks, 3 key chunks, 9 tiles over 4 warps
+  check_attention<float>(1, 197, 2, 64, 5e-3, 16, true);  // too long for TF32's shared memory: fp32 kernels
+  check_attention<float>(2, 33, 3, 40, 5e-3, 17, true);   // head_dim 40 has no TF32 kernel: fp32 kernels
 }
 
 TEST(Attention, Bf16WithinRounding) {

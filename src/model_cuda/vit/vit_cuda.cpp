@@ -184,6 +184,7 @@ class VitCudaModel final : public CudaNetwork {
     shape.batch = batch_, shape.seq = config_.seq_len(), shape.heads = config_.num_heads;
     shape.head_dim = config_.head_dim();
     shape.scale = 1.f / std::sqrt(static_cast<float>(config_.head_dim()));
+    shape.tf32 = matmul_.mode() == MatmulMode::tf32;  // tf32: attention's products on TF32 tensor cores too
     return shape;
   }
 
