@@ -51,6 +51,17 @@ class CommHook {
   //  - Nothing else may read the bucket's fp32 values as averaged after such a step: the engines' numerics check
   //    runs inside the update that reads the wire, and calibration steps, --optimizer-overlap off and
   //    accumulation micro-batches take run(), which widens.
+  //
+  // Note [Low-rank gradients fused into the update]
+  // PowerSGD's average of a compressed matrix is P Q^T: its finish writes it into the bucket (4 bytes per
+  // gradient) only for the optimizer to read it back. With a consumer it can leave it in the factors instead:
+  // run_leaving_wire() writes the averaged vectors into the bucket and E = M - P Q^T as run() does, skips the
+  // matrices' P Q^T writes, and returns WireGradients whose low_rank pieces describe the bucket; the optimizer
+  // evaluates each gradient from its P row and Q row (a few floats, from L1/L2) with core/low_rank.hpp's
+  // low_rank_product, the function finish uses, so the update equals run() + the plain update bit for bit. Two of
+  // the hook's eight passes over the bucket disappear. The rules above hold; in addition a step before
+  // PowerSGD's start, or a bucket whose math cannot (can_leave_factors()), returns empty WireGradients: the
+  // average is then in the bucket, as after run().
   virtual bool leaves_result_on_wire(const BucketView& /*bucket*/) const { return false; }
   virtual WireGradients run_leaving_wire(BucketView& bucket, Communicator& /*comm*/, void* /*stream*/,
                                          int64_t /*step*/) {

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
+#include "ddp/bucket_view.hpp"
 #include "ddp/comm_hook_factory.hpp"
 
 namespace ddpx {
@@ -85,9 +86,22 @@ int64_t PowerSgdHook::capturable_from_step() const {
 }
 
 void PowerSgdHook::run(BucketView& bucket, Communicator& comm, void* stream, int64_t step) {
+  run_steps(bucket, comm, stream, step, false);
+}
+
+bool PowerSgdHook::leaves_result_on_wire(const BucketView& bucket) const { return bucket.device == GradDevice::cuda; }
+
+WireGradients PowerSgdHook::run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) {
+  DDPX_INTERNAL_ASSERT(bucket.device == GradDevice::cuda, "PowerSgdHook::run_leaving_wire on a host bucket ({})",
+                       bucket.index);
+  return run_steps(bucket, comm, stream, step, true);
+}
+
+WireGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step,
+                                      bool leave_factors) {
   if (step < options_.start_step) {
     comm.all_reduce(bucket.data, bucket.numel(), CommDType::f32, ReduceOp::avg, stream);
-    return;
+    return {};
   }
   BucketState& state = state_for(bucket);
   PowerSgdBucketMath& math = *state.math;
@@ -110,7 +124,14 @@ void PowerSgdHook::run(BucketView& bucket, Communicator& comm, void* stream, int
     math.compute_q(bucket.data, stream);
     comm.all_reduce(math.q(), layout.q_elements, CommDType::f32, ReduceOp::avg, stream);
   }
+  if (leave_factors && math.can_leave_factors()) {
+    math.finish_leaving_factors(bucket.data, stream);
+    WireGradients wire;
+    wire.low_rank = math.low_rank_gradients();
+    return wire;
+  }
   math.finish(bucket.data, stream);
+  return {};
 }
 
 }  // namespace ddpx

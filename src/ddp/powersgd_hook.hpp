@@ -49,6 +49,9 @@ class PowerSgdHook : public CommHook {
   int64_t capturable_from_step() const override;
   // Before start_step the fp32 bucket; then the packed vectors with every P_i (one call) plus every Q_i (another).
   size_t wire_bytes(const BucketView& bucket, int64_t step) const override;
+  // Note [Low-rank gradients fused into the update] (ddp/comm_hook.hpp): CUDA buckets.
+  bool leaves_result_on_wire(const BucketView& bucket) const override;
+  WireGradients run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
   const PowerSgdOptions& options() const { return options_; }
 
   // Its registry entry's halves (ddp/comm_hook_factory.hpp): ":R" or ":R:START" -> {R, START} (START from
@@ -65,6 +68,9 @@ class PowerSgdHook : public CommHook {
     bool q_initialized = false;
   };
   BucketState& state_for(const BucketView& bucket);
+  // run()'s sequence; leave_factors: end with finish_leaving_factors where the bucket's math can, returning its
+  // low-rank gradients (else empty WireGradients: the average is in the bucket).
+  WireGradients run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step, bool leave_factors);
 
   PowerSgdOptions options_;
   DeviceScratch scratch_;  // shared by the buckets' CUDA math (they run in order on one stream)

@@ -3,7 +3,8 @@
 // in the memory of its device (so the hook can hand them to the communicator directly).
 // One step, as the hook (powersgd_hook.cpp) sequences it, with M = the bucket's gradients + E:
 //   orthogonalize_q, begin (E feedback, packing, P_i = M_i Q_i), all-reduce packed_and_p, orthogonalize_p,
-//   compute_q (Q_i = M_i^T P_i), all-reduce q, finish (bucket = unpacked averages and P_i Q_i^T, E = M - bucket).
+//   compute_q (Q_i = M_i^T P_i), all-reduce q, finish (bucket = unpacked averages and P_i Q_i^T, E = M - bucket),
+//   or finish_leaving_factors where the consumer reads P_i Q_i^T from the factors.
 // Guarantees: every method takes the same bucket pointer within a step and touches that bucket and the owned
 // buffers only; where M lives between begin and finish is the implementation's (host: in the bucket; CUDA: in E,
 // the bucket keeping the raw gradients until finish). Padding between tensors is left as it is (E stays zero
@@ -14,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/low_rank.hpp"
 #include "ddp/powersgd_layout.hpp"
 
 namespace ddpx {
@@ -34,6 +36,15 @@ class PowerSgdBucketMath {
   virtual void orthogonalize_p(void* stream) = 0;
   virtual void compute_q(const float* bucket, void* stream) = 0;  // Q_i = M_i^T P_i
   virtual void finish(float* bucket, void* stream) = 0;       // bucket = packed | P_i Q_i^T; E = M - bucket
+
+  // Note [Low-rank gradients fused into the update] (ddp/comm_hook.hpp). can_leave_factors: whether this bucket
+  // can end a step with finish_leaving_factors (CUDA buckets whose matrices are whole 4-element vectors, ranks
+  // <= 8). finish_leaving_factors: finish() except that the matrices' part of the bucket keeps its raw gradients;
+  // E is updated as finish() updates it. low_rank_gradients(): the averaged gradients of the whole bucket as
+  // pieces over the factors (device pointers, valid until the bucket's next step).
+  virtual bool can_leave_factors() const { return false; }
+  virtual void finish_leaving_factors(float* bucket, void* stream);
+  virtual LowRankGradients low_rank_gradients() const;
 };
 
 // `scratch`: device memory shared by the buckets of one hook (they run one after another on one stream); the

@@ -6,7 +6,9 @@
 //   compute_q:  one kernel of partial sums of M_i^T P_i over 128-row slabs and 128-column strips into the shared
 //               scratch, one kernel summing the slabs in a fixed order (deterministic: graph replays equal eager
 //               steps bit for bit).
-//   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket, a block per 4 rows.
+//   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket, a block per 4 rows;
+//               finish_leaving_factors skips the P_i Q_i^T writes and low_rank_gradients() describes them
+//               instead (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp).
 //   orthogonalize_q/_p: one kernel for all matrices of the bucket, one block per matrix holding its columns in
 //               registers (R <= 8 and <= 4096 rows; a global-memory block per matrix beyond that).
 // Each kernel is sized so that one bucket's launch fills the GPU with loads in flight: float4s where rows are
@@ -29,6 +31,8 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
+#include "core/low_rank.hpp"
 #include "ddp/device_scratch.hpp"
 #include "ddp/powersgd_math.hpp"
 
@@ -282,8 +286,10 @@ __global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __r
 
 // finish: bucket = P Q^T and E = M - bucket for matrices; bucket = packed and E = M - packed for vectors. A block
 // takes kRowsPerTask rows, as in begin (no sums across threads here). K >= every rank of the bucket (registers
-// hold the block's P rows), or 0: any rank, P and Q read from L1 in the inner loop.
-template <int K>
+// hold the block's P rows; the products are core/low_rank.hpp's low_rank_product, which the optimizer evaluates
+// alike), or 0: any rank, P and Q read from L1 in the inner loop. kWriteMatrices false: the matrices' part of the
+// bucket is left as it is (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp), E still updated.
+template <int K, bool kWriteMatrices = true>
 __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(float* __restrict__ bucket, float* __restrict__ error,
                                                           const float* __restrict__ packed,
                                                           const float* __restrict__ p, const float* __restrict__ q,
@@ -319,11 +325,7 @@ __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(fl
       float factor[kHeld];
       load_factor_row<kHeld>(qm, c, m.rank, 0, m.rank, factor);
 #pragma unroll
-      for (int w = 0; w < kRowsPerTask; ++w) {
-        approximation[w] = 0;
-#pragma unroll
-        for (int r = 0; r < kHeld; ++r) approximation[w] += prow[w][r] * factor[r];
-      }
+      for (int w = 0; w < kRowsPerTask; ++w) approximation[w] = low_rank_product<kHeld>(prow[w], factor);
     } else {
 #pragma unroll
       for (int w = 0; w < kRowsPerTask; ++w) {
@@ -345,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(fl
         if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + 4LL * c4;
         const float4 v = *reinterpret_cast<const float4*>(e + at);
-        *reinterpret_cast<float4*>(out + at) = make_float4(a[0][w], a[1][w], a[2][w], a[3][w]);
+        if constexpr (kWriteMatrices) *reinterpret_cast<float4*>(out + at) = make_float4(a[0][w], a[1][w], a[2][w], a[3][w]);
         *reinterpret_cast<float4*>(e + at) = make_float4(v.x - a[0][w], v.y - a[1][w], v.z - a[2][w], v.w - a[3][w]);
       }
     }
@@ -357,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(fl
       for (int w = 0; w < kRowsPerTask; ++w) {
         if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + c;
-        out[at] = a[w];
+        if constexpr (kWriteMatrices) out[at] = a[w];
         e[at] -= a[w];
       }
     }
@@ -590,6 +592,30 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     orth_p_ = OrthPlan(p_refs, staging);
     orth_q_ = OrthPlan(q_refs, staging);
 
+    // Note [Low-rank gradients fused into the update]: the bucket as pieces, a factor piece per matrix and plain
+    // pieces (vectors, padding) between them, when every matrix is whole 4-element vectors and the ranks fit the
+    // register path (finish_width_ > 0: the products are low_rank_product<finish_width_>).
+    bool vectors_whole = true;
+    for (const LowRankMatrix& m : layout.matrices)
+      vectors_whole = vectors_whole && m.offset % 4 == 0 && (m.rows * m.cols) % 4 == 0;
+    if (finish_width_ > 0 && !layout.matrices.empty() && vectors_whole && layout.bucket_elements % 4 == 0) {
+      std::vector<LowRankMatrix> in_order = layout.matrices;
+      std::sort(in_order.begin(), in_order.end(),
+                [](const LowRankMatrix& a, const LowRankMatrix& b) { return a.offset < b.offset; });
+      std::vector<LowRankPiece> pieces;
+      long long at = 0;
+      for (const LowRankMatrix& m : in_order) {
+        const auto offset = static_cast<long long>(m.offset);
+        if (offset > at) pieces.push_back({at, offset - at, 0, 0, 0, 0});
+        pieces.push_back({offset, m.rows * m.cols, int(m.cols), int(m.rank), static_cast<long long>(m.p_offset),
+                          static_cast<long long>(m.q_offset)});
+        at = offset + m.rows * m.cols;
+      }
+      if (at < static_cast<long long>(layout.bucket_elements))
+        pieces.push_back({at, static_cast<long long>(layout.bucket_elements) - at, 0, 0, 0, 0});
+      pieces_ = staging.add(pieces);
+    }
+
     // One allocation: E, packed, P, Q (floats, zeroed), then the tables. P and Q start 16-byte aligned (their rows
     // are read as float4 where a rank is a multiple of 4); packed ends where P begins, so one all-reduce takes both.
     auto align4 = [](size_t floats) { return (floats + 3) / 4 * 4; };
@@ -615,6 +641,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     reduce_tasks_.bind(tables);
     orth_p_.bind(tables);
     orth_q_.bind(tables);
+    pieces_.bind(tables);
     if (partial_floats > 0) scratch_.reserve(static_cast<size_t>(partial_floats) * sizeof(float));
     // The memset and the pageable upload above ran on the legacy stream, which the hook's non-blocking streams do
     // not wait for (and a pageable cudaMemcpy may return before its DMA lands): finish them before any kernel reads
@@ -676,7 +703,21 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     DDPX_CHECK_LAUNCH("M^T P reduction kernel");
   }
 
-  void finish(float* bucket, void* stream) override {
+  void finish(float* bucket, void* stream) override { launch_finish<true>(bucket, stream); }
+
+  bool can_leave_factors() const override { return pieces_.size > 0; }
+  void finish_leaving_factors(float* bucket, void* stream) override {
+    DDPX_INTERNAL_ASSERT(can_leave_factors(), "PowerSGD: finish_leaving_factors on a bucket that cannot leave its "
+                         "factors");
+    launch_finish<false>(bucket, stream);
+  }
+  LowRankGradients low_rank_gradients() const override {
+    return {pieces_.data, static_cast<int>(pieces_.size), p_, q_, finish_width_};
+  }
+
+ private:
+  template <bool kWriteMatrices>
+  void launch_finish(float* bucket, void* stream) {
     if (!finish_tasks_.size) return;
     auto launch = [&](auto kernel) {
       kernel<<<finish_tasks_.size, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_,
@@ -684,16 +725,15 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
                                                                      finish_tasks_.data);
     };
     switch (finish_width_) {
-      case 0: launch(finish_kernel<0>); break;
-      case 1: launch(finish_kernel<1>); break;
-      case 2: launch(finish_kernel<2>); break;
-      case 4: launch(finish_kernel<4>); break;
-      default: launch(finish_kernel<8>); break;
+      case 0: launch(finish_kernel<0, kWriteMatrices>); break;
+      case 1: launch(finish_kernel<1, kWriteMatrices>); break;
+      case 2: launch(finish_kernel<2, kWriteMatrices>); break;
+      case 4: launch(finish_kernel<4, kWriteMatrices>); break;
+      default: launch(finish_kernel<8, kWriteMatrices>); break;
     }
     DDPX_CHECK_LAUNCH("P Q^T and error update kernel");
   }
 
- private:
   CompressionLayout layout_;
   DeviceScratch& scratch_;
   float* storage_ = nullptr;
@@ -706,6 +746,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   Table<SlabTask> slab_tasks_;
   Table<ReduceTask> reduce_tasks_;
   OrthPlan orth_p_, orth_q_;
+  Table<LowRankPiece> pieces_;  // empty: this bucket always writes P Q^T into the bucket
 };
 
 }  // namespace

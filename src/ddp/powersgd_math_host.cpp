@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/powersgd_math.hpp"
 
@@ -90,6 +91,15 @@ class HostPowerSgdMath : public PowerSgdBucketMath {
 };
 
 }  // namespace
+
+// Buckets that cannot leave their factors (the host's, and CUDA buckets can_leave_factors() refuses) are never
+// asked to: the hook checks can_leave_factors() first.
+void PowerSgdBucketMath::finish_leaving_factors(float*, void*) {
+  DDPX_INTERNAL_FAIL("PowerSGD: finish_leaving_factors on a bucket whose math cannot leave its factors");
+}
+LowRankGradients PowerSgdBucketMath::low_rank_gradients() const {
+  DDPX_INTERNAL_FAIL("PowerSGD: low_rank_gradients of a bucket whose math cannot leave its factors");
+}
 
 std::unique_ptr<PowerSgdBucketMath> make_host_powersgd_math(const CompressionLayout& layout) {
   return std::make_unique<HostPowerSgdMath>(layout);

@@ -1,6 +1,11 @@
 // Fused optimizer and cast kernels; see optimizer.hpp. Grid-stride loops over 4-element vectors. The gradient
-// source is a template parameter (fp32, or 16-bit from a cast hook's wire buffer), so the common fp32 loop is the
-// one it was.
+// source is a template parameter (fp32, 16-bit from a cast hook's wire buffer, or low-rank factors of width K), so
+// the common fp32 loop is the one it was.
+// Note [Update arithmetic spelled out]: the update's arithmetic is written with the rounding intrinsics
+// (__fmaf_rn, __fmul_rn, ...), which the compiler never contracts or reorders. Left to -fmad, whether a*b + c
+// becomes one FMA is the compiler's choice per instantiation, and the gradient-source instantiations must give the
+// fp32 one's bits (Notes [Widening fused into the update] and [Low-rank gradients fused into the update]): a
+// low-rank instantiation measured on an H200 rounded some AdamW or SGD parameters one ulp apart before this.
 #include <cuda_fp16.h>
 
 #include "core/error.hpp"
@@ -30,15 +35,79 @@ __device__ __forceinline__ void note_nonfinite(unsigned long long* flag, uint64_
     }
 }
 
-enum class GradSource { fp32, bf16, fp16 };
+enum class GradSource { fp32, bf16, fp16, low_rank };
 
-// Four gradients at vector v, widened to fp32 (exact for both 16-bit formats).
-template <GradSource kSource>
-__device__ __forceinline__ Float4 load_grads(const float* grads, const uint16_t* wire, int64_t v) {
+// Row `row` of a [*, rank] row-major factor into K registers, zero beyond rank (finish's values for the product).
+template <int K>
+__device__ __forceinline__ void factor_row(const float* factor, long long row, int rank, float (&out)[K]) {
+  const float* p = factor + row * rank;
+  if constexpr (K % 4 == 0) {
+    if (rank == K && (reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+#pragma unroll
+      for (int r4 = 0; r4 < K / 4; ++r4) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(p) + r4);
+        out[4 * r4] = v.x, out[4 * r4 + 1] = v.y, out[4 * r4 + 2] = v.z, out[4 * r4 + 3] = v.w;
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < K; ++r) out[r] = r < rank ? __ldg(p + r) : 0.f;
+}
+
+// Note [Low-rank gradients fused into the update]: the piece holding element e, from the last one found (a
+// thread's vectors come in increasing order) or by binary search over the span's pieces.
+__device__ __forceinline__ int find_piece(const LowRankPiece* pieces, int count, long long e, int last) {
+  if (last >= 0 && e >= pieces[last].offset && e < pieces[last].offset + pieces[last].numel) return last;
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (pieces[mid].offset <= e) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+template <int K>
+__device__ __forceinline__ Float4 low_rank_grads(const float* grads, const LowRankGradients& lr, int64_t v,
+                                                 int& piece_index) {
+  const long long e0 = 4 * v;
+  piece_index = find_piece(lr.pieces, lr.count, e0, piece_index);
+  const LowRankPiece piece = lr.pieces[piece_index];
+  if (piece.rank == 0) return load4(grads + e0);
+  const float* pm = lr.p + piece.p_offset;
+  const float* qm = lr.q + piece.q_offset;
+  const long long e = e0 - piece.offset;
+  Float4 g;
+  float prow[K], qrow[K];
+  if (piece.cols % 4 == 0) {  // one row: its P row read once
+    const long long row = e / piece.cols, col = e % piece.cols;
+    factor_row<K>(pm, row, piece.rank, prow);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      factor_row<K>(qm, col + i, piece.rank, qrow);
+      g.v[i] = low_rank_product<K>(prow, qrow);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      factor_row<K>(pm, (e + i) / piece.cols, piece.rank, prow);
+      factor_row<K>(qm, (e + i) % piece.cols, piece.rank, qrow);
+      g.v[i] = low_rank_product<K>(prow, qrow);
+    }
+  }
+  return g;
+}
+
+// Four gradients at vector v, widened to fp32 (exact for both 16-bit formats) or evaluated from factors.
+template <GradSource kSource, int K>
+__device__ __forceinline__ Float4 load_grads(const float* grads, const WireGrads& wire, int64_t v, int& piece) {
   if constexpr (kSource == GradSource::fp32) {
     return load4(grads + 4 * v);
+  } else if constexpr (kSource == GradSource::low_rank) {
+    return low_rank_grads<K>(grads, wire.low_rank, v, piece);
   } else {
-    const ushort4 w = reinterpret_cast<const ushort4*>(wire)[v];
+    const ushort4 w = reinterpret_cast<const ushort4*>(wire.data)[v];
     const uint16_t raw[4] = {w.x, w.y, w.z, w.w};
     Float4 g;
 #pragma unroll
@@ -49,47 +118,53 @@ __device__ __forceinline__ Float4 load_grads(const float* grads, const uint16_t*
   }
 }
 
-template <GradSource kSource>
+template <GradSource kSource, int K = 1>
 __global__ void sgd_kernel(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low,
                            int64_t vectors, SgdUpdate u) {
+  int piece = -1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    Float4 p = load4(params + 4 * v), g = load_grads<kSource>(grads, u.wire.data, v);
+    Float4 p = load4(params + 4 * v), g = load_grads<kSource, K>(grads, u.wire, v, piece);
     note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
+    // Every operation spelled as the intrinsic it is (Note [Update arithmetic spelled out]).
 #pragma unroll
-    for (int i = 0; i < 4; ++i) g.v[i] += u.weight_decay * p.v[i];
+    for (int i = 0; i < 4; ++i) g.v[i] = __fmaf_rn(u.weight_decay, p.v[i], g.v[i]);
     if (u.momentum != 0.f) {
       Float4 buf = u.first_step ? g : load4(momentum_buffer + 4 * v);
       if (!u.first_step) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) buf.v[i] = u.momentum * buf.v[i] + (1.f - u.dampening) * g.v[i];
+        for (int i = 0; i < 4; ++i)
+          buf.v[i] = __fmaf_rn(u.momentum, buf.v[i], __fmul_rn(1.f - u.dampening, g.v[i]));
       }
       store4(momentum_buffer + 4 * v, buf);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) g.v[i] = u.nesterov ? g.v[i] + u.momentum * buf.v[i] : buf.v[i];
+      for (int i = 0; i < 4; ++i) g.v[i] = u.nesterov ? __fmaf_rn(u.momentum, buf.v[i], g.v[i]) : buf.v[i];
     }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) p.v[i] -= u.lr * g.v[i];
+    for (int i = 0; i < 4; ++i) p.v[i] = __fmaf_rn(-u.lr, g.v[i], p.v[i]);
     store4(params + 4 * v, p);
     if (low) store4(low + 4 * v, p);
   }
 }
 
-template <GradSource kSource>
+template <GradSource kSource, int K = 1>
 __global__ void adamw_kernel(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                              __nv_bfloat16* low, int64_t vectors, AdamWUpdate u) {
   const float decay = 1.f - u.lr * u.weight_decay, step_size = u.lr / u.bias_correction1;
+  int piece = -1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    Float4 p = load4(params + 4 * v), g = load_grads<kSource>(grads, u.wire.data, v), m = load4(exp_avg + 4 * v),
+    Float4 p = load4(params + 4 * v), g = load_grads<kSource, K>(grads, u.wire, v, piece), m = load4(exp_avg + 4 * v),
            s = load4(exp_avg_sq + 4 * v);
     note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
+    // Every operation spelled as the intrinsic it is (Note [Update arithmetic spelled out]).
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      p.v[i] *= decay;
-      m.v[i] += (1.f - u.beta1) * (g.v[i] - m.v[i]);
-      s.v[i] = u.beta2 * s.v[i] + (1.f - u.beta2) * g.v[i] * g.v[i];
-      p.v[i] -= step_size * m.v[i] / (sqrtf(s.v[i]) / u.bias_correction2_sqrt + u.eps);
+      p.v[i] = __fmul_rn(p.v[i], decay);
+      m.v[i] = __fmaf_rn(1.f - u.beta1, __fsub_rn(g.v[i], m.v[i]), m.v[i]);
+      s.v[i] = __fmaf_rn(u.beta2, s.v[i], __fmul_rn(__fmul_rn(1.f - u.beta2, g.v[i]), g.v[i]));
+      const float denominator = __fadd_rn(__fdiv_rn(__fsqrt_rn(s.v[i]), u.bias_correction2_sqrt), u.eps);
+      p.v[i] = __fsub_rn(p.v[i], __fdiv_rn(__fmul_rn(step_size, m.v[i]), denominator));
     }
     store4(params + 4 * v, p);
     store4(exp_avg + 4 * v, m);
@@ -109,6 +184,7 @@ void check_count(int64_t n, const char* what) {
 }
 
 GradSource source_of(const WireGrads& wire) {
+  if (wire.low_rank.pieces != nullptr) return GradSource::low_rank;
   return wire.data == nullptr ? GradSource::fp32 : wire.fp16 ? GradSource::fp16 : GradSource::bf16;
 }
 
@@ -117,7 +193,39 @@ void check_sources(const float* grads, const WireGrads& wire, const char* what) 
   DDPX_INTERNAL_ASSERT(reinterpret_cast<uintptr_t>(wire.data) % 8 == 0,
                        "{}: 16-bit gradients at {} are not 8-byte aligned (4-element vectors)", what,
                        static_cast<const void*>(wire.data));
+  if (wire.low_rank.pieces == nullptr) return;
+  DDPX_INTERNAL_ASSERT(wire.data == nullptr && grads != nullptr && wire.low_rank.count > 0,
+                       "{}: low-rank gradients need the fp32 buffer (plain pieces) and no 16-bit source", what);
+  const int k = wire.low_rank.width;
+  DDPX_INTERNAL_ASSERT(k == 1 || k == 2 || k == 4 || k == 8, "{}: low-rank width {} is not 1, 2, 4 or 8", what, k);
 }
+
+// Launches kernel<kSource, K> for the update's source; `launch` takes the kernel and enqueues it.
+template <template <GradSource, int> class Kernels, typename Launch>
+void for_source(const WireGrads& wire, Launch&& launch) {
+  switch (source_of(wire)) {
+    case GradSource::fp32: launch(Kernels<GradSource::fp32, 1>::get()); break;
+    case GradSource::bf16: launch(Kernels<GradSource::bf16, 1>::get()); break;
+    case GradSource::fp16: launch(Kernels<GradSource::fp16, 1>::get()); break;
+    case GradSource::low_rank:
+      switch (wire.low_rank.width) {
+        case 1: launch(Kernels<GradSource::low_rank, 1>::get()); break;
+        case 2: launch(Kernels<GradSource::low_rank, 2>::get()); break;
+        case 4: launch(Kernels<GradSource::low_rank, 4>::get()); break;
+        default: launch(Kernels<GradSource::low_rank, 8>::get()); break;
+      }
+      break;
+  }
+}
+
+template <GradSource kSource, int K>
+struct SgdKernels {
+  static auto get() { return sgd_kernel<kSource, K>; }
+};
+template <GradSource kSource, int K>
+struct AdamWKernels {
+  static auto get() { return adamw_kernel<kSource, K>; }
+};
 
 }  // namespace
 
@@ -129,20 +237,9 @@ void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_
   check_sources(grads, update.wire, "sgd_update");
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
-  switch (source_of(update.wire)) {
-    case GradSource::fp32:
-      sgd_kernel<GradSource::fp32><<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4,
-                                                                    update);
-      break;
-    case GradSource::bf16:
-      sgd_kernel<GradSource::bf16><<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4,
-                                                                    update);
-      break;
-    case GradSource::fp16:
-      sgd_kernel<GradSource::fp16><<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4,
-                                                                    update);
-      break;
-  }
+  for_source<SgdKernels>(update.wire, [&](auto kernel) {
+    kernel<<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4, update);
+  });
   DDPX_CHECK_LAUNCH("sgd_kernel");
 }
 
@@ -152,20 +249,9 @@ void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_
   check_sources(grads, update.wire, "adamw_update");
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
-  switch (source_of(update.wire)) {
-    case GradSource::fp32:
-      adamw_kernel<GradSource::fp32><<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy,
-                                                                      n / 4, update);
-      break;
-    case GradSource::bf16:
-      adamw_kernel<GradSource::bf16><<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy,
-                                                                      n / 4, update);
-      break;
-    case GradSource::fp16:
-      adamw_kernel<GradSource::fp16><<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy,
-                                                                      n / 4, update);
-      break;
-  }
+  for_source<AdamWKernels>(update.wire, [&](auto kernel) {
+    kernel<<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy, n / 4, update);
+  });
   DDPX_CHECK_LAUNCH("adamw_kernel");
 }
 

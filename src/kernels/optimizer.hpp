@@ -8,7 +8,10 @@
 // Gradients are read from `grads` (fp32), or, when the update's `wire` is set, from a 16-bit buffer that holds the
 // averaged gradients as a cast hook left them on the wire (Note [Widening fused into the update],
 // ddp/comm_hook.hpp): each value is widened exactly in registers, so the update equals the one over the widened
-// fp32 buffer bit for bit, and `grads` is not read.
+// fp32 buffer bit for bit, and `grads` is not read; or, when `wire.low_rank` is set, from a PowerSGD bucket's
+// factors (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp): a factor piece's gradient is
+// low_rank_product of its P and Q rows (core/low_rank.hpp), the value the hook would have written, and a plain
+// piece's is read from `grads`; the update again equals the one over the written buffer bit for bit.
 // SgdUpdate and AdamWUpdate are the kernels' argument ABI, not a second spelling of the optimizer: the trainer's
 // CudaModel fills them in one place (model_cuda/cuda_model.cpp optimizer_span) from optim/'s per-step scalars.
 #pragma once
@@ -17,12 +20,17 @@
 
 #include <cstdint>
 
+#include "core/low_rank.hpp"
+
 namespace ddpx {
 
-// A 16-bit gradient source: element i of the update is data[i] (bf16, or IEEE fp16 when `fp16`).
+// Where an update's gradients come from, when not the fp32 buffer: a 16-bit source (element i of the update is
+// data[i], bf16, or IEEE fp16 when `fp16`), or low-rank pieces over the span (low_rank.pieces set; their offsets
+// count from the span's first element).
 struct WireGrads {
   const uint16_t* data = nullptr;
   bool fp16 = false;
+  LowRankGradients low_rank;
 };
 
 // nonfinite_gradient (device, optional): the kernel lowers it (atomicMin) to the offset of any gradient that is

@@ -233,8 +233,10 @@ class CudaEngine : public CudaStepEngine {
       target = update_;
       spans_forked_ = true;
     }
-    if (wire == nullptr) return update(span_step_, begin, end, target);
-    const WireGrads from_wire{wire->data, wire->format == WireFormat::fp16};
+    // Empty WireGradients: the hook left the average in the bucket after all (ddp/wire_gradients.hpp).
+    if (wire == nullptr || (wire->data == nullptr && wire->low_rank.pieces == nullptr))
+      return update(span_step_, begin, end, target);
+    const WireGrads from_wire{wire->data, wire->format == WireFormat::fp16, wire->low_rank};
     model_->optimizer_span(options_.optimizer, span_step_, begin, end, target, &numerics_.get()->step_bad_offset,
                            &from_wire);
   }

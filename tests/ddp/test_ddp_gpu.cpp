@@ -11,10 +11,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "ddp/comm_hook_factory.hpp"
@@ -24,6 +26,7 @@
 #include "ddp/cast_hook.hpp"
 #include "ddp/cast_kernels.hpp"
 #include "ddp/powersgd_hook.hpp"
+#include "ddp/wire_gradients.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/nccl_communicator.hpp"
@@ -181,6 +184,81 @@ TEST(PowerSgdCuda, MatchesTheCpuVersionOverSeveralSteps) {
   for (const std::vector<GradTensor>& tensors : {ToyRegression().tensors(), repeated_shapes()})
     compare_powersgd_cpu_and_gpu(tensors, 1e-4);
   compare_powersgd_cpu_and_gpu(aligned_shapes(), 5e-4);
+}
+
+// Note [Low-rank gradients fused into the update]: run_leaving_wire() does run()'s work except the matrices' P Q^T
+// writes. Over several steps (E carries over), with the same inputs: before the start step it returns nothing and
+// the buckets are equal; from it on it returns pieces covering the bucket, the plain pieces of its bucket equal
+// run()'s, the factor pieces keep the raw gradients, and evaluating a factor piece on the host (fmaf in order
+// from 0, zero-padded to the width: low_rank_product) gives run()'s bucket values bit for bit.
+TEST(PowerSgdCuda, RunLeavingWireLeavesExactlyRunsProductsInTheFactors) {
+  DDPX_REQUIRE_GPU();
+  const std::vector<GradTensor> tensors = aligned_shapes();
+  const size_t end = tensors.back().offset + tensors.back().numel;
+  SelfCommunicator comm(BufferMemory::cuda);
+  for (int64_t rank : {3, 4}) {
+    PowerSgdHook writes(PowerSgdOptions{rank, 1, 2.0, true, 5}), leaves(PowerSgdOptions{rank, 1, 2.0, true, 5});
+    DeviceArray<float> a(end), b(end);
+    for (int step = 0; step < 4; ++step) {
+      const std::vector<float> input = random_values(end, 40 + uint64_t(step), 1.0);
+      a.upload(input);
+      b.upload(input);
+      BucketView a_view{0, a.data, 0, end, tensors, GradDevice::cuda}, b_view{0, b.data, 0, end, tensors,
+                                                                              GradDevice::cuda};
+      ASSERT_TRUE(leaves.leaves_result_on_wire(b_view));
+      writes.run(a_view, comm, nullptr, step);
+      const WireGradients wire = leaves.run_leaving_wire(b_view, comm, nullptr, step);
+      CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<float> want = a.download(), got = b.download();
+      const std::string where = "rank " + std::to_string(rank) + " step " + std::to_string(step);
+      if (step < 1) {
+        EXPECT_EQ(wire.low_rank.pieces, nullptr) << where;
+        EXPECT_EQ(got, want) << where;
+        continue;
+      }
+      ASSERT_NE(wire.low_rank.pieces, nullptr) << where;
+      ASSERT_EQ(wire.data, nullptr) << where;
+      const LowRankGradients& lr = wire.low_rank;
+      EXPECT_EQ(lr.width, 4) << where;
+      std::vector<LowRankPiece> pieces(lr.count);
+      CUDA_OK(cudaMemcpy(pieces.data(), lr.pieces, pieces.size() * sizeof(LowRankPiece), cudaMemcpyDeviceToHost));
+      long long max_p = 0, max_q = 0, covered = 0;
+      for (const LowRankPiece& piece : pieces) {
+        EXPECT_EQ(piece.offset, covered) << where << ": pieces cover the bucket in order";
+        covered = piece.offset + piece.numel;
+        if (piece.rank == 0) continue;
+        max_p = std::max(max_p, piece.p_offset + piece.numel / piece.cols * piece.rank);
+        max_q = std::max(max_q, piece.q_offset + static_cast<long long>(piece.cols) * piece.rank);
+      }
+      EXPECT_EQ(covered, static_cast<long long>(end)) << where;
+      std::vector<float> p(max_p), q(max_q);
+      CUDA_OK(cudaMemcpy(p.data(), lr.p, p.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(q.data(), lr.q, q.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      size_t plain_differ = 0, raw_differ = 0, product_differ = 0, factor_elements = 0;
+      for (const LowRankPiece& piece : pieces)
+        for (long long e = 0; e < piece.numel; ++e) {
+          const size_t at = static_cast<size_t>(piece.offset + e);
+          if (piece.rank == 0) {
+            plain_differ += got[at] != want[at];
+            continue;
+          }
+          ++factor_elements;
+          raw_differ += got[at] != input[at];
+          const long long row = e / piece.cols, col = e % piece.cols;
+          float sum = 0.f;
+          for (int k = 0; k < lr.width; ++k) {
+            const float pv = k < piece.rank ? p[piece.p_offset + row * piece.rank + k] : 0.f;
+            const float qv = k < piece.rank ? q[piece.q_offset + col * piece.rank + k] : 0.f;
+            sum = std::fmaf(pv, qv, sum);
+          }
+          product_differ += sum != want[at];
+        }
+      EXPECT_GT(factor_elements, end / 2) << where << ": the matrices are factor pieces";
+      EXPECT_EQ(plain_differ, 0u) << where << ": vectors and padding as run() leaves them";
+      EXPECT_EQ(raw_differ, 0u) << where << ": factor pieces keep the raw gradients";
+      EXPECT_EQ(product_differ, 0u) << where << ": P Q^T evaluated from the factors equals run()'s bucket";
+    }
+  }
 }
 
 // Runs `steps` reducer steps on the GPU (NCCL, one rank, the given hook); with `capture_from` >= 0 the step

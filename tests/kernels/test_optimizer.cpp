@@ -1,11 +1,13 @@
 // Fused SGD / AdamW / cast against torch.optim's formulas in double on fresh random buffers, over several steps
 // (step 1 initialises SGD momentum; Nesterov, dampening and weight decay exercised), and the bf16 copy written in
 // the same kernel. Tolerances: params and state 1e-6 norm-wise relative; the bf16 copy must equal bf16(params)
-// exactly (same round-to-nearest-even).
+// exactly (same round-to-nearest-even). Gradients from a 16-bit wire buffer or from low-rank factor pieces must
+// give the same bits as the fp32 buffer holding the same values.
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "gpu_guard.hpp"
 #include "kernel_test_utils.hpp"
@@ -158,6 +160,75 @@ TEST(Optimizer, GradientsFromTheWireEqualTheWidenedBufferBitForBit) {
   u.lr = 0.1f, u.wire = {d_wire.get(), false}, u.nonfinite_gradient = flag.get(), u.offset_base = 1000;
   sgd_update(d_p.get(), nullptr, nullptr, nullptr, 256, u, nullptr);
   EXPECT_EQ(flag.download().at(0), 1077u);
+}
+
+// Note [Low-rank gradients fused into the update]: gradients evaluated from PowerSGD-style factor pieces give
+// exactly the update over a buffer holding the same products (host fmaf in order from 0, what the hook's finish
+// writes) and the plain pieces' values, for SGD (momentum, Nesterov, weight decay) and AdamW: a rank-4 piece whose
+// rows are whole vectors, a rank-3 piece (zero-padded to width 4) whose rows are not, plain pieces around them.
+TEST(Optimizer, LowRankGradientsEqualTheWrittenProductsBitForBit) {
+  DDPX_REQUIRE_GPU();
+  struct Factor {
+    long long offset;
+    int rows, cols, rank;
+    long long p_offset, q_offset;
+  };
+  const Factor factors[] = {{64, 12, 16, 4, 0, 0}, {260, 10, 6, 3, 48, 64}};
+  const int64_t n = 400, width = 4;
+  const auto p = random_vector(48 + 30, 41), q = random_vector(64 + 18, 42), plain = random_vector(n, 43);
+  std::vector<float> written(plain), garbage(plain);
+  std::vector<LowRankPiece> pieces;
+  long long at = 0;
+  for (const Factor& f : factors) {
+    pieces.push_back({at, f.offset - at, 0, 0, 0, 0});
+    pieces.push_back({f.offset, static_cast<long long>(f.rows) * f.cols, f.cols, f.rank, f.p_offset, f.q_offset});
+    for (int r = 0; r < f.rows; ++r)
+      for (int c = 0; c < f.cols; ++c) {
+        float sum = 0.f;
+        for (int k = 0; k < width; ++k) {
+          const float pv = k < f.rank ? p[f.p_offset + r * f.rank + k] : 0.f;
+          const float qv = k < f.rank ? q[f.q_offset + c * f.rank + k] : 0.f;
+          sum = std::fmaf(pv, qv, sum);
+        }
+        written[f.offset + r * f.cols + c] = sum;
+        garbage[f.offset + r * f.cols + c] = 7.f;  // what the bucket holds instead: never read
+      }
+    at = f.offset + static_cast<long long>(f.rows) * f.cols;
+  }
+  pieces.push_back({at, n - at, 0, 0, 0, 0});
+  DeviceBuffer<LowRankPiece> d_pieces(pieces.size(), "pieces");
+  d_pieces.upload(pieces);
+  auto d_p = testing::to_device<float>(p), d_q = testing::to_device<float>(q);
+  auto d_written = testing::to_device<float>(written), d_garbage = testing::to_device<float>(garbage);
+  WireGrads low_rank;
+  low_rank.low_rank = {d_pieces.get(), static_cast<int>(pieces.size()), d_p.get(), d_q.get(), int(width)};
+  const auto p0 = random_vector(n, 44), s0 = random_vector(n, 45, 0.1);
+  std::vector<float> s_abs(s0);
+  for (auto& x : s_abs) x = std::fabs(x);
+
+  SgdUpdate sgd;
+  sgd.lr = 0.1f, sgd.momentum = 0.9f, sgd.weight_decay = 0.01f, sgd.nesterov = true, sgd.first_step = false;
+  auto a_p = testing::to_device<float>(p0), a_m = testing::to_device<float>(s0);
+  auto b_p = testing::to_device<float>(p0), b_m = testing::to_device<float>(s0);
+  sgd_update(a_p.get(), d_written.get(), a_m.get(), nullptr, n, sgd, nullptr);
+  sgd.wire = low_rank;
+  sgd_update(b_p.get(), d_garbage.get(), b_m.get(), nullptr, n, sgd, nullptr);
+  EXPECT_EQ(testing::to_host(a_p), testing::to_host(b_p)) << "sgd parameters";
+  EXPECT_EQ(testing::to_host(a_m), testing::to_host(b_m)) << "sgd momentum";
+
+  AdamWUpdate adam;
+  adam.lr = 1e-2f, adam.weight_decay = 0.05f, adam.bias_correction1 = 0.19f, adam.bias_correction2_sqrt = 0.14f;
+  auto c_p = testing::to_device<float>(p0), c_m = testing::to_device<float>(s0), c_v = testing::to_device<float>(s_abs);
+  auto d_p2 = testing::to_device<float>(p0), d_m = testing::to_device<float>(s0), d_v = testing::to_device<float>(s_abs);
+  DeviceBuffer<__nv_bfloat16> c_low(n, "low"), d_low(n, "low");
+  adamw_update(c_p.get(), d_written.get(), c_m.get(), c_v.get(), c_low.get(), n, adam, nullptr);
+  adam.wire = low_rank;
+  adamw_update(d_p2.get(), d_garbage.get(), d_m.get(), d_v.get(), d_low.get(), n, adam, nullptr);
+  EXPECT_EQ(testing::to_host(c_p), testing::to_host(d_p2)) << "adamw parameters";
+  EXPECT_EQ(testing::to_host(c_v), testing::to_host(d_v)) << "adamw exp_avg_sq";
+  EXPECT_EQ(testing::to_host(c_low), testing::to_host(d_low)) << "adamw bf16 copy";
+  // The plain pieces were read (the update moved them) and the factor pieces did not see the 7s.
+  EXPECT_NE(testing::to_host(a_p), p0);
 }
 
 TEST(Optimizer, CastRoundsToNearestEven) {

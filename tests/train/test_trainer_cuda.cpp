@@ -150,7 +150,13 @@ TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
                         {"bf16 hook graph", "sgd", "bf16", "on", true, 1, "bf16"},
                         {"fp16 hook eager", "sgd", "fp32", "off", true, 1, "fp16"},
                         {"bf16 hook accum", "sgd", "fp32", "off", true, 2, "bf16"},
-                        {"bf16 hook adamw", "adamw", "bf16", "off", true, 1, "bf16"}};
+                        {"bf16 hook adamw", "adamw", "bf16", "off", true, 1, "bf16"},
+                        // Note [Low-rank gradients fused into the update]: overlapped, the update reads PowerSGD's
+                        // factors (from step 2 on; rank 3 is zero-padded to the kernels' width 4)
+                        {"powersgd graph", "sgd", "bf16", "on", true, 1, "powersgd:2:2"},
+                        {"powersgd eager rank 3", "sgd", "fp32", "off", true, 1, "powersgd:3:2"},
+                        {"powersgd accum", "sgd", "fp32", "off", true, 2, "powersgd:2:2"},
+                        {"powersgd adamw", "adamw", "fp32", "off", true, 1, "powersgd:2:2"}};
   for (const Case& c : cases) {
     TrainOptions overlapped = gpu_run(), after = gpu_run();
     for (TrainOptions* o : {&overlapped, &after}) {
