@@ -6,6 +6,8 @@
 # gives steps/s, images/s and MFU per row.
 # Writes logs and JSON under $OUT (default ./out) and prints the Markdown table last.
 # Usage: bash bench/gpu-run.sh [quick]     (quick: fewer configurations, for a smoke run)
+#        ROWS="bf16 tf32 compile_ro_bf16" bash bench/gpu-run.sh   (only the named rows, ddpx's and PyTorch's names
+#        as in the logs: for a device budget that cannot pay for the whole table)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -21,8 +23,11 @@ if ! "$DDPX" model --model vit_l_32 --brief >/dev/null 2>&1; then
   cmake --build build -j "$(nproc)" --target ddpx >"$OUT/build.log" 2>&1 || { grep -B2 -A8 error "$OUT/build.log" | head -60; exit 1; }
 fi
 
+wanted() { [[ -z "${ROWS:-}" || " $ROWS " == *" $1 "* ]]; }
+
 run_ddpx() {  # name, flags...
   local name=$1; shift
+  wanted "$name" || return 0
   echo "[bench] ddpx $name: $*"
   local started=$SECONDS
   timeout 240 "$DDPX" train --device cuda --model vit_l_32 --batch 32 --steps "$STEPS" --warmup "$WARMUP" \
@@ -34,6 +39,7 @@ run_ddpx() {  # name, flags...
 }
 run_torch() {  # name, flags...
   local name=$1; shift
+  wanted "$name" || return 0
   echo "[bench] pytorch $name: $*"
   local started=$SECONDS
   timeout 300 python3 bench/pt_vit_anchor.py --steps 50 --tag "$name" "$@" >"$OUT/torch_$name.log" 2>&1 || tail -5 "$OUT/torch_$name.log"
