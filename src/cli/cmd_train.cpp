@@ -82,7 +82,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--model", o->model, model_names_help() + "; any name can take overrides (NAME:key=value,...)")
       ->group(what);
   cmd->add_option("--precision", modes->precision,
-                  "fp32 (true fp32, the seed's setting) | tf32 (TF32 matrix units) | bf16 (bf16 compute, fp32 "
+                  "fp32 (true fp32, the seed's setting) | tf32 (TF32 matrix units, attention included) | bf16 (bf16 compute, fp32 "
                   "master weights and gradients, like autocast); cuda only")
       ->group(what);
   cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
