@@ -29,7 +29,7 @@ BUILD_REQUIREMENTS=(
   "hdr:nlohmann/json.hpp|nlohmann-json|nlohmann-json3-dev"
   "hdr:fmt/format.h|fmt|libfmt-dev"
   "hdr:gtest/gtest.h|GoogleTest|libgtest-dev"
-  "hdr:cblas.h|OpenBLAS|libopenblas-dev"
+  "hdr:openblas_config.h|OpenBLAS (its cblas.h: netlib's lacks blasint)|libopenblas-dev"
   "hdr:mpi.h|Open MPI headers|libopenmpi-dev"
   "cmd:mpirun|Open MPI's mpirun|openmpi-bin"
   "cmd:python3|Python 3|python3"
@@ -52,7 +52,8 @@ TEST_REQUIREMENTS=(
   "cmd:ccache|ccache (the fuzzers' own build reuses objects)|ccache"
 )
 
-HEADER_DIRS=(/usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas /usr/include/x86_64-linux-gnu
+HEADER_DIRS=(/usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/x86_64-linux-gnu/openblas-openmp
+             /usr/include/x86_64-linux-gnu/openblas-serial /usr/include/openblas /usr/include/x86_64-linux-gnu
              /usr/lib/x86_64-linux-gnu/openmpi/include /usr/include/openmpi /usr/local/include)
 
 has_command() { command -v "$1" >/dev/null 2>&1 || [[ -x /usr/sbin/$1 ]]; }
