@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -22,6 +23,7 @@
 #include "kernels/matmul.hpp"
 #include "kernels/patch_embedding.hpp"
 #include "kernels/softmax_xent.hpp"
+#include "kernels/transpose.hpp"
 
 namespace ddpx {
 
@@ -157,7 +159,7 @@ class VitCudaModel final : public CudaNetwork {
     conv_w.a = {d_patch_embed_, D, true};
     conv_w.b = {patches_, K, false};
     conv_w.out = grads_ + layout_.conv_weight, conv_w.ld_out = K, conv_w.beta = weight_grad_beta_;
-    matmul_.run(conv_w, stream_, "patch embedding (conv_proj) weight gradient");
+    run_weight_gradient(conv_w, "patch embedding (conv_proj) weight gradient");
     column_sum(d_patch_embed_, D, batch * N, D, grads_ + layout_.conv_bias);
     column_sum(d_res_, S * D, batch, S * D, grads_ + layout_.pos_embedding);
     column_sum(d_res_, S * D, batch, D, grads_ + layout_.class_token);
@@ -208,6 +210,34 @@ class VitCudaModel final : public CudaNetwork {
     call.a = {dy, n, true};
     call.b = {x, k, false};
     call.out = grads_ + weight, call.ld_out = k, call.beta = weight_grad_beta_;
+    run_weight_gradient(call, what);
+  }
+
+  // Note [K-major TF32 weight gradients]
+  // A weight gradient dy^T x reduces over the tokens, which are the slow index of both operands as the layers
+  // store them. cuBLASLt's TF32 kernels on Hopper want at least one operand with the reduction contiguous
+  // (K-major): measured on the H200 (bench/matmul_timing, ViT-L/32, 1600 tokens), the weight gradients run
+  // 70 us as stored and 50 us with either operand transposed first, while the transpose of a 1600 x 1024 fp32
+  // operand costs 9 us. So in tf32 mode, when one operand is at least 3 times as wide as the other (in_proj,
+  // mlp.0, mlp.3, conv_proj), the narrower one is transposed into kmajor_ and the product reads it K-major; the
+  // square out_proj (35.5 us against 27.4 + 9.1) stays as stored. A transpose is an exact copy, so only the
+  // GEMM's algorithm (and with it the order of its fp32 additions) changes. bf16 products run as fast as stored
+  // (within 4%), and fp32 ones are CUDA-core SGEMMs: both stay as they are.
+  void run_weight_gradient(MatmulCall call, const char* what) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (matmul_.mode() == MatmulMode::tf32 && kmajor_ != nullptr) {
+        const int64_t rows = call.k, narrow = std::min(call.m, call.n), wide = std::max(call.m, call.n);
+        if (wide >= 3 * narrow && rows * narrow <= kmajor_floats_) {
+          if (call.m < call.n) {  // dy^T is the narrower: store it [m, rows]
+            transpose(static_cast<const float*>(call.a.data), rows, call.m, call.a.ld, kmajor_, rows, stream_);
+            call.a = {kmajor_, rows, false};
+          } else {  // x is the narrower: store it [n, rows], i.e. b transposed
+            transpose(static_cast<const float*>(call.b.data), rows, call.n, call.b.ld, kmajor_, rows, stream_);
+            call.b = {kmajor_, rows, true};
+          }
+        }
+      }
+    }
     matmul_.run(call, stream_, what);
   }
 
@@ -317,6 +347,9 @@ class VitCudaModel final : public CudaNetwork {
     scratch_floats_ = std::max({column_sum_scratch_floats(widest), layernorm_backward_scratch_floats(rows, D),
                                 gelu_backward_scratch_floats(rows, M)});
     scratch_ = c.take<float>(static_cast<int64_t>(scratch_floats_));
+    // Note [K-major TF32 weight gradients]: the narrower operand of a weight gradient, transposed (tf32 only).
+    kmajor_floats_ = matmul_.mode() == MatmulMode::tf32 ? rows * D : 0;  // the narrower operand is D wide
+    kmajor_ = kmajor_floats_ > 0 ? c.take<float>(kmajor_floats_) : nullptr;
   }
 
   const VitLayout& layout_;
@@ -350,6 +383,8 @@ class VitCudaModel final : public CudaNetwork {
   T* d_patch_embed_ = nullptr;
   float* scratch_ = nullptr;
   size_t scratch_floats_ = 0;
+  float* kmajor_ = nullptr;  // Note [K-major TF32 weight gradients]
+  int64_t kmajor_floats_ = 0;
 };
 
 }  // namespace

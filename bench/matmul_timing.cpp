@@ -1,0 +1,153 @@
+// matmul_timing: TFLOP/s of the ViT-L/32 layer products through kernels/matmul.hpp, each in the operand layout the
+// CUDA ViT issues it (forward x W^T, input gradient dy W, weight gradient dy^T x) and, beside it, the same shape
+// with both operands stored K-major (a [m,k] and b^T [n,k] row-major), the layout Hopper's tensor-core
+// instructions read directly for every type (TF32 wgmma reads only K-major operands from shared memory); a
+// measurement tool, not a test. Fresh random operands, 5 warm-up calls, median of --repeat timed with CUDA events.
+// Usage: matmul_timing [--repeat 50] [--rows 1600]
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/transpose.hpp"
+#include "model_cuda/device_buffer.hpp"
+
+namespace {
+
+using namespace ddpx;
+
+template <typename Call>
+double median_us(int repeat, Call&& call) {
+  cudaEvent_t start, stop;
+  DDPX_CUDA_CHECK(cudaEventCreate(&start));
+  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times;
+  for (int i = 0; i < repeat; ++i) {
+    DDPX_CUDA_CHECK(cudaEventRecord(start));
+    call();
+    DDPX_CUDA_CHECK(cudaEventRecord(stop));
+    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  DDPX_CUDA_CHECK(cudaEventDestroy(start));
+  DDPX_CUDA_CHECK(cudaEventDestroy(stop));
+  std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
+  return 1e3 * times[repeat / 2];
+}
+
+template <typename T>
+void fill(T* data, int64_t n, uint64_t seed) {
+  std::vector<T> host(n);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& v : host) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = static_cast<T>(static_cast<float>((state >> 40) & 0xFFFF) / 65536.f * 2.f - 1.f);
+  }
+  DDPX_CUDA_CHECK(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+struct Product {
+  const char* name;
+  int64_t m, n, k;
+  bool a_transposed, b_transposed;  // as the CUDA ViT issues it
+};
+
+template <typename T>
+void time_product(MatmulMode mode, const Product& p, int repeat) {
+  DeviceBuffer<T> a(p.m * p.k, "a"), b(p.k * p.n, "b");
+  DeviceBuffer<float> out(p.m * p.n, "out");
+  fill(a.get(), p.m * p.k, 1);
+  fill(b.get(), p.k * p.n, 2);
+  MatmulEngine engine(mode);
+  auto run = [&](bool a_t, bool b_t) {
+    MatmulCall call;
+    call.m = p.m, call.n = p.n, call.k = p.k;
+    call.a = {a.get(), a_t ? p.m : p.k, a_t};
+    call.b = {b.get(), b_t ? p.k : p.n, b_t};
+    call.out = out.get(), call.ld_out = p.n;
+    engine.run(call, nullptr, p.name);
+  };
+  for (int i = 0; i < 5; ++i) run(p.a_transposed, p.b_transposed), run(false, true);
+  DDPX_CUDA_CHECK(cudaDeviceSynchronize());
+  const double issued = median_us(repeat, [&] { run(p.a_transposed, p.b_transposed); });
+  const double k_major = median_us(repeat, [&] { run(false, true); });
+  const double flop = 2.0 * p.m * p.n * p.k;
+  std::printf("%-4s %-22s m %5lld n %5lld k %5lld | as issued (a%s b%s) %7.1f us %4.0f TFLOP/s | K-major %7.1f us "
+              "%4.0f TFLOP/s | %.2fx\n",
+              mode == MatmulMode::bf16 ? "bf16" : mode == MatmulMode::tf32 ? "tf32" : "fp32", p.name,
+              static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k),
+              p.a_transposed ? "^T" : "", p.b_transposed ? "^T" : "", issued, flop / issued * 1e-6, k_major,
+              flop / k_major * 1e-6, issued / k_major);
+}
+
+// A weight gradient dW[m, n] = dy^T x (dy [k, m], x [k, n], k = tokens) with each operand stored either way: as
+// issued (both with the tokens as the slow index), dy transposed first (a K-major), x transposed first (b K-major),
+// both; and what transposing each costs (fp32).
+void time_weight_gradient_layouts(const Product& p, int repeat) {
+  DeviceBuffer<float> a(p.m * p.k, "a"), b(p.k * p.n, "b"), t(std::max(p.m, p.n) * p.k, "transposed");
+  DeviceBuffer<float> out(p.m * p.n, "out");
+  fill(a.get(), p.m * p.k, 1);
+  fill(b.get(), p.k * p.n, 2);
+  MatmulEngine engine(MatmulMode::tf32);
+  auto run = [&](bool a_t, bool b_t) {
+    MatmulCall call;
+    call.m = p.m, call.n = p.n, call.k = p.k;
+    call.a = {a.get(), a_t ? p.m : p.k, a_t};
+    call.b = {b.get(), b_t ? p.k : p.n, b_t};
+    call.out = out.get(), call.ld_out = p.n;
+    engine.run(call, nullptr, p.name);
+  };
+  double us[4];
+  for (int v = 0; v < 4; ++v) {
+    const bool a_t = !(v & 1), b_t = (v & 2) != 0;
+    for (int i = 0; i < 5; ++i) run(a_t, b_t);
+    DDPX_CUDA_CHECK(cudaDeviceSynchronize());
+    us[v] = median_us(repeat, [&] { run(a_t, b_t); });
+  }
+  const double dy_t = median_us(repeat, [&] { transpose(a.get(), p.k, p.m, p.m, t.get(), p.k, nullptr); });
+  const double x_t = median_us(repeat, [&] { transpose(b.get(), p.k, p.n, p.n, t.get(), p.k, nullptr); });
+  std::printf("tf32 %-22s as issued %6.1f us | dy^T K-major %6.1f | x K-major %6.1f | both %6.1f | transpose dy "
+              "%5.1f us, x %5.1f us (%.0f GB/s)\n",
+              p.name, us[0], us[1], us[2], us[3], dy_t, x_t, 2.0 * 4 * p.k * p.n / x_t * 1e-3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 50;
+  int64_t rows = 1600;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--rows") == 0) rows = std::max(1, std::atoi(argv[i + 1]));
+  }
+  const int64_t D = 1024, M = 4096;
+  const Product products[] = {
+      {"qkv forward", rows, 3 * D, D, false, true},     {"fc1 forward", rows, M, D, false, true},
+      {"fc2 forward", rows, D, M, false, true},         {"qkv input gradient", rows, D, 3 * D, false, false},
+      {"fc1 input gradient", rows, D, M, false, false}, {"fc2 input gradient", rows, M, D, false, false},
+      {"qkv weight gradient", 3 * D, D, rows, true, false}, {"fc1 weight gradient", M, D, rows, true, false},
+      {"fc2 weight gradient", D, M, rows, true, false},
+  };
+  const Product weight_gradients[] = {{"qkv weight gradient", 3 * D, D, rows, true, false},
+                                      {"proj weight gradient", D, D, rows, true, false},
+                                      {"fc1 weight gradient", M, D, rows, true, false},
+                                      {"fc2 weight gradient", D, M, rows, true, false}};
+  for (const Product& p : weight_gradients) time_weight_gradient_layouts(p, repeat);
+  if (argc > 1 && std::strcmp(argv[argc - 1], "--layouts-only") == 0) return 0;
+  for (MatmulMode mode : {MatmulMode::tf32, MatmulMode::bf16})
+    for (const Product& p : products) {
+      if (mode == MatmulMode::bf16)
+        time_product<__nv_bfloat16>(mode, p, repeat);
+      else
+        time_product<float>(mode, p, repeat);
+    }
+  return 0;
+}
