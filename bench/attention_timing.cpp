@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
+#include "cuda_timing.hpp"
 #include "kernels/attention.hpp"
 #include "model_cuda/device_buffer.hpp"
 
@@ -29,37 +30,8 @@ struct NamedShape {
   AttentionShape shape;
 };
 
-template <typename Call>
-double median_us(int repeat, Call&& call) {
-  cudaEvent_t start, stop;
-  DDPX_CUDA_CHECK(cudaEventCreate(&start));
-  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> times;
-  for (int i = 0; i < repeat; ++i) {
-    DDPX_CUDA_CHECK(cudaEventRecord(start));
-    call();
-    DDPX_CUDA_CHECK(cudaEventRecord(stop));
-    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  DDPX_CUDA_CHECK(cudaEventDestroy(start));
-  DDPX_CUDA_CHECK(cudaEventDestroy(stop));
-  std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
-  return 1e3 * times[repeat / 2];
-}
-
-template <typename T>
-void fill(T* data, int64_t n, uint64_t seed) {
-  std::vector<T> host(n);
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& v : host) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    v = static_cast<T>(static_cast<float>((state >> 40) & 0xFFFF) / 65536.f * 2.f - 1.f);
-  }
-  DDPX_CUDA_CHECK(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-}
+using bench::fill_uniform;
+using bench::median_us;
 
 template <typename T>
 void time_shape(const NamedShape& named, int repeat, bool tf32 = false) {
@@ -69,8 +41,8 @@ void time_shape(const NamedShape& named, int repeat, bool tf32 = false) {
   DeviceBuffer<T> qkv(rows * 3 * D, "qkv"), out(rows * D, "out"), d_out(rows * D, "d_out"),
       d_qkv(rows * 3 * D, "d_qkv");
   DeviceBuffer<float> lse(s.batch * s.heads * s.seq, "lse"), d_bias(s.batch * 3 * D, "d_bias");
-  fill(qkv.get(), rows * 3 * D, 1);
-  fill(d_out.get(), rows * D, 2);
+  fill_uniform(qkv.get(), rows * 3 * D, 1);
+  fill_uniform(d_out.get(), rows * D, 2);
   auto forward = [&] { attention_forward<T>(s, qkv.get(), out.get(), lse.get(), nullptr); };
   auto backward = [&](float* bias) {
     attention_backward<T>(s, qkv.get(), out.get(), lse.get(), d_out.get(), d_qkv.get(), bias, nullptr);

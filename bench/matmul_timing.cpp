@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
+#include "cuda_timing.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/transpose.hpp"
 #include "model_cuda/device_buffer.hpp"
@@ -22,37 +23,8 @@ namespace {
 
 using namespace ddpx;
 
-template <typename Call>
-double median_us(int repeat, Call&& call) {
-  cudaEvent_t start, stop;
-  DDPX_CUDA_CHECK(cudaEventCreate(&start));
-  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> times;
-  for (int i = 0; i < repeat; ++i) {
-    DDPX_CUDA_CHECK(cudaEventRecord(start));
-    call();
-    DDPX_CUDA_CHECK(cudaEventRecord(stop));
-    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  DDPX_CUDA_CHECK(cudaEventDestroy(start));
-  DDPX_CUDA_CHECK(cudaEventDestroy(stop));
-  std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
-  return 1e3 * times[repeat / 2];
-}
-
-template <typename T>
-void fill(T* data, int64_t n, uint64_t seed) {
-  std::vector<T> host(n);
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& v : host) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    v = static_cast<T>(static_cast<float>((state >> 40) & 0xFFFF) / 65536.f * 2.f - 1.f);
-  }
-  DDPX_CUDA_CHECK(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-}
+using bench::fill_uniform;
+using bench::median_us;
 
 struct Product {
   const char* name;
@@ -64,8 +36,8 @@ template <typename T>
 void time_product(MatmulMode mode, const Product& p, int repeat) {
   DeviceBuffer<T> a(p.m * p.k, "a"), b(p.k * p.n, "b");
   DeviceBuffer<float> out(p.m * p.n, "out");
-  fill(a.get(), p.m * p.k, 1);
-  fill(b.get(), p.k * p.n, 2);
+  fill_uniform(a.get(), p.m * p.k, 1);
+  fill_uniform(b.get(), p.k * p.n, 2);
   MatmulEngine engine(mode);
   auto run = [&](bool a_t, bool b_t) {
     MatmulCall call;
@@ -94,8 +66,8 @@ void time_product(MatmulMode mode, const Product& p, int repeat) {
 void time_weight_gradient_layouts(const Product& p, int repeat) {
   DeviceBuffer<float> a(p.m * p.k, "a"), b(p.k * p.n, "b"), t(std::max(p.m, p.n) * p.k, "transposed");
   DeviceBuffer<float> out(p.m * p.n, "out");
-  fill(a.get(), p.m * p.k, 1);
-  fill(b.get(), p.k * p.n, 2);
+  fill_uniform(a.get(), p.m * p.k, 1);
+  fill_uniform(b.get(), p.k * p.n, 2);
   MatmulEngine engine(MatmulMode::tf32);
   auto run = [&](bool a_t, bool b_t) {
     MatmulCall call;
