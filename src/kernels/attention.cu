@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/attention_common.cuh"
 #include "kernels/attention_tensor_core.hpp"
 #include "kernels/attention_tf32.hpp"
 #include "kernels/device_utils.cuh"
@@ -324,23 +325,13 @@ __global__ void per_image_column_sums_kernel(const T* d_qkv, int64_t seq, int64_
   d_bias[b * cols + c] = total;
 }
 
-int max_shared_bytes() {
-  static const int bytes = [] {
-    int device = 0, value = 0;
-    DDPX_CUDA_CHECK(cudaGetDevice(&device));
-    DDPX_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    return value;
-  }();
-  return bytes;
-}
-
 template <typename Kernel, typename... Args>
 void launch_with_shared(Kernel kernel, dim3 grid, size_t shared, cudaStream_t stream, const AttentionShape& s,
                         const char* name, Args... args) {
-  DDPX_REQUIRE(shared <= static_cast<size_t>(max_shared_bytes()),
+  DDPX_REQUIRE(shared <= static_cast<size_t>(attention_common::max_shared_bytes()),
                "{}: sequence {} x head_dim {} needs {} bytes of shared memory, this GPU allows {}; use a larger "
                "patch size (shorter sequence)",
-               name, s.seq, s.head_dim, shared, max_shared_bytes());
+               name, s.seq, s.head_dim, shared, attention_common::max_shared_bytes());
   DDPX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(shared)));
   kernel<<<grid, kThreads, shared, stream>>>(args...);

@@ -26,10 +26,13 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "kernels/attention_common.cuh"
 #include "core/cuda_check.hpp"
 
 namespace ddpx {
 namespace {
+
+using namespace attention_common;
 
 using bf16 = __nv_bfloat16;
 
@@ -42,10 +45,6 @@ constexpr int forward_warps(int64_t seq) { return seq <= 64 ? 4 : 8; }
 // phase's two matrices for twice the warps: ViT-B/16's 197 tokens keep 16 warps resident per SM instead of 12).
 constexpr int backward_warps(int64_t seq) { return seq <= 64 ? 4 : 8; }
 constexpr int kKeyChunk = 64;            // forward: keys per online-softmax step
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-
-__host__ __device__ constexpr int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 __device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 __device__ __forceinline__ uint32_t pack_floats(float lo, float hi) {
@@ -139,23 +138,6 @@ __device__ void load_rows(bf16* dst, const bf16* src, int64_t stride, int rows, 
   }
 }
 
-// acc[c] += sum over the tile's valid rows (r0 + g, r0 + g + 8 below `valid`) of column c of the C tiles.
-template <int DT>
-__device__ __forceinline__ void add_column_sums(float* acc, const float (&c)[DT][4], int r0, int valid, int g,
-                                                int t) {
-  const bool low = r0 + g < valid, high = r0 + g + 8 < valid;
-#pragma unroll
-  for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      float v = (low ? c[dt][e] : 0.f) + (high ? c[dt][2 + e] : 0.f);
-      v += __shfl_xor_sync(0xffffffffu, v, 4);
-      v += __shfl_xor_sync(0xffffffffu, v, 8);
-      v += __shfl_xor_sync(0xffffffffu, v, 16);
-      if (g == 0) acc[8 * dt + 2 * t + e] += v;
-    }
-}
-
 // Stores rows r0 + g, r0 + g + 8 (those below `valid`) of a 16 x HD C-tile set at dst + row * stride.
 template <int DT>
 __device__ __forceinline__ void store_rows(bf16* dst, int64_t stride, const float (&c)[DT][4], int r0, int valid,
@@ -211,37 +193,7 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
         mma(sc[nt], qa[kk], b[0], b[1]);
         mma(sc[nt + 1], qa[kk], b[2], b[3]);
       }
-    float chunk_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int nt = 0; nt < kKeyChunk / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int j = k0 + 8 * nt + 2 * t + (e & 1);
-        sc[nt][e] = j < S ? sc[nt][e] * scale2 : -INFINITY;
-        chunk_max[e / 2] = fmaxf(chunk_max[e / 2], sc[nt][e]);
-      }
-    float correction[2], chunk_sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(0xffffffffu, chunk_max[r], 1));
-      chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(0xffffffffu, chunk_max[r], 2));
-      const float new_max = fmaxf(row_max[r], chunk_max[r]);  // finite: every chunk has a valid key
-      correction[r] = exp2f(row_max[r] - new_max);
-      row_max[r] = new_max;
-    }
-#pragma unroll
-    for (int nt = 0; nt < kKeyChunk / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        sc[nt][e] = exp2f(sc[nt][e] - row_max[e / 2]);
-        chunk_sum[e / 2] += sc[nt][e];
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + chunk_sum[r];
-#pragma unroll
-    for (int dt = 0; dt < kDimTiles; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[dt][e] *= correction[e / 2];
+    online_softmax_chunk(sc, o, row_max, row_sum, k0, S, scale2, t);
 #pragma unroll
     for (int kt = 0; kt < kKeyChunk / 16; ++kt) {
       uint32_t pa[4];
@@ -255,18 +207,9 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-  }
+  reduce_row_sums(row_sum);
   store_rows(out + (b * S + q0) * D + h * HD, D, o, r0, S - q0, g, t, 1.f / row_sum[0], 1.f / row_sum[1]);
-  if (t == 0)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = q0 + r0 + g + 8 * r;
-      if (row < S) lse[static_cast<int64_t>(bh) * S + row] = (row_max[r] + log2f(row_sum[r])) * kLn2;
-    }
+  store_lse(lse + static_cast<int64_t>(bh) * S, row_max, row_sum, q0 + r0, S, g, t);
 }
 
 template <int HD, int WARPS>
@@ -455,34 +398,6 @@ size_t backward_shared_bytes(const AttentionShape& s) {
          sizeof(float) * static_cast<size_t>(2 * s16 + backward_warps(s.seq) * 3 * s.head_dim);
 }
 
-int max_shared_bytes() {
-  static const int bytes = [] {
-    int device = 0, value = 0;
-    DDPX_CUDA_CHECK(cudaGetDevice(&device));
-    DDPX_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    return value;
-  }();
-  return bytes;
-}
-
-bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-template <typename Launch>
-void dispatch_head_dim(int64_t head_dim, Launch&& launch) {
-  switch (head_dim) {
-    case 32: launch(std::integral_constant<int, 32>{}); break;
-    case 64: launch(std::integral_constant<int, 64>{}); break;
-    case 80: launch(std::integral_constant<int, 80>{}); break;
-    default: fail("tensor-core attention: head_dim {} has no kernel (32, 64, 80)", head_dim);
-  }
-}
-
-template <typename Kernel>
-void set_shared(Kernel kernel, size_t shared) {
-  DDPX_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
-}
-
 }  // namespace
 
 bool attention_tensor_core_supported(const AttentionShape& s, const void* qkv, const void* out, const void* d_out,
@@ -500,7 +415,7 @@ void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf1
   const int warps = forward_warps(s.seq);
   const int64_t query_blocks = (s.seq + 16 * warps - 1) / (16 * warps);
   const auto grid = static_cast<unsigned>(s.batch * s.heads * query_blocks);
-  dispatch_head_dim(s.head_dim, [&](auto hd) {
+  dispatch_tensor_core_head_dim(s.head_dim, "tensor-core attention", [&](auto hd) {
     auto launch = [&](auto kernel, int threads) {
       set_shared(kernel, shared);
       kernel<<<grid, threads, shared, stream>>>(s, qkv, out, lse);
@@ -517,7 +432,7 @@ void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, co
                                     const bf16* d_out, bf16* d_qkv, float* d_bias_per_image, cudaStream_t stream) {
   const size_t shared = backward_shared_bytes(s);
   const auto grid = static_cast<unsigned>(s.batch * s.heads * 2);  // (image, head) x phase
-  dispatch_head_dim(s.head_dim, [&](auto hd) {
+  dispatch_tensor_core_head_dim(s.head_dim, "tensor-core attention", [&](auto hd) {
     auto launch = [&](auto kernel, int threads) {
       set_shared(kernel, shared);
       kernel<<<grid, threads, shared, stream>>>(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
