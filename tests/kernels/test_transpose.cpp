@@ -1,5 +1,5 @@
 // kernels/transpose: exact against a CPU loop on fresh random data, for shapes that are not multiples of the
-// 32 x 32 tile, leading dimensions wider than the matrix (the untouched gaps keep their values) and a
+// 64 x 64 tile, leading dimensions wider than the matrix (the untouched gaps keep their values) and a
 // ViT-L/32-sized operand; bad shapes get an error naming the sizes.
 #include <gtest/gtest.h>
 
@@ -30,6 +30,7 @@ TEST(Transpose, EqualsTheCpuLoopBitForBit) {
   DDPX_REQUIRE_GPU();
   expect_exact_transpose(1, 1, 1, 1, 1);
   expect_exact_transpose(33, 65, 65, 33, 2);
+  expect_exact_transpose(130, 70, 75, 131, 5);
   expect_exact_transpose(50, 7, 12, 61, 3);
   expect_exact_transpose(1600, 1024, 1024, 1600, 4);
 }
