@@ -1,5 +1,5 @@
 // kernels/transpose: exact against a CPU loop on fresh random data, for shapes that are not multiples of the
-// 64 x 64 tile, leading dimensions wider than the matrix (the untouched gaps keep their values) and a
+// 32 x 32 tile, leading dimensions wider than the matrix (the untouched gaps keep their values) and a
 // ViT-L/32-sized operand; bad shapes get an error naming the sizes.
 #include <gtest/gtest.h>
 
