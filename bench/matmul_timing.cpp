@@ -32,6 +32,17 @@ struct Product {
   bool a_transposed, b_transposed;  // as the CUDA ViT issues it
 };
 
+// out[m, n] = a b in p's shape, a_t / b_t: that operand is stored as its transpose (MatmulOperand::transposed).
+template <typename T>
+void run_product(MatmulEngine& engine, const Product& p, const T* a, const T* b, float* out, bool a_t, bool b_t) {
+  MatmulCall call;
+  call.m = p.m, call.n = p.n, call.k = p.k;
+  call.a = {a, a_t ? p.m : p.k, a_t};
+  call.b = {b, b_t ? p.k : p.n, b_t};
+  call.out = out, call.ld_out = p.n;
+  engine.run(call, nullptr, p.name);
+}
+
 template <typename T>
 void time_product(MatmulMode mode, const Product& p, int repeat) {
   DeviceBuffer<T> a(p.m * p.k, "a"), b(p.k * p.n, "b");
@@ -39,14 +50,7 @@ void time_product(MatmulMode mode, const Product& p, int repeat) {
   fill_uniform(a.get(), p.m * p.k, 1);
   fill_uniform(b.get(), p.k * p.n, 2);
   MatmulEngine engine(mode);
-  auto run = [&](bool a_t, bool b_t) {
-    MatmulCall call;
-    call.m = p.m, call.n = p.n, call.k = p.k;
-    call.a = {a.get(), a_t ? p.m : p.k, a_t};
-    call.b = {b.get(), b_t ? p.k : p.n, b_t};
-    call.out = out.get(), call.ld_out = p.n;
-    engine.run(call, nullptr, p.name);
-  };
+  auto run = [&](bool a_t, bool b_t) { run_product(engine, p, a.get(), b.get(), out.get(), a_t, b_t); };
   for (int i = 0; i < 5; ++i) run(p.a_transposed, p.b_transposed), run(false, true);
   DDPX_CUDA_CHECK(cudaDeviceSynchronize());
   const double issued = median_us(repeat, [&] { run(p.a_transposed, p.b_transposed); });
@@ -69,14 +73,7 @@ void time_weight_gradient_layouts(const Product& p, int repeat) {
   fill_uniform(a.get(), p.m * p.k, 1);
   fill_uniform(b.get(), p.k * p.n, 2);
   MatmulEngine engine(MatmulMode::tf32);
-  auto run = [&](bool a_t, bool b_t) {
-    MatmulCall call;
-    call.m = p.m, call.n = p.n, call.k = p.k;
-    call.a = {a.get(), a_t ? p.m : p.k, a_t};
-    call.b = {b.get(), b_t ? p.k : p.n, b_t};
-    call.out = out.get(), call.ld_out = p.n;
-    engine.run(call, nullptr, p.name);
-  };
+  auto run = [&](bool a_t, bool b_t) { run_product(engine, p, a.get(), b.get(), out.get(), a_t, b_t); };
   double us[4];
   for (int v = 0; v < 4; ++v) {
     const bool a_t = !(v & 1), b_t = (v & 2) != 0;

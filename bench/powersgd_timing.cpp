@@ -7,7 +7,9 @@
 //     around begin_step .. finish_step, median of --steps;
 //   - graph: the same step captured once as a CUDA graph and replayed --steps times (median);
 //   - the slowest buckets of the last eager step (per-bucket comm-stream events) with their compressed shapes;
-//   - for PowerSGD, each math phase over all buckets (no collectives), CUDA events between phases, median.
+//   - for PowerSGD, each math phase over all buckets (no collectives), CUDA events between phases, median; once
+//     ending with finish() (the bucket gets P Q^T, E updated) and once with finish_leaving_factors where a bucket
+//     can (as under `ddpx train`, whose update reads the factors; E's update then moves into the next begin).
 // The communicator is NCCL with one rank (as `ddpx train --ddp` on one GPU): collectives are near-free, so the
 // times are the hooks' own GPU work plus launch overheads.
 // Usage: powersgd_timing [--model vit_l_32] [--hooks allreduce,powersgd:4:0] [--steps 20] [--bucket-mb 25]
@@ -89,7 +91,8 @@ std::string shapes_of(const BucketView& view, int64_t rank) {
   return out + fmt::format(" +{} uncompressed", layout.uncompressed_elements);
 }
 
-void time_phases(const BucketPlan& plan, float* grads, const float* pristine, int64_t rank, int steps) {
+void time_phases(const BucketPlan& plan, float* grads, const float* pristine, int64_t rank, int steps,
+                 bool leave_factors) {
   DeviceScratch scratch;
   std::vector<std::unique_ptr<PowerSgdBucketMath>> maths;
   std::vector<float*> buckets;
@@ -119,7 +122,10 @@ void time_phases(const BucketPlan& plan, float* grads, const float* pristine, in
     check(cudaEventRecord(events[3], nullptr), "record");
     for (size_t b = 0; b < maths.size(); ++b) maths[b]->compute_q(buckets[b], nullptr);
     check(cudaEventRecord(events[4], nullptr), "record");
-    for (size_t b = 0; b < maths.size(); ++b) maths[b]->finish(buckets[b], nullptr);
+    for (size_t b = 0; b < maths.size(); ++b) {
+      if (leave_factors && maths[b]->can_leave_factors()) maths[b]->finish_leaving_factors(buckets[b], nullptr);
+      else maths[b]->finish(buckets[b], nullptr);
+    }
     check(cudaEventRecord(events[5], nullptr), "record");
     check(cudaEventSynchronize(events[5]), "synchronize");
     for (int phase = 0; phase < 5 && step >= 2; ++phase) {
@@ -134,7 +140,8 @@ void time_phases(const BucketPlan& plan, float* grads, const float* pristine, in
     total += median(times[phase]);
     line += fmt::format("  {} {:.3f}", names[phase], median(times[phase]));
   }
-  fmt::print("  PowerSGD rank {} math phases (eager, all buckets, ms):{}  = {:.3f}\n", rank, line, total);
+  fmt::print("  PowerSGD rank {} math phases (eager, all buckets, ms{}):{}  = {:.3f}\n", rank,
+             leave_factors ? ", leaving factors" : "", line, total);
   for (cudaEvent_t event : events) cudaEventDestroy(event);
 }
 
@@ -210,7 +217,9 @@ void time_hook(const std::string& hook_spec, const VitLayout& layout, const Buck
                  buckets[i].end_ms - buckets[i].start_ms, shapes_of(view, rank));
     }
   }
-  if (hook_spec.rfind("powersgd:", 0) == 0) time_phases(plan, grads, pristine, std::stoll(hook_spec.substr(9)), steps);
+  if (hook_spec.rfind("powersgd:", 0) == 0)
+    for (bool leave_factors : {false, true})
+      time_phases(plan, grads, pristine, std::stoll(hook_spec.substr(9)), steps, leave_factors);
   comm.reset();
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

@@ -3,7 +3,8 @@
 // ddp/comm_hook.hpp), and the one function that evaluates a factor product at an element. The hook's finish
 // kernel (ddp/powersgd_math_cuda.cu, which writes E = M - P Q^T) and the optimizer's kernels (kernels/optimizer.cu,
 // which read the gradient) both call low_rank_product, so the update sees the bits the bucket would have held.
-// Guarantees: plain structs (C++17, host and device); the device function exists for CUDA translation units only.
+// Guarantees: plain structs (C++17, host and device); the device functions (load_factor_row, low_rank_product)
+// exist for CUDA translation units only.
 #pragma once
 #include <cstdint>
 
@@ -28,6 +29,28 @@ struct LowRankGradients {
 };
 
 #ifdef __CUDACC__
+// Columns [col0, col0 + count) of row `row` of a [*, rank] row-major factor into K registers, zero beyond count:
+// as float4 loads when the K values are one 16-byte aligned run (factor buffers start aligned, so every rank that
+// is a multiple of 4 takes this path), one by one otherwise. Read-only loads: the factor must not change during
+// the kernel.
+template <int K>
+__device__ __forceinline__ void load_factor_row(const float* factor, long long row, int rank, int col0, int count,
+                                                float (&out)[K]) {
+  const float* p = factor + row * rank + col0;
+  if constexpr (K % 4 == 0) {
+    if (count == K && (reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+#pragma unroll
+      for (int r4 = 0; r4 < K / 4; ++r4) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(p) + r4);
+        out[4 * r4] = v.x, out[4 * r4 + 1] = v.y, out[4 * r4 + 2] = v.z, out[4 * r4 + 3] = v.w;
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < K; ++r) out[r] = r < count ? __ldg(p + r) : 0.0f;
+}
+
 // sum over r < K of p[r] * q[r] as K fused multiply-adds in order, from 0 (entries beyond a factor's rank are 0).
 template <int K>
 __device__ __forceinline__ float low_rank_product(const float (&p)[K], const float (&q)[K]) {

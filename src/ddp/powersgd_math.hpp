@@ -40,7 +40,8 @@ class PowerSgdBucketMath {
   // Note [Low-rank gradients fused into the update] (ddp/comm_hook.hpp). can_leave_factors: whether this bucket
   // can end a step with finish_leaving_factors (CUDA buckets whose matrices are whole 4-element vectors, ranks
   // <= 8). finish_leaving_factors: finish() except that the matrices' part of the bucket keeps its raw gradients;
-  // E is updated as finish() updates it. low_rank_gradients(): the averaged gradients of the whole bucket as
+  // E gets the bits finish() gives it, though for the matrices only as the next begin reads it (CUDA: Note [Error
+  // feedback deferred to the next begin], powersgd_math_cuda.cu). low_rank_gradients(): the averaged gradients of the whole bucket as
   // pieces over the factors (device pointers, valid until the bucket's next step).
   virtual bool can_leave_factors() const { return false; }
   virtual void finish_leaving_factors(float* bucket, void* stream);

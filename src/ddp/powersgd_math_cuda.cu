@@ -2,12 +2,14 @@
 // the data it needs (the step is memory-bound: rank R <= 8 makes every product a skinny one).
 //   begin:      one kernel: M = G + E written to E (G, the bucket, is not written), vectors of M packed, and
 //               P_i = M_i Q_i from the same read (a block per 4 rows, its threads striding the columns, sums added
-//               in a fixed order; Q rows come from L1/L2, each read once for the block's rows).
+//               in a fixed order; Q rows come from L1/L2, each read once for the block's rows). After a step that
+//               left its factors it first forms that step's E on the fly (Note [Error feedback deferred to the
+//               next begin]).
 //   compute_q:  one kernel of partial sums of M_i^T P_i over 128-row slabs and 128-column strips into the shared
 //               scratch, one kernel summing the slabs in a fixed order (deterministic: graph replays equal eager
 //               steps bit for bit).
 //   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket, a block per 4 rows;
-//               finish_leaving_factors skips the P_i Q_i^T writes and low_rank_gradients() describes them
+//               finish_leaving_factors does the vectors only and low_rank_gradients() describes the matrices
 //               instead (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp).
 //   orthogonalize_q/_p: one kernel for all matrices of the bucket, one block per matrix holding its columns in
 //               registers (R <= 8 and <= 4096 rows; a global-memory block per matrix beyond that).
@@ -23,6 +25,19 @@
 // Numerics: fp32 throughout, sums in a fixed order; differs from the host (OpenBLAS, double norms) by rounding,
 // except at fp32's range limits: a column whose squared norm underflows (all entries below ~2.6e-23) or overflows
 // (entries above ~1.8e19) is zeroed here, where the host still normalizes it.
+//
+// Note [Error feedback deferred to the next begin]
+// The error update E = M - P Q^T reads and writes the whole bucket (two of the hook's passes, 2.5 GB a ViT-L/32
+// step), only for the next begin to read E again and add G. When the consumer reads P Q^T from the factors,
+// finish_leaving_factors skips it: E keeps M, P keeps this step's (averaged, orthogonalized) P, and q_ keeps the
+// averaged Q, because orthogonalize_q writes the Q that begin multiplies by into q_orth_ instead of overwriting
+// q_ (set_q uploads into q_orth_ for the same reason). The next begin then computes, per element, E = M - P Q^T
+// with finish's products (low_rank_product over the same registers) and subtraction, then M' = E + G: the same
+// roundings as finish followed by begin, so both orders give equal bits (tested by
+// PowerSgdCuda.RunLeavingWireLeavesExactlyRunsProductsInTheFactors over several steps). Which begin must
+// subtract is a device flag, written by whichever finish ran (1 by finish_leaving_factors, 0 by finish) and read
+// by begin, so a captured graph and eager steps may alternate between the two finishes. Deferral needs a single
+// factor pass (every rank <= 8), which can_leave_factors already requires.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -99,37 +114,28 @@ __device__ __forceinline__ float component(const float4& v, int t) {
   return t == 0 ? v.x : t == 1 ? v.y : t == 2 ? v.z : v.w;
 }
 
-// Factor row `row` (columns [col0, col0 + kc) of a [*, rank] row-major factor) into registers, zero beyond kc:
-// as float4 loads when the K values are one aligned run (P and Q start 16-byte aligned, so every rank that is a
-// multiple of 4 takes this path), one by one otherwise.
+// P's row `row` of a previous step (columns [0, K), zero beyond rank) with coherent loads: begin reads these rows
+// of P and then overwrites them in the same kernel (each block its own rows), which rules out the read-only path.
 template <int K>
-__device__ __forceinline__ void load_factor_row(const float* factor, long long row, int rank, int col0, int kc,
-                                                float (&out)[K]) {
-  const float* p = factor + row * rank + col0;
-  if constexpr (K % 4 == 0) {
-    if (kc == K && aligned16(p)) {
+__device__ __forceinline__ void load_previous_p_row(const float* p, long long row, int rank, float (&out)[K]) {
 #pragma unroll
-      for (int r4 = 0; r4 < K / 4; ++r4) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(p) + r4);
-        out[4 * r4] = v.x, out[4 * r4 + 1] = v.y, out[4 * r4 + 2] = v.z, out[4 * r4 + 3] = v.w;
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < K; ++r) out[r] = r < kc ? __ldg(p + r) : 0.0f;
+  for (int r = 0; r < K; ++r) out[r] = r < rank ? p[row * rank + r] : 0.0f;
 }
 
 // begin, one factor-column pass: `first_pass` also applies error feedback (E = G + E) and packs the vectors.
+// Note [Error feedback deferred to the next begin]: where the previous step ended with finish_leaving_factors
+// (*deferred != 0, read on the device so graph replays decide alike), E still holds that step's M and P, Q_prev
+// its factors; the first pass forms E = M - P Q_prev^T on the fly (finish's products and subtraction, so the
+// bits equal finish's) before adding G. A block reads its own rows of the old P before it writes the new ones.
 // A block takes kRowsPerTask rows of a matrix, its threads striding the columns (a float4 each where rows are
 // aligned), so each thread has the rows' loads in flight together and reads its Q rows once for all of them; the
 // threads' sums are added by a fixed butterfly in each warp, then in warp order: every run sums alike.
 template <int K>
-__global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm) begin_kernel(const float* __restrict__ bucket, float* __restrict__ error,
-                                                         float* __restrict__ packed, float* __restrict__ p,
-                                                         const float* __restrict__ q, const MatrixInfo* matrices,
-                                                         const SegmentInfo* segments, const RowTask* tasks, int col0,
-                                                         bool first_pass) {
+__global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm)
+    begin_kernel(const float* __restrict__ bucket, float* __restrict__ error, float* __restrict__ packed,
+                 float* __restrict__ p, const float* __restrict__ q, const float* __restrict__ q_previous,
+                 const int* deferred, const MatrixInfo* matrices, const SegmentInfo* segments,
+                 const RowTask* tasks, int col0, bool first_pass) {
   const RowTask task = tasks[blockIdx.x];
   if (task.is_segment) {
     const SegmentInfo s = segments[task.index];
@@ -147,10 +153,31 @@ __global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm) begin_kernel(cons
   const float* g = bucket + m.offset;
   float* e = error + m.offset;
   const float* qm = q + m.q_offset;
+  const float* q_prev = q_previous + m.q_offset;
+  // Deferral only ever follows a single-pass step (can_leave_factors: every rank <= 8 = K >= rank).
+  const bool subtract = first_pass && deferred != nullptr && *deferred != 0;
+  float p_prev[kRowsPerTask][K] = {};
+  if (subtract) {
+#pragma unroll
+    for (int w = 0; w < kRowsPerTask; ++w)
+      if (w < rows) load_previous_p_row<K>(p + m.p_offset, row0 + w, m.rank, p_prev[w]);
+  }
+  // (P Q_prev^T)[row0 + w, c] for the block's rows, as finish_kernel evaluates it.
+  auto previous_approximation = [&](long long c, float (&approximation)[kRowsPerTask]) {
+    float factor[K];
+    load_factor_row<K>(q_prev, c, m.rank, 0, m.rank, factor);
+#pragma unroll
+    for (int w = 0; w < kRowsPerTask; ++w) approximation[w] = low_rank_product<K>(p_prev[w], factor);
+  };
   float acc[kRowsPerTask][K] = {};
   if (m.cols % 4 == 0 && aligned16(g) && aligned16(e)) {
     const int cols4 = m.cols / 4;
     for (int c4 = threadIdx.x; c4 < cols4; c4 += kThreads) {
+      float previous[4][kRowsPerTask] = {};
+      if (subtract) {
+#pragma unroll
+        for (int t = 0; t < 4; ++t) previous_approximation(4LL * c4 + t, previous[t]);
+      }
       float4 values[kRowsPerTask];
 #pragma unroll
       for (int w = 0; w < kRowsPerTask; ++w) {
@@ -158,9 +185,13 @@ __global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm) begin_kernel(cons
         if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + 4LL * c4;
         float4 v = *reinterpret_cast<const float4*>(e + at);
+        if (subtract)
+          v = make_float4(__fsub_rn(v.x, previous[0][w]), __fsub_rn(v.y, previous[1][w]),
+                          __fsub_rn(v.z, previous[2][w]), __fsub_rn(v.w, previous[3][w]));
         if (first_pass) {
           const float4 grad = __ldg(reinterpret_cast<const float4*>(g + at));
-          v = make_float4(v.x + grad.x, v.y + grad.y, v.z + grad.z, v.w + grad.w);
+          v = make_float4(__fadd_rn(v.x, grad.x), __fadd_rn(v.y, grad.y), __fadd_rn(v.z, grad.z),
+                          __fadd_rn(v.w, grad.w));
           *reinterpret_cast<float4*>(e + at) = v;
         }
         values[w] = v;
@@ -177,6 +208,8 @@ __global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm) begin_kernel(cons
     }
   } else {
     for (int c = threadIdx.x; c < m.cols; c += kThreads) {
+      float previous[kRowsPerTask] = {};
+      if (subtract) previous_approximation(c, previous);
       float factor[K];
       load_factor_row<K>(qm, c, m.rank, col0, kc, factor);
 #pragma unroll
@@ -184,8 +217,9 @@ __global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm) begin_kernel(cons
         if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + c;
         float v = e[at];
+        if (subtract) v = __fsub_rn(v, previous[w]);
         if (first_pass) {
-          v += g[at];
+          v = __fadd_rn(v, g[at]);
           e[at] = v;
         }
 #pragma unroll
@@ -287,14 +321,17 @@ __global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __r
 // finish: bucket = P Q^T and E = M - bucket for matrices; bucket = packed and E = M - packed for vectors. A block
 // takes kRowsPerTask rows, as in begin (no sums across threads here). K >= every rank of the bucket (registers
 // hold the block's P rows; the products are core/low_rank.hpp's low_rank_product, which the optimizer evaluates
-// alike), or 0: any rank, P and Q read from L1 in the inner loop. kWriteMatrices false: the matrices' part of the
-// bucket is left as it is (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp), E still updated.
-template <int K, bool kWriteMatrices = true>
-__global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(float* __restrict__ bucket, float* __restrict__ error,
-                                                          const float* __restrict__ packed,
-                                                          const float* __restrict__ p, const float* __restrict__ q,
-                                                          const MatrixInfo* matrices, const SegmentInfo* segments,
-                                                          const RowTask* tasks) {
+// alike), or 0: any rank, P and Q read from L1 in the inner loop. Block 0 also sets *deferred = deferred_value:
+// whether the next begin forms E = M - P Q^T itself (Note [Error feedback deferred to the next begin]); blocks
+// past task_count do nothing else (a bucket with no vectors still launches one block for the flag).
+template <int K>
+__global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm)
+    finish_kernel(float* __restrict__ bucket, float* __restrict__ error, const float* __restrict__ packed,
+                  const float* __restrict__ p, const float* __restrict__ q, const MatrixInfo* matrices,
+                  const SegmentInfo* segments, const RowTask* tasks, unsigned task_count, int* deferred,
+                  int deferred_value) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *deferred = deferred_value;
+  if (blockIdx.x >= task_count) return;
   const RowTask task = tasks[blockIdx.x];
   if (task.is_segment) {
     const SegmentInfo s = segments[task.index];
@@ -347,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(fl
         if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + 4LL * c4;
         const float4 v = *reinterpret_cast<const float4*>(e + at);
-        if constexpr (kWriteMatrices) *reinterpret_cast<float4*>(out + at) = make_float4(a[0][w], a[1][w], a[2][w], a[3][w]);
+        *reinterpret_cast<float4*>(out + at) = make_float4(a[0][w], a[1][w], a[2][w], a[3][w]);
         *reinterpret_cast<float4*>(e + at) = make_float4(v.x - a[0][w], v.y - a[1][w], v.z - a[2][w], v.w - a[3][w]);
       }
     }
@@ -359,7 +396,7 @@ __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(fl
       for (int w = 0; w < kRowsPerTask; ++w) {
         if (w >= rows) continue;
         const long long at = (row0 + w) * m.cols + c;
-        if constexpr (kWriteMatrices) out[at] = a[w];
+        out[at] = a[w];
         e[at] -= a[w];
       }
     }
@@ -368,11 +405,14 @@ __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm) finish_kernel(fl
 
 // Gram-Schmidt, one block per matrix with its (rows <= 4096) x (cols <= K) values in registers. Iteration j
 // needs one block reduction: s_k = <a_j, a_k> for k >= j; then a_j /= |a_j| and a_k -= (s_k / |a_j|) a_j, which
-// is the host's sequence (normalize, then project every later column on the normalized one).
+// is the host's sequence (normalize, then project every later column on the normalized one). Reads the factors
+// at `source`, writes them at `factors` (the same offsets; the two may be the same buffer).
 template <int K>
-__global__ void __launch_bounds__(kOrthThreads) orthogonalize_registers_kernel(float* factors, const OrthRef* refs) {
+__global__ void __launch_bounds__(kOrthThreads)
+    orthogonalize_registers_kernel(const float* source, float* factors, const OrthRef* refs) {
   __shared__ float partial[2][kOrthThreads / 32][K];
   const OrthRef ref = refs[blockIdx.x];
+  const float* input = source + ref.offset;
   const struct {
     float* data;
     int rows, cols;
@@ -384,7 +424,7 @@ __global__ void __launch_bounds__(kOrthThreads) orthogonalize_registers_kernel(f
     const int i = threadIdx.x + s * kOrthThreads;
 #pragma unroll
     for (int k = 0; k < K; ++k)
-      a[s][k] = i < m.rows && k < m.cols ? m.data[static_cast<long long>(i) * m.cols + k] : 0.0f;
+      a[s][k] = i < m.rows && k < m.cols ? input[static_cast<long long>(i) * m.cols + k] : 0.0f;
   }
 #pragma unroll
   for (int j = 0; j < K; ++j) {
@@ -436,14 +476,21 @@ __device__ float block_sum(float value, float* shared) {
   return total;
 }
 
-// Gram-Schmidt for matrices beyond the register path (more rows or columns): one block per matrix, in memory.
-__global__ void __launch_bounds__(kOrthThreads) orthogonalize_memory_kernel(float* factors, const OrthRef* refs) {
+// Gram-Schmidt for matrices beyond the register path (more rows or columns): one block per matrix, in memory
+// (copied from `source` first where that is another buffer).
+__global__ void __launch_bounds__(kOrthThreads)
+    orthogonalize_memory_kernel(const float* source, float* factors, const OrthRef* refs) {
   __shared__ float shared[kOrthThreads / 32];
   const OrthRef ref = refs[blockIdx.x];
   const struct {
     float* data;
     int rows, cols;
   } m{factors + ref.offset, ref.rows, ref.cols};
+  if (source != factors) {
+    const float* input = source + ref.offset;
+    for (long long k = threadIdx.x; k < static_cast<long long>(m.rows) * m.cols; k += blockDim.x) m.data[k] = input[k];
+    __syncthreads();
+  }
   for (int j = 0; j < m.cols; ++j) {
     float partial = 0;
     for (int i = threadIdx.x; i < m.rows; i += blockDim.x) partial += m.data[i * m.cols + j] * m.data[i * m.cols + j];
@@ -516,14 +563,18 @@ struct OrthPlan {
     in_memory.bind(tables);
   }
 
-  void launch(float* factors, cudaStream_t stream) const {
+  // Orthogonalizes the factors read at `source` into `factors` (which may be `source`).
+  void launch(const float* source, float* factors, cudaStream_t stream) const {
     const Table<OrthRef>* w = by_width;
-    if (w[0].size) orthogonalize_registers_kernel<1><<<w[0].size, kOrthThreads, 0, stream>>>(factors, w[0].data);
-    if (w[1].size) orthogonalize_registers_kernel<2><<<w[1].size, kOrthThreads, 0, stream>>>(factors, w[1].data);
-    if (w[2].size) orthogonalize_registers_kernel<4><<<w[2].size, kOrthThreads, 0, stream>>>(factors, w[2].data);
-    if (w[3].size) orthogonalize_registers_kernel<8><<<w[3].size, kOrthThreads, 0, stream>>>(factors, w[3].data);
+    auto registers = [&](auto kernel, const Table<OrthRef>& t) {
+      if (t.size) kernel<<<t.size, kOrthThreads, 0, stream>>>(source, factors, t.data);
+    };
+    registers(orthogonalize_registers_kernel<1>, w[0]);
+    registers(orthogonalize_registers_kernel<2>, w[1]);
+    registers(orthogonalize_registers_kernel<4>, w[2]);
+    registers(orthogonalize_registers_kernel<8>, w[3]);
     if (in_memory.size)
-      orthogonalize_memory_kernel<<<in_memory.size, kOrthThreads, 0, stream>>>(factors, in_memory.data);
+      orthogonalize_memory_kernel<<<in_memory.size, kOrthThreads, 0, stream>>>(source, factors, in_memory.data);
     DDPX_CHECK_LAUNCH("orthogonalization kernel");
   }
 };
@@ -562,6 +613,13 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
         finish_tasks.push_back({1, int(i), k, std::min(k + kSegmentChunk, segments[i].numel)});
     finish_tasks_ = staging.add(finish_tasks);
     begin_tasks_.push_back(finish_tasks_);
+    // The vectors' tasks, the tail of finish's table: all that finish_leaving_factors has to do.
+    segment_tasks_ = finish_tasks_;
+    for (const RowTask& t : finish_tasks)
+      if (!t.is_segment) {
+        segment_tasks_.offset += sizeof(RowTask);
+        --segment_tasks_.size;
+      }
     for (int pass = 1; pass < passes_; ++pass) {
       std::vector<RowTask> tasks;
       for (const RowTask& t : finish_tasks)
@@ -616,13 +674,16 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       pieces_ = staging.add(pieces);
     }
 
-    // One allocation: E, packed, P, Q (floats, zeroed), then the tables. P and Q start 16-byte aligned (their rows
-    // are read as float4 where a rank is a multiple of 4); packed ends where P begins, so one all-reduce takes both.
+    // One allocation: E, packed, P, Q, the orthogonalized Q, the deferral flag (floats, zeroed: no deferral), then
+    // the tables. P and the Qs start 16-byte aligned (their rows are read as float4 where a rank is a multiple of
+    // 4); packed ends where P begins, so one all-reduce takes both.
     auto align4 = [](size_t floats) { return (floats + 3) / 4 * 4; };
     const size_t p_at = align4(layout.bucket_elements + layout.uncompressed_elements);
     const size_t packed_at = p_at - layout.uncompressed_elements;
     const size_t q_at = align4(p_at + layout.p_elements);
-    const size_t floats = q_at + layout.q_elements;
+    const size_t q_orth_at = align4(q_at + layout.q_elements);
+    const size_t deferred_at = align4(q_orth_at + layout.q_elements);
+    const size_t floats = deferred_at + 1;
     const size_t float_bytes = (floats * sizeof(float) + 255) / 256 * 256;
     DDPX_CUDA_CHECK(cudaMalloc(&storage_, float_bytes + staging.bytes().size() + 1));
     DDPX_CUDA_CHECK(cudaMemset(storage_, 0, float_bytes));
@@ -633,9 +694,12 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     packed_ = storage_ + packed_at;
     p_ = storage_ + p_at;
     q_ = storage_ + q_at;
+    q_orth_ = storage_ + q_orth_at;
+    deferred_ = reinterpret_cast<int*>(storage_ + deferred_at);
     matrices_.bind(tables);
     segments_.bind(tables);
     finish_tasks_.bind(tables);
+    segment_tasks_.bind(tables);
     for (Table<RowTask>& t : begin_tasks_) t.bind(tables);
     slab_tasks_.bind(tables);
     reduce_tasks_.bind(tables);
@@ -656,14 +720,22 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   float* packed_and_p() override { return packed_; }
   float* q() override { return q_; }
 
+  // Into the orthogonalized Q's buffer, so that q_ keeps the previous step's Q for a deferred error update (Note
+  // [Error feedback deferred to the next begin]); orthogonalize_q then works on it in place.
   void set_q(const std::vector<float>& host_q, void* stream) override {
-    DDPX_CUDA_CHECK(cudaMemcpyAsync(q_, host_q.data(), host_q.size() * sizeof(float), cudaMemcpyHostToDevice,
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(q_orth_, host_q.data(), host_q.size() * sizeof(float), cudaMemcpyHostToDevice,
                                     as_stream(stream)));
     DDPX_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));  // host_q is temporary
+    q_uploaded_ = true;
   }
 
-  void orthogonalize_q(void* stream) override { orth_q_.launch(q_, as_stream(stream)); }
-  void orthogonalize_p(void* stream) override { orth_p_.launch(p_, as_stream(stream)); }
+  // The Q that begin multiplies by: the previous step's averaged Q (warm start) or the uploaded one, orthogonalized
+  // into q_orth_.
+  void orthogonalize_q(void* stream) override {
+    orth_q_.launch(q_uploaded_ ? q_orth_ : q_, q_orth_, as_stream(stream));
+    q_uploaded_ = false;
+  }
+  void orthogonalize_p(void* stream) override { orth_p_.launch(p_, p_, as_stream(stream)); }
 
   void begin(float* bucket, void* stream) override {
     for (int pass = 0; pass < passes_; ++pass) {
@@ -671,8 +743,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       if (!tasks.size) continue;
       const int col0 = pass * kFactorChunk;
       auto launch = [&](auto kernel) {
-        kernel<<<tasks.size, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_, matrices_.data,
-                                                               segments_.data, tasks.data, col0, pass == 0);
+        kernel<<<tasks.size, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_orth_, q_, deferred_,
+                                                               matrices_.data, segments_.data, tasks.data, col0,
+                                                               pass == 0);
       };
       switch (width_) {
         case 1: launch(begin_kernel<1>); break;
@@ -703,33 +776,34 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     DDPX_CHECK_LAUNCH("M^T P reduction kernel");
   }
 
-  void finish(float* bucket, void* stream) override { launch_finish<true>(bucket, stream); }
+  void finish(float* bucket, void* stream) override { launch_finish(finish_tasks_, 0, bucket, stream); }
 
+  // Note [Error feedback deferred to the next begin]: only the vectors' part here; E = M - P Q^T for the matrices
+  // is formed by the next begin, which the flag tells so.
   bool can_leave_factors() const override { return pieces_.size > 0; }
   void finish_leaving_factors(float* bucket, void* stream) override {
     DDPX_INTERNAL_ASSERT(can_leave_factors(), "PowerSGD: finish_leaving_factors on a bucket that cannot leave its "
                          "factors");
-    launch_finish<false>(bucket, stream);
+    launch_finish(segment_tasks_, 1, bucket, stream);
   }
   LowRankGradients low_rank_gradients() const override {
     return {pieces_.data, static_cast<int>(pieces_.size), p_, q_, finish_width_};
   }
 
  private:
-  template <bool kWriteMatrices>
-  void launch_finish(float* bucket, void* stream) {
-    if (!finish_tasks_.size) return;
+  void launch_finish(const Table<RowTask>& tasks, int deferred_value, float* bucket, void* stream) {
+    const unsigned blocks = std::max(1u, tasks.size);  // one block at least: it sets the flag
     auto launch = [&](auto kernel) {
-      kernel<<<finish_tasks_.size, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_,
-                                                                     matrices_.data, segments_.data,
-                                                                     finish_tasks_.data);
+      kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_, matrices_.data,
+                                                         segments_.data, tasks.data, tasks.size, deferred_,
+                                                         deferred_value);
     };
     switch (finish_width_) {
-      case 0: launch(finish_kernel<0, kWriteMatrices>); break;
-      case 1: launch(finish_kernel<1, kWriteMatrices>); break;
-      case 2: launch(finish_kernel<2, kWriteMatrices>); break;
-      case 4: launch(finish_kernel<4, kWriteMatrices>); break;
-      default: launch(finish_kernel<8, kWriteMatrices>); break;
+      case 0: launch(finish_kernel<0>); break;
+      case 1: launch(finish_kernel<1>); break;
+      case 2: launch(finish_kernel<2>); break;
+      case 4: launch(finish_kernel<4>); break;
+      default: launch(finish_kernel<8>); break;
     }
     DDPX_CHECK_LAUNCH("P Q^T and error update kernel");
   }
@@ -738,11 +812,15 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   DeviceScratch& scratch_;
   float* storage_ = nullptr;
   float *error_ = nullptr, *packed_ = nullptr, *p_ = nullptr, *q_ = nullptr;
+  float* q_orth_ = nullptr;  // orthogonalize_q's output, begin's Q; q_ keeps the averaged Q (Note [Error feedback ...])
+  int* deferred_ = nullptr;  // device: 1 while E still needs - P Q^T (finish_leaving_factors), 0 after finish
+  bool q_uploaded_ = false;  // set_q put a fresh Q in q_orth_: orthogonalize it there
   int passes_ = 1, width_ = 1, finish_width_ = 1;
   Table<MatrixInfo> matrices_;
   Table<SegmentInfo> segments_;
   std::vector<Table<RowTask>> begin_tasks_;  // per factor pass; pass 0's is finish_tasks_
   Table<RowTask> finish_tasks_;
+  Table<RowTask> segment_tasks_;  // finish_tasks_'s vector tasks (its tail)
   Table<SlabTask> slab_tasks_;
   Table<ReduceTask> reduce_tasks_;
   OrthPlan orth_p_, orth_q_;

@@ -22,6 +22,8 @@ struct WireGradients {
   const uint16_t* data = nullptr;
   WireFormat format = WireFormat::bf16;
   LowRankGradients low_rank;
+
+  bool in_bucket() const { return data == nullptr && low_rank.pieces == nullptr; }  // the "neither" case above
 };
 
 }  // namespace ddpx

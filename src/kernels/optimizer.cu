@@ -37,24 +37,6 @@ __device__ __forceinline__ void note_nonfinite(unsigned long long* flag, uint64_
 
 enum class GradSource { fp32, bf16, fp16, low_rank };
 
-// Row `row` of a [*, rank] row-major factor into K registers, zero beyond rank (finish's values for the product).
-template <int K>
-__device__ __forceinline__ void factor_row(const float* factor, long long row, int rank, float (&out)[K]) {
-  const float* p = factor + row * rank;
-  if constexpr (K % 4 == 0) {
-    if (rank == K && (reinterpret_cast<uintptr_t>(p) & 15) == 0) {
-#pragma unroll
-      for (int r4 = 0; r4 < K / 4; ++r4) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(p) + r4);
-        out[4 * r4] = v.x, out[4 * r4 + 1] = v.y, out[4 * r4 + 2] = v.z, out[4 * r4 + 3] = v.w;
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < K; ++r) out[r] = r < rank ? __ldg(p + r) : 0.f;
-}
-
 // Note [Low-rank gradients fused into the update]: the piece holding element e, from the last one found (a
 // thread's vectors come in increasing order) or by binary search over the span's pieces.
 __device__ __forceinline__ int find_piece(const LowRankPiece* pieces, int count, long long e, int last) {
@@ -82,17 +64,17 @@ __device__ __forceinline__ Float4 low_rank_grads(const float* grads, const LowRa
   float prow[K], qrow[K];
   if (piece.cols % 4 == 0) {  // one row: its P row read once
     const long long row = e / piece.cols, col = e % piece.cols;
-    factor_row<K>(pm, row, piece.rank, prow);
+    load_factor_row<K>(pm, row, piece.rank, 0, piece.rank, prow);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      factor_row<K>(qm, col + i, piece.rank, qrow);
+      load_factor_row<K>(qm, col + i, piece.rank, 0, piece.rank, qrow);
       g.v[i] = low_rank_product<K>(prow, qrow);
     }
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      factor_row<K>(pm, (e + i) / piece.cols, piece.rank, prow);
-      factor_row<K>(qm, (e + i) % piece.cols, piece.rank, qrow);
+      load_factor_row<K>(pm, (e + i) / piece.cols, piece.rank, 0, piece.rank, prow);
+      load_factor_row<K>(qm, (e + i) % piece.cols, piece.rank, 0, piece.rank, qrow);
       g.v[i] = low_rank_product<K>(prow, qrow);
     }
   }

@@ -234,7 +234,7 @@ class CudaEngine : public CudaStepEngine {
       spans_forked_ = true;
     }
     // Empty WireGradients: the hook left the average in the bucket after all (ddp/wire_gradients.hpp).
-    if (wire == nullptr || (wire->data == nullptr && wire->low_rank.pieces == nullptr))
+    if (wire == nullptr || wire->in_bucket())
       return update(span_step_, begin, end, target);
     const WireGrads from_wire{wire->data, wire->format == WireFormat::fp16, wire->low_rank};
     model_->optimizer_span(options_.optimizer, span_step_, begin, end, target, &numerics_.get()->step_bad_offset,

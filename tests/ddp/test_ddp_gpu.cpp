@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
@@ -190,73 +191,96 @@ TEST(PowerSgdCuda, MatchesTheCpuVersionOverSeveralSteps) {
 // writes. Over several steps (E carries over), with the same inputs: before the start step it returns nothing and
 // the buckets are equal; from it on it returns pieces covering the bucket, the plain pieces of its bucket equal
 // run()'s, the factor pieces keep the raw gradients, and evaluating a factor piece on the host (fmaf in order
-// from 0, zero-padded to the width: low_rank_product) gives run()'s bucket values bit for bit.
+// from 0, zero-padded to the width: low_rank_product) gives run()'s bucket values bit for bit. Note [Error
+// feedback deferred to the next begin]: leaving factors leaves E's update to the next step, so a third hook that
+// alternates (leaving on odd steps, run() on even ones) must match run() bit for bit too, after either kind.
 TEST(PowerSgdCuda, RunLeavingWireLeavesExactlyRunsProductsInTheFactors) {
   DDPX_REQUIRE_GPU();
   const std::vector<GradTensor> tensors = aligned_shapes();
   const size_t end = tensors.back().offset + tensors.back().numel;
   SelfCommunicator comm(BufferMemory::cuda);
-  for (int64_t rank : {3, 4}) {
-    PowerSgdHook writes(PowerSgdOptions{rank, 1, 2.0, true, 5}), leaves(PowerSgdOptions{rank, 1, 2.0, true, 5});
-    DeviceArray<float> a(end), b(end);
-    for (int step = 0; step < 4; ++step) {
+  // The bucket a leaving run left (`got`, its wire `wire`) against run()'s (`want`), for the same input.
+  auto expect_leaves_runs_result = [&](const WireGradients& wire, const std::vector<float>& got,
+                                       const std::vector<float>& want, const std::vector<float>& input,
+                                       const std::string& where) {
+    ASSERT_NE(wire.low_rank.pieces, nullptr) << where;
+    ASSERT_EQ(wire.data, nullptr) << where;
+    const LowRankGradients& lr = wire.low_rank;
+    EXPECT_EQ(lr.width, 4) << where;
+    std::vector<LowRankPiece> pieces(lr.count);
+    CUDA_OK(cudaMemcpy(pieces.data(), lr.pieces, pieces.size() * sizeof(LowRankPiece), cudaMemcpyDeviceToHost));
+    long long max_p = 0, max_q = 0, covered = 0;
+    for (const LowRankPiece& piece : pieces) {
+      EXPECT_EQ(piece.offset, covered) << where << ": pieces cover the bucket in order";
+      covered = piece.offset + piece.numel;
+      if (piece.rank == 0) continue;
+      max_p = std::max(max_p, piece.p_offset + piece.numel / piece.cols * piece.rank);
+      max_q = std::max(max_q, piece.q_offset + static_cast<long long>(piece.cols) * piece.rank);
+    }
+    EXPECT_EQ(covered, static_cast<long long>(end)) << where;
+    std::vector<float> p(max_p), q(max_q);
+    CUDA_OK(cudaMemcpy(p.data(), lr.p, p.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(q.data(), lr.q, q.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    size_t plain_differ = 0, raw_differ = 0, product_differ = 0, factor_elements = 0;
+    for (const LowRankPiece& piece : pieces)
+      for (long long e = 0; e < piece.numel; ++e) {
+        const size_t at = static_cast<size_t>(piece.offset + e);
+        if (piece.rank == 0) {
+          plain_differ += got[at] != want[at];
+          continue;
+        }
+        ++factor_elements;
+        raw_differ += got[at] != input[at];
+        const long long row = e / piece.cols, col = e % piece.cols;
+        float sum = 0.f;
+        for (int k = 0; k < lr.width; ++k) {
+          const float pv = k < piece.rank ? p[piece.p_offset + row * piece.rank + k] : 0.f;
+          const float qv = k < piece.rank ? q[piece.q_offset + col * piece.rank + k] : 0.f;
+          sum = std::fmaf(pv, qv, sum);
+        }
+        product_differ += sum != want[at];
+      }
+    EXPECT_GT(factor_elements, end / 2) << where << ": the matrices are factor pieces";
+    EXPECT_EQ(plain_differ, 0u) << where << ": vectors and padding as run() leaves them";
+    EXPECT_EQ(raw_differ, 0u) << where << ": factor pieces keep the raw gradients";
+    EXPECT_EQ(product_differ, 0u) << where << ": P Q^T evaluated from the factors equals run()'s bucket";
+  };
+  // Without warm start Q is redrawn (uploaded) every step while the deferred update still needs the old one.
+  const std::pair<int64_t, bool> cases[] = {{3, true}, {4, true}, {4, false}};  // {rank, warm start}
+  for (const auto& [rank, warm_start] : cases) {
+    const PowerSgdOptions options{rank, 1, 2.0, warm_start, 5};
+    PowerSgdHook writes(options), leaves(options), alternates(options);
+    DeviceArray<float> a(end), b(end), c(end);
+    for (int step = 0; step < 6; ++step) {
       const std::vector<float> input = random_values(end, 40 + uint64_t(step), 1.0);
       a.upload(input);
       b.upload(input);
+      c.upload(input);
       BucketView a_view{0, a.data, 0, end, tensors, GradDevice::cuda}, b_view{0, b.data, 0, end, tensors,
                                                                               GradDevice::cuda};
+      BucketView c_view{0, c.data, 0, end, tensors, GradDevice::cuda};
       ASSERT_TRUE(leaves.leaves_result_on_wire(b_view));
       writes.run(a_view, comm, nullptr, step);
       const WireGradients wire = leaves.run_leaving_wire(b_view, comm, nullptr, step);
       CUDA_OK(cudaDeviceSynchronize());
       const std::vector<float> want = a.download(), got = b.download();
-      const std::string where = "rank " + std::to_string(rank) + " step " + std::to_string(step);
+      const std::string where = "rank " + std::to_string(rank) + (warm_start ? "" : " cold") + " step " +
+                                std::to_string(step);
       if (step < 1) {
         EXPECT_EQ(wire.low_rank.pieces, nullptr) << where;
         EXPECT_EQ(got, want) << where;
-        continue;
+      } else {
+        expect_leaves_runs_result(wire, got, want, input, where);
       }
-      ASSERT_NE(wire.low_rank.pieces, nullptr) << where;
-      ASSERT_EQ(wire.data, nullptr) << where;
-      const LowRankGradients& lr = wire.low_rank;
-      EXPECT_EQ(lr.width, 4) << where;
-      std::vector<LowRankPiece> pieces(lr.count);
-      CUDA_OK(cudaMemcpy(pieces.data(), lr.pieces, pieces.size() * sizeof(LowRankPiece), cudaMemcpyDeviceToHost));
-      long long max_p = 0, max_q = 0, covered = 0;
-      for (const LowRankPiece& piece : pieces) {
-        EXPECT_EQ(piece.offset, covered) << where << ": pieces cover the bucket in order";
-        covered = piece.offset + piece.numel;
-        if (piece.rank == 0) continue;
-        max_p = std::max(max_p, piece.p_offset + piece.numel / piece.cols * piece.rank);
-        max_q = std::max(max_q, piece.q_offset + static_cast<long long>(piece.cols) * piece.rank);
+      if (step % 2 == 1) {
+        const WireGradients alternate_wire = alternates.run_leaving_wire(c_view, comm, nullptr, step);
+        CUDA_OK(cudaDeviceSynchronize());
+        expect_leaves_runs_result(alternate_wire, c.download(), want, input, where + " (alternating, leaving)");
+      } else {
+        alternates.run(c_view, comm, nullptr, step);
+        CUDA_OK(cudaDeviceSynchronize());
+        EXPECT_EQ(c.download(), want) << where << " (alternating, run())";
       }
-      EXPECT_EQ(covered, static_cast<long long>(end)) << where;
-      std::vector<float> p(max_p), q(max_q);
-      CUDA_OK(cudaMemcpy(p.data(), lr.p, p.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      CUDA_OK(cudaMemcpy(q.data(), lr.q, q.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      size_t plain_differ = 0, raw_differ = 0, product_differ = 0, factor_elements = 0;
-      for (const LowRankPiece& piece : pieces)
-        for (long long e = 0; e < piece.numel; ++e) {
-          const size_t at = static_cast<size_t>(piece.offset + e);
-          if (piece.rank == 0) {
-            plain_differ += got[at] != want[at];
-            continue;
-          }
-          ++factor_elements;
-          raw_differ += got[at] != input[at];
-          const long long row = e / piece.cols, col = e % piece.cols;
-          float sum = 0.f;
-          for (int k = 0; k < lr.width; ++k) {
-            const float pv = k < piece.rank ? p[piece.p_offset + row * piece.rank + k] : 0.f;
-            const float qv = k < piece.rank ? q[piece.q_offset + col * piece.rank + k] : 0.f;
-            sum = std::fmaf(pv, qv, sum);
-          }
-          product_differ += sum != want[at];
-        }
-      EXPECT_GT(factor_elements, end / 2) << where << ": the matrices are factor pieces";
-      EXPECT_EQ(plain_differ, 0u) << where << ": vectors and padding as run() leaves them";
-      EXPECT_EQ(raw_differ, 0u) << where << ": factor pieces keep the raw gradients";
-      EXPECT_EQ(product_differ, 0u) << where << ": P Q^T evaluated from the factors equals run()'s bucket";
     }
   }
 }

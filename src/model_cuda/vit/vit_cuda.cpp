@@ -225,7 +225,7 @@ class VitCudaModel final : public CudaNetwork {
   // (within 4%), and fp32 ones are CUDA-core SGEMMs: both stay as they are.
   void run_weight_gradient(MatmulCall call, const char* what) {
     if constexpr (std::is_same_v<T, float>) {
-      if (matmul_.mode() == MatmulMode::tf32 && kmajor_ != nullptr) {
+      if (kmajor_ != nullptr) {  // allocated in tf32 mode only
         const int64_t rows = call.k, narrow = std::min(call.m, call.n), wide = std::max(call.m, call.n);
         if (wide >= 3 * narrow && rows * narrow <= kmajor_floats_) {
           if (call.m < call.n) {  // dy^T is the narrower: store it [m, rows]
