@@ -227,8 +227,13 @@ class CudaEngine : public CudaStepEngine {
     cudaStream_t target = static_cast<cudaStream_t>(stream);
     DDPX_INTERNAL_ASSERT(wire == nullptr || target != nullptr,
                          "span [{}, {}): 16-bit gradients come only from the reducer's stream", begin, end);
-    if (!target) {
-      DDPX_CUDA_CHECK(cudaEventRecord(span_ready_, compute_));
+    // Note [Reduced spans updated beside the hook]: a span from the reducer whose averages stay put until the hook's
+    // next call for its bucket (in the bucket, or a PowerSGD bucket's factors) is updated on the update stream,
+    // forked from the communication stream, so that the hook's next bucket does not queue behind the update; a
+    // cast hook's 16-bit wire, one buffer reused by the next bucket, is read on the communication stream itself.
+    const bool wire_reused_by_next_bucket = wire != nullptr && wire->data != nullptr;
+    if (!target || !wire_reused_by_next_bucket) {
+      DDPX_CUDA_CHECK(cudaEventRecord(span_ready_, target ? target : compute_));
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(update_, span_ready_, 0));
       target = update_;
       spans_forked_ = true;
