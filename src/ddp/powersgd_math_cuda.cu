@@ -6,8 +6,8 @@
 //               left its factors it first forms that step's E on the fly (Note [Error feedback deferred to the
 //               next begin]).
 //   compute_q:  one kernel of partial sums of M_i^T P_i over 128-row slabs and 128-column strips into the shared
-//               scratch, the last block of each strip adding its slabs into Q in a fixed order (deterministic:
-//               graph replays equal eager steps bit for bit).
+//               scratch, one kernel summing the slabs in a fixed order (deterministic: graph replays equal eager
+//               steps bit for bit).
 //   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket, a block per 4 rows;
 //               finish_leaving_factors does the vectors only and low_rank_gradients() describes the matrices
 //               instead (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp).
@@ -66,6 +66,7 @@ constexpr int kFactorChunk = 8;          // factor columns per pass of begin / c
 constexpr int kSlabRows = 128;           // rows summed by one block of compute_q, 16 per warp
 constexpr int kSlabRowsPerWarp = kSlabRows / kWarps;
 constexpr int kStripCols = 128;          // columns of one block of compute_q: a warp's 32 lanes x 4
+constexpr int kReduceChunk = kThreads;   // Q elements of one block of the slab reduction, one per thread
 constexpr long long kSegmentChunk = 8192;
 constexpr int kOrthThreads = 512;
 constexpr int kOrthRowsPerThread = 8;    // register path: rows <= 4096
@@ -91,7 +92,10 @@ struct RowTask {
 
 struct SlabTask {  // compute_q: rows of slab `slab`, columns [col_begin, +kStripCols), factor columns [col0, +8)
   int matrix, slab, col_begin, col0;
-  int group;  // the (matrix, col0, strip) whose slabs this block adds into Q if it finishes last
+};
+
+struct ReduceTask {  // elements [begin, end) of matrix `matrix`'s Q
+  int matrix, begin, end;
 };
 
 struct OrthRef {  // a [rows, cols] row-major factor at `offset` floats into P or Q
@@ -242,34 +246,12 @@ __global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm)
   }
 }
 
-// compute_q's last step for one (matrix, col0, strip) group: Q = the sum of its slabs' partial rows, in slab
-// order, read from L2 (other blocks of the launch wrote them).
-template <int K>
-__device__ __forceinline__ void add_slabs(const float* partial, float* q, const MatrixInfo m, const SlabTask task) {
-  const int kc = min(K, m.rank - task.col0);
-  const long long slab_stride = static_cast<long long>(m.cols) * m.rank;
-  const float* slabs = partial + m.partial_offset;
-  for (int k = threadIdx.x; k < kStripCols * K; k += kThreads) {
-    const int c = k / K, r = k % K;
-    if (task.col_begin + c >= m.cols || r >= kc) continue;
-    const long long at = static_cast<long long>(task.col_begin + c) * m.rank + task.col0 + r;
-    float total = 0;
-    for (int s = 0; s < m.slabs; ++s) total += __ldcg(slabs + s * slab_stride + at);
-    q[m.q_offset + at] = total;
-  }
-}
-
-// compute_q: partial[slab][c][col0 + r] = sum over the slab's rows i of M[i, c] * P[i, col0 + r], for the block's
-// strip of kStripCols columns. Warp w sums rows [16w, 16w + 16) of the slab (a lane: 4 columns, adjacent where
-// rows are aligned, else 32 apart so loads stay coalesced); the warps' sums are then added in warp order.
-// The block of a (matrix, col0, strip) group that finishes last then adds the group's slabs into Q, in slab order
-// (fixed whoever is last, so every run gives the same bits): each block publishes its partial row before it takes
-// a ticket (__threadfence, then atomicAdd on the group's counter), the last one reads them from L2 (__ldcg) and
-// puts the counter back to 0 for the next launch. One launch instead of a second, reducing kernel.
+// compute_q, step 1: partial[slab][c][col0 + r] = sum over the slab's rows i of M[i, c] * P[i, col0 + r], for the
+// block's strip of kStripCols columns. Warp w sums rows [16w, 16w + 16) of the slab (a lane: 4 columns, adjacent
+// where rows are aligned, else 32 apart so loads stay coalesced); the warps' sums are then added in warp order.
 template <int K>
 __global__ void __launch_bounds__(kThreads) slab_kernel(const float* __restrict__ error,
                                                         const float* __restrict__ p, float* __restrict__ partial,
-                                                        float* __restrict__ q, unsigned* tickets,
                                                         const MatrixInfo* matrices, const SlabTask* tasks) {
   __shared__ float sums[kWarps][kStripCols][K];
   const SlabTask task = tasks[blockIdx.x];
@@ -320,15 +302,20 @@ __global__ void __launch_bounds__(kThreads) slab_kernel(const float* __restrict_
     for (int w = 0; w < kWarps; ++w) total += sums[w][c][r];
     out[static_cast<long long>(task.col_begin + c) * m.rank + task.col0 + r] = total;
   }
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&tickets[task.group], 1u) == static_cast<unsigned>(m.slabs - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  add_slabs<K>(partial, q, matrices[task.matrix], task);
-  if (threadIdx.x == 0) tickets[task.group] = 0;
+}
+
+// compute_q, step 2: Q = the sum of the slabs, in slab order, one Q element per thread.
+__global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __restrict__ partial,
+                                                                float* __restrict__ q, const MatrixInfo* matrices,
+                                                                const ReduceTask* tasks) {
+  const ReduceTask task = tasks[blockIdx.x];
+  const MatrixInfo m = matrices[task.matrix];
+  const long long slab_stride = static_cast<long long>(m.cols) * m.rank;
+  for (int k = task.begin + threadIdx.x; k < task.end; k += blockDim.x) {
+    float total = 0;
+    for (int s = 0; s < m.slabs; ++s) total += partial[m.partial_offset + s * slab_stride + k];
+    q[m.q_offset + k] = total;
+  }
 }
 
 // finish: bucket = P Q^T and E = M - bucket for matrices; bucket = packed and E = M - packed for vectors. A block
@@ -641,16 +628,17 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     }
 
     std::vector<SlabTask> slab_tasks;
-    int groups = 0;
+    std::vector<ReduceTask> reduce_tasks;
     for (size_t i = 0; i < matrices.size(); ++i) {
       const MatrixInfo& m = matrices[i];
-      const int strips = (m.cols + kStripCols - 1) / kStripCols;
-      for (int col0 = 0; col0 < m.rank; col0 += kFactorChunk, groups += strips)
+      for (int col0 = 0; col0 < m.rank; col0 += kFactorChunk)
         for (int slab = 0; slab < m.slabs; ++slab)
-          for (int col = 0; col < m.cols; col += kStripCols)
-            slab_tasks.push_back({int(i), slab, col, col0, groups + col / kStripCols});
+          for (int col = 0; col < m.cols; col += kStripCols) slab_tasks.push_back({int(i), slab, col, col0});
+      for (int k = 0; k < m.cols * m.rank; k += kReduceChunk)
+        reduce_tasks.push_back({int(i), k, std::min(k + kReduceChunk, m.cols * m.rank)});
     }
     slab_tasks_ = staging.add(slab_tasks);
+    reduce_tasks_ = staging.add(reduce_tasks);
     width_ = max_rank == 0 ? 1 : register_width(std::min(max_rank, kFactorChunk));
     finish_width_ = max_rank > kFactorChunk ? 0 : width_;
 
@@ -695,8 +683,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     const size_t q_at = align4(p_at + layout.p_elements);
     const size_t q_orth_at = align4(q_at + layout.q_elements);
     const size_t deferred_at = align4(q_orth_at + layout.q_elements);
-    const size_t tickets_at = deferred_at + 1;  // compute_q's counters, one per group (unsigned, zeroed)
-    const size_t floats = tickets_at + static_cast<size_t>(groups);
+    const size_t floats = deferred_at + 1;
     const size_t float_bytes = (floats * sizeof(float) + 255) / 256 * 256;
     DDPX_CUDA_CHECK(cudaMalloc(&storage_, float_bytes + staging.bytes().size() + 1));
     DDPX_CUDA_CHECK(cudaMemset(storage_, 0, float_bytes));
@@ -709,13 +696,13 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     q_ = storage_ + q_at;
     q_orth_ = storage_ + q_orth_at;
     deferred_ = reinterpret_cast<int*>(storage_ + deferred_at);
-    tickets_ = reinterpret_cast<unsigned*>(storage_ + tickets_at);
     matrices_.bind(tables);
     segments_.bind(tables);
     finish_tasks_.bind(tables);
     segment_tasks_.bind(tables);
     for (Table<RowTask>& t : begin_tasks_) t.bind(tables);
     slab_tasks_.bind(tables);
+    reduce_tasks_.bind(tables);
     orth_p_.bind(tables);
     orth_q_.bind(tables);
     pieces_.bind(tables);
@@ -774,8 +761,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     if (!slab_tasks_.size) return;
     auto* partial = static_cast<float*>(scratch_.data());
     auto launch = [&](auto kernel) {
-      kernel<<<slab_tasks_.size, kThreads, 0, as_stream(stream)>>>(error_, p_, partial, q_, tickets_,
-                                                                   matrices_.data, slab_tasks_.data);
+      kernel<<<slab_tasks_.size, kThreads, 0, as_stream(stream)>>>(error_, p_, partial, matrices_.data,
+                                                                       slab_tasks_.data);
     };
     switch (width_) {
       case 1: launch(slab_kernel<1>); break;
@@ -784,6 +771,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       default: launch(slab_kernel<8>); break;
     }
     DDPX_CHECK_LAUNCH("M^T P partial-sum kernel");
+    reduce_slabs_kernel<<<reduce_tasks_.size, kThreads, 0, as_stream(stream)>>>(partial, q_, matrices_.data,
+                                                                                reduce_tasks_.data);
+    DDPX_CHECK_LAUNCH("M^T P reduction kernel");
   }
 
   void finish(float* bucket, void* stream) override { launch_finish(finish_tasks_, 0, bucket, stream); }
@@ -824,7 +814,6 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   float *error_ = nullptr, *packed_ = nullptr, *p_ = nullptr, *q_ = nullptr;
   float* q_orth_ = nullptr;  // orthogonalize_q's output, begin's Q; q_ keeps the averaged Q (Note [Error feedback ...])
   int* deferred_ = nullptr;  // device: 1 while E still needs - P Q^T (finish_leaving_factors), 0 after finish
-  unsigned* tickets_ = nullptr;  // device: compute_q's slab counters, 0 between launches
   bool q_uploaded_ = false;  // set_q put a fresh Q in q_orth_: orthogonalize it there
   int passes_ = 1, width_ = 1, finish_width_ = 1;
   Table<MatrixInfo> matrices_;
@@ -833,6 +822,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   Table<RowTask> finish_tasks_;
   Table<RowTask> segment_tasks_;  // finish_tasks_'s vector tasks (its tail)
   Table<SlabTask> slab_tasks_;
+  Table<ReduceTask> reduce_tasks_;
   OrthPlan orth_p_, orth_q_;
   Table<LowRankPiece> pieces_;  // empty: this bucket always writes P Q^T into the bucket
 };
