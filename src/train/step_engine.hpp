@@ -89,8 +89,10 @@ class StepEngine {
   //   optimizer_span(b, e, s)    for each span, in any order, from the trainer's thread or the reducer's
   //   finish_span_updates()      where optimizer_step() would be
   // optimizer_span's stream: the CUDA stream the span's gradients are final on (the reducer's communication
-  // stream), or nullptr: final on the compute stream as enqueued so far, and the update then runs on the
-  // engine's own update stream, overlapping the rest of the backward pass. The CPU engine updates at once.
+  // stream), or nullptr: final on the compute stream as enqueued so far. The update runs on the engine's own
+  // update stream, overlapping the rest of the backward pass, forked from whichever stream it is (a reducer span
+  // whose gradients sit in a cast hook's 16-bit wire excepted: Note [Reduced spans updated beside the hook],
+  // train/cuda_engine.cpp). The CPU engine updates at once.
   // `wire` (CUDA, from the reducer only): the span's averaged gradients are in a cast hook's 16-bit buffer, not in
   // the gradient buffer; the update reads them there (Note [Widening fused into the update], ddp/comm_hook.hpp).
   virtual void begin_span_updates(int64_t step) = 0;
