@@ -60,9 +60,9 @@ class CommHook {
   // evaluates each gradient from its P row and Q row (a few floats, from L1/L2) with core/low_rank.hpp's
   // low_rank_product, the function finish uses, so the update equals run() + the plain update bit for bit. Two of
   // the hook's eight passes over the bucket disappear, and the error update's two more move into the next step's
-  // first pass (Note [Error feedback deferred to the next begin], ddp/powersgd_math_cuda.cu). The rules above hold; in addition a step before
-  // PowerSGD's start, or a bucket whose math cannot (can_leave_factors()), returns empty WireGradients: the
-  // average is then in the bucket, as after run().
+  // first pass (Note [Error feedback deferred to the next begin], ddp/powersgd_math_cuda.cu). The rules above
+  // hold; in addition a step before PowerSGD's start, or a bucket whose math cannot (can_leave_factors()), returns
+  // empty WireGradients: the average is then in the bucket, as after run().
   virtual bool leaves_result_on_wire(const BucketView& /*bucket*/) const { return false; }
   virtual WireGradients run_leaving_wire(BucketView& bucket, Communicator& /*comm*/, void* /*stream*/,
                                          int64_t /*step*/) {

@@ -14,8 +14,9 @@
 //  - State (E, P, Q) lives per bucket index in the bucket's device memory; a bucket whose span changes is an error.
 //  - CUDA: the first compressed step of a bucket allocates and uploads Q (host sync); later steps enqueue a fixed
 //    number of kernels per bucket (whatever its tensors) and never allocate or synchronize (graph-capturable, with
-//    warm_start). Device memory: E (one fp32 copy of the gradients), P, Q, packed vectors, small task tables, and
-//    one scratch shared by all buckets (the partial sums of M^T P, about bucket elements * R / 32 floats).
+//    warm_start). Device memory: E (one fp32 copy of the gradients), P, Q and its orthogonalized copy, packed
+//    vectors, small task tables, and one scratch shared by all buckets (the partial sums of M^T P, about bucket
+//    elements * R / 32 floats).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -41,8 +41,8 @@ class PowerSgdBucketMath {
   // can end a step with finish_leaving_factors (CUDA buckets whose matrices are whole 4-element vectors, ranks
   // <= 8). finish_leaving_factors: finish() except that the matrices' part of the bucket keeps its raw gradients;
   // E gets the bits finish() gives it, though for the matrices only as the next begin reads it (CUDA: Note [Error
-  // feedback deferred to the next begin], powersgd_math_cuda.cu). low_rank_gradients(): the averaged gradients of the whole bucket as
-  // pieces over the factors (device pointers, valid until the bucket's next step).
+  // feedback deferred to the next begin], powersgd_math_cuda.cu). low_rank_gradients(): the averaged gradients of
+  // the whole bucket as pieces over the factors (device pointers, valid until the bucket's next step).
   virtual bool can_leave_factors() const { return false; }
   virtual void finish_leaving_factors(float* bucket, void* stream);
   virtual LowRankGradients low_rank_gradients() const;

@@ -9,7 +9,9 @@
 //    the values run() would have written (the consumer evaluates them with low_rank_product, as the hook does),
 //    a plain piece's are in the bucket, averaged.
 //  - neither: the average is in the bucket after all (the hook's run_leaving_wire did run()'s work).
-//  - Valid on the hook's stream until the hook's next call for the bucket.
+//  - Valid on the hook's stream until the hook's next call for the bucket; a 16-bit wire (data) only until the
+//    hook's next call for any bucket (the cast hook reuses one buffer), which is why the CUDA engine reads it on
+//    the hook's stream (Note [Reduced spans updated beside the hook], train/cuda_engine.cpp).
 #pragma once
 #include <cstdint>
 
