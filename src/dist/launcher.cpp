@@ -2,12 +2,9 @@
 // mpirun path. Signals reach the loop through SignalRelay's self-pipe, so it is a plain poll().
 #include "dist/launcher.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "dist/child_environment.hpp"
+#include "dist/free_ports.hpp"
 #include "dist/worker_group.hpp"
 
 namespace ddpx {
@@ -40,21 +38,6 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 }
 
 }  // namespace
-
-int find_free_port(const std::string& address) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  DDPX_REQUIRE(fd >= 0, "launcher: cannot create a socket: {}", std::strerror(errno));
-  sockaddr_in bound{};
-  bound.sin_family = AF_INET;
-  bound.sin_port = 0;
-  int parsed = ::inet_pton(AF_INET, address.c_str(), &bound.sin_addr);
-  socklen_t length = sizeof bound;
-  bool ok = parsed == 1 && ::bind(fd, reinterpret_cast<sockaddr*>(&bound), sizeof bound) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0;
-  ::close(fd);
-  DDPX_REQUIRE(ok, "launcher: cannot find a free TCP port on '{}' (an IPv4 address is expected)", address);
-  return ntohs(bound.sin_port);
-}
 
 int launch_local_workers(int nproc, const std::vector<std::string>& argv_without_nproc,
                          const LaunchOptions& options) {

@@ -73,7 +73,4 @@ struct NodeOptions {
 int launch_node_workers(int nproc_per_node, const NodeOptions& node, const std::vector<std::string>& argv,
                         const LaunchOptions& options = {});
 
-// A TCP port on `address` that was free a moment ago (bind to port 0, read it back, close).
-int find_free_port(const std::string& address = "127.0.0.1");
-
 }  // namespace ddpx

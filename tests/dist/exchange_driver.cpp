@@ -30,7 +30,7 @@
 #include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/bootstrap_exchange.hpp"
-#include "dist/launcher.hpp"
+#include "dist/free_ports.hpp"
 #ifdef DDPX_HAVE_MPI
 #include "dist/mpi_session.hpp"
 #endif

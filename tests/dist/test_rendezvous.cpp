@@ -17,7 +17,7 @@
 
 #include "core/error.hpp"
 #include "error_expect.hpp"
-#include "dist/launcher.hpp"
+#include "dist/free_ports.hpp"
 #include "dist/tcp_rendezvous.hpp"
 
 namespace ddpx {
