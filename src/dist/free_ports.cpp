@@ -22,14 +22,6 @@ constexpr int kLowestChosenPort = 10000;
 constexpr int kRandomTries = 64;
 constexpr int kKernelTries = 16;
 
-// The start of the kernel's ephemeral port range; Linux's default when the file cannot be read.
-int ephemeral_range_start() {
-  std::ifstream file("/proc/sys/net/ipv4/ip_local_port_range");
-  int low = 0, high = 0;
-  if (file >> low >> high && low > 0) return low;
-  return 32768;
-}
-
 // A socket bound to address:port (port 0: the kernel's choice), or -1 when the port is taken.
 int bind_socket(const in_addr& address, int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -97,8 +89,15 @@ int find_free_ports_in(const std::string& address, int count, PortRange preferre
        address, kRandomTries + kKernelTries);
 }
 
+int ephemeral_port_range_start() {
+  std::ifstream file("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (file >> low >> high && low > 0) return low;
+  return 32768;
+}
+
 int find_free_ports(const std::string& address, int count) {
-  return find_free_ports_in(address, count, PortRange{kLowestChosenPort, ephemeral_range_start() - 1});
+  return find_free_ports_in(address, count, PortRange{kLowestChosenPort, ephemeral_port_range_start() - 1});
 }
 
 int find_free_port(const std::string& address) { return find_free_ports(address, 1); }

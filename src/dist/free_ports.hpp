@@ -25,6 +25,9 @@ int find_free_ports(const std::string& address, int count);
 // The same with the random runs drawn inside `preferred` (runs that do not fit in it are not drawn).
 int find_free_ports_in(const std::string& address, int count, PortRange preferred);
 
+// The first port of the kernel's ephemeral range (32768, Linux's default, when it cannot be read).
+int ephemeral_port_range_start();
+
 // One free port: find_free_ports(address, 1).
 int find_free_port(const std::string& address = "127.0.0.1");
 

@@ -211,6 +211,5 @@ TEST(Launcher, RejectsBadArguments) {
   EXPECT_THROW(launch_local_workers(2, {}), std::exception);
 }
 
-
 }  // namespace
 }  // namespace ddpx
