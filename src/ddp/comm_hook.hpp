@@ -35,6 +35,10 @@ class CommHook {
   virtual size_t wire_bytes(const BucketView& bucket, int64_t /*step*/) const {
     return bucket.numel() * sizeof(float);
   }
+  // Called once per synchronized step, after the run of its last bucket: CUDA, with the communication stream,
+  // enqueued after that run (a hook joins here any stream it forked, so a captured step contains its whole
+  // work); CPU, with nullptr, once the communication thread has finished every bucket. Default: nothing.
+  virtual void finish_step(void* /*stream*/) {}
 
   // Note [Widening fused into the update]
   // A 16-bit cast hook ends by widening its reduced wire buffer back into the fp32 bucket (read 2 bytes, write 4

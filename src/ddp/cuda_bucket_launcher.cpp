@@ -108,6 +108,11 @@ class CudaBucketLauncher : public BucketLauncher {
   }
 
   void finish_step() override {
+    try {
+      hook_.finish_step(comm_stream_);
+    } catch (const std::exception& e) {
+      fail("communication hook '{}' failed at the end of a step: {}", hook_.name(), e.what());
+    }
     DDPX_CUDA_CHECK(cudaEventRecord(done_, comm_stream_));
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_stream_, done_, 0));
     done_recorded_ = true;

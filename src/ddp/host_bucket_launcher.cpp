@@ -58,6 +58,12 @@ class HostBucketLauncher : public BucketLauncher {
     std::unique_lock lock(mutex_);
     all_done_.wait(lock, [this] { return completed_.load() == launched_.load(); });
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    lock.unlock();  // the communication thread is idle until the next launch
+    try {
+      hook_.finish_step(nullptr);
+    } catch (const std::exception& e) {
+      fail("communication hook '{}' failed at the end of a step: {}", hook_.name(), e.what());
+    }
   }
 
   void watch_replay(void*) override {

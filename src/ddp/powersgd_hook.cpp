@@ -1,4 +1,18 @@
 // PowerSgdHook: the sequence of PowerSGD steps around three collectives; the math is PowerSgdBucketMath's.
+//
+// Note [Q's orthogonalization beside the hook's chain]
+// A bucket's work on the communication stream is one chain: orthogonalize Q, begin, all-reduce P, orthogonalize
+// P, Q = M^T P, all-reduce Q, finish. With the backward pass producing buckets faster than the chain consumes
+// them, every microsecond of it is paid at the end of the step, and each Gram-Schmidt is a one-block kernel of
+// 6-10 us on an H200 (146 of them a ViT-L/32 step at rank 4). Q's does not depend on anything in the next step: with
+// warm start it orthogonalizes this step's averaged Q for the next begin. So once the Q all-reduce is enqueued,
+// the hook forks a side stream (ddp/side_stream.hpp) and orthogonalizes Q there, beside finish and the next
+// buckets (orthogonalize_q_ahead); finish_step() joins the side stream into the communication stream once per
+// step, so a captured step holds the whole of it and the next step's begin comes after it. A caller that runs
+// buckets without finish_step() (the hook's own tests) still gets the order: a run that finds side work of an
+// earlier step, or of its own or a later bucket, unjoined joins it first. The numbers are unchanged: the same kernel on the same Q, one step
+// earlier (Q is orthogonalized into its own buffer, Note [Error feedback deferred to the next begin],
+// ddp/powersgd_math_cuda.cu). Without warm start Q is redrawn at every step, and orthogonalized there.
 #include "ddp/powersgd_hook.hpp"
 
 #include <fmt/format.h>
@@ -97,8 +111,14 @@ WireGradients PowerSgdHook::run_leaving_wire(BucketView& bucket, Communicator& c
   return run_steps(bucket, comm, stream, step, true);
 }
 
+void PowerSgdHook::finish_step(void* stream) {
+  if (stream) side_.join(stream);
+}
+
 WireGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step,
                                       bool leave_factors) {
+  // No finish_step() since that fork: this bucket's Q (or all, in a later step) may still be on the side stream.
+  if (side_.pending() && (step != side_step_ || bucket.index <= side_bucket_)) side_.join(stream);
   if (step < options_.start_step) {
     comm.all_reduce(bucket.data, bucket.numel(), CommDType::f32, ReduceOp::avg, stream);
     return {};
@@ -123,6 +143,11 @@ WireGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, vo
     math.orthogonalize_p(stream);
     math.compute_q(bucket.data, stream);
     comm.all_reduce(math.q(), layout.q_elements, CommDType::f32, ReduceOp::avg, stream);
+    if (options_.warm_start && math.can_orthogonalize_q_ahead()) {
+      math.orthogonalize_q_ahead(side_.fork(stream));
+      side_step_ = step;
+      side_bucket_ = bucket.index;
+    }
   }
   if (leave_factors && math.can_leave_factors()) {
     math.finish_leaving_factors(bucket.data, stream);

@@ -14,7 +14,8 @@
 //  - State (E, P, Q) lives per bucket index in the bucket's device memory; a bucket whose span changes is an error.
 //  - CUDA: the first compressed step of a bucket allocates and uploads Q (host sync); later steps enqueue a fixed
 //    number of kernels per bucket (whatever its tensors) and never allocate or synchronize (graph-capturable, with
-//    warm_start). Device memory: E (one fp32 copy of the gradients), P, Q and its orthogonalized copy, packed
+//    warm_start); with warm_start Q's orthogonalization for the next step runs on a side stream, joined in
+//    finish_step() (Note [Q's orthogonalization beside the hook's chain], powersgd_hook.cpp). Device memory: E (one fp32 copy of the gradients), P, Q and its orthogonalized copy, packed
 //    vectors, small task tables, and one scratch shared by all buckets (the partial sums of M^T P, about bucket
 //    elements * R / 32 floats).
 #pragma once
@@ -27,6 +28,7 @@
 #include "ddp/device_scratch.hpp"
 #include "ddp/powersgd_layout.hpp"
 #include "ddp/powersgd_math.hpp"
+#include "ddp/side_stream.hpp"
 
 namespace ddpx {
 
@@ -53,6 +55,8 @@ class PowerSgdHook : public CommHook {
   // Note [Low-rank gradients fused into the update] (ddp/comm_hook.hpp): CUDA buckets.
   bool leaves_result_on_wire(const BucketView& bucket) const override;
   WireGradients run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
+  // Joins the side stream of Note [Q's orthogonalization beside the hook's chain] (powersgd_hook.cpp).
+  void finish_step(void* stream) override;
   const PowerSgdOptions& options() const { return options_; }
 
   // Its registry entry's halves (ddp/comm_hook_factory.hpp): ":R" or ":R:START" -> {R, START} (START from
@@ -75,6 +79,9 @@ class PowerSgdHook : public CommHook {
 
   PowerSgdOptions options_;
   DeviceScratch scratch_;  // shared by the buckets' CUDA math (they run in order on one stream)
+  SideStream side_;        // Note [Q's orthogonalization beside the hook's chain]
+  int64_t side_step_ = -1;  // the step and bucket of the last fork
+  size_t side_bucket_ = 0;
   std::vector<std::unique_ptr<BucketState>> states_;  // by bucket index; destroyed before scratch_
 };
 

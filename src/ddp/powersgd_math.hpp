@@ -43,6 +43,14 @@ class PowerSgdBucketMath {
   // E gets the bits finish() gives it, though for the matrices only as the next begin reads it (CUDA: Note [Error
   // feedback deferred to the next begin], powersgd_math_cuda.cu). low_rank_gradients(): the averaged gradients of
   // the whole bucket as pieces over the factors (device pointers, valid until the bucket's next step).
+  // Note [Q's orthogonalization beside the hook's chain] (ddp/powersgd_hook.cpp): orthogonalize_q_ahead, enqueued
+  // on `stream` (not the hook's) once q holds the step's averaged Q, writes the Q that the next step's begin
+  // multiplies by; the next orthogonalize_q then has nothing left to do (unless set_q replaced Q meanwhile). The
+  // caller orders that stream before the next begin. The bits equal orthogonalize_q's at the next step (the same
+  // kernel on the same Q). Only where can_orthogonalize_q_ahead() (CUDA).
+  virtual bool can_orthogonalize_q_ahead() const { return false; }
+  virtual void orthogonalize_q_ahead(void* stream);
+
   virtual bool can_leave_factors() const { return false; }
   virtual void finish_leaving_factors(float* bucket, void* stream);
   virtual LowRankGradients low_rank_gradients() const;

@@ -12,7 +12,9 @@
 //               finish_leaving_factors does the vectors only and low_rank_gradients() describes the matrices
 //               instead (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp).
 //   orthogonalize_q/_p: one kernel for all matrices of the bucket, one block per matrix holding its columns in
-//               registers (R <= 8 and <= 4096 rows; a global-memory block per matrix beyond that).
+//               registers (R <= 8 and <= 4096 rows; a global-memory block per matrix beyond that). Q's runs on the
+//               hook's side stream one step ahead where it can (Note [Q's orthogonalization beside the hook's
+//               chain], ddp/powersgd_hook.cpp).
 // Each kernel is sized so that one bucket's launch fills the GPU with loads in flight: float4s where rows are
 // aligned (factor rows too), several rows per thread, blocks small enough to be resident together. On an H200
 // (ViT-L/32, rank 4, 73 buckets; bench/powersgd_timing) this took the hook's math from 8.3 to 5.8 ms a step; the
@@ -610,6 +612,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     for (size_t i = 0; i < matrices.size(); ++i)
       for (long long row = 0; row < matrices[i].rows; row += kRowsPerTask)
         finish_tasks.push_back({0, int(i), row, std::min<long long>(row + kRowsPerTask, matrices[i].rows)});
+    const unsigned matrix_tasks = static_cast<unsigned>(finish_tasks.size());
     for (size_t i = 0; i < segments.size(); ++i)
       for (long long k = 0; k < segments[i].numel; k += kSegmentChunk)
         finish_tasks.push_back({1, int(i), k, std::min(k + kSegmentChunk, segments[i].numel)});
@@ -617,11 +620,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     begin_tasks_.push_back(finish_tasks_);
     // The vectors' tasks, the tail of finish's table: all that finish_leaving_factors has to do.
     segment_tasks_ = finish_tasks_;
-    for (const RowTask& t : finish_tasks)
-      if (!t.is_segment) {
-        segment_tasks_.offset += sizeof(RowTask);
-        --segment_tasks_.size;
-      }
+    segment_tasks_.offset += matrix_tasks * sizeof(RowTask);
+    segment_tasks_.size -= matrix_tasks;
     for (int pass = 1; pass < passes_; ++pass) {
       std::vector<RowTask> tasks;
       for (const RowTask& t : finish_tasks)
@@ -732,10 +732,19 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   }
 
   // The Q that begin multiplies by: the previous step's averaged Q (warm start) or the uploaded one, orthogonalized
-  // into q_orth_.
+  // into q_orth_; nothing when orthogonalize_q_ahead did it for this step already.
   void orthogonalize_q(void* stream) override {
-    orth_q_.launch(q_uploaded_ ? q_orth_ : q_, q_orth_, as_stream(stream));
+    if (!q_ahead_ || q_uploaded_) orth_q_.launch(q_uploaded_ ? q_orth_ : q_, q_orth_, as_stream(stream));
     q_uploaded_ = false;
+    q_ahead_ = false;
+  }
+  // Note [Q's orthogonalization beside the hook's chain] (ddp/powersgd_hook.cpp): the averaged Q into q_orth_,
+  // which begin read earlier in this step on the hook's stream (the caller forks `stream` after the all-reduce of
+  // q, which follows that begin); q_ itself is only read, by the update and the next begin alike.
+  bool can_orthogonalize_q_ahead() const override { return true; }
+  void orthogonalize_q_ahead(void* stream) override {
+    orth_q_.launch(q_, q_orth_, as_stream(stream));
+    q_ahead_ = true;
   }
   void orthogonalize_p(void* stream) override { orth_p_.launch(p_, p_, as_stream(stream)); }
 
@@ -817,6 +826,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   float* q_orth_ = nullptr;  // orthogonalize_q's output, begin's Q; q_ keeps the averaged Q (Note [Error feedback ...])
   int* deferred_ = nullptr;  // device: 1 while E still needs - P Q^T (finish_leaving_factors), 0 after finish
   bool q_uploaded_ = false;  // set_q put a fresh Q in q_orth_: orthogonalize it there
+  bool q_ahead_ = false;     // orthogonalize_q_ahead wrote q_orth_ for the next begin
   int passes_ = 1, width_ = 1, finish_width_ = 1;
   Table<MatrixInfo> matrices_;
   Table<SegmentInfo> segments_;

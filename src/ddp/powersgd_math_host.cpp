@@ -100,6 +100,10 @@ void PowerSgdBucketMath::finish_leaving_factors(float*, void*) {
 LowRankGradients PowerSgdBucketMath::low_rank_gradients() const {
   DDPX_INTERNAL_FAIL("PowerSGD: low_rank_gradients of a bucket whose math cannot leave its factors");
 }
+// Likewise for Q's orthogonalization ahead (the hook checks can_orthogonalize_q_ahead() first).
+void PowerSgdBucketMath::orthogonalize_q_ahead(void*) {
+  DDPX_INTERNAL_FAIL("PowerSGD: orthogonalize_q_ahead on a bucket whose math orthogonalizes Q at its step only");
+}
 
 std::unique_ptr<PowerSgdBucketMath> make_host_powersgd_math(const CompressionLayout& layout) {
   return std::make_unique<HostPowerSgdMath>(layout);

@@ -26,6 +26,8 @@ struct WireGradients {
   LowRankGradients low_rank;
 
   bool in_bucket() const { return data == nullptr && low_rank.pieces == nullptr; }  // the "neither" case above
+  // A 16-bit wire: the hook's one buffer, overwritten by its next bucket (read it on the hook's stream).
+  bool reused_by_next_bucket() const { return data != nullptr; }
 };
 
 }  // namespace ddpx

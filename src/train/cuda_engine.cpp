@@ -235,8 +235,7 @@ class CudaEngine : public CudaStepEngine {
     // read on the communication stream itself. Measured on an H200 (ViT-L/32 bf16, powersgd:4, one device call,
     // both binaries alternated): the exposed communication fell from 1.45-1.87 to 0.73-0.74 ms and the step from
     // 12.7 to 12.4 ms (docs/results.md, 2026-12-02); the allreduce and bf16 hooks did not move.
-    const bool wire_reused_by_next_bucket = wire != nullptr && wire->data != nullptr;
-    if (!target || !wire_reused_by_next_bucket) {
+    if (wire == nullptr || !wire->reused_by_next_bucket()) {  // every span from the compute stream, too
       DDPX_CUDA_CHECK(cudaEventRecord(span_ready_, target ? target : compute_));
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(update_, span_ready_, 0));
       target = update_;

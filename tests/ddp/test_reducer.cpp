@@ -33,18 +33,32 @@ class RecordingHook : public CommHook {
     std::lock_guard lock(mutex);
     runs.push_back({bucket.index, step});
   }
+  // Remembers how many buckets had run when each step was finished.
+  void finish_step(void* stream) override {
+    EXPECT_EQ(stream, nullptr);  // host buckets
+    std::lock_guard lock(mutex);
+    runs_at_finish.push_back(runs.size());
+  }
   std::vector<std::pair<size_t, int64_t>> snapshot() {
     std::lock_guard lock(mutex);
     return runs;
   }
   std::mutex mutex;
   std::vector<std::pair<size_t, int64_t>> runs;
+  std::vector<size_t> runs_at_finish;
 };
 
 class ThrowingHook : public CommHook {
  public:
   std::string name() const override { return "throwing"; }
   void run(BucketView&, Communicator&, void*, int64_t) override { throw Error("wire on fire"); }
+};
+
+class FinishThrowingHook : public CommHook {
+ public:
+  std::string name() const override { return "finish-throwing"; }
+  void run(BucketView&, Communicator&, void*, int64_t) override {}
+  void finish_step(void*) override { throw Error("side stream on fire"); }
 };
 
 struct Fixture {
@@ -251,6 +265,33 @@ TEST(Reducer, CallsOutOfSequence) {
             std::string::npos);
   EXPECT_NE(error_of([&] { reducer->mark_ready(5, f.model.buffer_elems() + 1); }).find("outside the gradient buffer"),
             std::string::npos);
+}
+
+// CommHook::finish_step: once per synchronized step, after every bucket of it ran; accumulation micro-batches
+// run no bucket and finish no hook step.
+TEST(Reducer, HookFinishStepFollowsEverySynchronizedStepsBuckets) {
+  Fixture f;
+  auto reducer = f.make(true);
+  for (int micro = 0; micro < 4; ++micro) {
+    reducer->begin_step(micro % 2 == 1);
+    f.mark_all(*reducer);
+    reducer->finish_step();
+  }
+  std::lock_guard lock(f.hook->mutex);
+  EXPECT_EQ(f.hook->runs_at_finish, (std::vector<size_t>{5, 10}));
+}
+
+TEST(Reducer, HookFinishStepFailureNamesTheHook) {
+  ToyRegression model;
+  SelfCommunicator comm;
+  std::vector<float> grads(model.buffer_elems());
+  BucketPlan plan(model.tensors(), BucketPlanOptions{});
+  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(), plan, std::make_unique<FinishThrowingHook>());
+  reducer.begin_step(true);
+  const auto& t = model.tensors();
+  reducer.mark_ready(0, t.back().offset + t.back().numel);
+  EXPECT_EQ(error_of([&] { reducer.finish_step(); }),
+            "communication hook 'finish-throwing' failed at the end of a step: side stream on fire");
 }
 
 TEST(Reducer, HookFailureNamesHookBucketAndStep) {
