@@ -69,16 +69,7 @@ class CudaEngine : public CudaStepEngine {
     size_t free_bytes = 0, total_bytes = 0;
     DDPX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     baseline_used_ = total_bytes - free_bytes;
-    // Note [The compute stream ahead of the hooks]
-    // The forward and backward pass run on the greatest stream priority, every other stream (the hooks', the
-    // span updates', the input copies') on the default, the least: where both have blocks waiting, an SM takes the
-    // backward's first, so work beside it (a PowerSGD bucket's passes over its gradients) fills what the backward
-    // leaves instead of delaying it. A captured graph keeps each node's stream priority
-    // (cudaGraphInstantiateFlagUseNodePriority in capture_end), else every node would run at the priority of the
-    // stream it is launched into. Priorities order block scheduling only: results are unchanged.
-    int least_priority = 0, greatest_priority = 0;
-    DDPX_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority));
-    DDPX_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, greatest_priority));
+    DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&update_, cudaStreamNonBlocking));
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&span_ready_, cudaEventDisableTiming));
@@ -405,8 +396,7 @@ class CudaEngine : public CudaStepEngine {
     capturing_ = false;  // the stream has left capture mode, whatever the outcome
     DDPX_CUDA_CHECK(end_status);
     cudaGraphExec_t& exec = graphs_[parity_][capture_variant_];
-    // Note [The compute stream ahead of the hooks]: each node at its stream's priority.
-    const cudaError_t instantiate_status = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
+    const cudaError_t instantiate_status = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);  // the executable graph keeps what it needs
     if (instantiate_status != cudaSuccess) exec = nullptr;
     DDPX_CUDA_CHECK(instantiate_status);
