@@ -11,10 +11,13 @@
 // straight from global memory; the head's keys and values sit in shared memory; keys in chunks of 64 with an
 // online softmax.
 // Backward: block = (image, head, phase); 4 warps up to 64 tokens, else 8, and then the two phases of a head
-// adjacent in launch order (the second reads the head from L2). Each phase keeps in shared memory only the two matrices it
-// streams as B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A fragments straight
-// from global memory, so a block needs half the shared memory of all four (ViT-B/16's 197 tokens: 64 instead of
-// 122 KB). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then
+// adjacent in launch order (the second reads the head from L2). Up to 64 tokens a block stages all four matrices
+// in shared memory with coalesced 16-byte loads and reads every fragment by ldmatrix (ViT-L/32: its 41 KB leave
+// the register limit of 4 blocks per SM the binding one; A fragments loaded 4 bytes a lane from global memory had
+// made 42% of its sectors excess and L1 the bottleneck). Past 64 tokens each phase keeps in shared memory only the
+// two matrices it streams as B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A
+// fragments straight from global memory, so a block needs half the shared memory of all four (ViT-B/16's 197
+// tokens: 64 instead of 122 KB). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then
 // dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: recomputes S and dP,
 // dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row; the block
 // adds the warps' rows in order. No atomics anywhere. Both kernels are held to 128 registers (16 warps resident
@@ -225,9 +228,15 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   const int heads_total = static_cast<int>(s.batch * s.heads);
   const bool interleaved = WARPS == 8;
   const bool key_phase = interleaved ? blockIdx.x % 2 == 0 : static_cast<int>(blockIdx.x) < heads_total;
+  // Up to 64 tokens (4 warps) the A operands sit in shared memory too (all_shared: q, dO, k, v in both phases,
+  // read by ldmatrix); past that only the phase's two B operands do (ViT-B/16: two blocks resident per SM).
+  constexpr bool all_shared = WARPS == 4;
+  constexpr int kMatrices = all_shared ? 4 : 2;
   bf16* first_s = reinterpret_cast<bf16*>(smem_u4);  // phase 0: q; phase 1: k
   bf16* second_s = first_s + S16 * kLd;               // phase 0: dO; phase 1: v
-  float* row_lse2 = reinterpret_cast<float*>(second_s + S16 * kLd);  // lse * log2(e); +inf on padding rows
+  bf16* third_s = second_s + S16 * kLd;               // all_shared: phase 0: k; phase 1: q
+  bf16* fourth_s = third_s + S16 * kLd;               // all_shared: phase 0: v; phase 1: dO
+  float* row_lse2 = reinterpret_cast<float*>(first_s + kMatrices * S16 * kLd);  // lse * log2(e); +inf on padding
   float* row_delta = row_lse2 + S16;                                  // rowsum(dO * O)
   float* bias_rows = row_delta + S16;                                 // [WARPS][3][HD]
   const int bh = interleaved ? blockIdx.x / 2 : blockIdx.x % heads_total;
@@ -239,9 +248,17 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   if (key_phase) {
     load_rows<HD, kThreadsHere>(first_s, head, W, S, S16);
     load_rows<HD, kThreadsHere>(second_s, d_out_head, D, S, S16);
+    if constexpr (all_shared) {
+      load_rows<HD, kThreadsHere>(third_s, head + D, W, S, S16);
+      load_rows<HD, kThreadsHere>(fourth_s, head + 2 * D, W, S, S16);
+    }
   } else {
     load_rows<HD, kThreadsHere>(first_s, head + D, W, S, S16);
     load_rows<HD, kThreadsHere>(second_s, head + 2 * D, W, S, S16);
+    if constexpr (all_shared) {
+      load_rows<HD, kThreadsHere>(third_s, head, W, S, S16);
+      load_rows<HD, kThreadsHere>(fourth_s, d_out_head, D, S, S16);
+    }
   }
   const bf16* q_s = first_s;  // read in phase 0 only
   const bf16* g_s = second_s;
@@ -249,29 +266,40 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   const bf16* v_s = second_s;
   for (int e = threadIdx.x; e < WARPS * 3 * HD; e += kThreadsHere) bias_rows[e] = 0.f;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  // rowsum(dO * O): a thread per row, its HD / 8 pairs of 16-byte loads all in flight at once.
-  for (int i = threadIdx.x; i < S16; i += kThreadsHere) {
-    float dot = 0.f;
-    if (i < S) {
-      uint4 dy[HD / 8], y[HD / 8];
+  // rowsum(dO * O): kRowLanes adjacent lanes per row, a 16-byte vector of each (a row's HD values in one
+  // coalesced piece; lanes past HD / 8 idle), kBatch rows per thread in flight at once; the lanes' partial dots
+  // are added by a butterfly.
+  constexpr int kVectors = HD / 8, kRowLanes = kVectors <= 4 ? 4 : kVectors <= 8 ? 8 : 16;
+  constexpr int kRowsPerPass = kThreadsHere / kRowLanes, kBatch = 4;
+  static_assert(HD % 8 == 0 && kVectors <= 16, "rows of at most 16 whole 16-byte vectors");
+  const int lane_in_row = threadIdx.x % kRowLanes;
+  for (int i0 = 0; i0 < S16; i0 += kBatch * kRowsPerPass) {  // uniform over the block: the shuffles see every lane
+    uint4 dy[kBatch], y[kBatch];
 #pragma unroll
-      for (int c = 0; c < HD / 8; ++c) {
-        dy[c] = *reinterpret_cast<const uint4*>(d_out_head + i * D + 8 * c);
-        y[c] = *reinterpret_cast<const uint4*>(out_head + i * D + 8 * c);
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * kRowsPerPass + static_cast<int>(threadIdx.x) / kRowLanes;
+      const bool load = i < S && lane_in_row < kVectors;
+      dy[u] = load ? *reinterpret_cast<const uint4*>(d_out_head + i * D + 8 * lane_in_row) : make_uint4(0, 0, 0, 0);
+      y[u] = load ? *reinterpret_cast<const uint4*>(out_head + i * D + 8 * lane_in_row) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * kRowsPerPass + static_cast<int>(threadIdx.x) / kRowLanes;
+      const auto* dy2 = reinterpret_cast<const __nv_bfloat162*>(&dy[u]);
+      const auto* y2 = reinterpret_cast<const __nv_bfloat162*>(&y[u]);
+      float dot = 0.f;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 a = __bfloat1622float2(dy2[e]), o = __bfloat1622float2(y2[e]);
+        dot += a.x * o.x + a.y * o.y;
       }
 #pragma unroll
-      for (int c = 0; c < HD / 8; ++c) {
-        const auto* dy2 = reinterpret_cast<const __nv_bfloat162*>(&dy[c]);
-        const auto* y2 = reinterpret_cast<const __nv_bfloat162*>(&y[c]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float2 a = __bfloat1622float2(dy2[e]), o = __bfloat1622float2(y2[e]);
-          dot += a.x * o.x + a.y * o.y;
-        }
+      for (int offset = kRowLanes / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      if (lane_in_row == 0 && i < S16) {
+        row_delta[i] = dot;
+        row_lse2[i] = i < S ? lse[static_cast<int64_t>(bh) * S + i] * kLog2e : INFINITY;
       }
     }
-    row_delta[i] = dot;
-    row_lse2[i] = i < S ? lse[static_cast<int64_t>(bh) * S + i] * kLog2e : INFINITY;
   }
   __syncthreads();
   const float scale2 = s.scale * kLog2e, scale = s.scale;
@@ -283,8 +311,13 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
     uint32_t ka[kSteps][4], va[kSteps][4];
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
-      load_a_global(ka[kk], head + D, W, S, j0, 16 * kk, g, t);
-      load_a_global(va[kk], head + 2 * D, W, S, j0, 16 * kk, g, t);
+      if constexpr (all_shared) {
+        load_a<kLd>(ka[kk], third_s, j0, 16 * kk, lane);
+        load_a<kLd>(va[kk], fourth_s, j0, 16 * kk, lane);
+      } else {
+        load_a_global(ka[kk], head + D, W, S, j0, 16 * kk, g, t);
+        load_a_global(va[kk], head + 2 * D, W, S, j0, 16 * kk, g, t);
+      }
     }
     float dk[kDimTiles][4] = {}, dv[kDimTiles][4] = {};
     for (int i0 = 0; i0 < S16; i0 += 16) {
@@ -336,8 +369,13 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
     uint32_t qa[kSteps][4], ga[kSteps][4];
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
-      load_a_global(qa[kk], head, W, S, i0, 16 * kk, g, t);
-      load_a_global(ga[kk], d_out_head, D, S, i0, 16 * kk, g, t);
+      if constexpr (all_shared) {
+        load_a<kLd>(qa[kk], third_s, i0, 16 * kk, lane);
+        load_a<kLd>(ga[kk], fourth_s, i0, 16 * kk, lane);
+      } else {
+        load_a_global(qa[kk], head, W, S, i0, 16 * kk, g, t);
+        load_a_global(ga[kk], d_out_head, D, S, i0, 16 * kk, g, t);
+      }
     }
     const float lse2[2] = {row_lse2[i0 + g], row_lse2[i0 + g + 8]};
     const float delta[2] = {row_delta[i0 + g], row_delta[i0 + g + 8]};
@@ -394,7 +432,8 @@ size_t forward_shared_bytes(const AttentionShape& s) {
 
 size_t backward_shared_bytes(const AttentionShape& s) {
   const int ld = static_cast<int>(s.head_dim) + 8, s16 = round_up(static_cast<int>(s.seq), 16);
-  return sizeof(bf16) * static_cast<size_t>(2 * s16 * ld) +
+  const int matrices = backward_warps(s.seq) == 4 ? 4 : 2;  // backward_kernel's all_shared
+  return sizeof(bf16) * static_cast<size_t>(matrices * s16 * ld) +
          sizeof(float) * static_cast<size_t>(2 * s16 + backward_warps(s.seq) * 3 * s.head_dim);
 }
 
