@@ -137,6 +137,8 @@ TEST(Attention, Bf16WithinRounding) {
   check_attention<__nv_bfloat16>(3, 26, 2, 32, 2e-2, 9);   // tensor cores, head_dim 32, one partial tile
   check_attention<__nv_bfloat16>(1, 257, 1, 80, 2e-2, 10); // tensor cores, 5 key chunks, 17 tiles per warp loop
   check_attention<__nv_bfloat16>(2, 17, 4, 8, 2e-2, 11);   // no tensor-core kernel for head_dim 8: CUDA cores
+  check_attention<__nv_bfloat16>(2, 64, 2, 64, 2e-2, 18);  // the longest backward with all four matrices shared
+  check_attention<__nv_bfloat16>(2, 65, 2, 32, 2e-2, 19);  // the shortest with two (A fragments from global)
 }
 
 }  // namespace
