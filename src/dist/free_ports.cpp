@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dist/ipv4_address.hpp"
 
 namespace ddpx {
 namespace {
@@ -26,10 +27,7 @@ constexpr int kKernelTries = 16;
 int bind_socket(const in_addr& address, int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   DDPX_REQUIRE(fd >= 0, "launcher: cannot create a socket: {}", std::strerror(errno));
-  sockaddr_in bound{};
-  bound.sin_family = AF_INET;
-  bound.sin_addr = address;
-  bound.sin_port = htons(static_cast<uint16_t>(port));
+  sockaddr_in bound = ipv4_socket_address(address, port);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&bound), sizeof bound) != 0) {
     ::close(fd);
     return -1;
@@ -66,9 +64,10 @@ bool run_is_free(const in_addr& address, int base, int count, int first_fd = -1)
 
 int find_free_ports_in(const std::string& address, int count, PortRange preferred) {
   DDPX_REQUIRE(count >= 1 && count <= 64, "launcher: asked for {} consecutive free ports (1 to 64)", count);
-  in_addr parsed{};
-  DDPX_REQUIRE(::inet_pton(AF_INET, address.c_str(), &parsed) == 1,
-               "launcher: cannot find a free TCP port on '{}' (an IPv4 address is expected)", address);
+  const std::optional<in_addr> ipv4 = parse_ipv4(address);
+  DDPX_REQUIRE(ipv4.has_value(), "launcher: cannot find a free TCP port on '{}' (an IPv4 address is expected)",
+               address);
+  const in_addr parsed = *ipv4;
 
   const int last_base = preferred.high - count + 1;
   if (preferred.low > 0 && last_base >= preferred.low) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "dist/ipv4_address.hpp"
 #include "dist/socket_deadline.hpp"
 
 namespace ddpx {
@@ -23,12 +24,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 sockaddr_in ipv4(const std::string& address, int port) {
-  sockaddr_in socket_address{};
-  socket_address.sin_family = AF_INET;
-  socket_address.sin_port = htons(static_cast<uint16_t>(port));
-  DDPX_REQUIRE(::inet_pton(AF_INET, address.c_str(), &socket_address.sin_addr) == 1,
-               "launcher: '{}' is not an IPv4 address", address);
-  return socket_address;
+  const std::optional<in_addr> parsed = parse_ipv4(address);
+  DDPX_REQUIRE(parsed.has_value(), "launcher: '{}' is not an IPv4 address", address);
+  return ipv4_socket_address(*parsed, port);
 }
 
 // A bound (not yet listening) socket, or a ddpx::Error naming the flag at fault.
