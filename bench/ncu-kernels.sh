@@ -9,7 +9,8 @@
 # skip past the first step (warm-up, allocation, one-time uploads).
 # Usage (repo root, GPU machine, after a build):
 #   KERNELS='^backward_kernel$' SKIP=24 COUNT=2 bash bench/ncu-kernels.sh
-#   KERNELS='begin_kernel|slab_kernel' SKIP=365 COUNT=6 bash bench/ncu-kernels.sh --ddp --comm-hook powersgd:4 --powersgd-start 0
+#   KERNELS='begin_kernel|slab_kernel' SKIP=365 COUNT=6 bash bench/ncu-kernels.sh \
+#     --ddp --comm-hook powersgd:4 --powersgd-start 0
 # Extra arguments go to `ddpx train` after the defaults below (ViT-L/32 bf16 batch 32, eager, GPU-generated data).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -10,7 +10,8 @@ import csv
 import re
 import sys
 
-HEADER = re.compile(r"^  (?:void )?(?P<name>\S.*?)\((?P<args>.*)\) \((?P<grid>[\d, ]+)\)x\((?P<block>[\d, ]+)\), Context")
+HEADER = re.compile(r"^  (?:void )?(?P<name>\S.*?)\((?P<args>.*)\) "
+                    r"\((?P<grid>[\d, ]+)\)x\((?P<block>[\d, ]+)\), Context")
 METRICS = {
     "duration_us": re.compile(r"^\s+Duration\s+(?P<unit>\w+)\s+(?P<v>[\d.,]+)"),
     "dram_pct": re.compile(r"^\s+DRAM Throughput\s+%\s+(?P<v>[\d.,]+)"),

@@ -15,9 +15,9 @@
 //  - CUDA: the first compressed step of a bucket allocates and uploads Q (host sync); later steps enqueue a fixed
 //    number of kernels per bucket (whatever its tensors) and never allocate or synchronize (graph-capturable, with
 //    warm_start); with warm_start Q's orthogonalization for the next step runs on a side stream, joined in
-//    finish_step() (Note [Q's orthogonalization beside the hook's chain], powersgd_hook.cpp). Device memory: E (one fp32 copy of the gradients), P, Q and its orthogonalized copy, packed
-//    vectors, small task tables, and one scratch shared by all buckets (the partial sums of M^T P, about bucket
-//    elements * R / 32 floats).
+//    finish_step() (Note [Q's orthogonalization beside the hook's chain], powersgd_hook.cpp). Device memory: E (one
+//    fp32 copy of the gradients), P, Q and its orthogonalized copy, packed vectors, small task tables, and one
+//    scratch shared by all buckets (the partial sums of M^T P, about bucket elements * R / 32 floats).
 #pragma once
 #include <cstdint>
 #include <memory>

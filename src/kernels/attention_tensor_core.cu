@@ -11,17 +11,17 @@
 // straight from global memory; the head's keys and values sit in shared memory; keys in chunks of 64 with an
 // online softmax.
 // Backward: block = (image, head, phase); 4 warps up to 64 tokens, else 8, and then the two phases of a head
-// adjacent in launch order (the second reads the head from L2). Up to 64 tokens a block stages all four matrices
-// in shared memory with coalesced 16-byte loads and reads every fragment by ldmatrix (ViT-L/32: its 41 KB leave
-// the register limit of 4 blocks per SM the binding one; A fragments loaded 4 bytes a lane from global memory had
-// made 42% of its sectors excess and L1 the bottleneck). Past 64 tokens each phase keeps in shared memory only the
-// two matrices it streams as B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A
+// adjacent in launch order (the second reads the head from L2). Up to 64 tokens a block stages all four matrices in
+// shared memory with coalesced 16-byte loads and reads every fragment by ldmatrix (ViT-L/32: its 41 KB leave the
+// register limit of 4 blocks per SM the binding one; A fragments loaded 4 bytes a lane from global memory had made
+// 42% of its sectors excess and L1 the bottleneck). Past 64 tokens each phase keeps in shared memory only the two
+// matrices it streams as B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A
 // fragments straight from global memory, so a block needs half the shared memory of all four (ViT-B/16's 197
-// tokens: 64 instead of 122 KB). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and dP^T = V dO^T, then
-// dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: recomputes S and dP,
-// dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row; the block
-// adds the warps' rows in order. No atomics anywhere. Both kernels are held to 128 registers (16 warps resident
-// per SM: a ViT-L/32 layer's 512 (image, head) forward blocks fit one wave).
+// tokens: 64 instead of 122 KB). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and
+// dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: recomputes
+// S and dP, dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
+// the block adds the warps' rows in order. No atomics anywhere. Both kernels are held to 128 registers (16 warps
+// resident per SM: a ViT-L/32 layer's 512 (image, head) forward blocks fit one wave).
 #include "kernels/attention_tensor_core.hpp"
 
 #include <cmath>
