@@ -281,30 +281,27 @@ TEST(Reducer, HookFinishStepFollowsEverySynchronizedStepsBuckets) {
   EXPECT_EQ(f.hook->runs_at_finish, (std::vector<size_t>{5, 10}));
 }
 
-TEST(Reducer, HookFinishStepFailureNamesTheHook) {
+// The error that ends one synchronized step of the toy model (one bucket) whose hook is `hook`.
+std::string error_of_one_step(std::unique_ptr<CommHook> hook) {
   ToyRegression model;
   SelfCommunicator comm;
   std::vector<float> grads(model.buffer_elems());
   BucketPlan plan(model.tensors(), BucketPlanOptions{});
-  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(), plan, std::make_unique<FinishThrowingHook>());
+  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(), plan, std::move(hook));
   reducer.begin_step(true);
   const auto& t = model.tensors();
   reducer.mark_ready(0, t.back().offset + t.back().numel);
-  EXPECT_EQ(error_of([&] { reducer.finish_step(); }),
+  return error_of([&] { reducer.finish_step(); });
+}
+
+TEST(Reducer, HookFinishStepFailureNamesTheHook) {
+  EXPECT_EQ(error_of_one_step(std::make_unique<FinishThrowingHook>()),
             "communication hook 'finish-throwing' failed at the end of a step: side stream on fire");
 }
 
 TEST(Reducer, HookFailureNamesHookBucketAndStep) {
-  ToyRegression model;
-  SelfCommunicator comm;
-  std::vector<float> grads(model.buffer_elems());
-  BucketPlan plan(model.tensors(), BucketPlanOptions{});
-  Reducer reducer(comm, grads.data(), grads.size(), model.tensors(), plan, std::make_unique<ThrowingHook>());
-  reducer.begin_step(true);
-  const auto& t = model.tensors();
-  reducer.mark_ready(0, t.back().offset + t.back().numel);
-  std::string error = error_of([&] { reducer.finish_step(); });
-  EXPECT_EQ(error, "communication hook 'throwing' failed in bucket 0 of step 0: wire on fire");
+  EXPECT_EQ(error_of_one_step(std::make_unique<ThrowingHook>()),
+            "communication hook 'throwing' failed in bucket 0 of step 0: wire on fire");
 }
 
 TEST(Reducer, RejectsMismatchedConstruction) {
