@@ -47,6 +47,10 @@ constexpr int forward_warps(int64_t seq) { return seq <= 64 ? 4 : 8; }
 // Backward blocks: 4 warps up to 64 tokens (a warp per 16-row tile), else 8 (one shared-memory copy of the
 // phase's two matrices for twice the warps: ViT-B/16's 197 tokens keep 16 warps resident per SM instead of 12).
 constexpr int backward_warps(int64_t seq) { return seq <= 64 ? 4 : 8; }
+// Matrices a backward block stages in shared memory: with 4 warps all four (q, dO, k, v in both phases, every
+// fragment read by ldmatrix), with 8 only the phase's two B operands (ViT-B/16: two blocks resident per SM). The
+// kernel's layout and backward_shared_bytes both ask this, so they cannot disagree.
+constexpr int backward_shared_matrices(int warps) { return warps == 4 ? 4 : 2; }
 constexpr int kKeyChunk = 64;            // forward: keys per online-softmax step
 
 __device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
@@ -228,10 +232,9 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   const int heads_total = static_cast<int>(s.batch * s.heads);
   const bool interleaved = WARPS == 8;
   const bool key_phase = interleaved ? blockIdx.x % 2 == 0 : static_cast<int>(blockIdx.x) < heads_total;
-  // Up to 64 tokens (4 warps) the A operands sit in shared memory too (all_shared: q, dO, k, v in both phases,
-  // read by ldmatrix); past that only the phase's two B operands do (ViT-B/16: two blocks resident per SM).
-  constexpr bool all_shared = WARPS == 4;
-  constexpr int kMatrices = all_shared ? 4 : 2;
+  // Up to 64 tokens (4 warps) the A operands sit in shared memory too (all_shared; backward_shared_matrices).
+  constexpr int kMatrices = backward_shared_matrices(WARPS);
+  constexpr bool all_shared = kMatrices == 4;
   bf16* first_s = reinterpret_cast<bf16*>(smem_u4);  // phase 0: q; phase 1: k
   bf16* second_s = first_s + S16 * kLd;               // phase 0: dO; phase 1: v
   bf16* third_s = second_s + S16 * kLd;               // all_shared: phase 0: k; phase 1: q
@@ -432,7 +435,7 @@ size_t forward_shared_bytes(const AttentionShape& s) {
 
 size_t backward_shared_bytes(const AttentionShape& s) {
   const int ld = static_cast<int>(s.head_dim) + 8, s16 = round_up(static_cast<int>(s.seq), 16);
-  const int matrices = backward_warps(s.seq) == 4 ? 4 : 2;  // backward_kernel's all_shared
+  const int matrices = backward_shared_matrices(backward_warps(s.seq));
   return sizeof(bf16) * static_cast<size_t>(matrices * s16 * ld) +
          sizeof(float) * static_cast<size_t>(2 * s16 + backward_warps(s.seq) * 3 * s.head_dim);
 }

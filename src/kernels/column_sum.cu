@@ -2,7 +2,9 @@
 // Stage 1: block (32 columns x 32 row lanes) sums one row range ("split") of 32 columns; stage 2 adds the splits
 // in order. With one split, stage 1 adds into the output directly. 32 row lanes keep a thread's chain of loads
 // short: the sums are mostly of a few hundred partial rows (LayerNorm's, GELU's), where 8 lanes left each thread
-// 25 loads deep and the kernel latency-bound (6.9 us a call on an H200, 101 calls in a ViT-L/32 step).
+// 25 loads deep and the kernel latency-bound (6.9 us a call on an H200, 101 calls in a ViT-L/32 step). Fewer
+// than 128 rows use fewer row lanes (a power of two, about 8 rows each): the position-embedding gradient's 32 rows x
+// 51,200 columns took 18.6 us as 1,600 blocks of 1,024 threads, each thread loading one value.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -16,7 +18,7 @@ namespace ddpx {
 namespace {
 
 constexpr int kColumnsPerBlock = 32;
-constexpr int kRowLanes = 32;
+constexpr int kRowLanes = 32;  // the most; row_lanes() picks fewer for short columns
 constexpr int64_t kTargetBlocks = 264;
 constexpr int64_t kMinRowsPerSplit = 256;  // fewer rows stay one kernel (no second stage)
 
@@ -36,21 +38,22 @@ template <typename In>
 __global__ void column_sum_stage1(const In* in, int64_t ld, int64_t rows, int64_t cols, int64_t rows_per_split,
                                   float* partial, Outputs outputs) {
   __shared__ float sums[kRowLanes][kColumnsPerBlock + 1];
-  const int lane = threadIdx.x, row_lane = threadIdx.y;
+  const int lane = threadIdx.x, row_lane = threadIdx.y, row_lanes = blockDim.y;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnsPerBlock + lane;
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_split;
   const int64_t end = min(rows, begin + rows_per_split);
   float acc = 0.f;
   if (col < cols) {
 #pragma unroll 4
-    for (int64_t r = begin + row_lane; r < end; r += kRowLanes) acc += kernels::to_float(in[r * ld + col]);
+    for (int64_t r = begin + row_lane; r < end; r += row_lanes) acc += kernels::to_float(in[r * ld + col]);
   }
   sums[row_lane][lane] = acc;
   __syncthreads();
   if (row_lane == 0 && col < cols) {
     float total = 0.f;
 #pragma unroll
-    for (int i = 0; i < kRowLanes; ++i) total += sums[i][lane];
+    for (int i = 0; i < kRowLanes; ++i)
+      if (i < row_lanes) total += sums[i][lane];
     if (partial) partial[static_cast<int64_t>(blockIdx.y) * cols + col] = total;
     else add_to_output(outputs, col, total);
   }
@@ -62,6 +65,15 @@ __global__ void column_sum_stage2(const float* partial, int64_t splits, int64_t 
   float total = 0.f;
   for (int64_t s = 0; s < splits; ++s) total += partial[s * cols + col];
   add_to_output(outputs, col, total);
+}
+
+// Row lanes of a stage-1 block summing `rows` rows: 32, or for fewer than 128 rows the power of two nearest
+// below rows / 8 (at least 1).
+int row_lanes(int64_t rows) {
+  if (rows >= 128) return kRowLanes;
+  int lanes = 1;
+  while (lanes * 2 * 8 <= rows) lanes *= 2;
+  return lanes;
 }
 
 }  // namespace
@@ -95,7 +107,7 @@ void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
     partial = a.scratch;
   }
   dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(splits));
-  column_sum_stage1<In><<<grid, dim3(kColumnsPerBlock, kRowLanes), 0, stream>>>(
+  column_sum_stage1<In><<<grid, dim3(kColumnsPerBlock, row_lanes(rows_per_split)), 0, stream>>>(
       a.in, a.ld, a.rows, a.cols, rows_per_split, partial, outputs);
   DDPX_CHECK_LAUNCH("column_sum_stage1");
   if (partial) {

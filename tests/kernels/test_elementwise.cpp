@@ -49,6 +49,7 @@ TEST(Gelu, Fp32MatchesErfGeluAndSumsBiasGradient) {
   check_gelu<float>(1600, 4096, 1e-6, 1);
   check_gelu<float>(37, 12, 1e-6, 2);
   check_gelu<float>(3, 2052, 1e-6, 3);  // columns beyond one block's 1024
+  check_gelu<float>(1, 4, 1e-6, 5);     // one vector: the forward's grid is one block, the backward's one row
 }
 
 TEST(Gelu, Bf16WithinOneRounding) {
@@ -96,7 +97,8 @@ TEST(ColumnSum, AddsColumnSumsDeterministically) {
     int64_t rows, cols, ld;
   };
   for (Shape s : {Shape{1600, 1024, 1024}, Shape{32, 51200, 51200}, Shape{1600, 4096, 4096}, Shape{5, 3, 7},
-                  Shape{2000, 100, 130}, Shape{200, 3072, 3072}, Shape{7, 25, 25}}) {
+                  Shape{2000, 100, 130}, Shape{200, 3072, 3072}, Shape{7, 25, 25},
+                  Shape{100, 64, 64}, Shape{127, 33, 40}}) {  // fewer than 128 rows: fewer row lanes
     auto in = random_vector(s.rows * s.ld, s.cols), start = random_vector(s.cols, s.rows);
     std::vector<double> want(start.begin(), start.end());
     for (int64_t r = 0; r < s.rows; ++r)

@@ -1,5 +1,6 @@
 // LayerNorm forward/backward against double CPU loops on fresh random data, including strided rows (the class-token
 // rows of the encoder output), accumulation into existing gradients and the fused column sums of dx.
+// Widths up to 1024 are held in registers, wider ones streamed (layernorm.cu); both kinds are covered.
 // Tolerances (norm-wise relative): fp32 outputs and gradients 1e-5; bf16 outputs 8e-3 (one bf16 rounding).
 #include <gtest/gtest.h>
 
@@ -108,6 +109,8 @@ TEST(LayerNorm, Fp32MatchesReference) {
   check_layernorm<float>(1600, 1024, 1024, true, 1e-5, 1);
   check_layernorm<float>(37, 32, 32, false, 1e-5, 2);
   check_layernorm<float>(13, 768, 768, true, 1e-5, 3);
+  check_layernorm<float>(11, 260, 260, true, 1e-5, 7);     // held in 4 chunks, the last one partly
+  check_layernorm<float>(21, 1028, 1028, true, 1e-5, 8);   // wider than the 1024 held in registers: streamed
 }
 
 TEST(LayerNorm, StridedRowsWithoutAccumulation) {
@@ -119,6 +122,7 @@ TEST(LayerNorm, Bf16OutputWithinOneRounding) {
   DDPX_REQUIRE_GPU();
   check_layernorm<__nv_bfloat16>(200, 1024, 1024, true, 8e-3, 5);
   check_layernorm<__nv_bfloat16>(9, 96, 96 * 5, false, 8e-3, 6);
+  check_layernorm<__nv_bfloat16>(17, 2048, 2048, true, 8e-3, 9);  // streamed
 }
 
 }  // namespace
