@@ -61,10 +61,12 @@ namespace {
 constexpr int kThreads = 256;            // every kernel but Gram-Schmidt
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerTask = 4;          // rows of one block in begin/finish (a Q row is read once for all of them)
-// begin/finish blocks resident per SM (registers capped to fit, without spills at rank 4): a bucket's blocks run
-// in about one wave, their latencies overlapped (measured on an H200: at one block per SM, begin ran at a quarter
-// of DRAM bandwidth).
-constexpr int kBeginBlocksPerSm = 2;
+// begin/finish/slab blocks resident per SM (registers capped to fit without spills): a bucket's blocks run in
+// about one wave, their latencies overlapped (measured on an H200: at one block per SM, begin ran at a quarter of
+// DRAM bandwidth). Up to 4 factor columns a pass, begin and slab fit 4 blocks in 64 registers with no spill
+// (uncapped they took 108 and 80, 2 and 3 blocks per SM); 8 columns keep their earlier caps, which do not spill.
+constexpr int begin_blocks_per_sm(int factor_columns) { return factor_columns <= 4 ? 4 : 2; }
+constexpr int slab_blocks_per_sm(int factor_columns) { return factor_columns <= 4 ? 4 : 1; }
 constexpr int kFinishBlocksPerSm = 3;
 constexpr int kFactorChunk = 8;          // factor columns per pass of begin / compute_q
 constexpr int kSlabRows = 128;           // rows summed by one block of compute_q, 16 per warp
@@ -135,7 +137,7 @@ __device__ __forceinline__ void load_previous_p_row(const float* p, long long ro
 // aligned), so each thread has the rows' loads in flight together and reads its Q rows once for all of them; the
 // threads' sums are added by a fixed butterfly in each warp, then in warp order: every run sums alike.
 template <int K>
-__global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, begin_blocks_per_sm(K))
     begin_kernel(const float* __restrict__ bucket, float* __restrict__ error, float* __restrict__ packed,
                  float* __restrict__ p, const float* __restrict__ q, const float* __restrict__ q_previous,
                  const int* deferred, const MatrixInfo* matrices, const SegmentInfo* segments,
@@ -254,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, kBeginBlocksPerSm)
 // block's strip of kStripCols columns. Warp w sums rows [16w, 16w + 16) of the slab (a lane: 4 columns, adjacent
 // where rows are aligned, else 32 apart so loads stay coalesced); the warps' sums are then added in warp order.
 template <int K>
-__global__ void __launch_bounds__(kThreads) slab_kernel(const float* __restrict__ error,
+__global__ void __launch_bounds__(kThreads, slab_blocks_per_sm(K)) slab_kernel(const float* __restrict__ error,
                                                         const float* __restrict__ p, float* __restrict__ partial,
                                                         const MatrixInfo* matrices, const SlabTask* tasks) {
   __shared__ float sums[kWarps][kStripCols][K];
