@@ -2,10 +2,12 @@
 // Rows of up to kMaxHeldChunks * 128 columns (ViT-B's 768, ViT-L's 1024) are held in registers: every load of a
 // row is issued before the first reduction, so a row costs one trip to memory. Wider rows take the streaming
 // kernels, which re-read the row from L1/L2 for each pass (mean, variance, output; the backward's two), so any
-// width works. Both compute the same sums in the same order.
+// width works. One kernel template serves both (kChunks = 0 streams); both compute the same sums in the same order.
 // Backward: a block handles kRowsPerBlock rows (one per warp); after the row pass it sums dy*xhat and dy of its
 // rows per column (thread per column) into a partial row, and column_sum_add folds the partials in fixed order.
 #include <cuda_bf16.h>
+
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
@@ -25,40 +27,62 @@ constexpr int kRowsPerBlock = 8;  // = warps per block
 constexpr int kThreads = 32 * kRowsPerBlock;
 constexpr int kMaxHeldChunks = 8;  // 128-column chunks a warp holds in registers (32 floats a tensor per lane)
 
-// Rows held in registers: a lane's columns are lane * 4 + 128 * k, k < kChunks, those below dim.
+// The row pass of the forward for one row, by one warp. kChunks > 0: the row held in registers, a lane's columns
+// lane * 4 + 128 * k (k < kChunks, those below dim); kChunks == 0: streamed, re-read for each of the three passes.
 template <typename Out, int kChunks>
-__global__ void layernorm_forward_held_kernel(LayerNormForwardArgs<Out> a) {
-  const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (row >= a.rows) return;
+__device__ __forceinline__ void forward_row(const LayerNormForwardArgs<Out>& a, int64_t row, int lane) {
   const float* x = a.x + row * a.ld_x;
   const int dim = static_cast<int>(a.dim);
-  Float4 v[kChunks];
-#pragma unroll
-  for (int k = 0; k < kChunks; ++k)
-    if (lane * 4 + 128 * k < dim) v[k] = load4(x + lane * 4 + 128 * k);
+  constexpr int kHeld = kChunks > 0 ? kChunks : 1;
+  Float4 v[kHeld];
   float sum = 0.f;
+  if constexpr (kChunks > 0) {
 #pragma unroll
-  for (int k = 0; k < kChunks; ++k)
-    if (lane * 4 + 128 * k < dim) sum += (v[k].v[0] + v[k].v[1]) + (v[k].v[2] + v[k].v[3]);
+    for (int k = 0; k < kChunks; ++k)
+      if (lane * 4 + 128 * k < dim) v[k] = load4(x + lane * 4 + 128 * k);
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k)
+      if (lane * 4 + 128 * k < dim) sum += (v[k].v[0] + v[k].v[1]) + (v[k].v[2] + v[k].v[3]);
+  } else {
+#pragma unroll 4
+    for (int c = lane * 4; c < dim; c += 128) {
+      const Float4 w = load4(x + c);
+      sum += (w.v[0] + w.v[1]) + (w.v[2] + w.v[3]);
+    }
+  }
   const float mean = warp_sum(sum) / dim;
   float sq = 0.f;
+  if constexpr (kChunks > 0) {
 #pragma unroll
-  for (int k = 0; k < kChunks; ++k)
-    if (lane * 4 + 128 * k < dim) {
+    for (int k = 0; k < kChunks; ++k)
+      if (lane * 4 + 128 * k < dim) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) sq += (v[k].v[i] - mean) * (v[k].v[i] - mean);
+        for (int i = 0; i < 4; ++i) sq += (v[k].v[i] - mean) * (v[k].v[i] - mean);
+      }
+  } else {
+#pragma unroll 4
+    for (int c = lane * 4; c < dim; c += 128) {
+      const Float4 w = load4(x + c);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sq += (w.v[i] - mean) * (w.v[i] - mean);
     }
+  }
   const float rstd = rsqrtf(warp_sum(sq) / dim + a.eps);
   Out* y = a.y + row * a.ld_y;
+  auto write = [&](int c, const Float4& w) {
+    const Float4 g = load4(a.gamma + c), b = load4(a.beta + c);
+    Float4 o;
 #pragma unroll
-  for (int k = 0; k < kChunks; ++k) {
-    const int c = lane * 4 + 128 * k;
-    if (c >= dim) break;
-    Float4 g = load4(a.gamma + c), b = load4(a.beta + c), o;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) o.v[i] = (v[k].v[i] - mean) * rstd * g.v[i] + b.v[i];
+    for (int i = 0; i < 4; ++i) o.v[i] = (w.v[i] - mean) * rstd * g.v[i] + b.v[i];
     store4(y + c, o);
+  };
+  if constexpr (kChunks > 0) {
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k)
+      if (lane * 4 + 128 * k < dim) write(lane * 4 + 128 * k, v[k]);
+  } else {
+#pragma unroll 4
+    for (int c = lane * 4; c < dim; c += 128) write(c, load4(x + c));
   }
   if (lane == 0) {
     a.mean[row] = mean;
@@ -66,39 +90,70 @@ __global__ void layernorm_forward_held_kernel(LayerNormForwardArgs<Out> a) {
   }
 }
 
-template <typename Out>
-__global__ void layernorm_forward_streaming_kernel(LayerNormForwardArgs<Out> a) {
-  const int lane = threadIdx.x % 32;
+template <typename Out, int kChunks>
+__global__ void layernorm_forward_kernel(LayerNormForwardArgs<Out> a) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (row >= a.rows) return;
+  if (row < a.rows) forward_row<Out, kChunks>(a, row, threadIdx.x % 32);
+}
+
+// The row pass of the backward for one row, by one warp: dx = (accumulate ? dx : 0) + dLN/dx and its Out copy.
+// kChunks as in forward_row (held: x, dy and the old dx loaded together); the same sums in the same order.
+template <typename Out, int kChunks>
+__device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a, int64_t row, int lane) {
   const float* x = a.x + row * a.ld_x;
+  const float* dy = a.dy + row * a.ld_dy;
+  float* dx = a.dx + row * a.ld_dx;
   const int dim = static_cast<int>(a.dim);
-  float sum = 0.f;
-#pragma unroll 4
-  for (int c = lane * 4; c < dim; c += 128) {
-    Float4 v = load4(x + c);
-    sum += (v.v[0] + v.v[1]) + (v.v[2] + v.v[3]);
-  }
-  const float mean = warp_sum(sum) / dim;
-  float sq = 0.f;
-#pragma unroll 4
-  for (int c = lane * 4; c < dim; c += 128) {
-    Float4 v = load4(x + c);
+  const float mean = a.mean[row], rstd = a.rstd[row];
+  constexpr int kHeld = kChunks > 0 ? kChunks : 1;
+  Float4 xv[kHeld], dv[kHeld], old[kHeld];
+  if constexpr (kChunks > 0) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) sq += (v.v[i] - mean) * (v.v[i] - mean);
+    for (int k = 0; k < kChunks; ++k) {
+      const int c = lane * 4 + 128 * k;
+      if (c >= dim) break;
+      xv[k] = load4(x + c), dv[k] = load4(dy + c);
+      old[k] = a.accumulate ? load4(dx + c) : Float4{{0.f, 0.f, 0.f, 0.f}};
+    }
   }
-  const float rstd = rsqrtf(warp_sum(sq) / dim + a.eps);
-  Out* y = a.y + row * a.ld_y;
-#pragma unroll 4
-  for (int c = lane * 4; c < dim; c += 128) {
-    Float4 v = load4(x + c), g = load4(a.gamma + c), b = load4(a.beta + c), o;
+  float sum_g = 0.f, sum_gx = 0.f;
+  auto add_sums = [&](int c, const Float4& xw, const Float4& dw) {
+    const Float4 gv = load4(a.gamma + c);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o.v[i] = (v.v[i] - mean) * rstd * g.v[i] + b.v[i];
-    store4(y + c, o);
+    for (int i = 0; i < 4; ++i) {
+      const float g = dw.v[i] * gv.v[i];
+      sum_g += g;
+      sum_gx += g * (xw.v[i] - mean) * rstd;
+    }
+  };
+  if constexpr (kChunks > 0) {
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k)
+      if (lane * 4 + 128 * k < dim) add_sums(lane * 4 + 128 * k, xv[k], dv[k]);
+  } else {
+#pragma unroll 4
+    for (int c = lane * 4; c < dim; c += 128) add_sums(c, load4(x + c), load4(dy + c));
   }
-  if (lane == 0) {
-    a.mean[row] = mean;
-    a.rstd[row] = rstd;
+  sum_g = warp_sum(sum_g) / dim;
+  sum_gx = warp_sum(sum_gx) / dim;
+  auto write = [&](int c, const Float4& xw, const Float4& dw, Float4 out) {
+    const Float4 gv = load4(a.gamma + c);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float xhat = (xw.v[i] - mean) * rstd;
+      out.v[i] += rstd * (dw.v[i] * gv.v[i] - sum_g - xhat * sum_gx);
+    }
+    store4(dx + c, out);
+    if (a.dx_copy) store4(a.dx_copy + row * a.ld_dx + c, out);
+  };
+  if constexpr (kChunks > 0) {
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k)
+      if (lane * 4 + 128 * k < dim) write(lane * 4 + 128 * k, xv[k], dv[k], old[k]);
+  } else {
+#pragma unroll 4
+    for (int c = lane * 4; c < dim; c += 128)
+      write(c, load4(x + c), load4(dy + c), a.accumulate ? load4(dx + c) : Float4{{0.f, 0.f, 0.f, 0.f}});
   }
 }
 
@@ -142,108 +197,25 @@ __device__ __forceinline__ void column_partials(const LayerNormBackwardArgs<Out>
   }
 }
 
-template <typename Out>
-__global__ void layernorm_backward_streaming_kernel(LayerNormBackwardArgs<Out> a) {
-  const int lane = threadIdx.x % 32;
-  const int dim = static_cast<int>(a.dim);
-  const int64_t first_row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
-  const int64_t row = first_row + threadIdx.x / 32;
-  if (row < a.rows) {
-    const float* x = a.x + row * a.ld_x;
-    const float* dy = a.dy + row * a.ld_dy;
-    const float mean = a.mean[row], rstd = a.rstd[row];
-    float sum_g = 0.f, sum_gx = 0.f;
-#pragma unroll 4
-    for (int c = lane * 4; c < dim; c += 128) {
-      Float4 xv = load4(x + c), dv = load4(dy + c), gv = load4(a.gamma + c);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float g = dv.v[i] * gv.v[i];
-        sum_g += g;
-        sum_gx += g * (xv.v[i] - mean) * rstd;
-      }
-    }
-    sum_g = warp_sum(sum_g) / dim;
-    sum_gx = warp_sum(sum_gx) / dim;
-    float* dx = a.dx + row * a.ld_dx;
-#pragma unroll 4
-    for (int c = lane * 4; c < dim; c += 128) {
-      Float4 xv = load4(x + c), dv = load4(dy + c), gv = load4(a.gamma + c);
-      Float4 out = a.accumulate ? load4(dx + c) : Float4{{0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float xhat = (xv.v[i] - mean) * rstd;
-        out.v[i] += rstd * (dv.v[i] * gv.v[i] - sum_g - xhat * sum_gx);
-      }
-      store4(dx + c, out);
-      if (a.dx_copy) store4(a.dx_copy + row * a.ld_dx + c, out);
-    }
-  }
-  __syncthreads();  // this block's dx rows are written (and visible to the whole block)
-  column_partials(a, first_row);
-}
-
-// Rows held in registers (x, dy and the old dx, loaded together); the same sums in the same order as the
-// streaming kernel.
 template <typename Out, int kChunks>
-__global__ void layernorm_backward_held_kernel(LayerNormBackwardArgs<Out> a) {
-  const int lane = threadIdx.x % 32;
-  const int dim = static_cast<int>(a.dim);
+__global__ void layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
   const int64_t first_row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
   const int64_t row = first_row + threadIdx.x / 32;
-  if (row < a.rows) {
-    const float* x = a.x + row * a.ld_x;
-    const float* dy = a.dy + row * a.ld_dy;
-    float* dx = a.dx + row * a.ld_dx;
-    Float4 xv[kChunks], dv[kChunks], old[kChunks];
-#pragma unroll
-    for (int k = 0; k < kChunks; ++k) {
-      const int c = lane * 4 + 128 * k;
-      if (c >= dim) break;
-      xv[k] = load4(x + c), dv[k] = load4(dy + c);
-      old[k] = a.accumulate ? load4(dx + c) : Float4{{0.f, 0.f, 0.f, 0.f}};
-    }
-    const float mean = a.mean[row], rstd = a.rstd[row];
-    float sum_g = 0.f, sum_gx = 0.f;
-#pragma unroll
-    for (int k = 0; k < kChunks; ++k) {
-      const int c = lane * 4 + 128 * k;
-      if (c >= dim) break;
-      const Float4 gv = load4(a.gamma + c);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float g = dv[k].v[i] * gv.v[i];
-        sum_g += g;
-        sum_gx += g * (xv[k].v[i] - mean) * rstd;
-      }
-    }
-    sum_g = warp_sum(sum_g) / dim;
-    sum_gx = warp_sum(sum_gx) / dim;
-#pragma unroll
-    for (int k = 0; k < kChunks; ++k) {
-      const int c = lane * 4 + 128 * k;
-      if (c >= dim) break;
-      const Float4 gv = load4(a.gamma + c);
-      Float4 out = old[k];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float xhat = (xv[k].v[i] - mean) * rstd;
-        out.v[i] += rstd * (dv[k].v[i] * gv.v[i] - sum_g - xhat * sum_gx);
-      }
-      store4(dx + c, out);
-      if (a.dx_copy) store4(a.dx_copy + row * a.ld_dx + c, out);
-    }
-  }
+  if (row < a.rows) backward_row<Out, kChunks>(a, row, threadIdx.x % 32);
   __syncthreads();  // this block's dx rows are written (and visible to the whole block)
   column_partials(a, first_row);
 }
 
-// The held kernel's chunk count for a width: the next of 1, 2, 4, 8 at or above dim / 128; 0 = stream.
-int held_chunks(int64_t dim) {
+// Calls launch(std::integral_constant<int, N>) with N the held chunk count for width dim (the next of 1, 2, 4, 8
+// at or above dim / 128), or N = 0 (streamed) past kMaxHeldChunks * 128 columns.
+template <typename Launch>
+void by_width(int64_t dim, Launch&& launch) {
   const int64_t chunks = (dim + 127) / 128;
-  for (int held = 1; held <= kMaxHeldChunks; held *= 2)
-    if (chunks <= held) return held;
-  return 0;
+  if (chunks <= 1) return launch(std::integral_constant<int, 1>{});
+  if (chunks <= 2) return launch(std::integral_constant<int, 2>{});
+  if (chunks <= 4) return launch(std::integral_constant<int, 4>{});
+  if (chunks <= kMaxHeldChunks) return launch(std::integral_constant<int, kMaxHeldChunks>{});
+  launch(std::integral_constant<int, 0>{});
 }
 
 int64_t backward_blocks(int64_t rows) { return (rows + kRowsPerBlock - 1) / kRowsPerBlock; }
@@ -266,13 +238,9 @@ template <typename Out>
 void layernorm_forward(const LayerNormForwardArgs<Out>& a, cudaStream_t stream) {
   check_shape(a.rows, a.dim, {a.ld_x, a.ld_y}, "layernorm_forward");
   const auto blocks = static_cast<unsigned>(backward_blocks(a.rows));
-  switch (held_chunks(a.dim)) {
-    case 1: layernorm_forward_held_kernel<Out, 1><<<blocks, kThreads, 0, stream>>>(a); break;
-    case 2: layernorm_forward_held_kernel<Out, 2><<<blocks, kThreads, 0, stream>>>(a); break;
-    case 4: layernorm_forward_held_kernel<Out, 4><<<blocks, kThreads, 0, stream>>>(a); break;
-    case 8: layernorm_forward_held_kernel<Out, 8><<<blocks, kThreads, 0, stream>>>(a); break;
-    default: layernorm_forward_streaming_kernel<Out><<<blocks, kThreads, 0, stream>>>(a);
-  }
+  by_width(a.dim, [&](auto chunks) {
+    layernorm_forward_kernel<Out, decltype(chunks)::value><<<blocks, kThreads, 0, stream>>>(a);
+  });
   DDPX_CHECK_LAUNCH("layernorm_forward_kernel");
 }
 
@@ -283,14 +251,9 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
                "layernorm_backward: scratch of {} floats, needs {}", a.scratch_floats,
                layernorm_backward_scratch_floats(a.rows, a.dim));
   const int64_t blocks = backward_blocks(a.rows);
-  const auto grid = static_cast<unsigned>(blocks);
-  switch (held_chunks(a.dim)) {
-    case 1: layernorm_backward_held_kernel<Out, 1><<<grid, kThreads, 0, stream>>>(a); break;
-    case 2: layernorm_backward_held_kernel<Out, 2><<<grid, kThreads, 0, stream>>>(a); break;
-    case 4: layernorm_backward_held_kernel<Out, 4><<<grid, kThreads, 0, stream>>>(a); break;
-    case 8: layernorm_backward_held_kernel<Out, 8><<<grid, kThreads, 0, stream>>>(a); break;
-    default: layernorm_backward_streaming_kernel<Out><<<grid, kThreads, 0, stream>>>(a);
-  }
+  by_width(a.dim, [&](auto chunks) {
+    layernorm_backward_kernel<Out, decltype(chunks)::value><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  });
   DDPX_CHECK_LAUNCH("layernorm_backward_kernel");
   const int64_t sums = a.dx_column_sum ? 3 : 2;
   const size_t partial_floats = static_cast<size_t>(blocks * sums * a.dim);
