@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -29,29 +30,17 @@ using namespace ddpx;
 using bf16 = __nv_bfloat16;
 constexpr int kCallsPerBatch = 20;
 
-// Median per-call microseconds of `call(copy)` over `batches` batches, copies used round-robin.
+// Median per-call microseconds of `call(copy)` over `batches` batches of kCallsPerBatch calls, copies used
+// round-robin; each batch is timed by bench::median_us as one call.
 template <typename Call>
 double per_call_us(int batches, int copies, Call&& call) {
-  cudaEvent_t start, stop;
-  DDPX_CUDA_CHECK(cudaEventCreate(&start));
-  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
   for (int i = 0; i < copies + 2; ++i) call(i % copies);  // warm-up
-  std::vector<float> per_call;
   int next = 0;
-  for (int b = 0; b < batches; ++b) {
-    DDPX_CUDA_CHECK(cudaEventRecord(start));
+  const double batch_us = bench::median_us(batches, [&] {
     for (int i = 0; i < kCallsPerBatch; ++i) call(next++ % copies);
-    DDPX_CUDA_CHECK(cudaEventRecord(stop));
-    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    per_call.push_back(1e3f * ms / kCallsPerBatch);
-  }
+  });
   DDPX_CUDA_CHECK(cudaGetLastError());
-  DDPX_CUDA_CHECK(cudaEventDestroy(start));
-  DDPX_CUDA_CHECK(cudaEventDestroy(stop));
-  std::nth_element(per_call.begin(), per_call.begin() + batches / 2, per_call.end());
-  return per_call[batches / 2];
+  return batch_us / kCallsPerBatch;
 }
 
 // Copies of `bytes_per_copy` needed so that the rotation exceeds twice the L2 size.
@@ -149,9 +138,14 @@ int main(int argc, char** argv) {
   int batches = 7;
   for (int i = 1; i + 1 < argc; i += 2)
     if (std::strcmp(argv[i], "--batches") == 0) batches = std::max(1, std::atoi(argv[i + 1]));
-  time_shape("vit_l_32 b32 bf16", 32 * 50, 1024, 4096, batches);
-  time_position_sum(32, 50 * 1024, batches);
-  time_shape("vit_b_16 b256 bf16", 256 * 197, 768, 3072, batches);
-  time_position_sum(256, 197 * 768, batches);
+  try {
+    time_shape("vit_l_32 b32 bf16", 32 * 50, 1024, 4096, batches);
+    time_position_sum(32, 50 * 1024, batches);
+    time_shape("vit_b_16 b256 bf16", 256 * 197, 768, 3072, batches);
+    time_position_sum(256, 197 * 768, batches);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "row_kernel_timing: error: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }
