@@ -1,7 +1,10 @@
 // Exact (erf) GELU, the MLP activation of torchvision's ViT: forward, and the backward that rescales the incoming
 // gradient in place and adds its column sums (the preceding linear layer's bias gradient) in the same pass.
-// Guarantees: fp32 arithmetic whatever T; element / column counts must be multiples of 4 (4-wide vector access);
-// the bias-gradient sum is deterministic (per-block partials, fixed-order column sum); nothing allocated.
+// Guarantees: fp32 arithmetic whatever T, and for bf16 the same fp32 values as the fp32 path on the same inputs
+// (looked up: Note [GELU of bf16 by table] in gelu.cu); element / column counts must be multiples of 4 (4-wide
+// vector access); the bias-gradient sum is deterministic and the same on every GPU (partials over row ranges fixed
+// by the shape, fixed-order column sum); nothing allocated. The first bf16 call on a device fills its tables and
+// waits for `stream` once (inside a graph capture the fill is captured instead).
 //   forward:  out = x * Phi(x)                 (Phi = standard normal CDF = 0.5 * (1 + erf(x / sqrt 2)))
 //   backward: grad *= Phi(x) + x * phi(x)      (phi = standard normal density), x = the forward input;
 //             bias_grad[c] += sum over rows of the new grad[r][c] (when bias_grad is not nullptr; = instead of +=

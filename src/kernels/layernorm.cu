@@ -3,10 +3,12 @@
 // row is issued before the first reduction, so a row costs one trip to memory. Wider rows take the streaming
 // kernels, which re-read the row from L1/L2 for each pass (mean, variance, output; the backward's two), so any
 // width works. One kernel template serves both (kChunks = 0 streams); both compute the same sums in the same order.
-// Backward: a block handles kRowsPerBlock rows (one per warp); after the row pass it sums dy*xhat and dy of its
-// rows per column (thread per column) into a partial row, and column_sum_add folds the partials in fixed order.
+// Backward: a block handles backward_rows_per_block(rows) rows (one per warp); after the row pass it sums dy*xhat
+// and dy of its rows per column (thread per column) into a partial row, and column_sum_add folds the partials in
+// fixed order.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/error.hpp"
@@ -23,12 +25,21 @@ using kernels::load4;
 using kernels::store4;
 using kernels::warp_sum;
 
-constexpr int kRowsPerBlock = 8;  // = warps per block
+constexpr int kRowsPerBlock = 8;  // = warps per block: the forward's, and the backward's for many rows
 constexpr int kThreads = 32 * kRowsPerBlock;
+// The backward spreads up to kWaveBlocks * kMaxRowsPerBlock rows evenly over at most kWaveBlocks blocks, one wave
+// at one block per SM on an H100 or H200 (ViT-L/32's 1,600 rows: 124 blocks of 13, where 200 blocks of 8 left 68
+// SMs with two blocks and 64 with one). A constant rather than the device's SM count, so the partial sums and
+// their bits are the same on every GPU.
+constexpr int kWaveBlocks = 132;
+constexpr int kMaxRowsPerBlock = 16;
 constexpr int kMaxHeldChunks = 8;  // 128-column chunks a warp holds in registers (32 floats a tensor per lane)
 
+// The first column of a lane's k-th 4-column vector in a held row: the row's 128-column chunk k, 4 columns a lane.
+__device__ __forceinline__ int held_column(int lane, int k) { return lane * 4 + 128 * k; }
+
 // The row pass of the forward for one row, by one warp. kChunks > 0: the row held in registers, a lane's columns
-// lane * 4 + 128 * k (k < kChunks, those below dim); kChunks == 0: streamed, re-read for each of the three passes.
+// held_column(lane, k) (k < kChunks, those below dim); kChunks == 0: streamed, re-read for each of the three passes.
 template <typename Out, int kChunks>
 __device__ __forceinline__ void forward_row(const LayerNormForwardArgs<Out>& a, int64_t row, int lane) {
   const float* x = a.x + row * a.ld_x;
@@ -39,10 +50,10 @@ __device__ __forceinline__ void forward_row(const LayerNormForwardArgs<Out>& a, 
   if constexpr (kChunks > 0) {
 #pragma unroll
     for (int k = 0; k < kChunks; ++k)
-      if (lane * 4 + 128 * k < dim) v[k] = load4(x + lane * 4 + 128 * k);
+      if (held_column(lane, k) < dim) v[k] = load4(x + held_column(lane, k));
 #pragma unroll
     for (int k = 0; k < kChunks; ++k)
-      if (lane * 4 + 128 * k < dim) sum += (v[k].v[0] + v[k].v[1]) + (v[k].v[2] + v[k].v[3]);
+      if (held_column(lane, k) < dim) sum += (v[k].v[0] + v[k].v[1]) + (v[k].v[2] + v[k].v[3]);
   } else {
 #pragma unroll 4
     for (int c = lane * 4; c < dim; c += 128) {
@@ -55,7 +66,7 @@ __device__ __forceinline__ void forward_row(const LayerNormForwardArgs<Out>& a, 
   if constexpr (kChunks > 0) {
 #pragma unroll
     for (int k = 0; k < kChunks; ++k)
-      if (lane * 4 + 128 * k < dim) {
+      if (held_column(lane, k) < dim) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) sq += (v[k].v[i] - mean) * (v[k].v[i] - mean);
       }
@@ -79,7 +90,7 @@ __device__ __forceinline__ void forward_row(const LayerNormForwardArgs<Out>& a, 
   if constexpr (kChunks > 0) {
 #pragma unroll
     for (int k = 0; k < kChunks; ++k)
-      if (lane * 4 + 128 * k < dim) write(lane * 4 + 128 * k, v[k]);
+      if (held_column(lane, k) < dim) write(held_column(lane, k), v[k]);
   } else {
 #pragma unroll 4
     for (int c = lane * 4; c < dim; c += 128) write(c, load4(x + c));
@@ -110,7 +121,7 @@ __device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a
   if constexpr (kChunks > 0) {
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
-      const int c = lane * 4 + 128 * k;
+      const int c = held_column(lane, k);
       if (c >= dim) break;
       xv[k] = load4(x + c), dv[k] = load4(dy + c);
       old[k] = a.accumulate ? load4(dx + c) : Float4{{0.f, 0.f, 0.f, 0.f}};
@@ -129,7 +140,7 @@ __device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a
   if constexpr (kChunks > 0) {
 #pragma unroll
     for (int k = 0; k < kChunks; ++k)
-      if (lane * 4 + 128 * k < dim) add_sums(lane * 4 + 128 * k, xv[k], dv[k]);
+      if (held_column(lane, k) < dim) add_sums(held_column(lane, k), xv[k], dv[k]);
   } else {
 #pragma unroll 4
     for (int c = lane * 4; c < dim; c += 128) add_sums(c, load4(x + c), load4(dy + c));
@@ -149,7 +160,7 @@ __device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a
   if constexpr (kChunks > 0) {
 #pragma unroll
     for (int k = 0; k < kChunks; ++k)
-      if (lane * 4 + 128 * k < dim) write(lane * 4 + 128 * k, xv[k], dv[k], old[k]);
+      if (held_column(lane, k) < dim) write(held_column(lane, k), xv[k], dv[k], old[k]);
   } else {
 #pragma unroll 4
     for (int c = lane * 4; c < dim; c += 128)
@@ -166,19 +177,20 @@ __device__ __forceinline__ void column_partials(const LayerNormBackwardArgs<Out>
   const int dim = static_cast<int>(a.dim);
   const int sums = a.dx_column_sum ? 3 : 2;
   float* partial = a.scratch + static_cast<int64_t>(blockIdx.x) * sums * dim;
-  float row_mean[kRowsPerBlock], row_rstd[kRowsPerBlock];
+  const int rows_here = static_cast<int>(blockDim.x / 32);
+  float row_mean[kMaxRowsPerBlock], row_rstd[kMaxRowsPerBlock];
 #pragma unroll
-  for (int r = 0; r < kRowsPerBlock; ++r) {
-    const bool valid = first_row + r < a.rows;
+  for (int r = 0; r < kMaxRowsPerBlock; ++r) {
+    const bool valid = r < rows_here && first_row + r < a.rows;
     row_mean[r] = valid ? a.mean[first_row + r] : 0.f;
     row_rstd[r] = valid ? a.rstd[first_row + r] : 0.f;
   }
   for (int c = threadIdx.x * 4; c < dim; c += blockDim.x * 4) {
     Float4 dgamma{{0.f, 0.f, 0.f, 0.f}}, dbeta{{0.f, 0.f, 0.f, 0.f}}, dx_sum{{0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
-    for (int r = 0; r < kRowsPerBlock; ++r) {
+    for (int r = 0; r < kMaxRowsPerBlock; ++r) {
       const int64_t rr = first_row + r;
-      if (rr >= a.rows) continue;
+      if (r >= rows_here || rr >= a.rows) break;
       const Float4 d = load4(a.dy + rr * a.ld_dy + c), xv = load4(a.x + rr * a.ld_x + c);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -197,9 +209,10 @@ __device__ __forceinline__ void column_partials(const LayerNormBackwardArgs<Out>
   }
 }
 
+// One warp per row, blockDim.x / 32 = backward_rows_per_block(a.rows) rows per block.
 template <typename Out, int kChunks>
-__global__ void layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
-  const int64_t first_row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
+__global__ void __launch_bounds__(32 * kMaxRowsPerBlock) layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
+  const int64_t first_row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32);
   const int64_t row = first_row + threadIdx.x / 32;
   if (row < a.rows) backward_row<Out, kChunks>(a, row, threadIdx.x % 32);
   __syncthreads();  // this block's dx rows are written (and visible to the whole block)
@@ -218,7 +231,19 @@ void by_width(int64_t dim, Launch&& launch) {
   launch(std::integral_constant<int, 0>{});
 }
 
-int64_t backward_blocks(int64_t rows) { return (rows + kRowsPerBlock - 1) / kRowsPerBlock; }
+int64_t forward_blocks(int64_t rows) { return (rows + kRowsPerBlock - 1) / kRowsPerBlock; }
+
+// Rows per backward block: rows / kWaveBlocks rounded up while that is at most kMaxRowsPerBlock (one wave, every
+// block within one row of the others), else kRowsPerBlock (many waves balance themselves).
+int backward_rows_per_block(int64_t rows) {
+  const int64_t spread = (rows + kWaveBlocks - 1) / kWaveBlocks;
+  return spread <= kMaxRowsPerBlock ? static_cast<int>(std::max<int64_t>(1, spread)) : kRowsPerBlock;
+}
+
+int64_t backward_blocks(int64_t rows) {
+  const int per_block = backward_rows_per_block(rows);
+  return (rows + per_block - 1) / per_block;
+}
 
 void check_shape(int64_t rows, int64_t dim, std::initializer_list<int64_t> lds, const char* what) {
   DDPX_REQUIRE(rows > 0 && dim > 0 && dim % 4 == 0, "{}: dim {} must be a positive multiple of 4 (rows {})", what,
@@ -237,7 +262,7 @@ size_t layernorm_backward_scratch_floats(int64_t rows, int64_t dim) {
 template <typename Out>
 void layernorm_forward(const LayerNormForwardArgs<Out>& a, cudaStream_t stream) {
   check_shape(a.rows, a.dim, {a.ld_x, a.ld_y}, "layernorm_forward");
-  const auto blocks = static_cast<unsigned>(backward_blocks(a.rows));
+  const auto blocks = static_cast<unsigned>(forward_blocks(a.rows));
   by_width(a.dim, [&](auto chunks) {
     layernorm_forward_kernel<Out, decltype(chunks)::value><<<blocks, kThreads, 0, stream>>>(a);
   });
@@ -252,7 +277,8 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
                layernorm_backward_scratch_floats(a.rows, a.dim));
   const int64_t blocks = backward_blocks(a.rows);
   by_width(a.dim, [&](auto chunks) {
-    layernorm_backward_kernel<Out, decltype(chunks)::value><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+    layernorm_backward_kernel<Out, decltype(chunks)::value>
+        <<<static_cast<unsigned>(blocks), 32 * backward_rows_per_block(a.rows), 0, stream>>>(a);
   });
   DDPX_CHECK_LAUNCH("layernorm_backward_kernel");
   const int64_t sums = a.dx_column_sum ? 3 : 2;

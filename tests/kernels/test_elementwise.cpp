@@ -1,10 +1,12 @@
 // GELU, softmax cross-entropy, column sums, patch embedding and synthetic data against CPU loops on fresh random
 // data. Tolerances (norm-wise relative unless stated): fp32 GELU 1e-6; bf16 GELU 8e-3 (one bf16 rounding);
-// GELU bias-gradient sums 1e-5; softmax-xent loss 1e-6 absolute, gradient 1e-6; column sums 1e-6; patch/token reshapes exact; synthetic images
+// GELU bias-gradient sums 1e-5; bf16 GELU (by table) equal in bits to the fp32 evaluation rounded to bf16;
+// softmax-xent loss 1e-6 absolute, gradient 1e-6; column sums 1e-6; patch/token reshapes exact; synthetic images
 // 1e-5 absolute per element against the CPU formula (GPU vs CPU log/sin/cos), labels exact.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "gpu_guard.hpp"
 #include "kernel_test_utils.hpp"
@@ -55,6 +57,88 @@ TEST(Gelu, Fp32MatchesErfGeluAndSumsBiasGradient) {
 TEST(Gelu, Bf16WithinOneRounding) {
   DDPX_REQUIRE_GPU();
   check_gelu<__nv_bfloat16>(100, 1000, 8e-3, 4);
+}
+
+// Equal bits, or both NaN.
+void expect_same_values(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool same = std::isnan(got[i]) ? std::isnan(want[i]) : std::memcmp(&got[i], &want[i], sizeof(float)) == 0;
+    if (!same && ++mismatches <= 5)
+      ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " against " << want[i];
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+// Note [GELU of bf16 by table]: every bf16 bit pattern (zero, subnormals, inf and NaN included) through the bf16
+// kernels, which look most of them up, against the fp32 kernels, which evaluate, on the same values: the outputs
+// equal the fp32 ones rounded to bf16 and the bias gradients (fp32 sums of the unrounded products) are equal.
+TEST(Gelu, Bf16TableEqualsFp32EvaluationOnEveryValue) {
+  DDPX_REQUIRE_GPU();
+  const int64_t rows = 64, cols = 1024, n = rows * cols;  // 65,536 values: one of each
+  std::vector<float> x(n);
+  for (uint32_t bits = 0; bits < n; ++bits) {
+    const uint32_t widened = bits << 16;
+    std::memcpy(&x[bits], &widened, sizeof(float));
+  }
+  const auto grad = testing::rounded_bf16(random_vector(n, 31)), bias_start = random_vector(cols, 32);
+  auto x32 = testing::to_device<float>(x), y32 = testing::to_device<float>(std::vector<float>(n, 0.f)),
+       grad32 = testing::to_device<float>(grad), bias32 = testing::to_device<float>(bias_start);
+  auto x16 = testing::to_device<__nv_bfloat16>(x), y16 = testing::to_device<__nv_bfloat16>(std::vector<float>(n, 0.f)),
+       grad16 = testing::to_device<__nv_bfloat16>(grad);
+  auto bias16 = testing::to_device<float>(bias_start);
+  DeviceBuffer<float> scratch(gelu_backward_scratch_floats(rows, cols), "scratch");
+  gelu_forward<float>(x32.get(), y32.get(), n, nullptr);
+  gelu_forward<__nv_bfloat16>(x16.get(), y16.get(), n, nullptr);
+  gelu_backward<float>(x32.get(), grad32.get(), rows, cols, bias32.get(), scratch.get(), scratch.size(), nullptr);
+  gelu_backward<__nv_bfloat16>(x16.get(), grad16.get(), rows, cols, bias16.get(), scratch.get(), scratch.size(),
+                               nullptr);
+  expect_same_values(testing::to_host(y16), testing::rounded_bf16(testing::to_host(y32)), "forward");
+  expect_same_values(testing::to_host(grad16), testing::rounded_bf16(testing::to_host(grad32)), "backward");
+  expect_same_values(testing::to_host(bias16), testing::to_host(bias32), "bias gradient");
+}
+
+// Note [GELU of bf16 by table]: a graph captured before any eager bf16 call (ctest runs each test in its own
+// process) captures the table fill, and its replays compute what an eager call does.
+TEST(Gelu, Bf16CapturedBeforeAnyEagerCall) {
+  DDPX_REQUIRE_GPU();
+  const int64_t rows = 40, cols = 2048, n = rows * cols;
+  const auto x = testing::rounded_bf16(random_vector(n, 41, 2.0)), grad = testing::rounded_bf16(random_vector(n, 42));
+  auto d_x = testing::to_device<__nv_bfloat16>(x), d_y = testing::to_device<__nv_bfloat16>(std::vector<float>(n, 0.f));
+  auto d_grad = testing::to_device<__nv_bfloat16>(grad);
+  auto d_bias = testing::to_device<float>(std::vector<float>(cols, 0.f));
+  DeviceBuffer<float> scratch(gelu_backward_scratch_floats(rows, cols), "scratch");
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  gelu_forward<__nv_bfloat16>(d_x.get(), d_y.get(), n, stream);
+  gelu_backward<__nv_bfloat16>(d_x.get(), d_grad.get(), rows, cols, d_bias.get(), scratch.get(), scratch.size(),
+                               stream, true);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const auto captured_y = testing::to_host(d_y), captured_grad = testing::to_host(d_grad),
+             captured_bias = testing::to_host(d_bias);
+  // The same calls eagerly on fresh copies of the inputs.
+  auto e_y = testing::to_device<__nv_bfloat16>(std::vector<float>(n, 0.f));
+  auto e_grad = testing::to_device<__nv_bfloat16>(grad);
+  auto e_bias = testing::to_device<float>(std::vector<float>(cols, 0.f));
+  gelu_forward<__nv_bfloat16>(d_x.get(), e_y.get(), n, nullptr);
+  gelu_backward<__nv_bfloat16>(d_x.get(), e_grad.get(), rows, cols, e_bias.get(), scratch.get(), scratch.size(),
+                               nullptr, true);
+  expect_same_values(captured_y, testing::to_host(e_y), "forward");
+  expect_same_values(captured_grad, testing::to_host(e_grad), "backward");
+  expect_same_values(captured_bias, testing::to_host(e_bias), "bias gradient");
+  double sum = 0;  // and not all zero: the replay computed something
+  for (float v : captured_y) sum += std::abs(v);
+  EXPECT_GT(sum, 0.1 * n);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 TEST(SoftmaxCrossEntropy, MatchesReferenceAndFlagsBadLabels) {

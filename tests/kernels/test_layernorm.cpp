@@ -1,6 +1,7 @@
 // LayerNorm forward/backward against double CPU loops on fresh random data, including strided rows (the class-token
 // rows of the encoder output), accumulation into existing gradients and the fused column sums of dx.
-// Widths up to 1024 are held in registers, wider ones streamed (layernorm.cu); both kinds are covered.
+// Widths up to 1024 are held in registers, wider ones streamed (layernorm.cu); both kinds are covered, and the
+// backward's block sizes: 1 to 16 rows spread over one wave, 8 rows past it.
 // Tolerances (norm-wise relative): fp32 outputs and gradients 1e-5; bf16 outputs 8e-3 (one bf16 rounding).
 #include <gtest/gtest.h>
 
@@ -111,6 +112,8 @@ TEST(LayerNorm, Fp32MatchesReference) {
   check_layernorm<float>(13, 768, 768, true, 1e-5, 3);
   check_layernorm<float>(11, 260, 260, true, 1e-5, 7);     // held in 4 chunks, the last one partly
   check_layernorm<float>(21, 1028, 1028, true, 1e-5, 8);   // wider than the 1024 held in registers: streamed
+  check_layernorm<float>(2113, 64, 64, true, 1e-5, 10);    // past one wave of 16-row blocks: 8 rows a block
+  check_layernorm<float>(1587, 96, 96, true, 1e-5, 11);    // 13 rows a block, the last block one row
 }
 
 TEST(LayerNorm, StridedRowsWithoutAccumulation) {
