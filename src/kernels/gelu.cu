@@ -222,8 +222,9 @@ bool sixteen_bytes(int64_t count, std::initializer_list<const void*> pointers) {
 
 constexpr int kMostPackElements = 16 / static_cast<int>(sizeof(__nv_bfloat16));
 
+// At least 1 for any cols > 0 (the scratch size asks with the widest pack, which may exceed cols).
 int64_t column_blocks(int64_t cols, int elements) {
-  return (cols / elements + kColumnThreads - 1) / kColumnThreads;
+  return ((cols + elements - 1) / elements + kColumnThreads - 1) / kColumnThreads;
 }
 
 int64_t row_ranges(int64_t rows, int64_t cols, int elements) {

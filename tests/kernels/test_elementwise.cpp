@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "gpu_guard.hpp"
 #include "kernel_test_utils.hpp"
@@ -57,6 +59,15 @@ TEST(Gelu, Fp32MatchesErfGeluAndSumsBiasGradient) {
 TEST(Gelu, Bf16WithinOneRounding) {
   DDPX_REQUIRE_GPU();
   check_gelu<__nv_bfloat16>(100, 1000, 8e-3, 4);
+}
+
+// Host arithmetic only (runs without a GPU): the scratch size of every shape class, down to one 4-column row
+// (narrower than the widest pack), holds at least one partial row and the column sum's scratch.
+TEST(Gelu, BackwardScratchCoversNarrowAndWideShapes) {
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 4}, {3, 2052}, {37, 12}, {100, 1000}, {1600, 4096}, {50432, 3072}})
+    EXPECT_GE(gelu_backward_scratch_floats(rows, cols), static_cast<size_t>(cols) + column_sum_scratch_floats(cols))
+        << rows << " x " << cols;
 }
 
 // Equal bits, or both NaN.
