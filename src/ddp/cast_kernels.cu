@@ -6,6 +6,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "core/kernel_launch.cuh"
 #include "ddp/cast_kernels.hpp"
 
 namespace ddpx {
@@ -29,6 +30,7 @@ __device__ float widen(uint16_t value) {
 template <WireFormat kFormat>
 __global__ void scale_to_wire_kernel(const float* __restrict__ in, uint16_t* __restrict__ out, size_t count,
                                      float scale, bool vectorized) {
+  begin_after_producer();
   const size_t stride = size_t{gridDim.x} * blockDim.x, first = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const size_t vectors = vectorized ? count / 4 : 0;
   for (size_t v = first; v < vectors; v += stride) {
@@ -42,6 +44,7 @@ __global__ void scale_to_wire_kernel(const float* __restrict__ in, uint16_t* __r
 template <WireFormat kFormat>
 __global__ void widen_from_wire_kernel(const uint16_t* __restrict__ in, float* __restrict__ out, size_t count,
                                        bool vectorized) {
+  begin_after_producer();
   const size_t stride = size_t{gridDim.x} * blockDim.x, first = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const size_t vectors = vectorized ? count / 4 : 0;
   for (size_t v = first; v < vectors; v += stride) {
@@ -70,22 +73,19 @@ void launch_scale_to_wire_format(const float* in, uint16_t* out, size_t count, f
   if (count == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   const bool vectorized = vector_aligned(in, out);
-  if (format == WireFormat::fp16)
-    scale_to_wire_kernel<WireFormat::fp16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count, scale, vectorized);
-  else
-    scale_to_wire_kernel<WireFormat::bf16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count, scale, vectorized);
-  DDPX_CHECK_LAUNCH("cast hook: scale+cast");
+  const auto kernel = format == WireFormat::fp16 ? scale_to_wire_kernel<WireFormat::fp16>
+                                                 : scale_to_wire_kernel<WireFormat::bf16>;
+  launch_after_producer("cast hook: scale+cast", kernel, blocks_for(count), kThreads, 0, s, in, out, count, scale,
+                        vectorized);
 }
 
 void launch_widen_from_wire_format(const uint16_t* in, float* out, size_t count, WireFormat format, void* stream) {
   if (count == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   const bool vectorized = vector_aligned(out, in);
-  if (format == WireFormat::fp16)
-    widen_from_wire_kernel<WireFormat::fp16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count, vectorized);
-  else
-    widen_from_wire_kernel<WireFormat::bf16><<<blocks_for(count), kThreads, 0, s>>>(in, out, count, vectorized);
-  DDPX_CHECK_LAUNCH("cast hook: widen");
+  const auto kernel = format == WireFormat::fp16 ? widen_from_wire_kernel<WireFormat::fp16>
+                                                 : widen_from_wire_kernel<WireFormat::bf16>;
+  launch_after_producer("cast hook: widen", kernel, blocks_for(count), kThreads, 0, s, in, out, count, vectorized);
 }
 
 }  // namespace ddpx

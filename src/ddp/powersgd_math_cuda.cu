@@ -51,6 +51,7 @@
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
+#include "core/kernel_launch.cuh"
 #include "core/low_rank.hpp"
 #include "ddp/device_scratch.hpp"
 #include "ddp/powersgd_math.hpp"
@@ -142,6 +143,7 @@ __global__ void __launch_bounds__(kThreads, begin_blocks_per_sm(K))
                  float* __restrict__ p, const float* __restrict__ q, const float* __restrict__ q_previous,
                  const int* deferred, const MatrixInfo* matrices, const SegmentInfo* segments,
                  const RowTask* tasks, int col0, bool first_pass) {
+  begin_after_producer();
   const RowTask task = tasks[blockIdx.x];
   if (task.is_segment) {
     const SegmentInfo s = segments[task.index];
@@ -260,6 +262,7 @@ __global__ void __launch_bounds__(kThreads, slab_blocks_per_sm(K)) slab_kernel(c
                                                         const float* __restrict__ p, float* __restrict__ partial,
                                                         const MatrixInfo* matrices, const SlabTask* tasks) {
   __shared__ float sums[kWarps][kStripCols][K];
+  begin_after_producer();
   const SlabTask task = tasks[blockIdx.x];
   const MatrixInfo m = matrices[task.matrix];
   const int kc = min(K, m.rank - task.col0);
@@ -314,6 +317,7 @@ __global__ void __launch_bounds__(kThreads, slab_blocks_per_sm(K)) slab_kernel(c
 __global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __restrict__ partial,
                                                                 float* __restrict__ q, const MatrixInfo* matrices,
                                                                 const ReduceTask* tasks) {
+  begin_after_producer();
   const ReduceTask task = tasks[blockIdx.x];
   const MatrixInfo m = matrices[task.matrix];
   const long long slab_stride = static_cast<long long>(m.cols) * m.rank;
@@ -336,6 +340,7 @@ __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm)
                   const float* __restrict__ p, const float* __restrict__ q, const MatrixInfo* matrices,
                   const SegmentInfo* segments, const RowTask* tasks, unsigned task_count, int* deferred,
                   int deferred_value) {
+  begin_after_producer();
   if (blockIdx.x == 0 && threadIdx.x == 0) *deferred = deferred_value;
   if (blockIdx.x >= task_count) return;
   const RowTask task = tasks[blockIdx.x];
@@ -417,6 +422,7 @@ template <int K>
 __global__ void __launch_bounds__(kOrthThreads)
     orthogonalize_registers_kernel(const float* source, float* factors, const OrthRef* refs) {
   __shared__ float partial[2][kOrthThreads / 32][K];
+  begin_after_producer();
   const OrthRef ref = refs[blockIdx.x];
   const float* input = source + ref.offset;
   const struct {
@@ -487,6 +493,7 @@ __device__ float block_sum(float value, float* shared) {
 __global__ void __launch_bounds__(kOrthThreads)
     orthogonalize_memory_kernel(const float* source, float* factors, const OrthRef* refs) {
   __shared__ float shared[kOrthThreads / 32];
+  begin_after_producer();
   const OrthRef ref = refs[blockIdx.x];
   const struct {
     float* data;
@@ -573,15 +580,17 @@ struct OrthPlan {
   void launch(const float* source, float* factors, cudaStream_t stream) const {
     const Table<OrthRef>* w = by_width;
     auto registers = [&](auto kernel, const Table<OrthRef>& t) {
-      if (t.size) kernel<<<t.size, kOrthThreads, 0, stream>>>(source, factors, t.data);
+      if (t.size)
+        launch_after_producer("orthogonalize_registers_kernel", kernel, t.size, kOrthThreads, 0, stream,
+                                       source, factors, t.data);
     };
     registers(orthogonalize_registers_kernel<1>, w[0]);
     registers(orthogonalize_registers_kernel<2>, w[1]);
     registers(orthogonalize_registers_kernel<4>, w[2]);
     registers(orthogonalize_registers_kernel<8>, w[3]);
     if (in_memory.size)
-      orthogonalize_memory_kernel<<<in_memory.size, kOrthThreads, 0, stream>>>(source, factors, in_memory.data);
-    DDPX_CHECK_LAUNCH("orthogonalization kernel");
+      launch_after_producer("orthogonalize_memory_kernel", orthogonalize_memory_kernel, in_memory.size,
+                                     kOrthThreads, 0, stream, source, factors, in_memory.data);
   }
 };
 
@@ -756,9 +765,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       if (!tasks.size) continue;
       const int col0 = pass * kFactorChunk;
       auto launch = [&](auto kernel) {
-        kernel<<<tasks.size, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_orth_, q_, deferred_,
-                                                               matrices_.data, segments_.data, tasks.data, col0,
-                                                               pass == 0);
+        launch_after_producer("error feedback and P = M Q kernel", kernel, tasks.size, kThreads, 0,
+                                       as_stream(stream), bucket, error_, packed_, p_, q_orth_, q_, deferred_,
+                                       matrices_.data, segments_.data, tasks.data, col0, pass == 0);
       };
       switch (width_) {
         case 1: launch(begin_kernel<1>); break;
@@ -766,7 +775,6 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
         case 4: launch(begin_kernel<4>); break;
         default: launch(begin_kernel<8>); break;
       }
-      DDPX_CHECK_LAUNCH("error feedback and P = M Q kernel");
     }
   }
 
@@ -774,8 +782,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     if (!slab_tasks_.size) return;
     auto* partial = static_cast<float*>(scratch_.data());
     auto launch = [&](auto kernel) {
-      kernel<<<slab_tasks_.size, kThreads, 0, as_stream(stream)>>>(error_, p_, partial, matrices_.data,
-                                                                       slab_tasks_.data);
+      launch_after_producer("M^T P partial-sum kernel", kernel, slab_tasks_.size, kThreads, 0,
+                                     as_stream(stream), error_, p_, partial, matrices_.data, slab_tasks_.data);
     };
     switch (width_) {
       case 1: launch(slab_kernel<1>); break;
@@ -783,10 +791,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       case 4: launch(slab_kernel<4>); break;
       default: launch(slab_kernel<8>); break;
     }
-    DDPX_CHECK_LAUNCH("M^T P partial-sum kernel");
-    reduce_slabs_kernel<<<reduce_tasks_.size, kThreads, 0, as_stream(stream)>>>(partial, q_, matrices_.data,
-                                                                                reduce_tasks_.data);
-    DDPX_CHECK_LAUNCH("M^T P reduction kernel");
+    launch_after_producer("M^T P reduction kernel", reduce_slabs_kernel, reduce_tasks_.size, kThreads, 0,
+                                   as_stream(stream), partial, q_, matrices_.data, reduce_tasks_.data);
   }
 
   void finish(float* bucket, void* stream) override { launch_finish(finish_tasks_, 0, bucket, stream); }
@@ -807,9 +813,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   void launch_finish(const Table<RowTask>& tasks, int deferred_value, float* bucket, void* stream) {
     const unsigned blocks = std::max(1u, tasks.size);  // one block at least: it sets the flag
     auto launch = [&](auto kernel) {
-      kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(bucket, error_, packed_, p_, q_, matrices_.data,
-                                                         segments_.data, tasks.data, tasks.size, deferred_,
-                                                         deferred_value);
+      launch_after_producer("P Q^T and error update kernel", kernel, blocks, kThreads, 0, as_stream(stream),
+                                     bucket, error_, packed_, p_, q_, matrices_.data, segments_.data, tasks.data,
+                                     tasks.size, deferred_, deferred_value);
     };
     switch (finish_width_) {
       case 0: launch(finish_kernel<0>); break;
@@ -818,7 +824,6 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       case 4: launch(finish_kernel<4>); break;
       default: launch(finish_kernel<8>); break;
     }
-    DDPX_CHECK_LAUNCH("P Q^T and error update kernel");
   }
 
   CompressionLayout layout_;

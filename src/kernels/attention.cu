@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/attention.hpp"
 #include "kernels/attention_common.cuh"
 #include "kernels/attention_tensor_core.hpp"
@@ -100,6 +101,7 @@ template <typename T, int kDims>  // head_dim <= 16 * kDims; thread owns columns
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(AttentionShape s, const T* qkv, T* out,
                                                                      float* lse) {
   extern __shared__ float4 smem_f4[];
+  begin_after_producer();
   float* smem = reinterpret_cast<float*>(smem_f4);
   const int S = static_cast<int>(s.seq), hd = static_cast<int>(s.head_dim), ld = hd + 4;
   float* q_tile = smem;
@@ -181,6 +183,7 @@ __global__ void __launch_bounds__(kThreads)
     attention_backward_kernel(AttentionShape s, const T* qkv, const T* out, const float* lse, const T* d_out,
                               T* d_qkv) {
   extern __shared__ float4 smem_f4[];
+  begin_after_producer();
   float* smem = reinterpret_cast<float*>(smem_f4);
   const int S = static_cast<int>(s.seq), hd = static_cast<int>(s.head_dim), ld = hd + 4;
   const bool single_chunk = S <= kTile;
@@ -317,6 +320,7 @@ __global__ void __launch_bounds__(kThreads)
 // d_bias[b][c] = sum over the image's tokens of d_qkv[b*seq + i][c]: thread per (image, column), fixed order.
 template <typename T>
 __global__ void per_image_column_sums_kernel(const T* d_qkv, int64_t seq, int64_t cols, float* d_bias) {
+  begin_after_producer();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, b = blockIdx.y;
   if (c >= cols) return;
   const T* image = d_qkv + b * seq * cols + c;
@@ -334,8 +338,7 @@ void launch_with_shared(Kernel kernel, dim3 grid, size_t shared, cudaStream_t st
                name, s.seq, s.head_dim, shared, attention_common::max_shared_bytes());
   DDPX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(shared)));
-  kernel<<<grid, kThreads, shared, stream>>>(args...);
-  DDPX_CHECK_LAUNCH(name);
+  launch_after_producer(name, kernel, grid, kThreads, shared, stream, args...);
 }
 
 void check_shape(const AttentionShape& s, const char* what) {
@@ -408,8 +411,8 @@ void attention_backward(const AttentionShape& s, const T* qkv, const T* out, con
   if (d_bias_per_image) {
     const int64_t cols = 3 * s.heads * s.head_dim;
     const dim3 sums_grid(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>(s.batch));
-    per_image_column_sums_kernel<T><<<sums_grid, 256, 0, stream>>>(d_qkv, s.seq, cols, d_bias_per_image);
-    DDPX_CHECK_LAUNCH("per_image_column_sums_kernel");
+    launch_after_producer("per_image_column_sums_kernel", per_image_column_sums_kernel<T>, sums_grid, 256, 0, stream,
+                          d_qkv, s.seq, cols, d_bias_per_image);
   }
 }
 

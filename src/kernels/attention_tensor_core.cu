@@ -28,9 +28,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/error.hpp"
-#include "kernels/attention_common.cuh"
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "core/kernel_launch.cuh"
+#include "kernels/attention_common.cuh"
 
 namespace ddpx {
 namespace {
@@ -166,6 +167,7 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
     forward_kernel(AttentionShape s, const bf16* qkv, bf16* out, float* lse) {
   constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8, kQueryRows = 16 * WARPS;
   extern __shared__ uint4 smem_u4[];
+  begin_after_producer();
   const int S = static_cast<int>(s.seq), S64 = round_up(S, kKeyChunk);
   bf16* k_s = reinterpret_cast<bf16*>(smem_u4);
   bf16* v_s = k_s + S64 * kLd;
@@ -190,9 +192,12 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale2 = s.scale * kLog2e;
   for (int k0 = 0; k0 < S; k0 += kKeyChunk) {
+    // A 16-key tile wholly past the sequence is skipped: its scores stay 0, the softmax masks them to -inf, so its
+    // probabilities are 0 and its products would add nothing (ViT-B/16's 197 tokens: 13 tiles of 16 instead of 16).
     float sc[kKeyChunk / 8][4] = {};
 #pragma unroll
-    for (int nt = 0; nt < kKeyChunk / 8; nt += 2)
+    for (int nt = 0; nt < kKeyChunk / 8; nt += 2) {
+      if (k0 + 8 * nt >= S) break;
 #pragma unroll
       for (int kk = 0; kk < kSteps; ++kk) {
         uint32_t b[4];
@@ -200,9 +205,11 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
         mma(sc[nt], qa[kk], b[0], b[1]);
         mma(sc[nt + 1], qa[kk], b[2], b[3]);
       }
+    }
     online_softmax_chunk(sc, o, row_max, row_sum, k0, S, scale2, t);
 #pragma unroll
     for (int kt = 0; kt < kKeyChunk / 16; ++kt) {
+      if (k0 + 16 * kt >= S) break;
       uint32_t pa[4];
       c_to_a(pa, sc[2 * kt], sc[2 * kt + 1]);
 #pragma unroll
@@ -225,6 +232,7 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
                     bf16* d_qkv, float* d_bias) {
   constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8, kThreadsHere = 32 * WARPS;
   extern __shared__ uint4 smem_u4[];
+  begin_after_producer();
   const int S = static_cast<int>(s.seq), S16 = round_up(S, 16), tiles = S16 / 16;
   // Past 64 tokens the two phases of a head are adjacent in launch order and run together, so L2 serves the
   // second; a short sequence's layer sits in L2 anyway, and there running all of phase 0 first measured faster
@@ -460,14 +468,14 @@ void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf1
   dispatch_tensor_core_head_dim(s.head_dim, "tensor-core attention", [&](auto hd) {
     auto launch = [&](auto kernel, int threads) {
       set_shared(kernel, shared);
-      kernel<<<grid, threads, shared, stream>>>(s, qkv, out, lse);
+      launch_after_producer("attention forward_kernel (tensor core)", kernel, grid, threads, shared, stream,
+                                     s, qkv, out, lse);
     };
     if (warps == 4)
       launch(forward_kernel<decltype(hd)::value, 4>, 128);
     else
       launch(forward_kernel<decltype(hd)::value, 8>, 256);
   });
-  DDPX_CHECK_LAUNCH("attention forward_kernel (tensor core)");
 }
 
 void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, const bf16* out, const float* lse,
@@ -477,14 +485,14 @@ void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, co
   dispatch_tensor_core_head_dim(s.head_dim, "tensor-core attention", [&](auto hd) {
     auto launch = [&](auto kernel, int threads) {
       set_shared(kernel, shared);
-      kernel<<<grid, threads, shared, stream>>>(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
+      launch_after_producer("attention backward_kernel (tensor core)", kernel, grid, threads, shared,
+                                     stream, s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
     };
     if (backward_warps(s.seq) == 4)
       launch(backward_kernel<decltype(hd)::value, 4>, 128);
     else
       launch(backward_kernel<decltype(hd)::value, 8>, 256);
   });
-  DDPX_CHECK_LAUNCH("attention backward_kernel (tensor core)");
 }
 
 }  // namespace ddpx

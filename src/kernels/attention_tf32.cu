@@ -22,6 +22,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/attention_common.cuh"
 
 namespace ddpx {
@@ -125,6 +126,7 @@ template <int HD>
 __global__ void __launch_bounds__(128, 4) forward_kernel(AttentionShape s, const float* qkv, float* out, float* lse) {
   constexpr int kLd = HD + 4, kSteps = HD / 8, kDimTiles = HD / 8;
   extern __shared__ float4 smem_f4[];
+  begin_after_producer();
   const int S = static_cast<int>(s.seq), S64 = round_up(S, kKeyChunk);
   float* q_s = reinterpret_cast<float*>(smem_f4);
   float* k_s = q_s + kQueryRows * kLd;
@@ -183,6 +185,7 @@ __global__ void __launch_bounds__(32 * kBackwardWarps, 2)
                     float* d_qkv, float* d_bias) {
   constexpr int kLd = HD + 4, kSteps = HD / 8, kDimTiles = HD / 8, kThreads = 32 * kBackwardWarps;
   extern __shared__ float4 smem_f4[];
+  begin_after_producer();
   const int S = static_cast<int>(s.seq), S16 = round_up(S, 16), tiles = S16 / 16;
   float* q_s = reinterpret_cast<float*>(smem_f4);
   float* k_s = q_s + S16 * kLd;
@@ -362,9 +365,9 @@ void attention_forward_tf32(const AttentionShape& s, const float* qkv, float* ou
   dispatch_tensor_core_head_dim(s.head_dim, "TF32 attention", [&](auto hd) {
     auto kernel = forward_kernel<decltype(hd)::value>;
     set_shared(kernel, shared);
-    kernel<<<grid, 128, shared, stream>>>(s, qkv, out, lse);
+    launch_after_producer("attention forward_kernel (TF32 tensor cores)", kernel, grid, 128, shared, stream, s, qkv,
+                          out, lse);
   });
-  DDPX_CHECK_LAUNCH("attention forward_kernel (TF32 tensor cores)");
 }
 
 void attention_backward_tf32(const AttentionShape& s, const float* qkv, const float* out, const float* lse,
@@ -374,9 +377,9 @@ void attention_backward_tf32(const AttentionShape& s, const float* qkv, const fl
   dispatch_tensor_core_head_dim(s.head_dim, "TF32 attention", [&](auto hd) {
     auto kernel = backward_kernel<decltype(hd)::value>;
     set_shared(kernel, shared);
-    kernel<<<grid, 32 * kBackwardWarps, shared, stream>>>(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
+    launch_after_producer("attention backward_kernel (TF32 tensor cores)", kernel, grid, 32 * kBackwardWarps, shared,
+                          stream, s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
   });
-  DDPX_CHECK_LAUNCH("attention backward_kernel (TF32 tensor cores)");
 }
 
 }  // namespace ddpx

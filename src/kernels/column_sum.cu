@@ -9,8 +9,9 @@
 
 #include <algorithm>
 
-#include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/column_sum.hpp"
 #include "kernels/device_utils.cuh"
 
@@ -19,7 +20,8 @@ namespace {
 
 constexpr int kColumnsPerBlock = 32;
 constexpr int kRowLanes = 32;  // the most; row_lanes() picks fewer for short columns
-constexpr int64_t kTargetBlocks = 264;
+// Stage 1 aims at two blocks per SM of the reference GPU; a constant, so the splits (and the bits) follow the shape.
+constexpr int64_t kTargetBlocks = 2 * kernels::kReferenceSms;
 constexpr int64_t kMinRowsPerSplit = 256;  // fewer rows stay one kernel (no second stage)
 
 struct Outputs {
@@ -38,6 +40,7 @@ template <typename In>
 __global__ void column_sum_stage1(const In* in, int64_t ld, int64_t rows, int64_t cols, int64_t rows_per_split,
                                   float* partial, Outputs outputs) {
   __shared__ float sums[kRowLanes][kColumnsPerBlock + 1];
+  begin_after_producer();
   const int lane = threadIdx.x, row_lane = threadIdx.y, row_lanes = blockDim.y;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnsPerBlock + lane;
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_split;
@@ -60,6 +63,7 @@ __global__ void column_sum_stage1(const In* in, int64_t ld, int64_t rows, int64_
 }
 
 __global__ void column_sum_stage2(const float* partial, int64_t splits, int64_t cols, Outputs outputs) {
+  begin_after_producer();
   const int64_t col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (col >= cols) return;
   float total = 0.f;
@@ -107,14 +111,14 @@ void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
     partial = a.scratch;
   }
   dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(splits));
-  column_sum_stage1<In><<<grid, dim3(kColumnsPerBlock, row_lanes(rows_per_split)), 0, stream>>>(
-      a.in, a.ld, a.rows, a.cols, rows_per_split, partial, outputs);
-  DDPX_CHECK_LAUNCH("column_sum_stage1");
+  launch_after_producer("column_sum_stage1", column_sum_stage1<In>, grid,
+                                 dim3(kColumnsPerBlock, row_lanes(rows_per_split)), 0, stream, a.in, a.ld, a.rows,
+                                 a.cols, rows_per_split, partial, outputs);
   if (partial) {
     const int threads = 256;
-    column_sum_stage2<<<static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0, stream>>>(
-        partial, splits, a.cols, outputs);
-    DDPX_CHECK_LAUNCH("column_sum_stage2");
+    launch_after_producer("column_sum_stage2", column_sum_stage2,
+                                   static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0, stream,
+                                   partial, splits, a.cols, outputs);
   }
 }
 

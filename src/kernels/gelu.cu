@@ -5,24 +5,30 @@
 // the fp32 path evaluates (gelu(), gelu_derivative()), for |x| in [2^-16, 16) and both signs; inputs outside that
 // range (zero, tiny, huge, inf, NaN) are evaluated directly. So the bf16 path's fp32 intermediate is bit-identical
 // to the fp32 path's on the same input, which tests/kernels/test_elementwise.cpp checks on every bf16 value.
-// A block copies its 20 KB table from global memory (L2) to shared memory once, after issuing its first data loads.
+// A block copies its 20 KB table from global memory (L2) to shared memory once, asynchronously, starting before it
+// waits for the kernel before it (Note [Programmatic dependent launch], core/kernel_launch.cuh).
 // The tables are filled once per device by a small kernel (ensure_tables()); see the function for graph capture.
 #include <cuda_bf16.h>
+#include <cuda_pipeline.h>
 
 #include <array>
+#include <atomic>
 #include <initializer_list>
 #include <mutex>
 #include <type_traits>
 
-#include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
 #include "core/internal_assert.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/column_sum.hpp"
 #include "kernels/device_utils.cuh"
 #include "kernels/gelu.hpp"
 
 namespace ddpx {
 namespace {
+
+using kernels::Pack;
 
 constexpr int kThreads = 1024;
 constexpr int kPacksPerThread = 8;  // forward: packs (16 or 8 bytes) a thread loads before it computes
@@ -31,10 +37,10 @@ constexpr int kPacksPerThread = 8;  // forward: packs (16 or 8 bytes) a thread l
 constexpr int kColumnThreads = 256;
 constexpr int kRowWorkers = kThreads / kColumnThreads;
 constexpr int kRowsInFlight = 3;  // 4 spilled at 16-byte packs under the 64-register cap
-// The backward's row ranges: ceil(kRowRangeBlocks / column blocks) of them, so about one block per SM on an H100 or
-// H200. A constant rather than the device's SM count, so the bias gradient's partial sums (one per row range) and
+// The backward's row ranges: ceil(kReferenceSms / column blocks) of them, so about one block per SM on an H100 or
+// H200; the reference count rather than the device's, so the bias gradient's partial sums (one per row range) and
 // therefore its bits are the same on every GPU.
-constexpr int kRowRangeBlocks = 132;
+constexpr int kRowRangeBlocks = kernels::kReferenceSms;
 
 // Note [GELU of bf16 by table]: bf16 bit patterns (sign cleared) from 2^-16 up to, not including, 2^4.
 constexpr uint32_t kTableFirst = (127u - 16u) << 7;
@@ -59,6 +65,7 @@ __device__ __forceinline__ float evaluate(float x) {
 }
 
 __global__ void fill_tables_kernel() {
+  begin_after_producer();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= kTableEntries) return;
   const uint32_t sign = i < static_cast<int>(kTableSpan) ? 0u : 0x8000u;
@@ -79,13 +86,23 @@ __device__ __forceinline__ float look_up(const float* table, float x) {
 template <typename T>
 constexpr bool kByTable = std::is_same_v<T, __nv_bfloat16>;
 
-// The block's copy of one table (bf16 only; fp32 evaluates): all threads copy, then wait for each other.
+// The block's copy of one table (bf16 only; fp32 evaluates), in two halves: start_table_copy() issues
+// asynchronous copies (cp.async) before the kernel waits for its producer, which the table allows (Note
+// [Programmatic dependent launch]: the fill kernel is never launched right before an overlapping kernel), and
+// finish_table_copy() waits for them and for the block's other threads.
 template <typename T, Table kTable>
-__device__ __forceinline__ void copy_table(float* shared) {
+__device__ __forceinline__ void start_table_copy(float* shared) {
   if constexpr (kByTable<T>) {
     const float4* from = reinterpret_cast<const float4*>(g_tables[kTable]);
     for (int i = threadIdx.y * blockDim.x + threadIdx.x; i < kTableEntries / 4; i += blockDim.x * blockDim.y)
-      reinterpret_cast<float4*>(shared)[i] = from[i];
+      __pipeline_memcpy_async(reinterpret_cast<float4*>(shared) + i, from + i, sizeof(float4));
+    __pipeline_commit();
+  }
+}
+template <typename T>
+__device__ __forceinline__ void finish_table_copy() {
+  if constexpr (kByTable<T>) {
+    __pipeline_wait_prior(0);
     __syncthreads();
   }
 }
@@ -95,41 +112,6 @@ __device__ __forceinline__ float activation(const float* shared, float x) {
   if constexpr (kByTable<T>) return look_up<kTable>(shared, x);
   else return evaluate<kTable>(x);
 }
-
-// kBytes (16 or 8) of T held as raw words until they are computed on: 16 bytes are 8 bf16 values in 4 registers,
-// so a thread keeps twice the bytes in flight that widened floats would allow.
-template <typename T, int kBytes>
-struct Pack {
-  static constexpr int kWords = kBytes / 4;
-  static constexpr int kElements = kBytes / static_cast<int>(sizeof(T));
-  uint32_t word[kWords];
-
-  __device__ __forceinline__ void load(const T* p) {
-    if constexpr (kWords == 4) {
-      const uint4 r = *reinterpret_cast<const uint4*>(p);
-      word[0] = r.x, word[1] = r.y, word[2] = r.z, word[3] = r.w;
-    } else {
-      const uint2 r = *reinterpret_cast<const uint2*>(p);
-      word[0] = r.x, word[1] = r.y;
-    }
-  }
-  __device__ __forceinline__ void store(T* p) const {
-    if constexpr (kWords == 4) *reinterpret_cast<uint4*>(p) = make_uint4(word[0], word[1], word[2], word[3]);
-    else *reinterpret_cast<uint2*>(p) = make_uint2(word[0], word[1]);
-  }
-  __device__ __forceinline__ float get(int i) const {
-    if constexpr (std::is_same_v<T, float>) return __uint_as_float(word[i]);
-    else return __uint_as_float(i % 2 ? word[i / 2] & 0xffff0000u : word[i / 2] << 16);  // element 0 is the low half
-  }
-  __device__ __forceinline__ void set(int i, float v) {
-    if constexpr (std::is_same_v<T, float>) {
-      word[i] = __float_as_uint(v);
-    } else {
-      const uint32_t b = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-      word[i / 2] = i % 2 ? (word[i / 2] & 0xffffu) | (b << 16) : (word[i / 2] & 0xffff0000u) | b;
-    }
-  }
-};
 
 // Thread t of the grid's n threads takes packs t, t + n, ..., kPacksPerThread of them per pass, all loaded before
 // any is computed on: every thread gets the same count give or take one pass's remainder.
@@ -145,8 +127,10 @@ __global__ void __launch_bounds__(kThreads) gelu_forward_kernel(const T* x, T* o
     for (int i = 0; i < kPacksPerThread; ++i)
       if (first + i * stride < packs) in[i].load(x + P::kElements * (first + i * stride));
   };
+  start_table_copy<T, kGeluTable>(table);
+  begin_after_producer();
   load(start);  // in flight while the table is copied
-  copy_table<T, kGeluTable>(table);
+  finish_table_copy<T>();
   for (int64_t first = start; first < packs; first += kPacksPerThread * stride) {
     if (first != start) load(first);
 #pragma unroll
@@ -181,8 +165,10 @@ __global__ void __launch_bounds__(kThreads) gelu_backward_kernel(const T* x, T* 
       if (active && r < end) in[j].load(x + r * cols + col), g[j].load(grad + r * cols + col);
     }
   };
+  start_table_copy<T, kDerivativeTable>(table);
+  begin_after_producer();
   load(start);  // in flight while the table is copied
-  copy_table<T, kDerivativeTable>(table);
+  finish_table_copy<T>();
   for (int64_t row = start; active && row < end; row += kRowsInFlight * kRowWorkers) {
     if (row != start) load(row);
 #pragma unroll
@@ -232,34 +218,48 @@ int64_t row_ranges(int64_t rows, int64_t cols, int elements) {
   return std::max<int64_t>(1, std::min(rows, (kRowRangeBlocks + column - 1) / column));
 }
 
-// Note [GELU of bf16 by table]: fills the current device's tables before its first bf16 launch. Eagerly, the fill is
-// enqueued on `stream` and waited for once, so launches on any stream after it see the tables. While `stream` is
-// being captured into a CUDA graph nothing may be waited for, so the fill is captured before the launch and the
-// device is not marked ready: each replay refills the 40 KB (one small kernel) and an eager call still fills it.
+constexpr int kMaxDevices = 256;
+
+// Note [GELU of bf16 by table]: fills the current device's tables before its first bf16 launch, and says whether
+// it enqueued the fill on `stream` just now (the launch after it must then not overlap it: Note [Programmatic
+// dependent launch]). Eagerly, the fill is waited for once, so launches on any stream after it see the tables, and
+// later calls only read the device's ready flag. While `stream` is being captured into a CUDA graph nothing may be
+// waited for, so the fill is captured before the launch and the device is not marked ready: each replay refills the
+// 40 KB (one small kernel) and an eager call still fills it.
 template <typename T>
-void ensure_tables(cudaStream_t stream) {
+bool ensure_tables(cudaStream_t stream) {
   if constexpr (kByTable<T>) {
     static std::mutex mutex;
-    static std::array<bool, 256> ready{};
+    static std::array<std::atomic<bool>, kMaxDevices> ready{};
     int device = 0;
     DDPX_CUDA_CHECK(cudaGetDevice(&device));
+    const bool tracked = device < kMaxDevices;
+    if (tracked && ready[device].load(std::memory_order_acquire)) return false;
     const std::lock_guard<std::mutex> lock(mutex);
-    if (device < static_cast<int>(ready.size()) && ready[device]) return;
+    if (tracked && ready[device].load(std::memory_order_relaxed)) return false;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     DDPX_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    fill_tables_kernel<<<(kTableEntries + 255) / 256, 256, 0, stream>>>();
-    DDPX_CHECK_LAUNCH("fill_tables_kernel");
-    if (capture != cudaStreamCaptureStatusNone) return;
+    launch_after_producer("fill_tables_kernel", fill_tables_kernel, (kTableEntries + 255) / 256, 256, 0, stream);
+    if (capture != cudaStreamCaptureStatusNone) return true;
     DDPX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (device < static_cast<int>(ready.size())) ready[device] = true;
+    if (tracked) ready[device].store(true, std::memory_order_release);
+    return true;
+  } else {
+    return false;
   }
 }
 
+// One 1024-thread block per SM: the current device's SM count, asked once per device.
 int resident_blocks() {
-  int device = 0, sms = 0;
+  static std::array<std::atomic<int>, kMaxDevices> sms{};
+  int device = 0;
   DDPX_CUDA_CHECK(cudaGetDevice(&device));
-  DDPX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;  // one 1024-thread block per SM
+  if (device < kMaxDevices)
+    if (const int known = sms[device].load(std::memory_order_relaxed)) return known;
+  int count = 0;
+  DDPX_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  if (device < kMaxDevices) sms[device].store(count, std::memory_order_relaxed);
+  return count;
 }
 
 }  // namespace
@@ -268,15 +268,15 @@ template <typename T>
 void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream) {
   DDPX_REQUIRE(n % 4 == 0, "gelu_forward: element count {} must be a multiple of 4", n);
   if (n == 0) return;
-  ensure_tables<T>(stream);
+  const bool after_fill = ensure_tables<T>(stream);
   const auto launch = [&](auto kernel, int elements) {
     const int64_t packs = n / elements;
     const int64_t blocks = std::min<int64_t>(resident_blocks(), (packs + kThreads - 1) / kThreads);
-    kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, out, packs);
+    launch_kernel("gelu_forward_kernel", !after_fill, kernel, static_cast<unsigned>(blocks), kThreads, 0,
+                           stream, x, out, packs);
   };
   if (sixteen_bytes<T>(n, {x, out})) launch(gelu_forward_kernel<T, 16>, 16 / sizeof(T));
   else launch(gelu_forward_kernel<T, 8>, 8 / sizeof(T));
-  DDPX_CHECK_LAUNCH("gelu_forward_kernel");
 }
 
 size_t gelu_backward_scratch_floats(int64_t rows, int64_t cols) {
@@ -303,13 +303,12 @@ void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_
                          cols);
   }
   DDPX_REQUIRE(ranges <= 65535, "gelu_backward: {} row ranges exceed one launch's grid", ranges);
-  ensure_tables<T>(stream);
+  const bool after_fill = ensure_tables<T>(stream);
   const dim3 grid(static_cast<unsigned>(column_blocks(cols, elements)), static_cast<unsigned>(ranges));
   const dim3 block(kColumnThreads, kRowWorkers);
   float* partial = bias_grad ? scratch : nullptr;
-  if (wide) gelu_backward_kernel<T, 16><<<grid, block, 0, stream>>>(x, grad, rows, cols, partial);
-  else gelu_backward_kernel<T, 8><<<grid, block, 0, stream>>>(x, grad, rows, cols, partial);
-  DDPX_CHECK_LAUNCH("gelu_backward_kernel");
+  launch_kernel("gelu_backward_kernel", !after_fill, wide ? gelu_backward_kernel<T, 16> : gelu_backward_kernel<T, 8>,
+                         grid, block, 0, stream, x, grad, rows, cols, partial);
   if (!bias_grad) return;
   ColumnSumArgs<float> sum;
   sum.in = scratch, sum.ld = cols, sum.rows = ranges, sum.cols = cols;

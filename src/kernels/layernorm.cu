@@ -11,8 +11,9 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/column_sum.hpp"
 #include "kernels/device_utils.cuh"
 #include "kernels/layernorm.hpp"
@@ -29,9 +30,9 @@ constexpr int kRowsPerBlock = 8;  // = warps per block: the forward's, and the b
 constexpr int kThreads = 32 * kRowsPerBlock;
 // The backward spreads up to kWaveBlocks * kMaxRowsPerBlock rows evenly over at most kWaveBlocks blocks, one wave
 // at one block per SM on an H100 or H200 (ViT-L/32's 1,600 rows: 124 blocks of 13, where 200 blocks of 8 left 68
-// SMs with two blocks and 64 with one). A constant rather than the device's SM count, so the partial sums and
+// SMs with two blocks and 64 with one). The reference SM count rather than the device's, so the partial sums and
 // their bits are the same on every GPU.
-constexpr int kWaveBlocks = 132;
+constexpr int kWaveBlocks = kernels::kReferenceSms;
 constexpr int kMaxRowsPerBlock = 16;
 constexpr int kMaxHeldChunks = 8;  // 128-column chunks a warp holds in registers (32 floats a tensor per lane)
 
@@ -103,6 +104,7 @@ __device__ __forceinline__ void forward_row(const LayerNormForwardArgs<Out>& a, 
 
 template <typename Out, int kChunks>
 __global__ void layernorm_forward_kernel(LayerNormForwardArgs<Out> a) {
+  begin_after_producer();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row < a.rows) forward_row<Out, kChunks>(a, row, threadIdx.x % 32);
 }
@@ -212,6 +214,7 @@ __device__ __forceinline__ void column_partials(const LayerNormBackwardArgs<Out>
 // One warp per row, blockDim.x / 32 = backward_rows_per_block(a.rows) rows per block.
 template <typename Out, int kChunks>
 __global__ void __launch_bounds__(32 * kMaxRowsPerBlock) layernorm_backward_kernel(LayerNormBackwardArgs<Out> a) {
+  begin_after_producer();
   const int64_t first_row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32);
   const int64_t row = first_row + threadIdx.x / 32;
   if (row < a.rows) backward_row<Out, kChunks>(a, row, threadIdx.x % 32);
@@ -264,9 +267,9 @@ void layernorm_forward(const LayerNormForwardArgs<Out>& a, cudaStream_t stream) 
   check_shape(a.rows, a.dim, {a.ld_x, a.ld_y}, "layernorm_forward");
   const auto blocks = static_cast<unsigned>(forward_blocks(a.rows));
   by_width(a.dim, [&](auto chunks) {
-    layernorm_forward_kernel<Out, decltype(chunks)::value><<<blocks, kThreads, 0, stream>>>(a);
+    launch_after_producer("layernorm_forward_kernel", layernorm_forward_kernel<Out, decltype(chunks)::value>,
+                                   blocks, kThreads, 0, stream, a);
   });
-  DDPX_CHECK_LAUNCH("layernorm_forward_kernel");
 }
 
 template <typename Out>
@@ -277,10 +280,9 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
                layernorm_backward_scratch_floats(a.rows, a.dim));
   const int64_t blocks = backward_blocks(a.rows);
   by_width(a.dim, [&](auto chunks) {
-    layernorm_backward_kernel<Out, decltype(chunks)::value>
-        <<<static_cast<unsigned>(blocks), 32 * backward_rows_per_block(a.rows), 0, stream>>>(a);
+    launch_after_producer("layernorm_backward_kernel", layernorm_backward_kernel<Out, decltype(chunks)::value>,
+                                   static_cast<unsigned>(blocks), 32 * backward_rows_per_block(a.rows), 0, stream, a);
   });
-  DDPX_CHECK_LAUNCH("layernorm_backward_kernel");
   const int64_t sums = a.dx_column_sum ? 3 : 2;
   const size_t partial_floats = static_cast<size_t>(blocks * sums * a.dim);
   ColumnSumArgs<float> sum;

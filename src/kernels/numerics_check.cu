@@ -1,5 +1,6 @@
 // The device numerics check; see numerics_check.hpp.
 #include "core/cuda_check.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/numerics_check.hpp"
 
 namespace ddpx {
@@ -8,12 +9,14 @@ namespace {
 constexpr unsigned long long kNone = ~0ull;
 
 __global__ void reset_kernel(NumericsFlag* flag) {
+  begin_after_producer();
   *flag = NumericsFlag{};
   flag->step_bad_offset = kNone;
   flag->first_bad_offset = kNone;
 }
 
 __global__ void check_kernel(NumericsFlag* flag, const float* loss_ptr, float divergence_ratio) {
+  begin_after_producer();
   const float loss = *loss_ptr;
   const unsigned long long check = ++flag->steps_checked;
   int fault = 0;
@@ -41,13 +44,11 @@ __global__ void check_kernel(NumericsFlag* flag, const float* loss_ptr, float di
 }  // namespace
 
 void numerics_flag_reset(NumericsFlag* flag, cudaStream_t stream) {
-  reset_kernel<<<1, 1, 0, stream>>>(flag);
-  DDPX_CHECK_LAUNCH("numerics reset_kernel");
+  launch_after_producer("numerics reset_kernel", reset_kernel, 1, 1, 0, stream, flag);
 }
 
 void numerics_check_step(NumericsFlag* flag, const float* loss, float divergence_ratio, cudaStream_t stream) {
-  check_kernel<<<1, 1, 0, stream>>>(flag, loss, divergence_ratio);
-  DDPX_CHECK_LAUNCH("numerics check_kernel");
+  launch_after_producer("numerics check_kernel", check_kernel, 1, 1, 0, stream, flag, loss, divergence_ratio);
 }
 
 }  // namespace ddpx

@@ -8,9 +8,10 @@
 // low-rank instantiation measured on an H200 rounded some AdamW or SGD parameters one ulp apart before this.
 #include <cuda_fp16.h>
 
-#include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
 #include "core/internal_assert.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/device_utils.cuh"
 #include "kernels/optimizer.hpp"
 
@@ -103,6 +104,7 @@ __device__ __forceinline__ Float4 load_grads(const float* grads, const WireGrads
 template <GradSource kSource, int K = 1>
 __global__ void sgd_kernel(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low,
                            int64_t vectors, SgdUpdate u) {
+  begin_after_producer();
   int piece = -1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -132,6 +134,7 @@ __global__ void sgd_kernel(float* params, const float* grads, float* momentum_bu
 template <GradSource kSource, int K = 1>
 __global__ void adamw_kernel(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                              __nv_bfloat16* low, int64_t vectors, AdamWUpdate u) {
+  begin_after_producer();
   const float decay = 1.f - u.lr * u.weight_decay, step_size = u.lr / u.bias_correction1;
   int piece = -1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
@@ -156,6 +159,7 @@ __global__ void adamw_kernel(float* params, const float* grads, float* exp_avg, 
 }
 
 __global__ void cast_kernel(const float* in, __nv_bfloat16* out, int64_t vectors) {
+  begin_after_producer();
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x)
     store4(out + 4 * v, load4(in + 4 * v));
@@ -220,9 +224,9 @@ void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
   for_source<SgdKernels>(update.wire, [&](auto kernel) {
-    kernel<<<blocks, kThreads, 0, stream>>>(params, grads, momentum_buffer, low_copy, n / 4, update);
+    launch_after_producer("sgd_kernel", kernel, blocks, kThreads, 0, stream, params, grads, momentum_buffer,
+                                   low_copy, n / 4, update);
   });
-  DDPX_CHECK_LAUNCH("sgd_kernel");
 }
 
 void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, __nv_bfloat16* low_copy,
@@ -232,16 +236,16 @@ void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
   for_source<AdamWKernels>(update.wire, [&](auto kernel) {
-    kernel<<<blocks, kThreads, 0, stream>>>(params, grads, exp_avg, exp_avg_sq, low_copy, n / 4, update);
+    launch_after_producer("adamw_kernel", kernel, blocks, kThreads, 0, stream, params, grads, exp_avg,
+                                   exp_avg_sq, low_copy, n / 4, update);
   });
-  DDPX_CHECK_LAUNCH("adamw_kernel");
 }
 
 void cast_to_bf16(const float* in, __nv_bfloat16* out, int64_t n, cudaStream_t stream) {
   check_count(n, "cast_to_bf16");
   if (n == 0) return;
-  cast_kernel<<<kernels::elementwise_blocks(n / 4, kThreads), kThreads, 0, stream>>>(in, out, n / 4);
-  DDPX_CHECK_LAUNCH("cast_kernel");
+  launch_after_producer("cast_kernel", cast_kernel, kernels::elementwise_blocks(n / 4, kThreads), kThreads, 0,
+                                 stream, in, out, n / 4);
 }
 
 }  // namespace ddpx

@@ -2,8 +2,9 @@
 // threads take consecutive kx / columns, so both the image reads and the row writes are coalesced.
 #include <cuda_bf16.h>
 
-#include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/device_utils.cuh"
 #include "kernels/patch_embedding.hpp"
 
@@ -16,6 +17,7 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void patchify_kernel(const float* images, T* patches, PatchShape s, int64_t total) {
+  begin_after_producer();
   const int64_t P = s.patch_size, G = s.per_side(), N = G * G, K = s.patch_dim(), H = s.image_size;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -28,6 +30,7 @@ __global__ void patchify_kernel(const float* images, T* patches, PatchShape s, i
 
 __global__ void assemble_tokens_kernel(const float* patch_embed, const float* class_token, const float* pos,
                                        float* tokens, int64_t num_patches, int64_t dim, int64_t total) {
+  begin_after_producer();
   const int64_t S = num_patches + 1;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -40,6 +43,7 @@ __global__ void assemble_tokens_kernel(const float* patch_embed, const float* cl
 template <typename T>
 __global__ void gather_kernel(const float* d_tokens, T* d_patch_embed, int64_t num_patches, int64_t dim,
                               int64_t total) {
+  begin_after_producer();
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = e / dim, d = e % dim, b = row / num_patches, n = row % num_patches;
@@ -55,18 +59,17 @@ void patchify(const float* images, T* patches, const PatchShape& s, cudaStream_t
                "patchify: image size {} is not divisible by patch size {}", s.image_size, s.patch_size);
   const int64_t total = s.batch * s.num_patches() * s.patch_dim();
   if (total == 0) return;
-  patchify_kernel<T><<<kernels::elementwise_blocks(total, kThreads), kThreads, 0, stream>>>(images, patches, s,
-                                                                                            total);
-  DDPX_CHECK_LAUNCH("patchify_kernel");
+  launch_after_producer("patchify_kernel", patchify_kernel<T>, kernels::elementwise_blocks(total, kThreads),
+                                 kThreads, 0, stream, images, patches, s, total);
 }
 
 void assemble_tokens(const float* patch_embed, const float* class_token, const float* pos_embedding, float* tokens,
                      int64_t batch, int64_t num_patches, int64_t dim, cudaStream_t stream) {
   const int64_t total = batch * (num_patches + 1) * dim;
   if (total == 0) return;
-  assemble_tokens_kernel<<<kernels::elementwise_blocks(total, kThreads), kThreads, 0, stream>>>(
-      patch_embed, class_token, pos_embedding, tokens, num_patches, dim, total);
-  DDPX_CHECK_LAUNCH("assemble_tokens_kernel");
+  launch_after_producer("assemble_tokens_kernel", assemble_tokens_kernel,
+                                 kernels::elementwise_blocks(total, kThreads), kThreads, 0, stream, patch_embed,
+                                 class_token, pos_embedding, tokens, num_patches, dim, total);
 }
 
 template <typename T>
@@ -74,9 +77,8 @@ void gather_patch_token_grads(const float* d_tokens, T* d_patch_embed, int64_t b
                               int64_t dim, cudaStream_t stream) {
   const int64_t total = batch * num_patches * dim;
   if (total == 0) return;
-  gather_kernel<T><<<kernels::elementwise_blocks(total, kThreads), kThreads, 0, stream>>>(d_tokens, d_patch_embed,
-                                                                                          num_patches, dim, total);
-  DDPX_CHECK_LAUNCH("gather_kernel");
+  launch_after_producer("gather_kernel", gather_kernel<T>, kernels::elementwise_blocks(total, kThreads),
+                                 kThreads, 0, stream, d_tokens, d_patch_embed, num_patches, dim, total);
 }
 
 template void patchify<float>(const float*, float*, const PatchShape&, cudaStream_t);

@@ -4,8 +4,9 @@
 
 #include <cmath>
 
-#include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/device_utils.cuh"
 #include "kernels/softmax_xent.hpp"
 
@@ -33,6 +34,7 @@ template <typename T>
 __global__ void softmax_xent_rows(const float* logits, const int32_t* labels, int64_t classes, float grad_scale,
                                   T* dlogits, float* row_loss, int64_t batch) {
   __shared__ float shared[kThreads / 32];
+  begin_after_producer();
   const int64_t row = blockIdx.x;
   const float* x = logits + row * classes;
   T* dx = dlogits + row * classes;
@@ -53,6 +55,7 @@ __global__ void softmax_xent_rows(const float* logits, const int32_t* labels, in
 }
 
 __global__ void mean_of_rows(const float* row_loss, int64_t batch, float* loss) {
+  begin_after_producer();
   float acc = 0.f;
   for (int64_t r = threadIdx.x; r < batch; r += 32) acc += row_loss[r];
   acc = warp_sum(acc);
@@ -65,11 +68,9 @@ template <typename T>
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t batch, int64_t classes,
                            float grad_scale, float* loss, T* dlogits, float* row_loss, cudaStream_t stream) {
   DDPX_REQUIRE(batch > 0 && classes > 0, "softmax_cross_entropy: empty shape (batch {}, classes {})", batch, classes);
-  softmax_xent_rows<T><<<static_cast<unsigned>(batch), kThreads, 0, stream>>>(logits, labels, classes, grad_scale,
-                                                                              dlogits, row_loss, batch);
-  DDPX_CHECK_LAUNCH("softmax_xent_rows");
-  mean_of_rows<<<1, 32, 0, stream>>>(row_loss, batch, loss);
-  DDPX_CHECK_LAUNCH("mean_of_rows");
+  launch_after_producer("softmax_xent_rows", softmax_xent_rows<T>, static_cast<unsigned>(batch), kThreads, 0,
+                                 stream, logits, labels, classes, grad_scale, dlogits, row_loss, batch);
+  launch_after_producer("mean_of_rows", mean_of_rows, 1, 32, 0, stream, row_loss, batch, loss);
 }
 
 template void softmax_cross_entropy<float>(const float*, const int32_t*, int64_t, int64_t, float, float*, float*,

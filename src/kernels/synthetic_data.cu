@@ -3,6 +3,7 @@
 // element pair i of image b uses mix(image_key + b * 2^32 + i) -> two 24-bit uniforms -> Box-Muller.
 #include "core/error.hpp"
 #include "core/cuda_check.hpp"
+#include "core/kernel_launch.cuh"
 #include "kernels/device_utils.cuh"
 #include "kernels/synthetic_data.hpp"
 
@@ -24,6 +25,7 @@ uint64_t batch_key(uint64_t seed, uint64_t step, uint64_t stream) { return mix64
 
 __global__ void synthetic_kernel(float* images, int32_t* labels, int64_t batch, int64_t numel, int64_t classes,
                                  uint64_t image_key, uint64_t label_key) {
+  begin_after_producer();
   const int64_t pairs_per_image = (numel + 1) / 2, total = batch * pairs_per_image;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -49,10 +51,9 @@ void generate_synthetic_batch(float* d_images, int32_t* d_labels, int64_t batch,
                "generate_synthetic_batch: batch {}, image size {} and classes {} must be positive", batch,
                image_numel, classes);
   const int64_t total = batch * ((image_numel + 1) / 2);
-  synthetic_kernel<<<kernels::elementwise_blocks(total, kThreads), kThreads, 0, stream>>>(
-      d_images, d_labels, batch, image_numel, classes, batch_key(seed, step, kImageStream),
-      batch_key(seed, step, kLabelStream));
-  DDPX_CHECK_LAUNCH("synthetic_kernel");
+  launch_after_producer("synthetic_kernel", synthetic_kernel, kernels::elementwise_blocks(total, kThreads), kThreads, 0,
+                        stream, d_images, d_labels, batch, image_numel, classes, batch_key(seed, step, kImageStream),
+                        batch_key(seed, step, kLabelStream));
 }
 
 }  // namespace ddpx

@@ -5,6 +5,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "core/kernel_launch.cuh"
 
 namespace ddpx {
 namespace {
@@ -14,6 +15,7 @@ constexpr int kTile = 32, kRowsPerPass = 8;
 __global__ void transpose_kernel(const float* in, int64_t rows, int64_t cols, int64_t ld_in, float* out,
                                  int64_t ld_out) {
   __shared__ float tile[kTile][kTile + 1];
+  begin_after_producer();
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile, c0 = static_cast<int64_t>(blockIdx.x) * kTile;
 #pragma unroll
   for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
@@ -37,8 +39,8 @@ void transpose(const float* in, int64_t rows, int64_t cols, int64_t ld_in, float
                ld_out);
   if (rows == 0 || cols == 0) return;
   const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile));
-  transpose_kernel<<<grid, dim3(kTile, kRowsPerPass), 0, stream>>>(in, rows, cols, ld_in, out, ld_out);
-  DDPX_CHECK_LAUNCH("transpose_kernel");
+  launch_after_producer("transpose_kernel", transpose_kernel, grid, dim3(kTile, kRowsPerPass), 0, stream, in,
+                                 rows, cols, ld_in, out, ld_out);
 }
 
 }  // namespace ddpx
