@@ -108,6 +108,11 @@ TEST(KernelLaunch, ConsumerIsPlacedBeforeItsProducerFinishes) {
   Buffers b;
   cudaStream_t stream = nullptr;
   DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // Each kernel runs once first: loading a kernel on its first launch (CUDA's lazy module loading) waits for the
+  // work in flight, which would serialize the pair below.
+  launch_kernel("slow_producer", false, slow_producer, kBlocks, kThreads, 0, stream, b.data, 0);
+  launch_kernel("impatient_consumer", false, impatient_consumer, kBlocks, kThreads, 0, stream, b.data, b.copy);
+  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream));
   launch_after_producer("slow_producer", slow_producer, kBlocks, kThreads, 0, stream, b.data, 5);
   launch_after_producer("impatient_consumer", impatient_consumer, kBlocks, kThreads, 0, stream, b.data, b.copy);
   DDPX_CUDA_CHECK(cudaStreamSynchronize(stream));
