@@ -192,12 +192,9 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale2 = s.scale * kLog2e;
   for (int k0 = 0; k0 < S; k0 += kKeyChunk) {
-    // A 16-key tile wholly past the sequence is skipped: its scores stay 0, the softmax masks them to -inf, so its
-    // probabilities are 0 and its products would add nothing (ViT-B/16's 197 tokens: 13 tiles of 16 instead of 16).
     float sc[kKeyChunk / 8][4] = {};
 #pragma unroll
-    for (int nt = 0; nt < kKeyChunk / 8; nt += 2) {
-      if (k0 + 8 * nt >= S) break;
+    for (int nt = 0; nt < kKeyChunk / 8; nt += 2)
 #pragma unroll
       for (int kk = 0; kk < kSteps; ++kk) {
         uint32_t b[4];
@@ -205,11 +202,9 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
         mma(sc[nt], qa[kk], b[0], b[1]);
         mma(sc[nt + 1], qa[kk], b[2], b[3]);
       }
-    }
     online_softmax_chunk(sc, o, row_max, row_sum, k0, S, scale2, t);
 #pragma unroll
     for (int kt = 0; kt < kKeyChunk / 16; ++kt) {
-      if (k0 + 16 * kt >= S) break;
       uint32_t pa[4];
       c_to_a(pa, sc[2 * kt], sc[2 * kt + 1]);
 #pragma unroll
