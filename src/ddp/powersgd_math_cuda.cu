@@ -581,16 +581,16 @@ struct OrthPlan {
     const Table<OrthRef>* w = by_width;
     auto registers = [&](auto kernel, const Table<OrthRef>& t) {
       if (t.size)
-        launch_after_producer("orthogonalize_registers_kernel", kernel, t.size, kOrthThreads, 0, stream,
-                                       source, factors, t.data);
+        launch_after_producer("orthogonalize_registers_kernel", kernel, t.size, kOrthThreads, 0, stream, source,
+                              factors, t.data);
     };
     registers(orthogonalize_registers_kernel<1>, w[0]);
     registers(orthogonalize_registers_kernel<2>, w[1]);
     registers(orthogonalize_registers_kernel<4>, w[2]);
     registers(orthogonalize_registers_kernel<8>, w[3]);
     if (in_memory.size)
-      launch_after_producer("orthogonalize_memory_kernel", orthogonalize_memory_kernel, in_memory.size,
-                                     kOrthThreads, 0, stream, source, factors, in_memory.data);
+      launch_after_producer("orthogonalize_memory_kernel", orthogonalize_memory_kernel, in_memory.size, kOrthThreads, 0,
+                            stream, source, factors, in_memory.data);
   }
 };
 
@@ -765,9 +765,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       if (!tasks.size) continue;
       const int col0 = pass * kFactorChunk;
       auto launch = [&](auto kernel) {
-        launch_after_producer("error feedback and P = M Q kernel", kernel, tasks.size, kThreads, 0,
-                                       as_stream(stream), bucket, error_, packed_, p_, q_orth_, q_, deferred_,
-                                       matrices_.data, segments_.data, tasks.data, col0, pass == 0);
+        launch_after_producer("error feedback and P = M Q kernel", kernel, tasks.size, kThreads, 0, as_stream(stream),
+                              bucket, error_, packed_, p_, q_orth_, q_, deferred_, matrices_.data, segments_.data,
+                              tasks.data, col0, pass == 0);
       };
       switch (width_) {
         case 1: launch(begin_kernel<1>); break;
@@ -782,8 +782,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     if (!slab_tasks_.size) return;
     auto* partial = static_cast<float*>(scratch_.data());
     auto launch = [&](auto kernel) {
-      launch_after_producer("M^T P partial-sum kernel", kernel, slab_tasks_.size, kThreads, 0,
-                                     as_stream(stream), error_, p_, partial, matrices_.data, slab_tasks_.data);
+      launch_after_producer("M^T P partial-sum kernel", kernel, slab_tasks_.size, kThreads, 0, as_stream(stream),
+                            error_, p_, partial, matrices_.data, slab_tasks_.data);
     };
     switch (width_) {
       case 1: launch(slab_kernel<1>); break;
@@ -792,7 +792,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       default: launch(slab_kernel<8>); break;
     }
     launch_after_producer("M^T P reduction kernel", reduce_slabs_kernel, reduce_tasks_.size, kThreads, 0,
-                                   as_stream(stream), partial, q_, matrices_.data, reduce_tasks_.data);
+                          as_stream(stream), partial, q_, matrices_.data, reduce_tasks_.data);
   }
 
   void finish(float* bucket, void* stream) override { launch_finish(finish_tasks_, 0, bucket, stream); }
@@ -813,9 +813,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   void launch_finish(const Table<RowTask>& tasks, int deferred_value, float* bucket, void* stream) {
     const unsigned blocks = std::max(1u, tasks.size);  // one block at least: it sets the flag
     auto launch = [&](auto kernel) {
-      launch_after_producer("P Q^T and error update kernel", kernel, blocks, kThreads, 0, as_stream(stream),
-                                     bucket, error_, packed_, p_, q_, matrices_.data, segments_.data, tasks.data,
-                                     tasks.size, deferred_, deferred_value);
+      launch_after_producer("P Q^T and error update kernel", kernel, blocks, kThreads, 0, as_stream(stream), bucket,
+                            error_, packed_, p_, q_, matrices_.data, segments_.data, tasks.data, tasks.size, deferred_,
+                            deferred_value);
     };
     switch (finish_width_) {
       case 0: launch(finish_kernel<0>); break;

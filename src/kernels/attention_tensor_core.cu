@@ -463,8 +463,8 @@ void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf1
   dispatch_tensor_core_head_dim(s.head_dim, "tensor-core attention", [&](auto hd) {
     auto launch = [&](auto kernel, int threads) {
       set_shared(kernel, shared);
-      launch_after_producer("attention forward_kernel (tensor core)", kernel, grid, threads, shared, stream,
-                                     s, qkv, out, lse);
+      launch_after_producer("attention forward_kernel (tensor core)", kernel, grid, threads, shared, stream, s, qkv,
+                            out, lse);
     };
     if (warps == 4)
       launch(forward_kernel<decltype(hd)::value, 4>, 128);
@@ -480,8 +480,8 @@ void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, co
   dispatch_tensor_core_head_dim(s.head_dim, "tensor-core attention", [&](auto hd) {
     auto launch = [&](auto kernel, int threads) {
       set_shared(kernel, shared);
-      launch_after_producer("attention backward_kernel (tensor core)", kernel, grid, threads, shared,
-                                     stream, s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
+      launch_after_producer("attention backward_kernel (tensor core)", kernel, grid, threads, shared, stream, s, qkv,
+                            out, lse, d_out, d_qkv, d_bias_per_image);
     };
     if (backward_warps(s.seq) == 4)
       launch(backward_kernel<decltype(hd)::value, 4>, 128);

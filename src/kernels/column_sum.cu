@@ -112,13 +112,13 @@ void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
   }
   dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(splits));
   launch_after_producer("column_sum_stage1", column_sum_stage1<In>, grid,
-                                 dim3(kColumnsPerBlock, row_lanes(rows_per_split)), 0, stream, a.in, a.ld, a.rows,
-                                 a.cols, rows_per_split, partial, outputs);
+                        dim3(kColumnsPerBlock, row_lanes(rows_per_split)), 0, stream, a.in, a.ld, a.rows, a.cols,
+                        rows_per_split, partial, outputs);
   if (partial) {
     const int threads = 256;
     launch_after_producer("column_sum_stage2", column_sum_stage2,
-                                   static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0, stream,
-                                   partial, splits, a.cols, outputs);
+                          static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0, stream, partial, splits,
+                          a.cols, outputs);
   }
 }
 

@@ -272,8 +272,8 @@ void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream) {
   const auto launch = [&](auto kernel, int elements) {
     const int64_t packs = n / elements;
     const int64_t blocks = std::min<int64_t>(resident_blocks(), (packs + kThreads - 1) / kThreads);
-    launch_kernel("gelu_forward_kernel", !after_fill, kernel, static_cast<unsigned>(blocks), kThreads, 0,
-                           stream, x, out, packs);
+    launch_kernel("gelu_forward_kernel", !after_fill, kernel, static_cast<unsigned>(blocks), kThreads, 0, stream, x,
+                  out, packs);
   };
   if (sixteen_bytes<T>(n, {x, out})) launch(gelu_forward_kernel<T, 16>, 16 / sizeof(T));
   else launch(gelu_forward_kernel<T, 8>, 8 / sizeof(T));
@@ -308,7 +308,7 @@ void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_
   const dim3 block(kColumnThreads, kRowWorkers);
   float* partial = bias_grad ? scratch : nullptr;
   launch_kernel("gelu_backward_kernel", !after_fill, wide ? gelu_backward_kernel<T, 16> : gelu_backward_kernel<T, 8>,
-                         grid, block, 0, stream, x, grad, rows, cols, partial);
+                grid, block, 0, stream, x, grad, rows, cols, partial);
   if (!bias_grad) return;
   ColumnSumArgs<float> sum;
   sum.in = scratch, sum.ld = cols, sum.rows = ranges, sum.cols = cols;

@@ -267,8 +267,8 @@ void layernorm_forward(const LayerNormForwardArgs<Out>& a, cudaStream_t stream) 
   check_shape(a.rows, a.dim, {a.ld_x, a.ld_y}, "layernorm_forward");
   const auto blocks = static_cast<unsigned>(forward_blocks(a.rows));
   by_width(a.dim, [&](auto chunks) {
-    launch_after_producer("layernorm_forward_kernel", layernorm_forward_kernel<Out, decltype(chunks)::value>,
-                                   blocks, kThreads, 0, stream, a);
+    launch_after_producer("layernorm_forward_kernel", layernorm_forward_kernel<Out, decltype(chunks)::value>, blocks,
+                          kThreads, 0, stream, a);
   });
 }
 
@@ -281,7 +281,7 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
   const int64_t blocks = backward_blocks(a.rows);
   by_width(a.dim, [&](auto chunks) {
     launch_after_producer("layernorm_backward_kernel", layernorm_backward_kernel<Out, decltype(chunks)::value>,
-                                   static_cast<unsigned>(blocks), 32 * backward_rows_per_block(a.rows), 0, stream, a);
+                          static_cast<unsigned>(blocks), 32 * backward_rows_per_block(a.rows), 0, stream, a);
   });
   const int64_t sums = a.dx_column_sum ? 3 : 2;
   const size_t partial_floats = static_cast<size_t>(blocks * sums * a.dim);

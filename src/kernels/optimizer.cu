@@ -224,8 +224,8 @@ void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
   for_source<SgdKernels>(update.wire, [&](auto kernel) {
-    launch_after_producer("sgd_kernel", kernel, blocks, kThreads, 0, stream, params, grads, momentum_buffer,
-                                   low_copy, n / 4, update);
+    launch_after_producer("sgd_kernel", kernel, blocks, kThreads, 0, stream, params, grads, momentum_buffer, low_copy,
+                          n / 4, update);
   });
 }
 
@@ -236,16 +236,16 @@ void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
   for_source<AdamWKernels>(update.wire, [&](auto kernel) {
-    launch_after_producer("adamw_kernel", kernel, blocks, kThreads, 0, stream, params, grads, exp_avg,
-                                   exp_avg_sq, low_copy, n / 4, update);
+    launch_after_producer("adamw_kernel", kernel, blocks, kThreads, 0, stream, params, grads, exp_avg, exp_avg_sq,
+                          low_copy, n / 4, update);
   });
 }
 
 void cast_to_bf16(const float* in, __nv_bfloat16* out, int64_t n, cudaStream_t stream) {
   check_count(n, "cast_to_bf16");
   if (n == 0) return;
-  launch_after_producer("cast_kernel", cast_kernel, kernels::elementwise_blocks(n / 4, kThreads), kThreads, 0,
-                                 stream, in, out, n / 4);
+  launch_after_producer("cast_kernel", cast_kernel, kernels::elementwise_blocks(n / 4, kThreads), kThreads, 0, stream,
+                        in, out, n / 4);
 }
 
 }  // namespace ddpx

@@ -59,17 +59,16 @@ void patchify(const float* images, T* patches, const PatchShape& s, cudaStream_t
                "patchify: image size {} is not divisible by patch size {}", s.image_size, s.patch_size);
   const int64_t total = s.batch * s.num_patches() * s.patch_dim();
   if (total == 0) return;
-  launch_after_producer("patchify_kernel", patchify_kernel<T>, kernels::elementwise_blocks(total, kThreads),
-                                 kThreads, 0, stream, images, patches, s, total);
+  launch_after_producer("patchify_kernel", patchify_kernel<T>, kernels::elementwise_blocks(total, kThreads), kThreads,
+                        0, stream, images, patches, s, total);
 }
 
 void assemble_tokens(const float* patch_embed, const float* class_token, const float* pos_embedding, float* tokens,
                      int64_t batch, int64_t num_patches, int64_t dim, cudaStream_t stream) {
   const int64_t total = batch * (num_patches + 1) * dim;
   if (total == 0) return;
-  launch_after_producer("assemble_tokens_kernel", assemble_tokens_kernel,
-                                 kernels::elementwise_blocks(total, kThreads), kThreads, 0, stream, patch_embed,
-                                 class_token, pos_embedding, tokens, num_patches, dim, total);
+  launch_after_producer("assemble_tokens_kernel", assemble_tokens_kernel, kernels::elementwise_blocks(total, kThreads),
+                        kThreads, 0, stream, patch_embed, class_token, pos_embedding, tokens, num_patches, dim, total);
 }
 
 template <typename T>
@@ -77,8 +76,8 @@ void gather_patch_token_grads(const float* d_tokens, T* d_patch_embed, int64_t b
                               int64_t dim, cudaStream_t stream) {
   const int64_t total = batch * num_patches * dim;
   if (total == 0) return;
-  launch_after_producer("gather_kernel", gather_kernel<T>, kernels::elementwise_blocks(total, kThreads),
-                                 kThreads, 0, stream, d_tokens, d_patch_embed, num_patches, dim, total);
+  launch_after_producer("gather_kernel", gather_kernel<T>, kernels::elementwise_blocks(total, kThreads), kThreads, 0,
+                        stream, d_tokens, d_patch_embed, num_patches, dim, total);
 }
 
 template void patchify<float>(const float*, float*, const PatchShape&, cudaStream_t);

@@ -68,8 +68,8 @@ template <typename T>
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t batch, int64_t classes,
                            float grad_scale, float* loss, T* dlogits, float* row_loss, cudaStream_t stream) {
   DDPX_REQUIRE(batch > 0 && classes > 0, "softmax_cross_entropy: empty shape (batch {}, classes {})", batch, classes);
-  launch_after_producer("softmax_xent_rows", softmax_xent_rows<T>, static_cast<unsigned>(batch), kThreads, 0,
-                                 stream, logits, labels, classes, grad_scale, dlogits, row_loss, batch);
+  launch_after_producer("softmax_xent_rows", softmax_xent_rows<T>, static_cast<unsigned>(batch), kThreads, 0, stream,
+                        logits, labels, classes, grad_scale, dlogits, row_loss, batch);
   launch_after_producer("mean_of_rows", mean_of_rows, 1, 32, 0, stream, row_loss, batch, loss);
 }
 

@@ -39,8 +39,8 @@ void transpose(const float* in, int64_t rows, int64_t cols, int64_t ld_in, float
                ld_out);
   if (rows == 0 || cols == 0) return;
   const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile));
-  launch_after_producer("transpose_kernel", transpose_kernel, grid, dim3(kTile, kRowsPerPass), 0, stream, in,
-                                 rows, cols, ld_in, out, ld_out);
+  launch_after_producer("transpose_kernel", transpose_kernel, grid, dim3(kTile, kRowsPerPass), 0, stream, in, rows,
+                        cols, ld_in, out, ld_out);
 }
 
 }  // namespace ddpx

@@ -41,7 +41,8 @@ def run(text, *args):
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
         f.write(text)
     try:
-        return subprocess.run([sys.executable, SCRIPT, f.name, *args], capture_output=True, text=True, check=True).stdout
+        result = subprocess.run([sys.executable, SCRIPT, f.name, *args], capture_output=True, text=True, check=True)
+        return result.stdout
     finally:
         os.unlink(f.name)
 
