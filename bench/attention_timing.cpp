@@ -3,7 +3,7 @@
 // tf32 precision's path); a measurement tool, not a test. For each shape: fresh random qkv and d_out on the GPU, 5
 // warm-up pairs, then --repeat forward and backward calls each timed with CUDA events; prints the median, the
 // achieved TFLOP/s (forward 2 matmuls, backward 5 over the sequence squared x head_dim) and the per-image bias
-// sums' share. Usage: attention_timing [--repeat 50]
+// sums' share. Usage: attention_timing [--repeat 50] [--shape vit_b_16] (--shape: that bf16 shape only, e.g. for ncu)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -65,8 +65,11 @@ void time_shape(const NamedShape& named, int repeat, bool tf32 = false) {
 
 int main(int argc, char** argv) {
   int repeat = 50;
-  for (int i = 1; i + 1 < argc; i += 2)
+  const char* only = nullptr;
+  for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--shape") == 0) only = argv[i + 1];
+  }
   auto shape = [](int64_t batch, int64_t seq, int64_t heads, int64_t head_dim) {
     AttentionShape s;
     s.batch = batch, s.seq = seq, s.heads = heads, s.head_dim = head_dim;
@@ -76,6 +79,11 @@ int main(int argc, char** argv) {
   const NamedShape shapes[] = {{"vit_l_32", shape(32, 50, 16, 64)},
                                {"vit_b_16", shape(256, 197, 12, 64)},
                                {"vit_h_14", shape(32, 257, 16, 80)}};
+  if (only != nullptr) {
+    for (const auto& named : shapes)
+      if (std::strcmp(named.name, only) == 0) time_shape<bf16>(named, repeat);
+    return 0;
+  }
   for (const auto& named : shapes) time_shape<bf16>(named, repeat);
   time_shape<float>(shapes[0], repeat);
   time_shape<float>(shapes[0], repeat, true);

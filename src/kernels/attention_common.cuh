@@ -21,10 +21,22 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 __host__ __device__ constexpr int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
-// One online-softmax step over a chunk of NT 8-key score tiles starting at key k0 (keys from S on are masked):
-// the scores become exp2(score * scale2 - running max), the running max and sum of each of the thread's two rows
-// are updated (the max over the row's 4 lanes), and the output accumulators o are rescaled to the new max.
-template <int NT, int DT>
+// 2^x by the special-function unit alone (ex2.approx.ftz: about 2 ulp, results below 2^-126 flushed to zero, which
+// a softmax weight that small is against a row maximum of 1). exp2f adds range scaling around the same
+// instruction for subnormal results; in these kernels that was a quarter of the softmax's instructions.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// One online-softmax step over a chunk of NT 8-key score tiles starting at key k0, the scores raw (unscaled) as
+// the Q K^T products left them: they become exp2(score * scale2 - running max), one FFMA and one exp2 each, the
+// running max (log2 domain, scaled) and sum of each of the thread's two rows are updated (the max over the row's
+// 4 lanes), and the output accumulators o are rescaled to the new max. Masked: keys from S on are masked (the
+// chunk holding the sequence's end); the other chunks skip the per-score index test. scale2 must be positive (the
+// max of the raw scores is then the max of the scaled ones): attention_tensor_core_supported asks.
+template <bool Masked, int NT, int DT>
 __device__ __forceinline__ void online_softmax_chunk(float (&sc)[NT][4], float (&o)[DT][4], float (&row_max)[2],
                                                      float (&row_sum)[2], int k0, int S, float scale2, int t) {
   float chunk_max[2] = {-INFINITY, -INFINITY};
@@ -32,24 +44,27 @@ __device__ __forceinline__ void online_softmax_chunk(float (&sc)[NT][4], float (
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int j = k0 + 8 * nt + 2 * t + (e & 1);
-      sc[nt][e] = j < S ? sc[nt][e] * scale2 : -INFINITY;
+      if constexpr (Masked) {
+        const int j = k0 + 8 * nt + 2 * t + (e & 1);
+        if (j >= S) sc[nt][e] = -INFINITY;
+      }
       chunk_max[e / 2] = fmaxf(chunk_max[e / 2], sc[nt][e]);
     }
-  float correction[2], chunk_sum[2] = {0.f, 0.f};
+  float correction[2], chunk_sum[2] = {0.f, 0.f}, neg_max[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(0xffffffffu, chunk_max[r], 1));
     chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(0xffffffffu, chunk_max[r], 2));
-    const float new_max = fmaxf(row_max[r], chunk_max[r]);  // finite: every chunk has a valid key
-    correction[r] = exp2f(row_max[r] - new_max);
+    const float new_max = fmaxf(row_max[r], chunk_max[r] * scale2);  // finite: every chunk has a valid key
+    correction[r] = fast_exp2(row_max[r] - new_max);                 // 0 at the first chunk (row_max -inf)
     row_max[r] = new_max;
+    neg_max[r] = -new_max;
   }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      sc[nt][e] = exp2f(sc[nt][e] - row_max[e / 2]);
+      sc[nt][e] = fast_exp2(fmaf(sc[nt][e], scale2, neg_max[e / 2]));  // masked: exp2(-inf) = 0
       chunk_sum[e / 2] += sc[nt][e];
     }
 #pragma unroll

@@ -161,7 +161,10 @@ __global__ void __launch_bounds__(128, 4) forward_kernel(AttentionShape s, const
         mma(sc[nt + 1], a, bb[2], bb[3]);
       }
     }
-    online_softmax_chunk(sc, o, row_max, row_sum, k0, S, scale2, t);
+    if (k0 + kKeyChunk <= S)  // only the chunk holding the sequence's end has keys to mask
+      online_softmax_chunk<false>(sc, o, row_max, row_sum, k0, S, scale2, t);
+    else
+      online_softmax_chunk<true>(sc, o, row_max, row_sum, k0, S, scale2, t);
 #pragma unroll
     for (int kt = 0; kt < kKeyChunk / 8; ++kt) {
       uint32_t pa[4];
@@ -354,6 +357,7 @@ bool attention_tf32_supported(const AttentionShape& s, const void* qkv, const vo
                               const void* d_qkv) {
   const bool head_dim_ok = s.head_dim == 32 || s.head_dim == 64 || s.head_dim == 80;
   if (!s.tf32 || !head_dim_ok || s.seq <= 0 || s.seq > 4096 || s.batch <= 0 || s.heads <= 0) return false;
+  if (!(s.scale > 0.f)) return false;  // online_softmax_chunk takes the max of the raw scores
   if (!aligned16(qkv) || !aligned16(out) || !aligned16(d_out) || !aligned16(d_qkv)) return false;
   const size_t limit = static_cast<size_t>(max_shared_bytes());
   return forward_shared_bytes(s) <= limit && backward_shared_bytes(s) <= limit;

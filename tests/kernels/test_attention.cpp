@@ -139,6 +139,7 @@ TEST(Attention, Bf16WithinRounding) {
   check_attention<__nv_bfloat16>(2, 17, 4, 8, 2e-2, 11);   // no tensor-core kernel for head_dim 8: CUDA cores
   check_attention<__nv_bfloat16>(2, 64, 2, 64, 2e-2, 18);  // the longest backward with all four matrices shared
   check_attention<__nv_bfloat16>(2, 65, 2, 32, 2e-2, 19);  // the shortest with two (A fragments from global)
+  check_attention<__nv_bfloat16>(1, 128, 2, 64, 2e-2, 20);  // whole key chunks and tiles only: no step masks keys
 }
 
 }  // namespace
