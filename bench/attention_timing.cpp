@@ -81,8 +81,9 @@ int main(int argc, char** argv) {
                                {"vit_h_14", shape(32, 257, 16, 80)}};
   if (only != nullptr) {
     for (const auto& named : shapes)
-      if (std::strcmp(named.name, only) == 0) time_shape<bf16>(named, repeat);
-    return 0;
+      if (std::strcmp(named.name, only) == 0) return time_shape<bf16>(named, repeat), 0;
+    std::fprintf(stderr, "attention_timing: --shape %s is not one of vit_l_32, vit_b_16, vit_h_14\n", only);
+    return 2;
   }
   for (const auto& named : shapes) time_shape<bf16>(named, repeat);
   time_shape<float>(shapes[0], repeat);

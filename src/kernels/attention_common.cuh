@@ -35,7 +35,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // running max (log2 domain, scaled) and sum of each of the thread's two rows are updated (the max over the row's
 // 4 lanes), and the output accumulators o are rescaled to the new max. Masked: keys from S on are masked (the
 // chunk holding the sequence's end); the other chunks skip the per-score index test. scale2 must be positive (the
-// max of the raw scores is then the max of the scaled ones): attention_tensor_core_supported asks.
+// max of the raw scores is then the max of the scaled ones): attention_tensor_core_supported and
+// attention_tf32_supported ask.
 template <bool Masked, int NT, int DT>
 __device__ __forceinline__ void online_softmax_chunk(float (&sc)[NT][4], float (&o)[DT][4], float (&row_max)[2],
                                                      float (&row_sum)[2], int k0, int S, float scale2, int t) {
