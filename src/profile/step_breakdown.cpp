@@ -99,14 +99,22 @@ std::string format_ddp_cost(const std::optional<DdpCost>& cost) {
     return "# DDP cost: not calibrated (no calibration steps in the warm-up: --calibrate-steps, --warmup); only the "
            "exposed communication above is known, the cost hidden under overlap is not\n";
   const DdpCost& d = *cost;
+  const std::string hooks =
+      d.hook_work_sampled
+          ? fmt::format("#   the hooks ran {:.3f} ms under compute (overlapped: they cost the step only through that "
+                        "slowdown)\n",
+                        d.hook_work_ms)
+          : std::string("#   the hooks' time under compute was not sampled: CUDA runs time their buckets only at "
+                        "progress lines, and none fell in the measured steps (a smaller --log-every samples it; "
+                        "the comm phase above is then only its exposed part)\n");
   return fmt::format(
       "# DDP cost: {:.3f} ms ({:.1f}% of the step) = exposed comm {:.3f} + compute slowed by DDP's work beside it "
       "{:.3f}\n"
-      "#   the hooks ran {:.3f} ms under compute (overlapped: they cost the step only through that slowdown)\n"
+      "{}"
       "#   measured DDP step {:.3f} ms - calibrated plain step {:.3f} ms ({} calibration step{} per rank: no "
       "reducer during backward)\n",
-      d.cost_ms, 100.0 * d.fraction(), d.exposed_comm_ms, d.hidden_ms(), d.hook_work_ms, d.measured_step_ms,
-      d.plain_step_ms, d.calibration_steps, d.calibration_steps == 1 ? "" : "s");
+      d.cost_ms, 100.0 * d.fraction(), d.exposed_comm_ms, d.hidden_ms(), hooks, d.measured_step_ms, d.plain_step_ms,
+      d.calibration_steps, d.calibration_steps == 1 ? "" : "s");
 }
 
 StepBreakdown summarize_steps(const RunReport& report) {

@@ -265,7 +265,7 @@ void to_json(json& j, const DdpCost& v) {
   j = json{{"calibration_steps", v.calibration_steps}, {"measured_step_ms", v.measured_step_ms},
            {"plain_step_ms", v.plain_step_ms},           {"cost_ms", v.cost_ms},
            {"exposed_comm_ms", v.exposed_comm_ms},       {"hook_work_ms", v.hook_work_ms},
-           {"other_ms", v.other_ms}};
+           {"hook_work_sampled", v.hook_work_sampled}, {"other_ms", v.other_ms}};
 }
 
 void from_json(const json& j, DdpCost& v) {
@@ -276,6 +276,8 @@ void from_json(const json& j, DdpCost& v) {
   jf::require(j, record, "cost_ms", v.cost_ms);
   jf::require(j, record, "exposed_comm_ms", v.exposed_comm_ms);
   jf::require(j, record, "hook_work_ms", v.hook_work_ms);
+  v.hook_work_sampled = true;  // reports written before the field carried a measured figure
+  jf::optional(j, record, "hook_work_sampled", v.hook_work_sampled);
   jf::require(j, record, "other_ms", v.other_ms);
   DDPX_REQUIRE(v.calibration_steps > 0, "ddp cost: field 'calibration_steps' must be positive, got {}",
                v.calibration_steps);

@@ -89,6 +89,9 @@ struct DdpCost {
   double cost_ms = 0;             // measured_step_ms - plain_step_ms
   double exposed_comm_ms = 0;     // communication not covered by compute (the breakdown's exposed_comm)
   double hook_work_ms = 0;        // the hooks' time that overlapped compute (bucket intervals minus the exposed part)
+  // Whether every rank timed its buckets in some measured step (CUDA runs time them at progress lines only): when
+  // false, hook_work_ms is 0 because nothing was measured, not because the hooks took no time, and says so.
+  bool hook_work_sampled = true;
   double other_ms = 0;            // the rest: reducer machinery, a backward slowed by sharing the device
   double fraction() const { return measured_step_ms > 0 ? cost_ms / measured_step_ms : 0; }
   // What DDP's work beside the compute cost the step: everything but the exposed communication. This, not

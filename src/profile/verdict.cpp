@@ -95,10 +95,12 @@ std::string communication_advice(const RunConfig& c, const Link& link, size_t bu
 // time under compute is said apart, not as a term: it overlapped the backward pass and costs the step only through
 // the slowdown (5.1 ms of cast kernels beside the backward cost a bf16 step 1.1 ms on the H200).
 std::string cost_sentence(const DdpCost& d) {
+  const std::string hooks = d.hook_work_sampled ? fmt::format("the hooks ran {} ms under compute", ms(d.hook_work_ms))
+                                                : std::string("the hooks' time under compute not sampled");
   return fmt::format("{} of the step ({} of {} ms: exposed communication {} + compute slowed by DDP's work beside it "
-                     "{}; the hooks ran {} ms under compute; calibrated plain step {} ms)",
+                     "{}; {}; calibrated plain step {} ms)",
                      pct(d.fraction()), ms(d.cost_ms), ms(d.measured_step_ms), ms(d.exposed_comm_ms),
-                     ms(d.hidden_ms()), ms(d.hook_work_ms), ms(d.plain_step_ms));
+                     ms(d.hidden_ms()), hooks, ms(d.plain_step_ms));
 }
 
 // What DDP on one GPU (one CPU rank) costs: the calibrated cost when there is one, else only the exposed part,

@@ -107,6 +107,27 @@ TEST(DdpCost, BreakdownPrintsThePartsAndCarriesThemInJson) {
   EXPECT_DOUBLE_EQ(j.at("ddp_cost").at("plain_step_ms").get<double>(), 8.0);
 }
 
+// A CUDA run times its buckets at progress lines only: with none in the measured steps, the hooks' time under
+// compute is unknown and is said so, never printed as 0 ms (it was: "the hooks ran 0.000 ms under compute").
+TEST(DdpCost, HookTimeUnsampledIsSaidUnknownNotZero) {
+  RunReport report = report_of(2);
+  for (StepRecord& step : report.ranks.back().steps) step.buckets.clear();  // one rank sampled none
+  const std::optional<DdpCost> cost = ddp_cost_of(report);
+  ASSERT_TRUE(cost.has_value());
+  EXPECT_FALSE(cost->hook_work_sampled);
+  EXPECT_NEAR(cost->exposed_comm_ms + cost->hook_work_ms + cost->other_ms, cost->cost_ms, 1e-12);
+  const std::string table = format_breakdown(summarize_steps(report));
+  EXPECT_EQ(table.find("the hooks ran"), std::string::npos) << table;
+  EXPECT_NE(table.find("the hooks' time under compute was not sampled"), std::string::npos) << table;
+  EXPECT_NE(table.find("--log-every"), std::string::npos) << table;
+  EXPECT_TRUE(ddp_cost_of(report_of(2))->hook_work_sampled);
+  // Carried through the report's JSON; a report written before the field reads as sampled.
+  nlohmann::json j = *cost;
+  EXPECT_FALSE(j.get<DdpCost>().hook_work_sampled);
+  j.erase("hook_work_sampled");
+  EXPECT_TRUE(j.get<DdpCost>().hook_work_sampled);
+}
+
 TEST(DdpCost, CalibrationRecordsAndTheCostRoundTripThroughTheReportJson) {
   RunReport report = report_of(2);
   report.ddp_cost = ddp_cost_of(report);

@@ -164,6 +164,18 @@ TEST(Verdict, HiddenDdpCostAtWorldOneIsReportedAsTheSumOfItsParts) {
   EXPECT_EQ(diagnose(cpu).notes.at(0).rfind("DDP on one CPU rank costs 6.7% of the step (0.70 of 10.5 ms", 0), 0u);
 }
 
+// No measured step timed its buckets (CUDA samples them at progress lines): the sentence says the hooks' time is
+// unknown instead of "ran 0.00 ms".
+TEST(Verdict, UnsampledHookTimeIsNotStatedAsZero) {
+  RunReport report = hidden_cost_report(1);
+  for (StepRecord& step : report.ranks.front().steps) step.buckets.clear();
+  const Verdict v = diagnose(report);
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_EQ(v.notes[0].find("the hooks ran"), std::string::npos) << v.notes[0];
+  EXPECT_NE(v.notes[0].find("the hooks' time under compute not sampled; calibrated plain step"), std::string::npos)
+      << v.notes[0];
+}
+
 // Calibrated plain steps that happened to run slower than the DDP steps: no negative cost is offered as a saving.
 TEST(Verdict, ADdpStepNoSlowerThanThePlainStepCostsNothingMeasurable) {
   RunReport report = hidden_cost_report(1);
