@@ -52,10 +52,10 @@ int cold_copies(size_t bytes_per_copy) {
 }
 
 struct LayerOperands {  // one copy of what a layer's LayerNorm and GELU read and write
-  DeviceBuffer<float> x, dy, dx, mean, rstd;
-  DeviceBuffer<bf16> y, dx_copy, hidden, hidden_grad;
+  DeviceBuffer<float> x, dx, mean, rstd;
+  DeviceBuffer<bf16> dy, y, dx_copy, hidden, hidden_grad;  // dy: the bf16 input gradient of the next matmul
   LayerOperands(int64_t rows, int64_t dim, int64_t mlp, uint64_t seed)
-      : x(rows * dim, "x"), dy(rows * dim, "dy"), dx(rows * dim, "dx"), mean(rows, "mean"), rstd(rows, "rstd"),
+      : x(rows * dim, "x"), dx(rows * dim, "dx"), mean(rows, "mean"), rstd(rows, "rstd"), dy(rows * dim, "dy"),
         y(rows * dim, "y"), dx_copy(rows * dim, "dx_copy"), hidden(rows * mlp, "hidden"),
         hidden_grad(rows * mlp, "hidden_grad") {
     bench::fill_uniform(x.get(), rows * dim, seed);
@@ -67,7 +67,7 @@ struct LayerOperands {  // one copy of what a layer's LayerNorm and GELU read an
 };
 
 void time_shape(const char* name, int64_t rows, int64_t dim, int64_t mlp, int batches) {
-  const size_t copy_bytes = static_cast<size_t>(rows) * (dim * (3 * 4 + 2 * 2) + mlp * 2 * 2);
+  const size_t copy_bytes = static_cast<size_t>(rows) * (dim * (2 * 4 + 3 * 2) + mlp * 2 * 2);
   const int copies = cold_copies(copy_bytes);
   std::vector<std::unique_ptr<LayerOperands>> ops;
   for (int c = 0; c < copies; ++c) ops.push_back(std::make_unique<LayerOperands>(rows, dim, mlp, 10 * c + 1));

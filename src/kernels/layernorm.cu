@@ -114,7 +114,7 @@ __global__ void layernorm_forward_kernel(LayerNormForwardArgs<Out> a) {
 template <typename Out, int kChunks>
 __device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a, int64_t row, int lane) {
   const float* x = a.x + row * a.ld_x;
-  const float* dy = a.dy + row * a.ld_dy;
+  const Out* dy = a.dy + row * a.ld_dy;
   float* dx = a.dx + row * a.ld_dx;
   const int dim = static_cast<int>(a.dim);
   const float mean = a.mean[row], rstd = a.rstd[row];

@@ -9,6 +9,8 @@
 //    read); dx_column_sum (if not nullptr) += the column sums of the new dx: the bias gradient of the
 //    linear layer whose output is this residual-stream gradient (fused here to save a pass over dx).
 //    Parameter-gradient sums use per-block partials and a fixed-order column sum: deterministic.
+//  - dy has the Out type: the input gradient of the matmul that read y, stored in that matmul's operand type
+//    (Note [LayerNorm's incoming gradient in the operand type], model_cuda/vit/vit_cuda.cpp); all arithmetic is fp32.
 //  - dim must be a multiple of 4 and the leading dimensions too (16-byte vector access). gamma/beta are fp32.
 //  - Each call enqueues its kernels on `stream` and allocates nothing; scratch comes from the caller.
 #pragma once
@@ -40,7 +42,7 @@ struct LayerNormBackwardArgs {
   const float* mean = nullptr;
   const float* rstd = nullptr;
   const float* gamma = nullptr;
-  const float* dy = nullptr;  // gradient of y, fp32
+  const Out* dy = nullptr;    // gradient of y, Out-typed (Note [LayerNorm's incoming gradient in the operand type])
   int64_t ld_dy = 0;
   float* dx = nullptr;        // fp32, ld_dx
   Out* dx_copy = nullptr;     // optional Out-typed copy of dx, ld_dx

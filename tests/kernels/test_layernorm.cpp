@@ -2,7 +2,9 @@
 // rows of the encoder output), accumulation into existing gradients and the fused column sums of dx.
 // Widths up to 1024 are held in registers, wider ones streamed (layernorm.cu); both kinds are covered, and the
 // backward's block sizes: 1 to 16 rows spread over one wave, 8 rows past it.
-// Tolerances (norm-wise relative): fp32 outputs and gradients 1e-5; bf16 outputs 8e-3 (one bf16 rounding).
+// Tolerances (norm-wise relative): fp32 outputs and gradients 1e-5; bf16 outputs 8e-3 (one bf16 rounding). The
+// incoming gradient dy has the Out type; the reference reads the same (rounded) values, so the fp32 gradients keep
+// 1e-5 in both precisions.
 #include <gtest/gtest.h>
 
 #include "gpu_guard.hpp"
@@ -54,12 +56,15 @@ void check_layernorm(int64_t rows, int64_t dim, int64_t ld_x, bool accumulate, d
   auto gamma = random_vector(dim, seed + 1, 0.3), beta = random_vector(dim, seed + 2, 0.3);
   for (auto& g : gamma) g += 1.f;
   auto dy = random_vector(rows * dim, seed + 3);
+  // dy is Out-typed (the next matmul's input gradient): the reference takes the values the kernel reads.
+  auto d_dy = testing::to_device<Out>(dy);
+  dy = testing::to_host(d_dy);
   auto dx_start = random_vector(rows * ld_x, seed + 4), dgamma_start = random_vector(dim, seed + 5),
        dbeta_start = random_vector(dim, seed + 6);
   const LnReference want = reference(x, ld_x, gamma, beta, dy, rows, dim, 1e-6);
 
   auto d_x = testing::to_device<float>(x), d_gamma = testing::to_device<float>(gamma),
-       d_beta = testing::to_device<float>(beta), d_dy = testing::to_device<float>(dy);
+       d_beta = testing::to_device<float>(beta);
   auto d_y = testing::to_device<Out>(std::vector<float>(rows * dim, 9.f));
   DeviceBuffer<float> mean(rows, "mean"), rstd(rows, "rstd");
   LayerNormForwardArgs<Out> f;

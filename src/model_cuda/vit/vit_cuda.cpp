@@ -127,7 +127,7 @@ class VitCudaModel final : public CudaNetwork {
     head_x.m = batch, head_x.n = D, head_x.k = C;
     head_x.a = {dlogits_, C, false};
     head_x.b = {weights_ + layout_.head_weight, D, false};
-    head_x.out = d_final_, head_x.ld_out = D;
+    head_x.out = d_final_, head_x.ld_out = D, head_x.out_fp32 = std::is_same_v<T, float>;
     matmul_.run(head_x, stream_, "classification head input gradient");
 
     // encoder.ln on the class-token rows; every other token's gradient starts at zero.
@@ -260,10 +260,18 @@ class VitCudaModel final : public CudaNetwork {
     layernorm_forward(ln, stream_);
   }
 
-  // d_res += LN backward of dy (fp32, [rows, D]); refreshes d_res_t; adds the LN's parameter gradients and, when
+  // d_res += LN backward of dy (T, [rows, D]); refreshes d_res_t; adds the LN's parameter gradients and, when
   // dx_bias_grad is set, the column sums of the new d_res (the bias gradient of the linear layer producing it).
+  //
+  // Note [LayerNorm's incoming gradient in the operand type]
+  // Under PyTorch's bf16 autocast a LayerNorm runs in fp32 and the linear after it casts its output to bf16, so
+  // the gradient reaching the LayerNorm's backward is that linear's bf16 input gradient, widened. The input
+  // gradients of in_proj, mlp.0 and the head are therefore stored in T (bf16 in bf16 mode: the GEMM rounds its
+  // fp32 accumulator once, as PyTorch's does) and layernorm_backward reads them as such: the same values as
+  // PyTorch's, and half the bytes of an fp32 dy for the GEMM to write and the LayerNorm to read (ViT-B/16 batch
+  // 256: 155 MB a LayerNorm). In fp32 and tf32 modes T is float and nothing changes.
   void layer_norm_backward(const float* x, const float* mean, const float* rstd, size_t weight, size_t bias,
-                           const float* dy, float* dx_bias_grad) {
+                           const T* dy, float* dx_bias_grad) {
     LayerNormBackwardArgs<T> ln;
     const int64_t D = config_.hidden_dim;
     ln.x = x, ln.ld_x = D, ln.mean = mean, ln.rstd = rstd, ln.gamma = params_ + weight;
@@ -300,7 +308,7 @@ class VitCudaModel final : public CudaNetwork {
     gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, scratch_, scratch_floats_, stream_,
                      overwrite_grads_);
     weight_gradient(d_wide_, M, a.ln2_out, D, o.fc1_weight, "mlp.0 weight gradient");
-    input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, true, "mlp.0 input gradient");
+    input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, std::is_same_v<T, float>, "mlp.0 input gradient");
     layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias);
     // Attention: d_res now holds d(mid).
     weight_gradient(d_res_t_, D, a.attn_out, D, o.proj_weight, "attention out_proj weight gradient");
@@ -309,7 +317,8 @@ class VitCudaModel final : public CudaNetwork {
                           stream_);
     weight_gradient(d_qkv_, 3 * D, a.ln1_out, D, o.qkv_weight, "attention in_proj weight gradient");
     column_sum(d_qkv_bias_per_image_, 3 * D, batch_, 3 * D, grads_ + o.qkv_bias);
-    input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, true, "attention in_proj input gradient");
+    input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, std::is_same_v<T, float>,
+                   "attention in_proj input gradient");
     // d(block input) is d(previous block output): its column sums are the previous block's mlp.3 bias gradient.
     layer_norm_backward(residual_[l], a.ln1_mean, a.ln1_rstd, o.ln1_weight, o.ln1_bias, d_narrow_,
                         l > 0 ? grads_ + layout_.blocks[l - 1].fc2_bias : nullptr);
@@ -337,9 +346,9 @@ class VitCudaModel final : public CudaNetwork {
     logits_ = c.take<float>(B * C);
     row_loss_ = c.take<float>(B);
     dlogits_ = c.take<T>(B * C);
-    d_final_ = c.take<float>(B * D);
+    d_final_ = c.take<T>(B * D);
     d_res_ = c.take<float>(rows * D), d_res_t_ = c.take<T>(rows * D);
-    d_wide_ = c.take<T>(rows * M), d_narrow_ = c.take<float>(rows * D), d_attn_ = c.take<T>(rows * D);
+    d_wide_ = c.take<T>(rows * M), d_narrow_ = c.take<T>(rows * D), d_attn_ = c.take<T>(rows * D);
     d_qkv_ = c.take<T>(rows * 3 * D);
     d_qkv_bias_per_image_ = c.take<float>(B * 3 * D);
     d_patch_embed_ = c.take<T>(B * N * D);
@@ -372,11 +381,11 @@ class VitCudaModel final : public CudaNetwork {
   T* final_ln_out_ = nullptr;
   float *final_mean_ = nullptr, *final_rstd_ = nullptr, *logits_ = nullptr, *row_loss_ = nullptr;
   T* dlogits_ = nullptr;
-  float* d_final_ = nullptr;
+  T* d_final_ = nullptr;
   float* d_res_ = nullptr;   // fp32 gradient of the residual stream
   T* d_res_t_ = nullptr;     // its T copy, the operand of the next matmuls
   T* d_wide_ = nullptr;      // [rows, M] d(gelu out) -> d(fc1 out), in place
-  float* d_narrow_ = nullptr;  // [rows, D] d(LN output)
+  T* d_narrow_ = nullptr;  // [rows, D] d(LN output) (Note [LayerNorm's incoming gradient in the operand type])
   T* d_attn_ = nullptr;      // [rows, D] d(attention output)
   T* d_qkv_ = nullptr;
   float* d_qkv_bias_per_image_ = nullptr;  // [batch, 3D] per-image column sums of d_qkv (from attention backward)
