@@ -3,9 +3,10 @@
 // row is issued before the first reduction, so a row costs one trip to memory. Wider rows take the streaming
 // kernels, which re-read the row from L1/L2 for each pass (mean, variance, output; the backward's two), so any
 // width works. One kernel template serves both (kChunks = 0 streams); both compute the same sums in the same order.
-// Backward: a block handles backward_rows_per_block(rows) rows (one per warp); after the row pass it sums dy*xhat
-// and dy of its rows per column (thread per column) into a partial row, and column_sum_add folds the partials in
-// fixed order.
+// Backward: up to one wave of 16-row blocks, a block handles backward_rows_per_block(rows) rows (one per warp);
+// after the row pass it sums dy*xhat and dy of its rows per column (thread per column) into a partial row. Past one
+// wave, held widths take layernorm_backward_many_rows_kernel: kManyRowBlocks blocks of contiguous row runs whose
+// warps add the column terms as the row pass writes dx. column_sum_add folds the partial rows in fixed order.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -34,6 +35,7 @@ constexpr int kThreads = 32 * kRowsPerBlock;
 // their bits are the same on every GPU.
 constexpr int kWaveBlocks = kernels::kReferenceSms;
 constexpr int kMaxRowsPerBlock = 16;
+constexpr int kManyRowBlocks = 2 * kWaveBlocks;  // layernorm_backward_many_rows_kernel: two blocks per SM
 constexpr int kMaxHeldChunks = 8;  // 128-column chunks a warp holds in registers (32 floats a tensor per lane)
 
 // The first column of a lane's k-th 4-column vector in a held row: the row's 128-column chunk k, 4 columns a lane.
@@ -111,8 +113,12 @@ __global__ void layernorm_forward_kernel(LayerNormForwardArgs<Out> a) {
 
 // The row pass of the backward for one row, by one warp: dx = (accumulate ? dx : 0) + dLN/dx and its Out copy.
 // kChunks as in forward_row (held: x, dy and the old dx loaded together); the same sums in the same order.
-template <typename Out, int kChunks>
-__device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a, int64_t row, int lane) {
+// kSumColumns (held rows only): also adds the row's dy * xhat, dy and new dx to the warp's column sums `sums`
+// (dgamma at [0, dim), dbeta at [dim, 2 dim), dx at [2 dim, 3 dim), shared memory); each lane owns its columns.
+template <typename Out, int kChunks, bool kSumColumns = false>
+__device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a, int64_t row, int lane,
+                                             float* sums = nullptr) {
+  static_assert(!kSumColumns || kChunks > 0, "column sums in the row pass need the row held");
   const float* x = a.x + row * a.ld_x;
   const Out* dy = a.dy + row * a.ld_dy;
   float* dx = a.dx + row * a.ld_dx;
@@ -151,13 +157,27 @@ __device__ __forceinline__ void backward_row(const LayerNormBackwardArgs<Out>& a
   sum_gx = warp_sum(sum_gx) / dim;
   auto write = [&](int c, const Float4& xw, const Float4& dw, Float4 out) {
     const Float4 gv = load4(a.gamma + c);
+    Float4 xhat;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float xhat = (xw.v[i] - mean) * rstd;
-      out.v[i] += rstd * (dw.v[i] * gv.v[i] - sum_g - xhat * sum_gx);
+      xhat.v[i] = (xw.v[i] - mean) * rstd;
+      out.v[i] += rstd * (dw.v[i] * gv.v[i] - sum_g - xhat.v[i] * sum_gx);
     }
     store4(dx + c, out);
     if (a.dx_copy) store4(a.dx_copy + row * a.ld_dx + c, out);
+    if constexpr (kSumColumns) {
+      Float4 dgamma = load4(sums + c), dbeta = load4(sums + dim + c);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) dgamma.v[i] += dw.v[i] * xhat.v[i], dbeta.v[i] += dw.v[i];
+      store4(sums + c, dgamma);
+      store4(sums + dim + c, dbeta);
+      if (a.dx_column_sum) {
+        Float4 dx_sum = load4(sums + 2 * dim + c);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) dx_sum.v[i] += out.v[i];
+        store4(sums + 2 * dim + c, dx_sum);
+      }
+    }
   };
   if constexpr (kChunks > 0) {
 #pragma unroll
@@ -222,6 +242,41 @@ __global__ void __launch_bounds__(32 * kMaxRowsPerBlock) layernorm_backward_kern
   column_partials(a, first_row);
 }
 
+// Past one wave of kMaxRowsPerBlock-row blocks (ViT-B/16 at batch 256: 50,432 rows): kManyRowBlocks blocks, each
+// a contiguous run of rows, its warps taking every kRowsPerBlock-th row of the run and adding each row's column
+// terms to the warp's own sums in shared memory as the row pass writes dx (no second read of the rows, no
+// atomics); the block then adds its warps' sums in warp order into its one partial row. Rows held in registers
+// only (dim <= kMaxHeldChunks * 128). The run of a block depends on rows alone, so the sums' order, and their
+// bits, are the same on every GPU. Measured on the H200 for ViT-B/16 (bench/row_kernel_timing, docs/results.md):
+// 8-row blocks wrote and re-read a partial row per 8 rows and read each block's rows twice.
+template <typename Out, int kChunks>
+__global__ void __launch_bounds__(kThreads, 2) layernorm_backward_many_rows_kernel(LayerNormBackwardArgs<Out> a) {
+  extern __shared__ float4 shared_sums[];  // [kRowsPerBlock][3][dim]
+  const int dim = static_cast<int>(a.dim);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* sums = reinterpret_cast<float*>(shared_sums);
+  float* warp_sums = sums + warp * 3 * dim;
+  for (int c = lane * 4; c < 3 * dim; c += 128) store4(warp_sums + c, Float4{{0.f, 0.f, 0.f, 0.f}});
+  __syncwarp();
+  begin_after_producer();
+  const int64_t first = a.rows * blockIdx.x / gridDim.x, end = a.rows * (blockIdx.x + 1) / gridDim.x;
+  for (int64_t row = first + warp; row < end; row += kRowsPerBlock)
+    backward_row<Out, kChunks, true>(a, row, lane, warp_sums);
+  __syncthreads();
+  const int partial_floats = (a.dx_column_sum ? 3 : 2) * dim;
+  float* partial = a.scratch + static_cast<int64_t>(blockIdx.x) * partial_floats;
+  for (int c = threadIdx.x * 4; c < partial_floats; c += blockDim.x * 4) {
+    Float4 total{{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int w = 0; w < kRowsPerBlock; ++w) {
+      const Float4 v = load4(sums + w * 3 * dim + c);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) total.v[i] += v.v[i];
+    }
+    store4(partial + c, total);
+  }
+}
+
 // Calls launch(std::integral_constant<int, N>) with N the held chunk count for width dim (the next of 1, 2, 4, 8
 // at or above dim / 128), or N = 0 (streamed) past kMaxHeldChunks * 128 columns.
 template <typename Launch>
@@ -243,7 +298,15 @@ int backward_rows_per_block(int64_t rows) {
   return spread <= kMaxRowsPerBlock ? static_cast<int>(std::max<int64_t>(1, spread)) : kRowsPerBlock;
 }
 
-int64_t backward_blocks(int64_t rows) {
+// Whether the backward takes layernorm_backward_many_rows_kernel: more rows than one wave of the largest blocks,
+// held in registers.
+bool backward_many_rows(int64_t rows, int64_t dim) {
+  return rows > static_cast<int64_t>(kWaveBlocks) * kMaxRowsPerBlock && dim <= kMaxHeldChunks * 128;
+}
+
+// Blocks of the backward's row pass, one partial row of column sums each.
+int64_t backward_blocks(int64_t rows, int64_t dim) {
+  if (backward_many_rows(rows, dim)) return kManyRowBlocks;
   const int per_block = backward_rows_per_block(rows);
   return (rows + per_block - 1) / per_block;
 }
@@ -259,7 +322,7 @@ void check_shape(int64_t rows, int64_t dim, std::initializer_list<int64_t> lds, 
 }  // namespace
 
 size_t layernorm_backward_scratch_floats(int64_t rows, int64_t dim) {
-  return static_cast<size_t>(backward_blocks(rows) * 3 * dim) + column_sum_scratch_floats(3 * dim);
+  return static_cast<size_t>(backward_blocks(rows, dim) * 3 * dim) + column_sum_scratch_floats(3 * dim);
 }
 
 template <typename Out>
@@ -278,9 +341,21 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
   DDPX_REQUIRE(a.scratch_floats >= layernorm_backward_scratch_floats(a.rows, a.dim),
                "layernorm_backward: scratch of {} floats, needs {}", a.scratch_floats,
                layernorm_backward_scratch_floats(a.rows, a.dim));
-  const int64_t blocks = backward_blocks(a.rows);
+  const int64_t blocks = backward_blocks(a.rows, a.dim);
   by_width(a.dim, [&](auto chunks) {
-    launch_after_producer("layernorm_backward_kernel", layernorm_backward_kernel<Out, decltype(chunks)::value>,
+    constexpr int kChunks = decltype(chunks)::value;
+    if constexpr (kChunks > 0) {
+      if (backward_many_rows(a.rows, a.dim)) {
+        const size_t shared = sizeof(float) * kRowsPerBlock * 3 * static_cast<size_t>(a.dim);
+        auto kernel = layernorm_backward_many_rows_kernel<Out, kChunks>;
+        DDPX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(shared)));
+        launch_after_producer("layernorm_backward_many_rows_kernel", kernel, static_cast<unsigned>(blocks),
+                              kThreads, shared, stream, a);
+        return;
+      }
+    }
+    launch_after_producer("layernorm_backward_kernel", layernorm_backward_kernel<Out, kChunks>,
                           static_cast<unsigned>(blocks), 32 * backward_rows_per_block(a.rows), 0, stream, a);
   });
   const int64_t sums = a.dx_column_sum ? 3 : 2;
