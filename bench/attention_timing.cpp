@@ -41,11 +41,14 @@ void time_shape(const NamedShape& named, int repeat, bool tf32 = false) {
   DeviceBuffer<T> qkv(rows * 3 * D, "qkv"), out(rows * D, "out"), d_out(rows * D, "d_out"),
       d_qkv(rows * 3 * D, "d_qkv");
   DeviceBuffer<float> lse(s.batch * s.heads * s.seq, "lse"), d_bias(s.batch * 3 * D, "d_bias");
+  const size_t scratch_bytes = attention_backward_scratch_bytes<T>(s);
+  DeviceBuffer<uint4> scratch(std::max<size_t>(1, scratch_bytes / sizeof(uint4)), "attention scratch");
   fill_uniform(qkv.get(), rows * 3 * D, 1);
   fill_uniform(d_out.get(), rows * D, 2);
   auto forward = [&] { attention_forward<T>(s, qkv.get(), out.get(), lse.get(), nullptr); };
   auto backward = [&](float* bias) {
-    attention_backward<T>(s, qkv.get(), out.get(), lse.get(), d_out.get(), d_qkv.get(), bias, nullptr);
+    attention_backward<T>(s, qkv.get(), out.get(), lse.get(), d_out.get(), d_qkv.get(), bias, scratch.get(),
+                          scratch_bytes, nullptr);
   };
   for (int i = 0; i < 5; ++i) forward(), backward(d_bias.get());
   DDPX_CUDA_CHECK(cudaDeviceSynchronize());

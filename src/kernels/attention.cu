@@ -381,13 +381,25 @@ void attention_forward(const AttentionShape& s, const T* qkv, T* out, float* lse
   });
 }
 
+// Depends on the shape alone (not on the pointers' alignment, which may still send a call to other kernels).
+template <typename T>
+size_t attention_backward_scratch_bytes(const AttentionShape& s) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (attention_tensor_core_supported(s, nullptr, nullptr, nullptr, nullptr))
+      return attention_backward_tensor_core_scratch_bytes(s);
+  }
+  return 0;
+}
+
 template <typename T>
 void attention_backward(const AttentionShape& s, const T* qkv, const T* out, const float* lse, const T* d_out,
-                        T* d_qkv, float* d_bias_per_image, cudaStream_t stream) {
+                        T* d_qkv, float* d_bias_per_image, void* scratch, size_t scratch_bytes,
+                        cudaStream_t stream) {
   check_shape(s, "attention_backward");
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     if (attention_tensor_core_supported(s, qkv, out, d_out, d_qkv)) {
-      attention_backward_tensor_core(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image, stream);
+      attention_backward_tensor_core(s, qkv, out, lse, d_out, d_qkv, d_bias_per_image, scratch, scratch_bytes,
+                                     stream);
       return;
     }
   } else {
@@ -419,10 +431,12 @@ void attention_backward(const AttentionShape& s, const T* qkv, const T* out, con
 template void attention_forward<float>(const AttentionShape&, const float*, float*, float*, cudaStream_t);
 template void attention_forward<__nv_bfloat16>(const AttentionShape&, const __nv_bfloat16*, __nv_bfloat16*, float*,
                                                cudaStream_t);
+template size_t attention_backward_scratch_bytes<float>(const AttentionShape&);
+template size_t attention_backward_scratch_bytes<__nv_bfloat16>(const AttentionShape&);
 template void attention_backward<float>(const AttentionShape&, const float*, const float*, const float*,
-                                        const float*, float*, float*, cudaStream_t);
+                                        const float*, float*, float*, void*, size_t, cudaStream_t);
 template void attention_backward<__nv_bfloat16>(const AttentionShape&, const __nv_bfloat16*, const __nv_bfloat16*,
-                                                const float*, const __nv_bfloat16*, __nv_bfloat16*, float*,
-                                                cudaStream_t);
+                                                const float*, const __nv_bfloat16*, __nv_bfloat16*, float*, void*,
+                                                size_t, cudaStream_t);
 
 }  // namespace ddpx

@@ -12,11 +12,15 @@
 //    (attention_tensor_core.hpp: P and dS rounded to bf16 as matmul operands); so does fp32 storage with
 //    shape.tf32 set where attention_tf32.hpp takes the shape (operands rounded to TF32); everything else runs the
 //    fp32 CUDA-core kernels.
+//  - The backward takes scratch from the caller: attention_backward_scratch_bytes(shape) bytes, 16-byte aligned
+//    (ViT-B/16 at batch 256: 266 MB of dS tiles, Note [dS kept for dQ] in attention_tensor_core.cu; 0 for most
+//    shapes, nullptr then allowed); too little is an error naming the size needed.
 //  - One kernel each (two for the CUDA-core backward with bias sums), enqueued on `stream`; nothing allocated. Limits (checked, error names the shape):
 //    head_dim <= 128, seq * head_dim <= 32768, and the shared memory the sequence needs must fit the GPU.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ddpx {
@@ -33,7 +37,11 @@ template <typename T>
 void attention_forward(const AttentionShape& shape, const T* qkv, T* out, float* lse, cudaStream_t stream);
 
 template <typename T>
+size_t attention_backward_scratch_bytes(const AttentionShape& shape);
+
+template <typename T>
 void attention_backward(const AttentionShape& shape, const T* qkv, const T* out, const float* lse, const T* d_out,
-                        T* d_qkv, float* d_bias_per_image, cudaStream_t stream);
+                        T* d_qkv, float* d_bias_per_image, void* scratch, size_t scratch_bytes,
+                        cudaStream_t stream);
 
 }  // namespace ddpx

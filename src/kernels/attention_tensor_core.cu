@@ -10,16 +10,24 @@
 // Forward: block = (image, head, 64 queries; 128 past 64 tokens), warp = 16 queries, whose A fragments come
 // straight from global memory; the head's keys and values sit in shared memory; keys in chunks of 64 with an
 // online softmax.
-// Backward: block = (image, head, phase); 4 warps up to 64 tokens, else 8, and then the two phases of a head
-// adjacent in launch order (the second reads the head from L2). Up to 64 tokens a block stages all four matrices in
+// Backward: up to 64 tokens, block = (image, head, phase) of 4 warps; past 64 tokens, block = (image, head) of 8
+// warps running phase 0 and then phase 1 (Note [dS kept for dQ]). Up to 64 tokens a block stages all four matrices in
 // shared memory with coalesced 16-byte loads and reads every fragment by ldmatrix (ViT-L/32: its 41 KB leave the
 // register limit of 4 blocks per SM the binding one; A fragments loaded 4 bytes a lane from global memory had made
 // 42% of its sectors excess and L1 the bottleneck). Past 64 tokens each phase keeps in shared memory only the two
 // matrices it streams as B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A
 // fragments straight from global memory, so a block needs half the shared memory of all four (ViT-B/16's 197
 // tokens: 64 instead of 122 KB). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and
-// dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: recomputes
-// S and dP, dQ += dS K. Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
+// dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: up to 64
+// tokens recomputes S and dP, past 64 reads the dS tiles phase 0 stored; dQ += dS K.
+//
+// Note [dS kept for dQ]: past 64 tokens phase 0 stores each 16 x 16 tile of dS / scale it computed (bf16, the
+// operand dK used) as the A fragment of dS, transposed in registers by movmatrix, 512 bytes a tile in lane order,
+// into the caller's scratch ([image * heads + head][query tile][key tile]); after a __syncthreads the same block
+// loads K into the shared memory q had, and phase 1 takes dQ = dS K from those tiles: five tile products per
+// (query, key) tile pair instead of seven, and one exponential per score instead of two. A head's tiles (ViT-B/16:
+// 86.5 KB) are read back by the block that wrote them, from L2. Padded keys' dS is zeroed before it is stored
+// (their scores are not -inf in phase 0, and an overflow there would reach dQ as inf * 0). Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
 // the block adds the warps' rows in order. No atomics anywhere. Both kernels are held to 128 registers (16 warps
 // resident per SM: a ViT-L/32 layer's 512 (image, head) forward blocks fit one wave).
 // Softmax arithmetic (both kernels): one FFMA and one ex2.approx per score (attention_common.cuh: fast_exp2,
@@ -130,6 +138,13 @@ __device__ __forceinline__ void c_to_a(uint32_t (&a)[4], const float (&c0)[4], c
   a[2] = pack_floats(c1[0], c1[1]), a[3] = pack_floats(c1[2], c1[3]);
 }
 
+// The transpose of an 8x8 bf16 matrix held as a fragment (lane l: row l/4, columns 2(l%4), 2(l%4)+1), in registers.
+__device__ __forceinline__ uint32_t transpose_8x8(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // dst[r][0..HD) = src[r * stride ..] for r < rows, zero for rows..padded_rows-1; 16-byte vectors, 4 in flight.
 template <int HD, int THREADS = kThreads>
 __device__ void load_rows(bf16* dst, const bf16* src, int64_t stride, int rows, int padded_rows) {
@@ -231,20 +246,19 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
 template <int HD, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
     backward_kernel(AttentionShape s, const bf16* qkv, const bf16* out, const float* lse, const bf16* d_out,
-                    bf16* d_qkv, float* d_bias) {
+                    bf16* d_qkv, float* d_bias, uint4* ds_tiles) {
   constexpr int kLd = HD + 8, kSteps = HD / 16, kDimTiles = HD / 8, kThreadsHere = 32 * WARPS;
   extern __shared__ uint4 smem_u4[];
   begin_after_producer();
   const int S = static_cast<int>(s.seq), S16 = round_up(S, 16), tiles = S16 / 16;
-  // Past 64 tokens the two phases of a head are adjacent in launch order and run together, so L2 serves the
-  // second; a short sequence's layer sits in L2 anyway, and there running all of phase 0 first measured faster
-  // (ViT-L/32: 30.2 against 32.0 us).
+  // Up to 64 tokens (4 warps) the A operands sit in shared memory too (all_shared; backward_shared_matrices), and
+  // all of phase 0 runs first (a short sequence's layer sits in L2). Past 64 tokens one block runs both phases of
+  // its head, phase 1 from the dS tiles phase 0 stored (Note [dS kept for dQ]).
   const int heads_total = static_cast<int>(s.batch * s.heads);
-  const bool interleaved = WARPS == 8;
-  const bool key_phase = interleaved ? blockIdx.x % 2 == 0 : static_cast<int>(blockIdx.x) < heads_total;
-  // Up to 64 tokens (4 warps) the A operands sit in shared memory too (all_shared; backward_shared_matrices).
   constexpr int kMatrices = backward_shared_matrices(WARPS);
   constexpr bool all_shared = kMatrices == 4;
+  constexpr bool kStoredDs = !all_shared;
+  const bool key_phase = kStoredDs || static_cast<int>(blockIdx.x) < heads_total;
   bf16* first_s = reinterpret_cast<bf16*>(smem_u4);  // phase 0: q; phase 1: k
   bf16* second_s = first_s + S16 * kLd;               // phase 0: dO; phase 1: v
   bf16* third_s = second_s + S16 * kLd;               // all_shared: phase 0: k; phase 1: q
@@ -252,7 +266,7 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   float* row_lse2 = reinterpret_cast<float*>(first_s + kMatrices * S16 * kLd);  // lse * log2(e); +inf on padding
   float* row_delta = row_lse2 + S16;                                  // rowsum(dO * O)
   float* bias_rows = row_delta + S16;                                 // [WARPS][3][HD]
-  const int bh = interleaved ? blockIdx.x / 2 : blockIdx.x % heads_total;
+  const int bh = kStoredDs ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x) % heads_total;
   const int64_t b = bh / s.heads, h = bh % s.heads, D = s.heads * HD, W = 3 * D;
   const bf16* head = qkv + b * S * W + h * HD;
   const bf16* d_out_head = d_out + b * S * D + h * HD;
@@ -358,9 +372,23 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
           dpt[nt][e] = p * (dpt[nt][e] - (e & 1 ? delta.y : delta.x));  // dS / scale: scale applied to dK
         }
       }
+      if (kStoredDs && j0 + 16 > S) {  // the tile holding the sequence's end (uniform over the warp)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (j0 + g + 8 * (e / 2) >= S) dpt[nt][e] = 0.f;  // rows are keys: padded keys' dS never reaches dQ
+      }
       uint32_t pa[4], dsa[4];
       c_to_a(pa, st[0], st[1]);
       c_to_a(dsa, dpt[0], dpt[1]);
+      if constexpr (kStoredDs) {
+        // dsa is the A fragment of dS^T (rows keys): the A fragment of dS has the transposed 8x8 blocks, the
+        // off-diagonal two exchanged.
+        const uint4 tile = make_uint4(transpose_8x8(dsa[0]), transpose_8x8(dsa[2]), transpose_8x8(dsa[1]),
+                                      transpose_8x8(dsa[3]));
+        ds_tiles[((static_cast<int64_t>(bh) * tiles + i0 / 16) * tiles + kt) * 32 + lane] = tile;
+      }
 #pragma unroll
       for (int dt = 0; dt < kDimTiles; dt += 2) {
         uint32_t b[4];
@@ -384,8 +412,39 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
     }
   }
 
-  // Phase 1: dQ for the query tiles of this warp.
-  for (int qt = warp; !key_phase && qt < tiles; qt += WARPS) {
+  if constexpr (kStoredDs) {
+    // Phase 1 from the stored dS tiles: K replaces q in shared memory once every warp is done with q; the
+    // __syncthreads also makes this block's dS stores visible to all its warps.
+    __syncthreads();
+    load_rows<HD, kThreadsHere>(first_s, head + D, W, S, S16);
+    __syncthreads();
+    for (int qt = warp; qt < tiles; qt += WARPS) {
+      const int i0 = 16 * qt;
+      const uint4* tiles_of_row = ds_tiles + (static_cast<int64_t>(bh) * tiles + qt) * tiles * 32 + lane;
+      float dq[kDimTiles][4] = {};
+      uint4 next = tiles_of_row[0];
+      for (int kt = 0; kt < tiles; ++kt) {
+        const uint32_t dsa[4] = {next.x, next.y, next.z, next.w};
+        if (kt + 1 < tiles) next = tiles_of_row[(kt + 1) * 32];  // the next tile in flight during this one's products
+#pragma unroll
+        for (int dt = 0; dt < kDimTiles; dt += 2) {
+          uint32_t b[4];
+          load_b_columns<kLd>(b, k_s, 16 * kt, 8 * dt, lane);
+          mma(dq[dt], dsa, b[0], b[1]);
+          mma(dq[dt + 1], dsa, b[2], b[3]);
+        }
+      }
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dq[dt][e] *= scale;
+      store_rows(d_head + i0 * W, W, dq, 0, S - i0, g, t);
+      if (d_bias) add_column_sums(my_bias, dq, i0, S, g, t);
+    }
+  }
+
+  // Phase 1 (up to 64 tokens): dQ for the query tiles of this warp, S and dP recomputed.
+  for (int qt = warp; !kStoredDs && !key_phase && qt < tiles; qt += WARPS) {
     const int i0 = 16 * qt;
     uint32_t qa[kSteps][4], ga[kSteps][4];
 #pragma unroll
@@ -447,7 +506,8 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
 
   if (!d_bias) return;  // uniform over the block
   __syncthreads();
-  for (int e = key_phase ? threadIdx.x + HD : threadIdx.x; e < (key_phase ? 3 : 1) * HD; e += kThreadsHere) {
+  const int first_section = kStoredDs ? 0 : key_phase ? 1 : 0, end_section = kStoredDs || key_phase ? 3 : 1;
+  for (int e = threadIdx.x + first_section * HD; e < end_section * HD; e += kThreadsHere) {
     float total = 0.f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) total += bias_rows[w * 3 * HD + e];
@@ -459,6 +519,14 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
 size_t forward_shared_bytes(const AttentionShape& s) {
   const int ld = static_cast<int>(s.head_dim) + 8;
   return sizeof(bf16) * static_cast<size_t>(2 * round_up(static_cast<int>(s.seq), kKeyChunk)) * ld;
+}
+
+// Bytes of phase 0's dS tiles (Note [dS kept for dQ]): 512 per 16 x 16 tile, every (image, head); 0 up to 64
+// tokens.
+size_t backward_ds_bytes(const AttentionShape& s) {
+  if (backward_shared_matrices(backward_warps(s.seq)) == 4) return 0;
+  const auto tiles = static_cast<size_t>(round_up(static_cast<int>(s.seq), 16) / 16);
+  return static_cast<size_t>(s.batch * s.heads) * tiles * tiles * 32 * sizeof(uint4);
 }
 
 size_t backward_shared_bytes(const AttentionShape& s) {
@@ -499,15 +567,24 @@ void attention_forward_tensor_core(const AttentionShape& s, const bf16* qkv, bf1
   });
 }
 
+size_t attention_backward_tensor_core_scratch_bytes(const AttentionShape& s) { return backward_ds_bytes(s); }
+
 void attention_backward_tensor_core(const AttentionShape& s, const bf16* qkv, const bf16* out, const float* lse,
-                                    const bf16* d_out, bf16* d_qkv, float* d_bias_per_image, cudaStream_t stream) {
-  const size_t shared = backward_shared_bytes(s);
-  const auto grid = static_cast<unsigned>(s.batch * s.heads * 2);  // (image, head) x phase
+                                    const bf16* d_out, bf16* d_qkv, float* d_bias_per_image, void* scratch,
+                                    size_t scratch_bytes, cudaStream_t stream) {
+  const size_t shared = backward_shared_bytes(s), ds_bytes = backward_ds_bytes(s);
+  DDPX_REQUIRE(scratch_bytes >= ds_bytes && (ds_bytes == 0 || aligned16(scratch)),
+               "attention_backward: seq {} needs {} bytes of 16-byte aligned scratch "
+               "(attention_backward_scratch_bytes), given {} at {}",
+               s.seq, ds_bytes, scratch_bytes, scratch);
+  // (image, head) x phase up to 64 tokens; past 64 a block runs both phases of its head (Note [dS kept for dQ]).
+  const auto grid = static_cast<unsigned>(s.batch * s.heads * (ds_bytes == 0 ? 2 : 1));
+  auto* ds_tiles = static_cast<uint4*>(ds_bytes == 0 ? nullptr : scratch);
   dispatch_tensor_core_head_dim(s.head_dim, "tensor-core attention", [&](auto hd) {
     auto launch = [&](auto kernel, int threads) {
       set_shared(kernel, shared);
       launch_after_producer("attention backward_kernel (tensor core)", kernel, grid, threads, shared, stream, s, qkv,
-                            out, lse, d_out, d_qkv, d_bias_per_image);
+                            out, lse, d_out, d_qkv, d_bias_per_image, ds_tiles);
     };
     if (backward_warps(s.seq) == 4)
       launch(backward_kernel<decltype(hd)::value, 4>, 128);

@@ -4,6 +4,7 @@
 // to bf16 as matmul operands, accumulation is fp32. Internal to src/kernels: callers use attention.hpp.
 #pragma once
 #include <cuda_bf16.h>
+#include <cstddef>
 #include <cuda_runtime.h>
 
 #include "kernels/attention.hpp"
@@ -18,9 +19,13 @@ bool attention_tensor_core_supported(const AttentionShape& shape, const void* qk
 void attention_forward_tensor_core(const AttentionShape& shape, const __nv_bfloat16* qkv, __nv_bfloat16* out,
                                    float* lse, cudaStream_t stream);
 
+// Scratch the backward needs (past 64 tokens phase 0's dS tiles, Note [dS kept for dQ]; else 0).
+size_t attention_backward_tensor_core_scratch_bytes(const AttentionShape& shape);
+
 // d_bias_per_image may be nullptr; else it receives [batch, 3 * heads * head_dim] column sums of d_qkv per image.
 void attention_backward_tensor_core(const AttentionShape& shape, const __nv_bfloat16* qkv,
                                     const __nv_bfloat16* out, const float* lse, const __nv_bfloat16* d_out,
-                                    __nv_bfloat16* d_qkv, float* d_bias_per_image, cudaStream_t stream);
+                                    __nv_bfloat16* d_qkv, float* d_bias_per_image, void* scratch,
+                                    size_t scratch_bytes, cudaStream_t stream);
 
 }  // namespace ddpx

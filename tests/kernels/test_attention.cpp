@@ -8,6 +8,7 @@
 // to the fp32 kernels.
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
 #include "gpu_guard.hpp"
 #include "kernel_test_utils.hpp"
 #include "kernels/attention.hpp"
@@ -94,8 +95,10 @@ void check_attention(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim
   DeviceBuffer<float> lse(batch * heads * seq, "lse");
   auto d_bias = testing::to_device<float>(std::vector<float>(batch * 3 * D, 5.f));
   attention_forward<T>(s, d_qkv_in.get(), d_o.get(), lse.get(), nullptr);
+  const size_t scratch_bytes = attention_backward_scratch_bytes<T>(s);
+  DeviceBuffer<uint4> scratch(std::max<size_t>(1, scratch_bytes / sizeof(uint4)), "attention scratch");
   attention_backward<T>(s, d_qkv_in.get(), d_o.get(), lse.get(), d_d_out.get(), d_grad.get(), d_bias.get(),
-                        nullptr);
+                        scratch.get(), scratch_bytes, nullptr);
   // The key section is ~0 (each softmax row's dS sums to 0): compared within the norm of all three sections.
   std::vector<double> want_bias(batch * 3 * D, 0.0);
   for (int64_t b = 0; b < batch; ++b)
@@ -140,6 +143,33 @@ TEST(Attention, Bf16WithinRounding) {
   check_attention<__nv_bfloat16>(2, 64, 2, 64, 2e-2, 18);  // the longest backward with all four matrices shared
   check_attention<__nv_bfloat16>(2, 65, 2, 32, 2e-2, 19);  // the shortest with two (A fragments from global)
   check_attention<__nv_bfloat16>(1, 128, 2, 64, 2e-2, 20);  // whole key chunks and tiles only: no step masks keys
+}
+
+// Past 64 tokens the bf16 backward keeps dS for dQ in the caller's scratch (Note [dS kept for dQ]): its size is
+// stated by attention_backward_scratch_bytes, and too little is an error naming it, not a write past the end.
+TEST(Attention, Bf16BackwardScratchIsSizedAndChecked) {
+  DDPX_REQUIRE_GPU();
+  AttentionShape s;
+  s.batch = 2, s.seq = 197, s.heads = 3, s.head_dim = 64, s.scale = 0.125f;
+  EXPECT_EQ(attention_backward_scratch_bytes<__nv_bfloat16>(s), size_t{2 * 3 * 13 * 13 * 512});
+  EXPECT_EQ(attention_backward_scratch_bytes<float>(s), size_t{0});
+  AttentionShape short_seq = s;
+  short_seq.seq = 64;  // all four matrices in shared memory: dS recomputed, no scratch
+  EXPECT_EQ(attention_backward_scratch_bytes<__nv_bfloat16>(short_seq), size_t{0});
+  const int64_t D = s.heads * s.head_dim, rows = s.batch * s.seq;
+  DeviceBuffer<__nv_bfloat16> qkv(rows * 3 * D, "qkv"), out(rows * D, "out"), d_out(rows * D, "d_out"),
+      d_qkv(rows * 3 * D, "d_qkv");
+  DeviceBuffer<float> lse(s.batch * s.heads * s.seq, "lse");
+  const size_t needed = attention_backward_scratch_bytes<__nv_bfloat16>(s);
+  DeviceBuffer<uint4> scratch(needed / sizeof(uint4), "scratch");
+  try {
+    attention_backward<__nv_bfloat16>(s, qkv.get(), out.get(), lse.get(), d_out.get(), d_qkv.get(), nullptr,
+                                      scratch.get(), needed - 16, nullptr);
+    ADD_FAILURE() << "too little scratch was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_backward_scratch_bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(needed)), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -314,7 +314,7 @@ class VitCudaModel final : public CudaNetwork {
     weight_gradient(d_res_t_, D, a.attn_out, D, o.proj_weight, "attention out_proj weight gradient");
     input_gradient(d_res_t_, D, o.proj_weight, D, d_attn_, false, "attention out_proj input gradient");
     attention_backward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, d_attn_, d_qkv_, d_qkv_bias_per_image_,
-                          stream_);
+                          attention_scratch_, attention_scratch_bytes_, stream_);
     weight_gradient(d_qkv_, 3 * D, a.ln1_out, D, o.qkv_weight, "attention in_proj weight gradient");
     column_sum(d_qkv_bias_per_image_, 3 * D, batch_, 3 * D, grads_ + o.qkv_bias);
     input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, std::is_same_v<T, float>,
@@ -350,6 +350,19 @@ class VitCudaModel final : public CudaNetwork {
     d_res_ = c.take<float>(rows * D), d_res_t_ = c.take<T>(rows * D);
     d_wide_ = c.take<T>(rows * M), d_narrow_ = c.take<T>(rows * D), d_attn_ = c.take<T>(rows * D);
     d_qkv_ = c.take<T>(rows * 3 * D);
+    // Note [Attention's dS tiles in the MLP's gradient buffer]: the attention backward's scratch (ViT-B/16 at
+    // batch 256: 266 MB of dS tiles, Note [dS kept for dQ] in kernels/attention_tensor_core.cu) is d_wide_, which
+    // holds d(mlp.0 output) only between the MLP's GELU backward and its input gradient, both enqueued on stream_
+    // before the attention backward of the same block and done with it. A buffer of its own only where d_wide_
+    // is too small (sequences longer than about 4 x head_dim).
+    AttentionShape widest_attention = attention_shape();
+    widest_attention.batch = B;
+    const size_t attention_bytes = attention_backward_scratch_bytes<T>(widest_attention);
+    const size_t wide_bytes = static_cast<size_t>(rows * M) * sizeof(T);
+    attention_scratch_bytes_ = attention_bytes <= wide_bytes ? wide_bytes : attention_bytes;
+    attention_scratch_ = attention_bytes <= wide_bytes
+                             ? static_cast<void*>(d_wide_)
+                             : static_cast<void*>(c.take<char>(static_cast<int64_t>(attention_bytes)));
     d_qkv_bias_per_image_ = c.take<float>(B * 3 * D);
     d_patch_embed_ = c.take<T>(B * N * D);
     const int64_t widest = std::max({M, 3 * D, S * D, C, 2 * D});
@@ -392,6 +405,8 @@ class VitCudaModel final : public CudaNetwork {
   T* d_patch_embed_ = nullptr;
   float* scratch_ = nullptr;
   size_t scratch_floats_ = 0;
+  void* attention_scratch_ = nullptr;  // Note [Attention's dS tiles in the MLP's gradient buffer]
+  size_t attention_scratch_bytes_ = 0;
   float* kmajor_ = nullptr;  // Note [K-major TF32 weight gradients]
   int64_t kmajor_floats_ = 0;
 };
