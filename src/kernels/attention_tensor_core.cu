@@ -14,8 +14,8 @@
 // warps running phase 0 and then phase 1 (Note [dS kept for dQ]). Up to 64 tokens a block stages all four matrices in
 // shared memory with coalesced 16-byte loads and reads every fragment by ldmatrix (ViT-L/32: its 41 KB leave the
 // register limit of 4 blocks per SM the binding one; A fragments loaded 4 bytes a lane from global memory had made
-// 42% of its sectors excess and L1 the bottleneck). Past 64 tokens each phase keeps in shared memory only the two
-// matrices it streams as B operands (phase 0: q and dO; phase 1: k and v) and loads its warps' own 16-row A
+// 42% of its sectors excess and L1 the bottleneck). Past 64 tokens each phase keeps in shared memory only the
+// matrices it streams as B operands (phase 0: q and dO; phase 1: k, in q's place) and loads its warps' own 16-row A
 // fragments straight from global memory, so a block needs half the shared memory of all four (ViT-B/16's 197
 // tokens: 64 instead of 122 KB). Phase 0: warp = 16 keys, loops over query tiles: recomputes S^T = K Q^T and
 // dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q. Phase 1: warp = 16 queries, loops over key tiles: up to 64
@@ -33,7 +33,7 @@
 // Softmax arithmetic (both kernels): one FFMA and one ex2.approx per score (attention_common.cuh: fast_exp2,
 // online_softmax_chunk), keys masked only in the chunk or tile holding the sequence's end, and the backward's dS
 // accumulated without its factor scale, which multiplies dK and dQ once before they are stored (exact for the
-// power-of-two scale of head_dim 64). ViT-B/16 forward 299 to 273 us, backward 730 to 700 (bench/attention_timing).
+// power-of-two scale of head_dim 64). ViT-B/16 forward 299 to 273 us, backward 730 to 700 (bench/attention_timing), and to 643 with dS kept for dQ.
 #include "kernels/attention_tensor_core.hpp"
 
 #include <cmath>
