@@ -33,7 +33,8 @@
 // Softmax arithmetic (both kernels): one FFMA and one ex2.approx per score (attention_common.cuh: fast_exp2,
 // online_softmax_chunk), keys masked only in the chunk or tile holding the sequence's end, and the backward's dS
 // accumulated without its factor scale, which multiplies dK and dQ once before they are stored (exact for the
-// power-of-two scale of head_dim 64). ViT-B/16 forward 299 to 273 us, backward 730 to 700 (bench/attention_timing), and to 643 with dS kept for dQ.
+// power-of-two scale of head_dim 64). ViT-B/16 forward 299 to 273 us, backward 730 to 700 (bench/attention_timing),
+// and to 643 with dS kept for dQ.
 #include "kernels/attention_tensor_core.hpp"
 
 #include <cmath>
