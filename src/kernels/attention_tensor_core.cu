@@ -27,8 +27,9 @@
 // loads K into the shared memory q had, and phase 1 takes dQ = dS K from those tiles: five tile products per
 // (query, key) tile pair instead of seven, and one exponential per score instead of two. A head's tiles (ViT-B/16:
 // 86.5 KB) are read back by the block that wrote them, from L2. Padded keys' dS is zeroed before it is stored
-// (their scores are not -inf in phase 0, and an overflow there would reach dQ as inf * 0). Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row;
-// the block adds the warps' rows in order. No atomics anywhere. Both kernels are held to 128 registers (16 warps
+// (their scores are not -inf in phase 0, and an overflow there would reach dQ as inf * 0).
+// Per-image bias sums: each warp reduces its tiles' columns into its own shared-memory row; the block adds the
+// warps' rows in order. No atomics anywhere. Both kernels are held to 128 registers (16 warps
 // resident per SM: a ViT-L/32 layer's 512 (image, head) forward blocks fit one wave).
 // Softmax arithmetic (both kernels): one FFMA and one ex2.approx per score (attention_common.cuh: fast_exp2,
 // online_softmax_chunk), keys masked only in the chunk or tile holding the sequence's end, and the backward's dS

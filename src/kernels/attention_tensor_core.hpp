@@ -4,8 +4,9 @@
 // to bf16 as matmul operands, accumulation is fp32. Internal to src/kernels: callers use attention.hpp.
 #pragma once
 #include <cuda_bf16.h>
-#include <cstddef>
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 #include "kernels/attention.hpp"
 
