@@ -98,4 +98,17 @@ void launch_after_producer(const char* name, void (*kernel)(Params...), dim3 gri
   launch_kernel(name, true, kernel, grid, block, shared_bytes, stream, std::forward<Args>(args)...);
 }
 
+// Lets `kernel` be launched with `shared_bytes` of dynamic shared memory: past 48 KB a kernel must opt in first.
+// Cheap enough to call before every launch (a host-side attribute, captured by nothing).
+template <typename... Params>
+void allow_dynamic_shared(void (*kernel)(Params...), size_t shared_bytes) {
+  const cudaError_t status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail("CUDA kernel opt-in to {} bytes of dynamic shared memory failed: {} ({})", shared_bytes,
+         cudaGetErrorName(status), cudaGetErrorString(status));
+  }
+}
+
 }  // namespace ddpx

@@ -1,9 +1,9 @@
 // Fused attention kernels; see attention.hpp. bf16 shapes the tensor-core kernels take go there
-// (attention_tensor_core.cu), TF32-allowed fp32 shapes to attention_tf32.cu; the rest runs here: CUDA-core fp32 math from shared memory, register-tiled:
-// a block of 256 threads = 16 x 16 threads works on 64 x 64 tiles, each thread owning a 4 x 4 sub-tile
-// (rows ty + 16a, columns tx + 16b), so every shared-memory load feeds 4 multiply-adds. Tiles of q/k/v/dO are
-// stored row-major with head_dim + 4 floats per row: the float4 loads along head_dim that different rows issue
-// in one quarter-warp then fall in different banks.
+// (attention_tensor_core_forward.cu, _backward.cu), TF32-allowed fp32 shapes to attention_tf32.cu; the rest runs
+// here: CUDA-core fp32 math from shared memory, register-tiled: a block of 256 threads = 16 x 16 threads works on
+// 64 x 64 tiles, each thread owning a 4 x 4 sub-tile (rows ty + 16a, columns tx + 16b), so every shared-memory load
+// feeds 4 multiply-adds. Tiles of q/k/v/dO are stored row-major with head_dim + 4 floats per row: the float4 loads
+// along head_dim that different rows issue in one quarter-warp then fall in different banks.
 // Forward: block = (image, head, 64 queries); keys in chunks of 64 with an online softmax (running max and sum,
 // flash-attention style), so shared memory does not grow with the sequence. Writes out and lse.
 // Backward: block = (image, head); keys in chunks of 64 (outer), queries in tiles of 64 (inner): recompute
@@ -336,8 +336,7 @@ void launch_with_shared(Kernel kernel, dim3 grid, size_t shared, cudaStream_t st
                "{}: sequence {} x head_dim {} needs {} bytes of shared memory, this GPU allows {}; use a larger "
                "patch size (shorter sequence)",
                name, s.seq, s.head_dim, shared, attention_common::max_shared_bytes());
-  DDPX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(shared)));
+  allow_dynamic_shared(kernel, shared);
   launch_after_producer(name, kernel, grid, kThreads, shared, stream, args...);
 }
 

@@ -13,7 +13,7 @@
 //    shape.tf32 set where attention_tf32.hpp takes the shape (operands rounded to TF32); everything else runs the
 //    fp32 CUDA-core kernels.
 //  - The backward takes scratch from the caller: attention_backward_scratch_bytes(shape) bytes, 16-byte aligned
-//    (ViT-B/16 at batch 256: 266 MB of dS tiles, Note [dS kept for dQ] in attention_tensor_core.cu; 0 for most
+//    (ViT-B/16 at batch 256: 266 MB of dS tiles, Note [dS kept for dQ] in attention_tensor_core_backward.cu; 0 for most
 //    shapes, nullptr then allowed); too little is an error naming the size needed.
 //  - One kernel each (two for the CUDA-core backward with bias sums), enqueued on `stream`; nothing allocated. Limits (checked, error names the shape):
 //    head_dim <= 128, seq * head_dim <= 32768, and the shared memory the sequence needs must fit the GPU.

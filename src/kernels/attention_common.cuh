@@ -1,7 +1,7 @@
-// Pieces shared by the attention kernel files (attention.cu, attention_tensor_core.cu, attention_tf32.cu): the
+// Pieces shared by the attention kernel files (attention.cu, attention_tensor_core_*.cu, attention_tf32.cu): the
 // online-softmax step and the bias-sum and log-sum-exp epilogues of the mma.sync kernels, whose C tiles have the
 // same layout in both tensor-core types (16 x 8 fp32, rows g and g + 8, columns 2t and 2t + 1; g = lane / 4,
-// t = lane % 4), and the host side of every launch (shared-memory opt-in, alignment, head_dim dispatch).
+// t = lane % 4), and the host side of every launch (the device's shared-memory limit, alignment, head_dim dispatch).
 // Guarantees: device functions are force-inlined and work on the caller's registers only (no shared memory, no
 // synchronization beyond the warp shuffles named); the host helpers check every CUDA call.
 #pragma once
@@ -125,12 +125,6 @@ inline int max_shared_bytes() {
 }
 
 inline bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-template <typename Kernel>
-void set_shared(Kernel kernel, size_t shared) {
-  DDPX_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
-}
 
 // launch(std::integral_constant<int, HD>{}) for the head dims the tensor-core kernels are built for; `what`
 // names the kernels in the error for any other.

@@ -368,7 +368,7 @@ void attention_forward_tf32(const AttentionShape& s, const float* qkv, float* ou
   const auto grid = static_cast<unsigned>(s.batch * s.heads * ((s.seq + kQueryRows - 1) / kQueryRows));
   dispatch_tensor_core_head_dim(s.head_dim, "TF32 attention", [&](auto hd) {
     auto kernel = forward_kernel<decltype(hd)::value>;
-    set_shared(kernel, shared);
+    allow_dynamic_shared(kernel, shared);
     launch_after_producer("attention forward_kernel (TF32 tensor cores)", kernel, grid, 128, shared, stream, s, qkv,
                           out, lse);
   });
@@ -380,7 +380,7 @@ void attention_backward_tf32(const AttentionShape& s, const float* qkv, const fl
   const auto grid = static_cast<unsigned>(s.batch * s.heads);
   dispatch_tensor_core_head_dim(s.head_dim, "TF32 attention", [&](auto hd) {
     auto kernel = backward_kernel<decltype(hd)::value>;
-    set_shared(kernel, shared);
+    allow_dynamic_shared(kernel, shared);
     launch_after_producer("attention backward_kernel (TF32 tensor cores)", kernel, grid, 32 * kBackwardWarps, shared,
                           stream, s, qkv, out, lse, d_out, d_qkv, d_bias_per_image);
   });

@@ -348,8 +348,7 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
       if (backward_many_rows(a.rows, a.dim)) {
         const size_t shared = sizeof(float) * kRowsPerBlock * 3 * static_cast<size_t>(a.dim);
         auto kernel = layernorm_backward_many_rows_kernel<Out, kChunks>;
-        DDPX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(shared)));
+        allow_dynamic_shared(kernel, shared);
         launch_after_producer("layernorm_backward_many_rows_kernel", kernel, static_cast<unsigned>(blocks),
                               kThreads, shared, stream, a);
         return;

@@ -351,10 +351,10 @@ class VitCudaModel final : public CudaNetwork {
     d_wide_ = c.take<T>(rows * M), d_narrow_ = c.take<T>(rows * D), d_attn_ = c.take<T>(rows * D);
     d_qkv_ = c.take<T>(rows * 3 * D);
     // Note [Attention's dS tiles in the MLP's gradient buffer]: the attention backward's scratch (ViT-B/16 at
-    // batch 256: 266 MB of dS tiles, Note [dS kept for dQ] in kernels/attention_tensor_core.cu) is d_wide_, which
-    // holds d(mlp.0 output) only between the MLP's GELU backward and its input gradient, both enqueued on stream_
-    // before the attention backward of the same block and done with it. A buffer of its own only where d_wide_
-    // is too small (sequences longer than about 4 x head_dim).
+    // batch 256: 266 MB of dS tiles, Note [dS kept for dQ] in kernels/attention_tensor_core_backward.cu) is
+    // d_wide_, which holds d(mlp.0 output) only between the MLP's GELU backward and its input gradient, both
+    // enqueued on stream_ before the attention backward of the same block and done with it. A buffer of its own
+    // only where d_wide_ is too small (sequences longer than about 4 x head_dim).
     AttentionShape widest_attention = attention_shape();
     widest_attention.batch = B;
     const size_t attention_bytes = attention_backward_scratch_bytes<T>(widest_attention);
