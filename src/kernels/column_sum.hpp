@@ -2,9 +2,10 @@
 // position-embedding and class-token gradients and LayerNorm's weight/bias gradients.
 // Guarantees: outputs[c / segment][c % segment] += sum over rows of in[r*ld + c] (= instead of += with
 // `overwrite`: the output's old contents are never read, so they may be anything; segment = cols by default:
-// one output vector; LayerNorm's partials use 2 or 3 segments). The summation order is fixed by the shape alone, so results are
-// bit-identical run to run (no atomics). fp32 accumulation. Needs scratch of column_sum_scratch_floats(cols)
-// floats; enqueues one or two kernels on `stream`, allocates nothing.
+// one output vector; LayerNorm's partials use 2 or 3 segments). The summation order is fixed by the shape alone,
+// so results are bit-identical run to run (no atomics). fp32 accumulation. Needs scratch of
+// column_sum_scratch_floats(cols) floats; enqueues one or two kernels on `stream`, allocates nothing. Several sums
+// may share one kernel (ColumnSumBatch below).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -30,5 +31,30 @@ size_t column_sum_scratch_floats(int64_t cols);
 
 template <typename In>
 void column_sum_add(const ColumnSumArgs<In>& args, cudaStream_t stream);
+
+// Column sums of several fp32 matrices summed by one kernel: a producer that would have called column_sum_add adds
+// its job here instead, and column_sum_add_batch enqueues them all at once (a ViT block's four bias and LayerNorm
+// parameter gradients: Note [A block's column sums in one kernel], model_cuda/vit/vit_cuda.cpp). Guarantees, per
+// job: the sums column_sum_add gives on the same arguments, bit for bit wherever that takes one row split (up to
+// 256 rows, or at least 2 x kReferenceSms blocks of 32 columns), and otherwise one fixed order (all rows in one
+// pass), so the bits still follow the shape alone. No scratch. The caller keeps each job's input and outputs
+// untouched between add and column_sum_add_batch (stream order does it when both are enqueued on that stream).
+constexpr int kMaxColumnSumBatch = 8;
+
+class ColumnSumBatch {
+ public:
+  // Checks the job as column_sum_add would (segments, outputs), and that the batch has room.
+  void add(const ColumnSumArgs<float>& job);
+  int size() const { return count_; }
+  const ColumnSumArgs<float>& job(int i) const { return jobs_[i]; }
+  void clear() { count_ = 0; }
+
+ private:
+  ColumnSumArgs<float> jobs_[kMaxColumnSumBatch];
+  int count_ = 0;
+};
+
+// Enqueues one kernel for every job of the batch (nothing for an empty one) and empties it.
+void column_sum_add_batch(ColumnSumBatch& batch, cudaStream_t stream);
 
 }  // namespace ddpx

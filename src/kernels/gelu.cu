@@ -287,7 +287,7 @@ size_t gelu_backward_scratch_floats(int64_t rows, int64_t cols) {
 
 template <typename T>
 void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_grad, float* scratch,
-                   size_t scratch_floats, cudaStream_t stream, bool overwrite_bias_grad) {
+                   size_t scratch_floats, cudaStream_t stream, bool overwrite_bias_grad, ColumnSumBatch* fold_into) {
   DDPX_REQUIRE(cols % 4 == 0, "gelu_backward: column count {} must be a multiple of 4", cols);
   if (rows == 0 || cols == 0) return;
   const bool wide = sixteen_bytes<T>(cols, {x, grad});
@@ -315,14 +315,15 @@ void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_
   sum.outputs[0] = bias_grad;
   sum.overwrite = overwrite_bias_grad;
   sum.scratch = scratch + partial_floats, sum.scratch_floats = scratch_floats - partial_floats;
-  column_sum_add(sum, stream);
+  if (fold_into) fold_into->add(sum);
+  else column_sum_add(sum, stream);
 }
 
 template void gelu_forward<float>(const float*, float*, int64_t, cudaStream_t);
 template void gelu_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t, cudaStream_t);
 template void gelu_backward<float>(const float*, float*, int64_t, int64_t, float*, float*, size_t, cudaStream_t,
-                                  bool);
+                                  bool, ColumnSumBatch*);
 template void gelu_backward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t, int64_t, float*, float*,
-                                           size_t, cudaStream_t, bool);
+                                           size_t, cudaStream_t, bool, ColumnSumBatch*);
 
 }  // namespace ddpx

@@ -14,15 +14,20 @@
 
 #include <cstdint>
 
+#include "kernels/column_sum.hpp"
+
 namespace ddpx {
 
 template <typename T>
 void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream);
 
 // x, grad: [rows, cols] row-major. scratch: gelu_backward_scratch_floats(rows, cols) floats (when bias_grad is set).
+// With fold_into the bias gradient's column sum is added to that batch instead of enqueued now (column_sum.hpp):
+// it lands when the caller runs the batch, and scratch must stay untouched until then.
 template <typename T>
 void gelu_backward(const T* x, T* grad, int64_t rows, int64_t cols, float* bias_grad, float* scratch,
-                   size_t scratch_floats, cudaStream_t stream, bool overwrite_bias_grad = false);
+                   size_t scratch_floats, cudaStream_t stream, bool overwrite_bias_grad = false,
+                   ColumnSumBatch* fold_into = nullptr);
 
 size_t gelu_backward_scratch_floats(int64_t rows, int64_t cols);
 

@@ -371,7 +371,8 @@ void layernorm_backward(const LayerNormBackwardArgs<Out>& a, cudaStream_t stream
   sum.overwrite = a.overwrite_param_grads;
   sum.scratch = a.scratch + partial_floats;
   sum.scratch_floats = a.scratch_floats - partial_floats;
-  column_sum_add(sum, stream);
+  if (a.fold_into) a.fold_into->add(sum);
+  else column_sum_add(sum, stream);
 }
 
 template void layernorm_forward<float>(const LayerNormForwardArgs<float>&, cudaStream_t);

@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/column_sum.hpp"
+
 namespace ddpx {
 
 template <typename Out>
@@ -55,6 +57,9 @@ struct LayerNormBackwardArgs {
   int64_t rows = 0, dim = 0;
   float* scratch = nullptr;   // layernorm_backward_scratch_floats(rows, dim) floats
   size_t scratch_floats = 0;
+  // Optional: the partial rows' column sums (dgamma, dbeta, dx_column_sum) are added to this batch instead of
+  // enqueued now, and land when the caller runs it (column_sum.hpp); scratch must stay untouched until then.
+  ColumnSumBatch* fold_into = nullptr;
 };
 
 size_t layernorm_backward_scratch_floats(int64_t rows, int64_t dim);

@@ -1,12 +1,15 @@
 // GELU, softmax cross-entropy, column sums, patch embedding and synthetic data against CPU loops on fresh random
 // data. Tolerances (norm-wise relative unless stated): fp32 GELU 1e-6; bf16 GELU 8e-3 (one bf16 rounding);
 // GELU bias-gradient sums 1e-5; bf16 GELU (by table) equal in bits to the fp32 evaluation rounded to bf16;
-// softmax-xent loss 1e-6 absolute, gradient 1e-6; column sums 1e-6; patch/token reshapes exact; synthetic images
+// softmax-xent loss 1e-6 absolute, gradient 1e-6; column sums 1e-6 (a batch: the bits of one call per job where
+// that takes one row split); patch/token reshapes exact; synthetic images
 // 1e-5 absolute per element against the CPU formula (GPU vs CPU log/sin/cos), labels exact.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,7 +28,7 @@ using testing::random_vector;
 using testing::relative_error;
 
 template <typename T>
-void check_gelu(int64_t rows, int64_t cols, double tolerance, uint64_t seed) {
+void check_gelu(int64_t rows, int64_t cols, double tolerance, uint64_t seed, bool fold_later = false) {
   const int64_t n = rows * cols;
   auto x = random_vector(n, seed, 2.0), grad = random_vector(n, seed + 1), bias_start = random_vector(cols, seed + 2);
   if (!std::is_same_v<T, float>) x = testing::rounded_bf16(x), grad = testing::rounded_bf16(grad);
@@ -41,7 +44,14 @@ void check_gelu(int64_t rows, int64_t cols, double tolerance, uint64_t seed) {
   auto d_bias = testing::to_device<float>(bias_start);
   DeviceBuffer<float> scratch(gelu_backward_scratch_floats(rows, cols), "scratch");
   gelu_forward<T>(d_x.get(), d_y.get(), n, nullptr);
-  gelu_backward<T>(d_x.get(), d_grad.get(), rows, cols, d_bias.get(), scratch.get(), scratch.size(), nullptr);
+  ColumnSumBatch folds;
+  gelu_backward<T>(d_x.get(), d_grad.get(), rows, cols, d_bias.get(), scratch.get(), scratch.size(), nullptr, false,
+                   fold_later ? &folds : nullptr);
+  if (fold_later) {  // the bias gradient waits for the batch
+    EXPECT_EQ(testing::to_host(d_bias), bias_start) << "bias gradient before the batch ran";
+    EXPECT_EQ(folds.size(), 1);
+    column_sum_add_batch(folds, nullptr);
+  }
   EXPECT_LT(relative_error(testing::to_host(d_y), want_y), tolerance);
   EXPECT_LT(relative_error(testing::to_host(d_grad), want_grad), tolerance);
   // The bias gradient sums the fp32 products before they are stored as T: within 1e-5 of the double sums.
@@ -54,6 +64,12 @@ TEST(Gelu, Fp32MatchesErfGeluAndSumsBiasGradient) {
   check_gelu<float>(37, 12, 1e-6, 2);
   check_gelu<float>(3, 2052, 1e-6, 3);  // columns beyond one block's 1024
   check_gelu<float>(1, 4, 1e-6, 5);     // one vector: the forward's grid is one block, the backward's one row
+}
+
+TEST(Gelu, BiasSumFoldedInALaterBatch) {
+  DDPX_REQUIRE_GPU();
+  check_gelu<float>(1600, 4096, 1e-6, 6, /*fold_later=*/true);
+  check_gelu<__nv_bfloat16>(6000, 1024, 8e-3, 7, true);
 }
 
 TEST(Gelu, Bf16WithinOneRounding) {
@@ -236,6 +252,81 @@ TEST(ColumnSum, AddsColumnSumsDeterministically) {
     }
     EXPECT_EQ(written, added) << s.rows << " x " << s.cols << " overwrite";
   }
+}
+
+// A batch of column sums against one column_sum_add per job (Note [A block's column sums in one kernel]): the same
+// bits where column_sum_add takes one row split (up to 256 rows, or 264 and more column blocks of 32), within 1e-6
+// of the double sums everywhere, accumulating or overwriting per job, in one kernel of jobs of unequal shapes.
+TEST(ColumnSum, BatchEqualsOneCallPerJob) {
+  DDPX_REQUIRE_GPU();
+  struct Shape {
+    int64_t rows, cols, ld, segments;
+    bool overwrite;
+  };
+  const Shape shapes[] = {{124, 3072, 3072, 3, false}, {32, 3072, 3072, 1, true},   {97, 4096, 4096, 1, false},
+                          {5, 3, 7, 1, false},         {600, 96, 100, 2, false},    {300, 9000, 9000, 1, true},
+                          {256, 2304, 2304, 3, false}, {1, 64, 64, 1, false}};
+  static_assert(std::size(shapes) == kMaxColumnSumBatch);
+  struct Job {
+    std::vector<float> in, start;
+    DeviceBuffer<float> d_in, batched, separate;
+  };
+  std::vector<Job> jobs;
+  ColumnSumBatch batch;
+  DeviceBuffer<float> scratch(column_sum_scratch_floats(9000), "scratch");
+  std::vector<ColumnSumArgs<float>> separate_calls;
+  uint64_t seed = 40;
+  for (const Shape& s : shapes) {
+    Job j{random_vector(s.rows * s.ld, seed), random_vector(s.cols, seed + 1), {}, {}, {}};
+    seed += 2;
+    j.d_in = testing::to_device<float>(j.in);
+    // Overwriting jobs start from NaN: their old contents must never be read.
+    const std::vector<float> start = s.overwrite ? std::vector<float>(s.cols, NAN) : j.start;
+    j.batched = testing::to_device<float>(start), j.separate = testing::to_device<float>(start);
+    jobs.push_back(std::move(j));
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Shape& s = shapes[i];
+    ColumnSumArgs<float> args;
+    args.in = jobs[i].d_in.get(), args.ld = s.ld, args.rows = s.rows, args.cols = s.cols;
+    args.segment = s.cols / s.segments, args.overwrite = s.overwrite;
+    for (int64_t k = 0; k < s.segments; ++k) args.outputs[k] = jobs[i].batched.get() + k * args.segment;
+    batch.add(args);
+    for (int64_t k = 0; k < s.segments; ++k) args.outputs[k] = jobs[i].separate.get() + k * args.segment;
+    args.scratch = scratch.get(), args.scratch_floats = scratch.size();
+    separate_calls.push_back(args);
+  }
+  EXPECT_EQ(batch.size(), static_cast<int>(kMaxColumnSumBatch));
+  column_sum_add_batch(batch, nullptr);
+  EXPECT_EQ(batch.size(), 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Shape& s = shapes[i];
+    column_sum_add(separate_calls[i], nullptr);
+    std::vector<double> want(s.cols, 0.0);
+    for (int64_t c = 0; c < s.cols; ++c) want[c] = s.overwrite ? 0.0 : jobs[i].start[c];
+    for (int64_t r = 0; r < s.rows; ++r)
+      for (int64_t c = 0; c < s.cols; ++c) want[c] += jobs[i].in[r * s.ld + c];
+    const auto batched = testing::to_host(jobs[i].batched), separate = testing::to_host(jobs[i].separate);
+    EXPECT_LT(relative_error(batched, want), 1e-6) << s.rows << " x " << s.cols;
+    const bool one_split = s.rows <= 256 || (s.cols + 31) / 32 >= 264;
+    if (one_split) EXPECT_EQ(batched, separate) << s.rows << " x " << s.cols << ": the bits of column_sum_add";
+  }
+}
+
+// A job the batch cannot run is refused when it is added, naming what is wrong (no kernel is launched).
+TEST(ColumnSum, BatchRefusesAJobWithoutItsOutputs) {
+  float out = 0.f, in = 0.f;
+  ColumnSumArgs<float> args;
+  args.in = &in, args.ld = 3, args.rows = 1, args.cols = 3, args.segment = 1;
+  args.outputs[0] = &out;  // three segments named, one given
+  ColumnSumBatch batch;
+  try {
+    batch.add(args);
+    FAIL() << "a job with missing outputs was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("output 1 of 3 is missing"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(batch.size(), 0);
 }
 
 TEST(PatchEmbedding, ReshapesMatchConvLayout) {

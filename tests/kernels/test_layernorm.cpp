@@ -52,7 +52,7 @@ LnReference reference(const std::vector<float>& x, int64_t ld_x, const std::vect
 
 template <typename Out>
 void check_layernorm(int64_t rows, int64_t dim, int64_t ld_x, bool accumulate, double y_tolerance, uint64_t seed,
-                     bool sum_dx_columns = true) {
+                     bool sum_dx_columns = true, bool fold_later = false) {
   auto x = random_vector(rows * ld_x, seed, 2.0);
   for (auto& v : x) v += 0.5f;  // non-zero mean
   auto gamma = random_vector(dim, seed + 1, 0.3), beta = random_vector(dim, seed + 2, 0.3);
@@ -88,7 +88,15 @@ void check_layernorm(int64_t rows, int64_t dim, int64_t ld_x, bool accumulate, d
   b.accumulate = accumulate, b.dgamma = d_dgamma.get(), b.dbeta = d_dbeta.get(), b.rows = rows, b.dim = dim;
   b.dx_column_sum = sum_dx_columns ? d_dx_sum.get() : nullptr;
   b.scratch = scratch.get(), b.scratch_floats = scratch_floats;
+  ColumnSumBatch folds;
+  if (fold_later) b.fold_into = &folds;
   layernorm_backward(b, nullptr);
+  if (fold_later) {  // the parameter gradients wait for the batch, which then adds them
+    EXPECT_EQ(testing::to_host(d_dgamma), dgamma_start) << "dgamma before the batch ran";
+    EXPECT_EQ(folds.size(), 1);
+    column_sum_add_batch(folds, nullptr);
+    EXPECT_EQ(folds.size(), 0) << "column_sum_add_batch empties the batch";
+  }
 
   std::vector<double> want_dx(rows * ld_x), want_dgamma(dim), want_dbeta(dim);
   for (int64_t i = 0; i < rows; ++i)
@@ -136,6 +144,16 @@ TEST(LayerNorm, ManyRowsSumColumnsInTheRowPass) {
   check_layernorm<float>(2200, 260, 520, true, 1e-5, 14);
   check_layernorm<float>(2150, 1028, 1028, true, 1e-5, 15);  // streamed: 8 rows a block
   check_layernorm<__nv_bfloat16>(4099, 768, 768, true, 8e-3, 16);
+}
+
+// With fold_into the column sums of the partial rows land when the caller's batch runs (vit_cuda.cpp: Note [A
+// block's column sums in one kernel]): one wave, past one wave, streamed, and without dx's column sums.
+TEST(LayerNorm, ColumnSumsFoldedInALaterBatch) {
+  DDPX_REQUIRE_GPU();
+  check_layernorm<float>(1600, 1024, 1024, true, 1e-5, 21, true, /*fold_later=*/true);
+  check_layernorm<float>(5003, 768, 768, true, 1e-5, 22, true, true);
+  check_layernorm<float>(2150, 1028, 1028, false, 1e-5, 23, false, true);
+  check_layernorm<__nv_bfloat16>(200, 1024, 1024, true, 8e-3, 24, true, true);
 }
 
 TEST(LayerNorm, StridedRowsWithoutAccumulation) {

@@ -260,8 +260,9 @@ class VitCudaModel final : public CudaNetwork {
     layernorm_forward(ln, stream_);
   }
 
-  // d_res += LN backward of dy (T, [rows, D]); refreshes d_res_t; adds the LN's parameter gradients and, when
-  // dx_bias_grad is set, the column sums of the new d_res (the bias gradient of the linear layer producing it).
+  // d_res += LN backward of dy (T, [rows, D]); refreshes d_res_t; adds to `folds` the sums of the LN's parameter
+  // gradients and, when dx_bias_grad is set, the column sums of the new d_res (the bias gradient of the linear
+  // layer producing it), their partial rows in `scratch` (Note [A block's column sums in one kernel]).
   //
   // Note [LayerNorm's incoming gradient in the operand type]
   // Under PyTorch's bf16 autocast a LayerNorm runs in fp32 and the linear after it casts its output to bf16, so
@@ -271,7 +272,7 @@ class VitCudaModel final : public CudaNetwork {
   // PyTorch's, and half the bytes of an fp32 dy for the GEMM to write and the LayerNorm to read (ViT-B/16 batch
   // 256: 155 MB a LayerNorm). In fp32 and tf32 modes T is float and nothing changes.
   void layer_norm_backward(const float* x, const float* mean, const float* rstd, size_t weight, size_t bias,
-                           const T* dy, float* dx_bias_grad) {
+                           const T* dy, float* dx_bias_grad, float* scratch, ColumnSumBatch& folds) {
     LayerNormBackwardArgs<T> ln;
     const int64_t D = config_.hidden_dim;
     ln.x = x, ln.ld_x = D, ln.mean = mean, ln.rstd = rstd, ln.gamma = params_ + weight;
@@ -279,7 +280,8 @@ class VitCudaModel final : public CudaNetwork {
     ln.dgamma = grads_ + weight, ln.dbeta = grads_ + bias, ln.dx_column_sum = dx_bias_grad;
     ln.overwrite_param_grads = overwrite_grads_;
     ln.rows = batch_ * config_.seq_len(), ln.dim = D;
-    ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
+    ln.scratch = scratch, ln.scratch_floats = fold_scratch_floats_;
+    ln.fold_into = &folds;
     layernorm_backward(ln, stream_);
   }
 
@@ -297,31 +299,46 @@ class VitCudaModel final : public CudaNetwork {
     linear(a.gelu_out, M, o.fc2_weight, D, o.fc2_bias, residual_[l + 1], true, a.mid, "mlp.3 forward");
   }
 
+  // Note [A block's column sums in one kernel]
+  // A block's backward has four column sums to fold: the GELU backward's partial rows (mlp.0's bias), the two
+  // LayerNorms' partial rows (their weights and biases, and out_proj's and the previous block's mlp.3 bias) and
+  // the attention's per-image bias rows (in_proj's bias). Each was a kernel of a few microseconds on the step's
+  // critical path (ViT-L/32: 96 of them, 0.35 ms of a 9.1 ms step when all were left out, measured on the H200).
+  // The producers instead add them to one ColumnSumBatch, each with its own scratch (fold_scratch_), and the block
+  // ends with one column_sum_add_batch: a kernel a block instead of four, the same sums and bits (column_sum.hpp),
+  // and every gradient of the block final before ready() hands it to the reducer. A block's scratch regions are
+  // reused by the next block's producers only after that kernel, in stream order.
   void block_backward(size_t l) {
     const BlockOffsets& o = layout_.blocks[l];
     const BlockActivations& a = blocks_[l];
     const int64_t D = config_.hidden_dim, M = config_.mlp_dim, rows = batch_ * config_.seq_len();
+    ColumnSumBatch folds;
     // MLP: d_res holds d(block output); its column sums (mlp.3 bias gradient) were added by the LayerNorm backward
     // that produced it (encoder.ln or the next block's ln_1).
     weight_gradient(d_res_t_, D, a.gelu_out, M, o.fc2_weight, "mlp.3 weight gradient");
     input_gradient(d_res_t_, D, o.fc2_weight, M, d_wide_, false, "mlp.3 input gradient");
-    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, scratch_, scratch_floats_, stream_,
-                     overwrite_grads_);
+    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, fold_scratch_[0], fold_scratch_floats_,
+                     stream_, overwrite_grads_, &folds);
     weight_gradient(d_wide_, M, a.ln2_out, D, o.fc1_weight, "mlp.0 weight gradient");
     input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, std::is_same_v<T, float>, "mlp.0 input gradient");
-    layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias);
+    layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias,
+                        fold_scratch_[1], folds);
     // Attention: d_res now holds d(mid).
     weight_gradient(d_res_t_, D, a.attn_out, D, o.proj_weight, "attention out_proj weight gradient");
     input_gradient(d_res_t_, D, o.proj_weight, D, d_attn_, false, "attention out_proj input gradient");
     attention_backward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, d_attn_, d_qkv_, d_qkv_bias_per_image_,
                           attention_scratch_, attention_scratch_bytes_, stream_);
     weight_gradient(d_qkv_, 3 * D, a.ln1_out, D, o.qkv_weight, "attention in_proj weight gradient");
-    column_sum(d_qkv_bias_per_image_, 3 * D, batch_, 3 * D, grads_ + o.qkv_bias);
+    ColumnSumArgs<float> qkv_bias;
+    qkv_bias.in = d_qkv_bias_per_image_, qkv_bias.ld = 3 * D, qkv_bias.rows = batch_, qkv_bias.cols = 3 * D;
+    qkv_bias.outputs[0] = grads_ + o.qkv_bias, qkv_bias.overwrite = overwrite_grads_;
+    folds.add(qkv_bias);
     input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, std::is_same_v<T, float>,
                    "attention in_proj input gradient");
     // d(block input) is d(previous block output): its column sums are the previous block's mlp.3 bias gradient.
     layer_norm_backward(residual_[l], a.ln1_mean, a.ln1_rstd, o.ln1_weight, o.ln1_bias, d_narrow_,
-                        l > 0 ? grads_ + layout_.blocks[l - 1].fc2_bias : nullptr);
+                        l > 0 ? grads_ + layout_.blocks[l - 1].fc2_bias : nullptr, fold_scratch_[2], folds);
+    column_sum_add_batch(folds, stream_);
   }
 
   void carve(Carver& c) {
@@ -369,6 +386,9 @@ class VitCudaModel final : public CudaNetwork {
     scratch_floats_ = std::max({column_sum_scratch_floats(widest), layernorm_backward_scratch_floats(rows, D),
                                 gelu_backward_scratch_floats(rows, M)});
     scratch_ = c.take<float>(static_cast<int64_t>(scratch_floats_));
+    // Note [A block's column sums in one kernel]: the GELU's, ln_2's and ln_1's partial rows, each its own.
+    fold_scratch_floats_ = std::max(layernorm_backward_scratch_floats(rows, D), gelu_backward_scratch_floats(rows, M));
+    for (float*& region : fold_scratch_) region = c.take<float>(static_cast<int64_t>(fold_scratch_floats_));
     // Note [K-major TF32 weight gradients]: the narrower operand of a weight gradient, transposed (tf32 only).
     kmajor_floats_ = matmul_.mode() == MatmulMode::tf32 ? rows * D : 0;  // the narrower operand is D wide
     kmajor_ = kmajor_floats_ > 0 ? c.take<float>(kmajor_floats_) : nullptr;
@@ -405,6 +425,8 @@ class VitCudaModel final : public CudaNetwork {
   T* d_patch_embed_ = nullptr;
   float* scratch_ = nullptr;
   size_t scratch_floats_ = 0;
+  float* fold_scratch_[3] = {};  // Note [A block's column sums in one kernel]: GELU, ln_2, ln_1
+  size_t fold_scratch_floats_ = 0;
   void* attention_scratch_ = nullptr;  // Note [Attention's dS tiles in the MLP's gradient buffer]
   size_t attention_scratch_bytes_ = 0;
   float* kmajor_ = nullptr;  // Note [K-major TF32 weight gradients]
