@@ -9,7 +9,7 @@
 #  - BEFORE: a folder of the before version's changed files at their paths in the repo (`git show REV:path >
 #    before/path`), swapped into the working tree for the before build and restored on exit. Only for changes that
 #    add or remove no file.
-# Usage (repo root): BEFORE_TAR=gpubin/before.tar TARGET=ddpx BIN=src/cli/ddpx [ROUNDS=2] [MATCH=regex] \
+# Usage (repo root): BEFORE_TAR=before.tar TARGET=ddpx BIN=src/cli/ddpx [ROUNDS=2] [MATCH=regex] \
 #          bash bench/before-after.sh train --device cuda --model vit_l_32 --precision bf16 --steps 200
 set -uo pipefail
 cd "$(dirname "$0")/.."
