@@ -12,6 +12,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "core/cuda_check.hpp"
@@ -176,22 +177,27 @@ void column_sum_add(const ColumnSumArgs<In>& a, cudaStream_t stream) {
 void ColumnSumBatch::add(const ColumnSumArgs<float>& job) {
   DDPX_INTERNAL_ASSERT(count_ < kMaxColumnSumBatch, "ColumnSumBatch: more than {} jobs", kMaxColumnSumBatch);
   if (job.rows <= 0 || job.cols <= 0) return;
-  (void)checked_outputs(job);
+  const Outputs outputs = checked_outputs(job);
   DDPX_REQUIRE(job.in != nullptr, "column_sum_add_batch: job {} has no input", count_);
-  jobs_[count_++] = job;
+  CheckedJob& checked = jobs_[count_++];
+  checked = CheckedJob{job.in, job.ld, job.rows, job.cols, outputs.segment, {}, outputs.overwrite};
+  std::copy(std::begin(outputs.vectors), std::end(outputs.vectors), std::begin(checked.outputs));
 }
 
 void column_sum_add_batch(ColumnSumBatch& batch, cudaStream_t stream) {
   if (batch.size() == 0) return;
   BatchJobs jobs{};
-  int64_t blocks = 0;
+  int64_t blocks = 0, columns = 0;
   int lanes = 1;  // the block's row lanes: the most any job uses (ViT-L/32's: 8, so 256-thread blocks in one wave)
   for (int i = 0; i < batch.size(); ++i) {
-    const ColumnSumArgs<float>& a = batch.job(i);
+    const ColumnSumBatch::CheckedJob& a = batch.jobs_[i];
+    columns += a.cols;
     DDPX_REQUIRE(blocks + column_blocks_of(a.cols) <= std::numeric_limits<int>::max(),
-                 "column_sum_add_batch: {} columns in all exceed one launch's grid", (blocks + 1) * kColumnsPerBlock);
-    jobs.job[i] = BatchJob{a.in, a.ld, a.rows, a.cols, checked_outputs(a), static_cast<int>(blocks),
-                           row_lanes(a.rows)};
+                 "column_sum_add_batch: {} columns in its first {} jobs exceed one launch's grid of {} blocks of {}",
+                 columns, i + 1, std::numeric_limits<int>::max(), kColumnsPerBlock);
+    Outputs outputs{{}, a.segment, a.overwrite};
+    std::copy(std::begin(a.outputs), std::end(a.outputs), std::begin(outputs.vectors));
+    jobs.job[i] = BatchJob{a.in, a.ld, a.rows, a.cols, outputs, static_cast<int>(blocks), row_lanes(a.rows)};
     blocks += column_blocks_of(a.cols);
     lanes = std::max(lanes, jobs.job[i].row_lanes);
   }

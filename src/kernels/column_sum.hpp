@@ -43,14 +43,22 @@ constexpr int kMaxColumnSumBatch = 8;
 
 class ColumnSumBatch {
  public:
-  // Checks the job as column_sum_add would (segments, outputs), and that the batch has room.
+  // Checks the job as column_sum_add would (segments, outputs, input), and that the batch has room; the batch
+  // keeps the checked form, so column_sum_add_batch checks nothing again.
   void add(const ColumnSumArgs<float>& job);
   int size() const { return count_; }
-  const ColumnSumArgs<float>& job(int i) const { return jobs_[i]; }
   void clear() { count_ = 0; }
 
  private:
-  ColumnSumArgs<float> jobs_[kMaxColumnSumBatch];
+  friend void column_sum_add_batch(ColumnSumBatch& batch, cudaStream_t stream);
+  // A job as add() checked it: its outputs one vector per segment of `segment` columns.
+  struct CheckedJob {
+    const float* in;
+    int64_t ld, rows, cols, segment;
+    float* outputs[kMaxColumnSumSegments];
+    bool overwrite;
+  };
+  CheckedJob jobs_[kMaxColumnSumBatch] = {};
   int count_ = 0;
 };
 

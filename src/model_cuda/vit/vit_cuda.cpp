@@ -161,8 +161,12 @@ class VitCudaModel final : public CudaNetwork {
     conv_w.out = grads_ + layout_.conv_weight, conv_w.ld_out = K, conv_w.beta = weight_grad_beta_;
     run_weight_gradient(conv_w, "patch embedding (conv_proj) weight gradient");
     column_sum(d_patch_embed_, D, batch * N, D, grads_ + layout_.conv_bias);
-    column_sum(d_res_, S * D, batch, S * D, grads_ + layout_.pos_embedding);
-    column_sum(d_res_, S * D, batch, D, grads_ + layout_.class_token);
+    // pos_embedding's and class_token's sums, each over the batch's rows, in one kernel (the bits of one
+    // column_sum_add each: a batch's rows are one split).
+    ColumnSumBatch embedding_sums;
+    embedding_sums.add(column_sum_args(d_res_, S * D, batch, S * D, grads_ + layout_.pos_embedding));
+    embedding_sums.add(column_sum_args(d_res_, S * D, batch, D, grads_ + layout_.class_token));
+    column_sum_add_batch(embedding_sums, stream_);
     ready(layout_.embedding_begin, layout_.buffer_size());
   }
 
@@ -172,13 +176,20 @@ class VitCudaModel final : public CudaNetwork {
     T *ln1_out, *qkv, *attn_out, *ln2_out, *fc1_out, *gelu_out;
   };
 
+  // A parameter gradient's column sum: out (+)= the sums over `rows` rows of `cols` columns of `in` (= on a
+  // step whose gradients start at zero), with the shared scratch for column_sum_add's second stage.
   template <typename In>
-  void column_sum(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) {
+  ColumnSumArgs<In> column_sum_args(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) const {
     ColumnSumArgs<In> args;
     args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.outputs[0] = out;
     args.overwrite = overwrite_grads_;
     args.scratch = scratch_, args.scratch_floats = scratch_floats_;
-    column_sum_add(args, stream_);
+    return args;
+  }
+
+  template <typename In>
+  void column_sum(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) {
+    column_sum_add(column_sum_args(in, ld, rows, cols, out), stream_);
   }
 
   AttentionShape attention_shape() const {
@@ -317,27 +328,24 @@ class VitCudaModel final : public CudaNetwork {
     // that produced it (encoder.ln or the next block's ln_1).
     weight_gradient(d_res_t_, D, a.gelu_out, M, o.fc2_weight, "mlp.3 weight gradient");
     input_gradient(d_res_t_, D, o.fc2_weight, M, d_wide_, false, "mlp.3 input gradient");
-    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, fold_scratch_[0], fold_scratch_floats_,
+    gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, fold_scratch_.gelu, fold_scratch_floats_,
                      stream_, overwrite_grads_, &folds);
     weight_gradient(d_wide_, M, a.ln2_out, D, o.fc1_weight, "mlp.0 weight gradient");
     input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, std::is_same_v<T, float>, "mlp.0 input gradient");
     layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias,
-                        fold_scratch_[1], folds);
+                        fold_scratch_.ln_2, folds);
     // Attention: d_res now holds d(mid).
     weight_gradient(d_res_t_, D, a.attn_out, D, o.proj_weight, "attention out_proj weight gradient");
     input_gradient(d_res_t_, D, o.proj_weight, D, d_attn_, false, "attention out_proj input gradient");
     attention_backward<T>(attention_shape(), a.qkv, a.attn_out, a.lse, d_attn_, d_qkv_, d_qkv_bias_per_image_,
                           attention_scratch_, attention_scratch_bytes_, stream_);
     weight_gradient(d_qkv_, 3 * D, a.ln1_out, D, o.qkv_weight, "attention in_proj weight gradient");
-    ColumnSumArgs<float> qkv_bias;
-    qkv_bias.in = d_qkv_bias_per_image_, qkv_bias.ld = 3 * D, qkv_bias.rows = batch_, qkv_bias.cols = 3 * D;
-    qkv_bias.outputs[0] = grads_ + o.qkv_bias, qkv_bias.overwrite = overwrite_grads_;
-    folds.add(qkv_bias);
+    folds.add(column_sum_args(d_qkv_bias_per_image_, 3 * D, batch_, 3 * D, grads_ + o.qkv_bias));
     input_gradient(d_qkv_, 3 * D, o.qkv_weight, D, d_narrow_, std::is_same_v<T, float>,
                    "attention in_proj input gradient");
     // d(block input) is d(previous block output): its column sums are the previous block's mlp.3 bias gradient.
     layer_norm_backward(residual_[l], a.ln1_mean, a.ln1_rstd, o.ln1_weight, o.ln1_bias, d_narrow_,
-                        l > 0 ? grads_ + layout_.blocks[l - 1].fc2_bias : nullptr, fold_scratch_[2], folds);
+                        l > 0 ? grads_ + layout_.blocks[l - 1].fc2_bias : nullptr, fold_scratch_.ln_1, folds);
     column_sum_add_batch(folds, stream_);
   }
 
@@ -388,7 +396,8 @@ class VitCudaModel final : public CudaNetwork {
     scratch_ = c.take<float>(static_cast<int64_t>(scratch_floats_));
     // Note [A block's column sums in one kernel]: the GELU's, ln_2's and ln_1's partial rows, each its own.
     fold_scratch_floats_ = std::max(layernorm_backward_scratch_floats(rows, D), gelu_backward_scratch_floats(rows, M));
-    for (float*& region : fold_scratch_) region = c.take<float>(static_cast<int64_t>(fold_scratch_floats_));
+    for (float** region : {&fold_scratch_.gelu, &fold_scratch_.ln_2, &fold_scratch_.ln_1})
+      *region = c.take<float>(static_cast<int64_t>(fold_scratch_floats_));
     // Note [K-major TF32 weight gradients]: the narrower operand of a weight gradient, transposed (tf32 only).
     kmajor_floats_ = matmul_.mode() == MatmulMode::tf32 ? rows * D : 0;  // the narrower operand is D wide
     kmajor_ = kmajor_floats_ > 0 ? c.take<float>(kmajor_floats_) : nullptr;
@@ -425,7 +434,12 @@ class VitCudaModel final : public CudaNetwork {
   T* d_patch_embed_ = nullptr;
   float* scratch_ = nullptr;
   size_t scratch_floats_ = 0;
-  float* fold_scratch_[3] = {};  // Note [A block's column sums in one kernel]: GELU, ln_2, ln_1
+  // Note [A block's column sums in one kernel]: the partial rows of a block's three producers, each its own.
+  struct FoldScratch {
+    float* gelu = nullptr;  // the GELU backward's (mlp.0's bias)
+    float* ln_2 = nullptr;  // ln_2's (its weight and bias, out_proj's bias)
+    float* ln_1 = nullptr;  // ln_1's (its weight and bias, the previous block's mlp.3 bias)
+  } fold_scratch_;
   size_t fold_scratch_floats_ = 0;
   void* attention_scratch_ = nullptr;  // Note [Attention's dS tiles in the MLP's gradient buffer]
   size_t attention_scratch_bytes_ = 0;
