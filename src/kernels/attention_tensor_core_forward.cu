@@ -2,7 +2,8 @@
 // directions. Block = (image, head, 64 queries; 128 past 64 tokens), warp = 16 queries, whose A fragments come
 // straight from global memory; the head's keys and values sit in shared memory (attention_tensor_core_blocks.cuh);
 // keys in chunks of 64 with an online softmax: one FFMA and one ex2.approx per score (attention_common.cuh:
-// fast_exp2, online_softmax_chunk), keys masked only in the chunk holding the sequence's end. Held to 128
+// fast_exp2, online_softmax_chunk), keys masked only in the last step, one 16-key tile where that holds the
+// sequence's end (Note [A last key step of one 16-key tile]). Held to 128
 // registers (16 warps resident per SM: a ViT-L/32 layer's 512 (image, head) blocks fit one wave). No atomics;
 // bit-identical run to run. ViT-B/16 (bench/attention_timing): 299 us, 273 after the softmax's arithmetic was
 // cut to the two instructions a score.
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
@@ -53,20 +55,54 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
   float o[kDimTiles][4] = {};
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale2 = s.scale * kLog2e;
-  for (int k0 = 0; k0 < S; k0 += kKeyChunk) {
-    float sc[kKeyChunk / 8][4] = {};
+  // One online-softmax step over the TILES 16-key tiles from key k0 (masked: the step holding the sequence's end).
+  auto key_step = [&](auto tiles, auto masked, int k0) {
+    constexpr int kScoreTiles = 2 * decltype(tiles)::value;  // 8-key score tiles
+    float sc[kScoreTiles][4] = {};
 #pragma unroll
-    for (int nt = 0; nt < kKeyChunk / 8; nt += 2)
+    for (int nt = 0; nt < kScoreTiles; nt += 2)
       mma_rows_by_tile_rows<kLd, kSteps>(sc[nt], sc[nt + 1], qa, k_s, k0 + 8 * nt, lane);
-    if (k0 + kKeyChunk <= S)  // only the chunk holding the sequence's end has keys to mask
-      online_softmax_chunk<false>(sc, o, row_max, row_sum, k0, S, scale2, t);
-    else
-      online_softmax_chunk<true>(sc, o, row_max, row_sum, k0, S, scale2, t);
+    online_softmax_chunk<decltype(masked)::value>(sc, o, row_max, row_sum, k0, S, scale2, t);
 #pragma unroll
-    for (int kt = 0; kt < kKeyChunk / 16; ++kt) {
+    for (int kt = 0; kt < kScoreTiles / 2; ++kt) {
       uint32_t pa[4];
       c_to_a(pa, sc[2 * kt], sc[2 * kt + 1]);
       mma_a_by_tile<kLd>(o, pa, v_s, k0 + 16 * kt, lane);
+    }
+  };
+  using std::integral_constant;
+  constexpr integral_constant<bool, false> kUnmasked;
+  constexpr integral_constant<bool, true> kMasked;
+  // Note [A last key step of one 16-key tile]: where a single 16-key tile holds the keys left past the whole
+  // chunks, the last step takes that tile alone instead of a whole chunk (ViT-B/16's and ViT-L/16's 197 keys: the
+  // products and exponentials of 208 keys instead of 256). The tiles it leaves out
+  // were all masked, their weights exp2(-inf) = 0, adding 0 to the row sums and 0 * V to the outputs: the same
+  // bits. Other remainders keep the whole masked chunk (a variant for each tile count made the kernels spill). At
+  // head_dim 80 (ViT-H/14) the chunks keep their earlier loop, written out: every form through key_step that
+  // ptxas was given took 28 to 48 bytes of spills there, where that loop takes none.
+  if constexpr (HD <= 64) {
+    int k0 = 0;
+    for (; k0 + kKeyChunk <= S; k0 += kKeyChunk) key_step(integral_constant<int, kKeyChunk / 16>{}, kUnmasked, k0);
+    if (k0 < S) {
+      if (S - k0 <= 16) key_step(integral_constant<int, 1>{}, kMasked, k0);
+      else key_step(integral_constant<int, kKeyChunk / 16>{}, kMasked, k0);
+    }
+  } else {
+    for (int k0 = 0; k0 < S; k0 += kKeyChunk) {
+      float sc[kKeyChunk / 8][4] = {};
+#pragma unroll
+      for (int nt = 0; nt < kKeyChunk / 8; nt += 2)
+        mma_rows_by_tile_rows<kLd, kSteps>(sc[nt], sc[nt + 1], qa, k_s, k0 + 8 * nt, lane);
+      if (k0 + kKeyChunk <= S)  // only the chunk holding the sequence's end has keys to mask
+        online_softmax_chunk<false>(sc, o, row_max, row_sum, k0, S, scale2, t);
+      else
+        online_softmax_chunk<true>(sc, o, row_max, row_sum, k0, S, scale2, t);
+#pragma unroll
+      for (int kt = 0; kt < kKeyChunk / 16; ++kt) {
+        uint32_t pa[4];
+        c_to_a(pa, sc[2 * kt], sc[2 * kt + 1]);
+        mma_a_by_tile<kLd>(o, pa, v_s, k0 + 16 * kt, lane);
+      }
     }
   }
   reduce_row_sums(row_sum);

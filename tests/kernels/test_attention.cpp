@@ -143,6 +143,10 @@ TEST(Attention, Bf16WithinRounding) {
   check_attention<__nv_bfloat16>(2, 64, 2, 64, 2e-2, 18);  // the longest backward with all four matrices shared
   check_attention<__nv_bfloat16>(2, 65, 2, 32, 2e-2, 19);  // the shortest with two (A fragments from global)
   check_attention<__nv_bfloat16>(1, 128, 2, 64, 2e-2, 20);  // whole key chunks and tiles only: no step masks keys
+  // Note [A last key step of one 16-key tile]: 16 keys past the chunks (one tile, none masked), and 17 (the whole
+  // masked chunk again).
+  check_attention<__nv_bfloat16>(1, 144, 2, 64, 2e-2, 21);
+  check_attention<__nv_bfloat16>(1, 145, 2, 64, 2e-2, 22);
 }
 
 // Past 64 tokens the bf16 backward keeps dS for dQ in the caller's scratch (Note [dS kept for dQ]): its size is
