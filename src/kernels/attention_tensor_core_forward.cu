@@ -6,7 +6,7 @@
 // sequence's end (Note [A last key step of one 16-key tile]). Held to 128
 // registers (16 warps resident per SM: a ViT-L/32 layer's 512 (image, head) blocks fit one wave). No atomics;
 // bit-identical run to run. ViT-B/16 (bench/attention_timing): 299 us, 273 after the softmax's arithmetic was
-// cut to the two instructions a score.
+// cut to the two instructions a score, 257 with the last step's one 16-key tile (docs/results.md, 2026-12-04).
 #include "kernels/attention_tensor_core.hpp"
 
 #include <cmath>
