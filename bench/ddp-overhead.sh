@@ -2,7 +2,7 @@
 # DDP's cost at world 1 on one GPU, the optimizer overlapped with backward against after it, and the README job's
 # input wait: ViT-L/32 bf16 batch 32, plain against --ddp with each hook (data generated on the GPU, so input
 # never counts), then the README's job (host synthetic data, default loader threads). Prints each run's summary line,
-# then issue 12's check: the verdict's DDP cost (calibrated, --calibrate-steps) against the measured throughput
+# then issue 12's check: the verdict's DDP cost (calibrated, --calibrate-steps) against the median step
 # difference to the plain run with the same graph setting, within 1 point of the step (bench/ddp_cost_check.py;
 # exit status 1 when a pair misses). Usage (GPU machine, repo root, after a build):
 #   bash bench/ddp-overhead.sh        (OUT, DDPX, STEPS as in bench/gpu-run.sh)
@@ -35,7 +35,7 @@ if [ -z "${ONLY_COST:-}" ]; then
   one plain_again synthetic-device
 fi
 echo
-echo "# issue 12 point 1: the verdict's DDP cost against the measured throughput difference (within 1 point)"
+echo "# issue 12 point 1: the verdict's DDP cost against the median steps' difference (within 1 point)"
 python3 bench/ddp_cost_check.py \
   "$OUT/ovh_ddp.json:$OUT/ovh_plain.json" "$OUT/ovh_ddp_bf16.json:$OUT/ovh_plain.json" \
   "$OUT/ovh_ddp_fp16.json:$OUT/ovh_plain.json" "$OUT/ovh_ddp_psgd4.json:$OUT/ovh_plain.json" \

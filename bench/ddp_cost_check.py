@@ -9,9 +9,10 @@ For each (DDP run, plain run) pair of run reports:
 PASS when the two are within --tolerance points (default 1).
 
 The throughput difference (1 - steps/s(DDP) / steps/s(plain)) is printed beside it but not judged. Throughput is a
-mean, so it takes in every slow stretch of a run. On the H200 on 2026-12-04 a --ddp run had forward, backward
-and all 10-13% slower for 30 consecutive steps, which no DDP mechanism does (docs/results.md, that day). A run whose
-mean step is more than 1% above its median is flagged "unsteady": its throughput figure reads such a stretch.
+mean, so it takes in every slow stretch of a run. On the H200 the bf16 ViT-L/32 step runs at the 700 W power cap,
+and the SM clock moves between 1,620 and 1,980 MHz within a run. On 2026-12-04 one --ddp run had forward and
+backward 10-13% slower together for 30 consecutive steps (docs/results.md, that day). A run whose mean step is more
+than 1% above its median is flagged "unsteady": its throughput figure includes such a stretch.
 Exit status 1 when any pair fails, lacks a calibrated cost, or its reports hold no steps.
 
 Usage: ddp_cost_check.py [--tolerance 1.0] DDP.json:PLAIN.json [...]
