@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The median phases of ViT-L/32 bf16 batch 32 runs that differ only in their flags: which --ddp setting moves which
-# phase (docs/results.md, 2026-12-04: the forward's 0.2 ms after buckets reduced during the backward pass). Each
+# phase (docs/results.md, 2026-12-04: where --ddp's 0.1-0.3 ms at world 1 sits, not settled by four calls). Each
 # argument is NAME=FLAGS (FLAGS may be empty); every run takes 200 steps after 20 warm-up steps with three
 # calibration steps, data generated on the GPU, and writes its report to $OUT/NAME.json. Then prints, per run, the
 # median step, forward, backward and optimizer over the measured steps, and the calibration steps' plain step and
