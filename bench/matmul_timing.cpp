@@ -3,7 +3,10 @@
 // with both operands stored K-major (a [m,k] and b^T [n,k] row-major), the layout Hopper's tensor-core
 // instructions read directly for every type (TF32 wgmma reads only K-major operands from shared memory); a
 // measurement tool, not a test. Fresh random operands, 5 warm-up calls, median of --repeat timed with CUDA events.
-// Usage: matmul_timing [--repeat 50] [--rows 1600]
+// --backward-pairs: each ViT block's backward pair (a layer's input gradient dy W and its weight gradient dy^T x,
+// which read the same dy and do not depend on each other) timed one after the other on one stream and side by
+// side on two streams (two engines, so each has its own cuBLASLt workspace), for ViT-L/32 and ViT-B/16 shapes.
+// Usage: matmul_timing [--repeat 50] [--rows 1600] [--layouts-only | --backward-pairs]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -88,6 +91,99 @@ void time_weight_gradient_layouts(const Product& p, int repeat) {
               p.name, us[0], us[1], us[2], us[3], dy_t, x_t, 2.0 * 4 * p.k * p.n / x_t * 1e-3);
 }
 
+// Median over `repeat` rounds of `round(stream)` on `stream`, in microseconds (an event pair and a synchronize
+// each); the round may fork other streams from `stream` as long as it joins them back.
+template <typename Round>
+double median_stream_us(int repeat, cudaStream_t stream, Round&& round) {
+  cudaEvent_t start, stop;
+  DDPX_CUDA_CHECK(cudaEventCreate(&start));
+  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times;
+  for (int i = 0; i < repeat; ++i) {
+    DDPX_CUDA_CHECK(cudaEventRecord(start, stream));
+    round();
+    DDPX_CUDA_CHECK(cudaEventRecord(stop, stream));
+    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  DDPX_CUDA_CHECK(cudaEventDestroy(start));
+  DDPX_CUDA_CHECK(cudaEventDestroy(stop));
+  std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
+  return 1e3 * times[repeat / 2];
+}
+
+// One layer's backward pair in bf16: dx[rows, k] = dy[rows, n] W (W [n, k], bf16 out) and dW[n, k] = dy^T x
+// (x [rows, k], fp32 out), as the CUDA ViT issues them.
+void time_backward_pair(const char* model, const char* layer, int64_t rows, int64_t n, int64_t k, int repeat) {
+  using T = __nv_bfloat16;
+  DeviceBuffer<T> dy(rows * n, "dy"), w(n * k, "W"), x(rows * k, "x"), dx(rows * k, "dx");
+  DeviceBuffer<float> dw(n * k, "dW");
+  fill_uniform(dy.get(), rows * n, 1);
+  fill_uniform(w.get(), n * k, 2);
+  fill_uniform(x.get(), rows * k, 3);
+  MatmulEngine main_engine(MatmulMode::bf16), side_engine(MatmulMode::bf16);
+  cudaStream_t main_stream = nullptr, side_stream = nullptr;
+  DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&main_stream, cudaStreamNonBlocking));
+  DDPX_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
+  cudaEvent_t fork, join;
+  DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  auto input_gradient = [&](MatmulEngine& e, cudaStream_t s) {
+    MatmulCall call;
+    call.m = rows, call.n = k, call.k = n;
+    call.a = {dy.get(), n, false};
+    call.b = {w.get(), k, false};
+    call.out = dx.get(), call.ld_out = k, call.out_fp32 = false;
+    e.run(call, s, "input gradient");
+  };
+  auto weight_gradient = [&](MatmulEngine& e, cudaStream_t s) {
+    MatmulCall call;
+    call.m = n, call.n = k, call.k = rows;
+    call.a = {dy.get(), n, true};
+    call.b = {x.get(), k, false};
+    call.out = dw.get(), call.ld_out = k;
+    e.run(call, s, "weight gradient");
+  };
+  auto serial = [&] { input_gradient(main_engine, main_stream), weight_gradient(main_engine, main_stream); };
+  auto side_by_side = [&] {
+    DDPX_CUDA_CHECK(cudaEventRecord(fork, main_stream));
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(side_stream, fork, 0));
+    weight_gradient(side_engine, side_stream);
+    input_gradient(main_engine, main_stream);
+    DDPX_CUDA_CHECK(cudaEventRecord(join, side_stream));
+    DDPX_CUDA_CHECK(cudaStreamWaitEvent(main_stream, join, 0));
+  };
+  for (int i = 0; i < 5; ++i) serial(), side_by_side(), weight_gradient(side_engine, main_stream);
+  DDPX_CUDA_CHECK(cudaDeviceSynchronize());
+  const double input_us = median_stream_us(repeat, main_stream, [&] { input_gradient(main_engine, main_stream); });
+  const double weight_us = median_stream_us(repeat, main_stream, [&] { weight_gradient(main_engine, main_stream); });
+  const double serial_us = median_stream_us(repeat, main_stream, serial);
+  const double pair_us = median_stream_us(repeat, main_stream, side_by_side);
+  std::printf("bf16 %-8s %-5s rows %6lld n %5lld k %5lld | input grad %7.1f us | weight grad %7.1f us | one stream "
+              "%7.1f us | two streams %7.1f us | saves %6.1f us (%4.1f%%)\n",
+              model, layer, static_cast<long long>(rows), static_cast<long long>(n), static_cast<long long>(k),
+              input_us, weight_us, serial_us, pair_us, serial_us - pair_us, 100.0 * (serial_us - pair_us) / serial_us);
+  DDPX_CUDA_CHECK(cudaEventDestroy(fork));
+  DDPX_CUDA_CHECK(cudaEventDestroy(join));
+  DDPX_CUDA_CHECK(cudaStreamDestroy(main_stream));
+  DDPX_CUDA_CHECK(cudaStreamDestroy(side_stream));
+}
+
+void time_backward_pairs(int repeat) {
+  struct Shape {
+    const char* model;
+    int64_t rows, d, mlp;
+  };
+  for (const Shape& s : {Shape{"vit_l_32", 32 * 50, 1024, 4096}, Shape{"vit_b_16", 256 * 197, 768, 3072}}) {
+    time_backward_pair(s.model, "fc2", s.rows, s.d, s.mlp, repeat);      // mlp.3: dy [rows, D], x [rows, M]
+    time_backward_pair(s.model, "fc1", s.rows, s.mlp, s.d, repeat);      // mlp.0: dy [rows, M], x [rows, D]
+    time_backward_pair(s.model, "proj", s.rows, s.d, s.d, repeat);       // out_proj
+    time_backward_pair(s.model, "qkv", s.rows, 3 * s.d, s.d, repeat);    // in_proj: dy [rows, 3D], x [rows, D]
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,6 +205,10 @@ int main(int argc, char** argv) {
                                       {"proj weight gradient", D, D, rows, true, false},
                                       {"fc1 weight gradient", M, D, rows, true, false},
                                       {"fc2 weight gradient", D, M, rows, true, false}};
+  if (argc > 1 && std::strcmp(argv[argc - 1], "--backward-pairs") == 0) {
+    time_backward_pairs(repeat);
+    return 0;
+  }
   for (const Product& p : weight_gradients) time_weight_gradient_layouts(p, repeat);
   if (argc > 1 && std::strcmp(argv[argc - 1], "--layouts-only") == 0) return 0;
   for (MatmulMode mode : {MatmulMode::tf32, MatmulMode::bf16})

@@ -1,6 +1,6 @@
 // Fused optimizer and cast kernels; see optimizer.hpp. Grid-stride loops over 4-element vectors. The gradient
-// source is a template parameter (fp32, 16-bit from a cast hook's wire buffer, or low-rank factors of width K), so
-// the common fp32 loop is the one it was.
+// source is a template parameter (fp32, 16-bit from a cast hook's wire buffer, low-rank factors of width K, or the
+// fp32 buffer with packed bf16 regions), so the common fp32 loop is the one it was.
 // Note [Update arithmetic spelled out]: the update's arithmetic is written with the rounding intrinsics
 // (__fmaf_rn, __fmul_rn, ...), which the compiler never contracts or reorders. Left to -fmad, whether a*b + c
 // becomes one FMA is the compiler's choice per instantiation, and the gradient-source instantiations must give the
@@ -36,7 +36,7 @@ __device__ __forceinline__ void note_nonfinite(unsigned long long* flag, uint64_
     }
 }
 
-enum class GradSource { fp32, bf16, fp16, low_rank };
+enum class GradSource { fp32, bf16, fp16, low_rank, packed_bf16 };
 
 // Note [Low-rank gradients fused into the update]: the piece holding element e, from the last one found (a
 // thread's vectors come in increasing order) or by binary search over the span's pieces.
@@ -82,6 +82,38 @@ __device__ __forceinline__ Float4 low_rank_grads(const float* grads, const LowRa
   return g;
 }
 
+// Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): the four gradients at vector v of
+// a buffer with bf16 regions. `region` caches the last region found (a thread's vectors come in increasing order;
+// the regions are whole weight matrices, far larger than a grid's stride), else a binary search finds the last
+// region starting at or before the element.
+__device__ __forceinline__ Float4 packed_bf16_grads(const float* grads, const PackedBf16Gradients& packed, int64_t v,
+                                                    int& region) {
+  const long long e = packed.span_begin + 4 * v;
+  auto holds = [&](int r) {
+    return r >= 0 && e >= packed.regions[r].offset && e < packed.regions[r].offset + packed.regions[r].numel;
+  };
+  if (!holds(region)) {
+    int lo = 0, hi = packed.count - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (packed.regions[mid].offset <= e) lo = mid;
+      else hi = mid - 1;
+    }
+    region = lo;
+  }
+  if (!holds(region)) return load4(grads + 4 * v);
+  const PackedBf16Region r = packed.regions[region];
+  const float* buffer = grads - packed.span_begin;
+  const ushort4 w = reinterpret_cast<const ushort4*>(reinterpret_cast<const uint16_t*>(buffer + r.offset) +
+                                                     (e - r.offset))[0];
+  Float4 g;
+  g.v[0] = __bfloat162float(__ushort_as_bfloat16(w.x));
+  g.v[1] = __bfloat162float(__ushort_as_bfloat16(w.y));
+  g.v[2] = __bfloat162float(__ushort_as_bfloat16(w.z));
+  g.v[3] = __bfloat162float(__ushort_as_bfloat16(w.w));
+  return g;
+}
+
 // Four gradients at vector v, widened to fp32 (exact for both 16-bit formats) or evaluated from factors.
 template <GradSource kSource, int K>
 __device__ __forceinline__ Float4 load_grads(const float* grads, const WireGrads& wire, int64_t v, int& piece) {
@@ -89,6 +121,8 @@ __device__ __forceinline__ Float4 load_grads(const float* grads, const WireGrads
     return load4(grads + 4 * v);
   } else if constexpr (kSource == GradSource::low_rank) {
     return low_rank_grads<K>(grads, wire.low_rank, v, piece);
+  } else if constexpr (kSource == GradSource::packed_bf16) {
+    return packed_bf16_grads(grads, wire.packed_bf16, v, piece);
   } else {
     const ushort4 w = reinterpret_cast<const ushort4*>(wire.data)[v];
     const uint16_t raw[4] = {w.x, w.y, w.z, w.w};
@@ -171,6 +205,7 @@ void check_count(int64_t n, const char* what) {
 
 GradSource source_of(const WireGrads& wire) {
   if (wire.low_rank.pieces != nullptr) return GradSource::low_rank;
+  if (wire.packed_bf16.regions != nullptr) return GradSource::packed_bf16;
   return wire.data == nullptr ? GradSource::fp32 : wire.fp16 ? GradSource::fp16 : GradSource::bf16;
 }
 
@@ -179,6 +214,11 @@ void check_sources(const float* grads, const WireGrads& wire, const char* what) 
   DDPX_INTERNAL_ASSERT(reinterpret_cast<uintptr_t>(wire.data) % 8 == 0,
                        "{}: 16-bit gradients at {} are not 8-byte aligned (4-element vectors)", what,
                        static_cast<const void*>(wire.data));
+  if (wire.packed_bf16.regions != nullptr)
+    DDPX_INTERNAL_ASSERT(wire.data == nullptr && wire.low_rank.pieces == nullptr && grads != nullptr &&
+                             wire.packed_bf16.count > 0 && wire.packed_bf16.span_begin % 4 == 0,
+                         "{}: packed bf16 gradients need the fp32 buffer, no other source, regions and a 4-aligned "
+                         "span", what);
   if (wire.low_rank.pieces == nullptr) return;
   DDPX_INTERNAL_ASSERT(wire.data == nullptr && grads != nullptr && wire.low_rank.count > 0,
                        "{}: low-rank gradients need the fp32 buffer (plain pieces) and no 16-bit source", what);
@@ -193,6 +233,7 @@ void for_source(const WireGrads& wire, Launch&& launch) {
     case GradSource::fp32: launch(Kernels<GradSource::fp32, 1>::get()); break;
     case GradSource::bf16: launch(Kernels<GradSource::bf16, 1>::get()); break;
     case GradSource::fp16: launch(Kernels<GradSource::fp16, 1>::get()); break;
+    case GradSource::packed_bf16: launch(Kernels<GradSource::packed_bf16, 1>::get()); break;
     case GradSource::low_rank:
       switch (wire.low_rank.width) {
         case 1: launch(Kernels<GradSource::low_rank, 1>::get()); break;

@@ -11,7 +11,10 @@
 // fp32 buffer bit for bit, and `grads` is not read; or, when `wire.low_rank` is set, from a PowerSGD bucket's
 // factors (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp): a factor piece's gradient is
 // low_rank_product of its P and Q rows (core/low_rank.hpp), the value the hook would have written, and a plain
-// piece's is read from `grads`; the update again equals the one over the written buffer bit for bit.
+// piece's is read from `grads`; the update again equals the one over the written buffer bit for bit; or, when
+// `wire.packed_bf16` is set, from `grads` itself, where some regions hold bf16 values in the first half of their
+// fp32 slots (Note [bf16 weight gradients in their fp32 slots], model_cuda/cuda_model.hpp): each is widened exactly,
+// so the update equals the one over a buffer holding the widened values.
 // SgdUpdate and AdamWUpdate are the kernels' argument ABI, not a second spelling of the optimizer: the trainer's
 // CudaModel fills them in one place (model_cuda/cuda_model.cpp optimizer_span) from optim/'s per-step scalars.
 #pragma once
@@ -27,10 +30,23 @@ namespace ddpx {
 // Where an update's gradients come from, when not the fp32 buffer: a 16-bit source (element i of the update is
 // data[i], bf16, or IEEE fp16 when `fp16`), or low-rank pieces over the span (low_rank.pieces set; their offsets
 // count from the span's first element).
+// Regions of the fp32 gradient buffer that hold bf16 gradients packed into the first half of their slots: element
+// offset + i at reinterpret_cast<const uint16_t*>(buffer + offset)[i] (offsets and numel multiples of 4, sorted,
+// disjoint, counted from the buffer's start); every other element is an fp32 gradient in its slot.
+struct PackedBf16Region {
+  long long offset = 0, numel = 0;
+};
+struct PackedBf16Gradients {
+  const PackedBf16Region* regions = nullptr;  // device memory, `count` regions
+  int count = 0;
+  long long span_begin = 0;  // the buffer element that the update's element 0 (and `grads`) stands at
+};
+
 struct WireGrads {
   const uint16_t* data = nullptr;
   bool fp16 = false;
   LowRankGradients low_rank;
+  PackedBf16Gradients packed_bf16;  // regions != nullptr: `grads` holds bf16 regions (data and low_rank unset)
 };
 
 // nonfinite_gradient (device, optional): the kernel lowers it (atomicMin) to the offset of any gradient that is

@@ -54,9 +54,34 @@ void CudaModel::forward(const float* d_images, int64_t batch, float* d_logits) {
   run_forward(d_images, batch, d_logits);
 }
 
+void CudaModel::use_bf16_weight_gradients() {
+  DDPX_INTERNAL_ASSERT(precision_ == Precision::bf16, "bf16 weight gradients asked of a {} model",
+                       precision_name(precision_));
+  DDPX_INTERNAL_ASSERT(bf16_regions_host_.empty(), "bf16 weight gradients switched on twice");
+  for (const BufferSpan& slot : weight_gradient_slots()) {
+    DDPX_INTERNAL_ASSERT(slot.begin % 4 == 0 && slot.end % 4 == 0 && slot.begin < slot.end &&
+                             (bf16_regions_host_.empty() ||
+                              static_cast<long long>(slot.begin) >=
+                                  bf16_regions_host_.back().offset + bf16_regions_host_.back().numel) &&
+                             slot.end <= params_.size(),
+                         "weight-gradient slot [{}, {}) is not a 4-aligned tensor after the previous one",
+                         slot.begin, slot.end);
+    bf16_regions_host_.push_back({static_cast<long long>(slot.begin), static_cast<long long>(slot.end - slot.begin)});
+  }
+  if (bf16_regions_host_.empty()) return;
+  bf16_regions_ = DeviceBuffer<PackedBf16Region>(bf16_regions_host_.size(), "the bf16 weight-gradient regions");
+  DDPX_CUDA_CHECK(cudaMemcpyAsync(bf16_regions_.get(), bf16_regions_host_.data(), bf16_regions_.bytes(),
+                                  cudaMemcpyHostToDevice, stream_));
+  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vector's pages may be reused by the caller
+}
+
 void CudaModel::forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
                                  float* d_loss, const std::function<void(size_t, size_t)>& on_ready) {
-  run_forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero_, on_ready);
+  // Note [bf16 weight gradients in their fp32 slots]: bf16 slots are written, never added into.
+  DDPX_INTERNAL_ASSERT(!bf16_weight_gradients() || grads_are_zero_,
+                       "a forward_backward would add into bf16 weight gradients (accumulation needs fp32 ones)");
+  run_forward_backward(d_images, d_labels, batch, grad_scale, d_loss,
+                       GradWrite{.overwrite = grads_are_zero_, .bf16_weights = bf16_weight_gradients()}, on_ready);
   grads_are_zero_ = false;
 }
 
@@ -95,6 +120,14 @@ void CudaModel::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t b
   if (begin == end) return;
   __nv_bfloat16* low = low_precision_weights_.get();
   const auto n = static_cast<int64_t>(end - begin);
+  // Note [bf16 weight gradients in their fp32 slots]: the optimizer widens the bf16 regions in its pass.
+  WireGrads packed;
+  if (bf16_weight_gradients()) {
+    DDPX_INTERNAL_ASSERT(wire == nullptr, "span [{}, {}): a wire source over bf16 weight gradients", begin, end);
+    packed.packed_bf16 = {bf16_regions_.get(), static_cast<int>(bf16_regions_host_.size()),
+                          static_cast<long long>(begin)};
+    wire = &packed;
+  }
   switch (spec.kind) {
     case OptimizerKind::sgd: {
       const SgdStepScalars s = sgd_step_scalars(spec, step);

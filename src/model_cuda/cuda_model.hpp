@@ -18,7 +18,20 @@
 //  - on_ready(begin, end) is called on the host right after the kernels that finish grads[begin, end) are
 //    enqueued, once per layout().ready_spans() entry, in that order, after the last kernel reading those params.
 //  - optimizer_span over disjoint spans covering the buffer equals optimizer_step bit for bit (element-wise).
+//  - use_bf16_weight_gradients() (bf16 mode): Note [bf16 weight gradients in their fp32 slots].
 //  - Not thread-safe; one CudaModel per device/stream.
+//
+// Note [bf16 weight gradients in their fp32 slots]
+// Under PyTorch autocast a linear layer's weight gradient leaves its bf16 GEMM rounded to bf16 before it reaches
+// the fp32 .grad. After use_bf16_weight_gradients() the weight-gradient GEMMs here do the same: they write bf16,
+// into the first half of the tensor's own fp32 slots (element i of a weight at reinterpret_cast<bf16*>(grads() +
+// offset)[i]), and the optimizer widens them in its pass (kernels/optimizer.hpp, PackedBf16Gradients); every
+// other gradient (biases, LayerNorm, embeddings: column sums) stays fp32. That saves 4 of the 18 bytes each weight
+// element moves per step (2 written by the GEMM, 2 read by the update) and no memory. The regions are the family's
+// weight_gradient_slots(). Holds only while every forward_backward writes the gradients (each step zeroes them
+// before one micro-batch): bf16 slots cannot be accumulated into, so a forward_backward that would add is an
+// internal error; and grads() then holds the mixed form, so a reducer, which reads fp32 buckets, must not be given
+// it (the trainer's choice: train/train_options.hpp weight_grads_in_bf16).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -28,6 +41,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/matmul.hpp"
 #include "kernels/optimizer.hpp"
@@ -38,6 +52,12 @@
 
 namespace ddpx {
 
+// How one forward_backward writes the gradients (cuda_model.hpp's guarantees).
+struct GradWrite {
+  bool overwrite = false;     // the grads are zero: write every slot once instead of adding
+  bool bf16_weights = false;  // Note [bf16 weight gradients in their fp32 slots] (only with overwrite)
+};
+
 class CudaModel {
  public:
   CudaModel(const FlatLayout& layout, int64_t max_batch, Precision precision, cudaStream_t compute_stream);
@@ -46,8 +66,14 @@ class CudaModel {
   CudaModel& operator=(const CudaModel&) = delete;
 
   float* params() { return params_.get(); }  // device, fp32 master, layout().buffer_size() elements
-  float* grads() { return grads_.get(); }    // device, fp32, same layout
+  float* grads() { return grads_.get(); }    // device, fp32, same layout (but see use_bf16_weight_gradients)
   void zero_grads();
+  // Note [bf16 weight gradients in their fp32 slots]: bf16 mode only (else an internal error), before the first
+  // forward_backward; a family without weight GEMMs (no weight_gradient_slots) keeps all gradients fp32.
+  void use_bf16_weight_gradients();
+  bool bf16_weight_gradients() const { return !bf16_regions_host_.empty(); }
+  // The regions of grads() holding bf16 (empty unless use_bf16_weight_gradients()), for tests and tools.
+  const std::vector<PackedBf16Region>& bf16_gradient_regions() const { return bf16_regions_host_; }
   // bf16 mode: refresh the bf16 weight copy from params (after uploading params); other modes: nothing to do.
   void sync_low_precision_weights();
 
@@ -84,8 +110,11 @@ class CudaModel {
   // The family's forward and backward (see the guarantees above).
   virtual void run_forward(const float* d_images, int64_t batch, float* d_logits) = 0;
   virtual void run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
-                                    float* d_loss, bool grads_are_zero,
+                                    float* d_loss, GradWrite write,
                                     const std::function<void(size_t, size_t)>& on_ready) = 0;
+  // The tensors whose gradients the family's weight GEMMs write (whole tensors, in buffer order): where
+  // Note [bf16 weight gradients in their fp32 slots] puts bf16.
+  virtual std::vector<BufferSpan> weight_gradient_slots() const = 0;
   __nv_bfloat16* low_precision_weights() { return low_precision_weights_.get(); }  // nullptr unless bf16
 
  private:
@@ -99,6 +128,8 @@ class CudaModel {
   DeviceBuffer<__nv_bfloat16> low_precision_weights_;  // bf16 copy of params_ (bf16 mode only)
   DeviceBuffer<float> momentum_, exp_avg_, exp_avg_sq_;
   bool grads_are_zero_ = true;  // host view: no forward_backward enqueued since the last zeroing
+  std::vector<PackedBf16Region> bf16_regions_host_;  // Note [bf16 weight gradients in their fp32 slots]
+  DeviceBuffer<PackedBf16Region> bf16_regions_;
 };
 
 // The matmul mode of a precision (kernels/matmul.hpp).

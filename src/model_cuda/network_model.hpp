@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 #include "model_cuda/cuda_model.hpp"
@@ -27,11 +28,13 @@ class CudaNetwork {
  public:
   virtual ~CudaNetwork() = default;
   virtual void forward(const float* images, int64_t batch, float* logits) = 0;
-  // grads_are_zero: every gradient is written instead of added (zero_grads() zeroes nothing itself; cuda_model.hpp).
+  // write.overwrite: every gradient is written instead of added (zero_grads() zeroes nothing itself);
+  // write.bf16_weights: the weight GEMMs write bf16 into their slots (cuda_model.hpp, Note [bf16 weight gradients
+  // in their fp32 slots]; Network<float> never sees it).
   virtual void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale,
-                                float* loss, bool grads_are_zero,
-                                const std::function<void(size_t, size_t)>& on_ready) = 0;
+                                float* loss, GradWrite write, const std::function<void(size_t, size_t)>& on_ready) = 0;
   virtual size_t activation_bytes() const = 0;
+  virtual std::vector<BufferSpan> weight_gradient_slots() const = 0;  // CudaModel::weight_gradient_slots
 };
 
 template <typename Layout>
@@ -61,10 +64,11 @@ class NetworkModel : public CudaModel {
     network_->forward(d_images, batch, d_logits);
   }
   void run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
-                            float* d_loss, bool grads_are_zero,
+                            float* d_loss, GradWrite write,
                             const std::function<void(size_t, size_t)>& on_ready) override {
-    network_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, grads_are_zero, on_ready);
+    network_->forward_backward(d_images, d_labels, batch, grad_scale, d_loss, write, on_ready);
   }
+  std::vector<BufferSpan> weight_gradient_slots() const override { return network_->weight_gradient_slots(); }
 
  private:
   Layout layout_;

@@ -316,6 +316,7 @@ void to_json(json& j, const RunConfig& v) {
            {"overlap", v.overlap},     {"grad_accum", v.grad_accum},
            {"world", v.world},         {"ddp", v.ddp},
            {"workers", v.workers}};
+  if (!v.weight_grads.empty()) j["weight_grads"] = v.weight_grads;
   if (!v.ddpx_version.empty()) j["ddpx_version"] = v.ddpx_version;
   if (!v.ddpx_commit.empty()) j["ddpx_commit"] = v.ddpx_commit;
   if (!v.started_utc.empty()) j["started_utc"] = v.started_utc;
@@ -329,6 +330,7 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "model", v.model);
   jf::require(j, record, "batch", v.batch);
   jf::require(j, record, "precision", v.precision);
+  jf::optional(j, record, "weight_grads", v.weight_grads);
   jf::optional(j, record, "hook", v.hook);
   jf::optional(j, record, "bucket_mb", v.bucket_mb);
   jf::optional(j, record, "first_bucket_mb", v.first_bucket_mb);

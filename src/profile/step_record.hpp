@@ -161,6 +161,9 @@ struct RunConfig {
   std::string model = "vit_l_32";
   int64_t batch = 32;  // per GPU, per micro-step
   std::string precision = "fp32";
+  // The weight-gradient GEMMs' output type, "fp32" or "bf16" (--weight-grads; "" in reports written before it was
+  // recorded)
+  std::string weight_grads;
   std::string hook = "allreduce";
   double bucket_mb = 25;
   double first_bucket_mb = 1;

@@ -76,6 +76,7 @@ class CudaEngine : public CudaStepEngine {
     DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&updates_done_, cudaEventDisableTiming));
     options.optimizer.validate();
     model_ = make_cuda_model(model, options.batch, options.precision, compute_);
+    if (options.bf16_weight_grads) model_->use_bf16_weight_gradients();
     for (int p = 0; p < 2; ++p) {
       images_[p] = DeviceBuffer<float>(static_cast<size_t>(options.batch * image_numel_), "input images");
       labels_[p] = DeviceBuffer<int32_t>(static_cast<size_t>(options.batch), "input labels");

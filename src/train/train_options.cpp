@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "io/checkpoint.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
@@ -54,7 +55,7 @@ void TrainOptions::require_distinct_paths() const {
 }
 
 void TrainOptions::validate() const {
-  engine_options(*this).validate();  // --device/--precision, --batch, --cpu-threads, the optimizer
+  engine_options(*this, /*with_reducer=*/ddp).validate();  // --device/--precision, --batch, --cpu-threads, the optimizer
   DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
   DDPX_REQUIRE(calibrate_steps >= 0 && calibrate_steps <= 1000000,
@@ -115,7 +116,12 @@ bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer) {
   return policy == OverlapPolicy::on || (policy == OverlapPolicy::automatic && with_reducer);
 }
 
-EngineOptions engine_options(const TrainOptions& options) {
+bool weight_grads_in_bf16(const TrainOptions& options, bool with_reducer) {
+  return options.weight_grads == WeightGradPolicy::automatic && options.device == Device::cuda &&
+         options.precision == Precision::bf16 && !with_reducer && options.grad_accum == 1;
+}
+
+EngineOptions engine_options(const TrainOptions& options, bool with_reducer) {
   return {.device = options.device,
           .precision = options.precision,
           .batch = options.batch,
@@ -123,7 +129,8 @@ EngineOptions engine_options(const TrainOptions& options) {
           .data = options.data,
           .seed = options.seed,
           .cpu_threads = options.cpu_threads,
-          .divergence_ratio = options.divergence_ratio};
+          .divergence_ratio = options.divergence_ratio,
+          .bf16_weight_grads = weight_grads_in_bf16(options, with_reducer)};
 }
 
 void EngineOptions::validate() const {
@@ -134,6 +141,9 @@ void EngineOptions::validate() const {
                "--cpu-threads must be 0 (the node's cores shared by its ranks) or a thread count, got {}", cpu_threads);
   DDPX_REQUIRE(cpu_threads == 0 || device == Device::cpu, "--cpu-threads {} applies to --device cpu only",
                cpu_threads);
+  DDPX_INTERNAL_ASSERT(!bf16_weight_grads || (device == Device::cuda && precision == Precision::bf16),
+                       "bf16 weight gradients asked of a {} engine in {}", device == Device::cuda ? "CUDA" : "CPU",
+                       precision_name(precision));
   optimizer.validate();
 }
 

@@ -45,6 +45,8 @@ struct TrainOptions {
   OptimizerSpec optimizer;
   // the optimizer span by span during backward (on; automatic: only with a reducer) or after it
   OverlapPolicy optimizer_overlap = OverlapPolicy::automatic;
+  // the weight-gradient GEMMs' output type (weight_grads_in_bf16)
+  WeightGradPolicy weight_grads = WeightGradPolicy::automatic;
   // weights and checkpoints
   std::string load, save, checkpoint_dir, resume;
   int64_t checkpoint_every = 0;
@@ -81,5 +83,11 @@ struct TrainOptions {
 // 99.2 against 97.8 steps/s); without one it gains nothing in graph replays (99.3 against 99.4) and costs eager
 // steps 8% (two more launches per block), hence auto.
 bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer);
+
+// Whether the weight-gradient GEMMs write bf16, as PyTorch autocast's do (Note [bf16 weight gradients in their fp32
+// slots], model_cuda/cuda_model.hpp): --weight-grads auto with --precision bf16 on --device cuda, no reducer
+// (--ddp or more than one rank: its buckets are fp32) and no --grad-accum (bf16 cannot be accumulated into).
+// Measured on one H200 (ViT-L/32 bf16 batch 32, docs/results.md, 2026-12-04): see there.
+bool weight_grads_in_bf16(const TrainOptions& options, bool with_reducer);
 
 }  // namespace ddpx

@@ -37,10 +37,10 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::unique_ptr<StepEngine> make_engine(const Model& model, const TrainOptions& options, int cuda_device,
-                                        int rank, int local_world) {
-  if (options.device == Device::cpu) return make_cpu_engine(model, engine_options(options), local_world);
+                                        int rank, int local_world, bool with_reducer) {
+  if (options.device == Device::cpu) return make_cpu_engine(model, engine_options(options, with_reducer), local_world);
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_engine(model, engine_options(options), cuda_device, rank);
+  return make_cuda_engine(model, engine_options(options, with_reducer), cuda_device, rank);
 #else
   (void)cuda_device, (void)rank;
   fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
@@ -92,7 +92,9 @@ TrainSummary run_training(const TrainOptions& options) {
     checkpoint_lock = std::make_unique<DirectoryLock>(options.checkpoint_dir, "--checkpoint-dir");
   }
 
-  std::unique_ptr<StepEngine> engine = make_engine(*model, options, dist.cuda_device, dist.rank, dist.local_world);
+  // A communicator means a reducer (attach_reducer below), which reads fp32 gradients.
+  std::unique_ptr<StepEngine> engine =
+      make_engine(*model, options, dist.cuda_device, dist.rank, dist.local_world, dist.communicator != nullptr);
   StartState start = initial_state(*model, options);
   if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.step, start.params.data());
   engine->upload_params(start.params.data());

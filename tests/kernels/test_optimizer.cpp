@@ -1,8 +1,8 @@
 // Fused SGD / AdamW / cast against torch.optim's formulas in double on fresh random buffers, over several steps
 // (step 1 initialises SGD momentum; Nesterov, dampening and weight decay exercised), and the bf16 copy written in
 // the same kernel. Tolerances: params and state 1e-6 norm-wise relative; the bf16 copy must equal bf16(params)
-// exactly (same round-to-nearest-even). Gradients from a 16-bit wire buffer or from low-rank factor pieces must
-// give the same bits as the fp32 buffer holding the same values.
+// exactly (same round-to-nearest-even). Gradients from a 16-bit wire buffer, from low-rank factor pieces or from
+// bf16 regions packed into the fp32 buffer must give the same bits as the fp32 buffer holding the same values.
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
@@ -217,6 +217,51 @@ TEST(Optimizer, LowRankGradientsEqualTheWrittenProductsBitForBit) {
   low_rank.low_rank = {d_pieces.get(), static_cast<int>(pieces.size()), d_p.get(), d_q.get(), int(width)};
   // The plain pieces are read from the buffer; the factor pieces must not see its 7s.
   expect_wire_update_equals_plain(n, d_written.get(), d_garbage.get(), low_rank, "low-rank pieces");
+}
+
+// Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): a buffer whose regions hold bf16
+// gradients in the first half of their fp32 slots (the second half garbage, never read) gives exactly the update
+// over a buffer holding those values widened, fp32 elsewhere: over the whole buffer and over a span starting
+// inside a region (span_begin counts from the buffer's start), with a region at the buffer's start and one at its
+// end, and with a non-finite bf16 gradient reported at its buffer offset.
+TEST(Optimizer, PackedBf16RegionsEqualTheWidenedBufferBitForBit) {
+  DDPX_REQUIRE_GPU();
+  const int64_t n = 8192;
+  const std::vector<PackedBf16Region> regions = {{0, 256}, {1024, 3072}, {5120, 64}, {7168, 1024}};
+  const auto g = random_vector(n, 51);
+  std::vector<float> widened(g), packed(g);
+  for (const PackedBf16Region& r : regions) {
+    auto* half = reinterpret_cast<uint16_t*>(packed.data() + r.offset);
+    for (long long i = 0; i < r.numel; ++i) {
+      const __nv_bfloat16 b = __float2bfloat16_rn(g[r.offset + i]);
+      widened[r.offset + i] = __bfloat162float(b);
+      half[i] = __bfloat16_as_ushort(b);
+    }
+    for (long long i = r.numel; i < 2 * r.numel; ++i) half[i] = 0x7fc0;  // the slots' second half: bf16 NaNs
+  }
+  DeviceBuffer<PackedBf16Region> d_regions(regions.size(), "regions");
+  d_regions.upload(regions);
+  auto d_widened = testing::to_device<float>(widened), d_packed = testing::to_device<float>(packed);
+  WireGrads whole;
+  whole.packed_bf16 = {d_regions.get(), static_cast<int>(regions.size()), 0};
+  expect_wire_update_equals_plain(n, d_widened.get(), d_packed.get(), whole, "packed bf16, whole buffer");
+  const int64_t begin = 2048;  // inside the second region
+  WireGrads span;
+  span.packed_bf16 = {d_regions.get(), static_cast<int>(regions.size()), begin};
+  expect_wire_update_equals_plain(n - begin, d_widened.get() + begin, d_packed.get() + begin, span,
+                                  "packed bf16, span from element 2048");
+
+  // A NaN in a region is reported at its buffer offset.
+  std::vector<float> with_nan(packed);
+  reinterpret_cast<uint16_t*>(with_nan.data() + 1024)[1500] = 0x7fc0;
+  auto d_nan = testing::to_device<float>(with_nan);
+  DeviceBuffer<unsigned long long> flag(1, "flag");
+  flag.upload(std::vector<unsigned long long>{~0ull});
+  auto d_p = testing::to_device<float>(random_vector(n, 52));
+  SgdUpdate u;
+  u.lr = 0.1f, u.wire = whole, u.nonfinite_gradient = flag.get();
+  sgd_update(d_p.get(), d_nan.get(), nullptr, nullptr, n, u, nullptr);
+  EXPECT_EQ(flag.download().at(0), 1024u + 1500u);
 }
 
 TEST(Optimizer, CastRoundsToNearestEven) {

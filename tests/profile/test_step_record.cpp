@@ -133,6 +133,7 @@ RunReport report_with_provenance() {
   report.config.world = 1;
   report.config.ddpx_version = "0.1";
   report.config.ddpx_commit = "e933e79-dirty";
+  report.config.weight_grads = "bf16";
   report.config.started_utc = "2026-12-01T09:37:00Z";
   report.config.command_line = {"ddpx", "train", "--optimizer", "adamw", "--lr", "0.001"};
   report.config.optimizer = OptimizerInfo{"adamw", 1e-3, 0, 0.05, 0.9, 0.999, 1e-8, false};
@@ -225,6 +226,7 @@ TEST(StepRecord, ReportsWithoutTheProvenanceFieldsStillLoad) {
     SCOPED_TRACE(path);
     const RunReport report = load_run_report(path);
     EXPECT_TRUE(report.config.ddpx_commit.empty());
+    EXPECT_TRUE(report.config.weight_grads.empty());
     EXPECT_TRUE(report.config.command_line.empty());
     EXPECT_TRUE(report.config.optimizer.name.empty());
     EXPECT_TRUE(report.ranks.front().losses.empty());

@@ -13,6 +13,7 @@
 #include "profile/step_record.hpp"
 #include "train/run_modes.hpp"
 #include "train/step_engine.hpp"
+#include "train/train_options.hpp"
 
 namespace ddpx {
 namespace {
@@ -29,6 +30,7 @@ TEST(RunModes, EveryAcceptedSpellingRoundTrips) {
   }
   for (const char* text : {"synthetic", "learnable", "synthetic-device", "npy"})
     EXPECT_EQ(data_source_name(parse_data_source(text)), text);
+  for (const char* text : {"auto", "fp32"}) EXPECT_EQ(weight_grad_policy_name(parse_weight_grad_policy(text)), text);
   EXPECT_EQ(parse_backend("auto"), BackendChoice::automatic());
   EXPECT_EQ(parse_data_source("synthetic-device"), DataSource::synthetic_device);
 }
@@ -39,6 +41,7 @@ TEST(RunModes, RefusalsNameTheFlagTheValueAndTheChoices) {
   expect_error([] { parse_graph_policy("yes"); }, {"--cuda-graph 'yes' is not known; choose auto, on or off"});
   expect_error([] { parse_overlap_policy("1"); }, {"--optimizer-overlap '1' is not known; choose auto, on or off"});
   expect_error([] { parse_data_source("imagenet"); }, {"--data 'imagenet'", "synthetic, learnable"});
+  expect_error([] { parse_weight_grad_policy("bf16"); }, {"--weight-grads 'bf16' is not known; choose auto or fp32"});
   expect_error([] { parse_device("CPU"); }, {"--device 'CPU'"});  // spellings are exact, as the flags always were
 }
 
@@ -54,6 +57,33 @@ TEST(EngineOptions, ValidateNamesTheFlag) {
   bad_optimizer.optimizer.momentum = 1.5f;
   expect_error([&] { bad_optimizer.validate(); }, {"--momentum", "[0, 1)"});
   EXPECT_NO_THROW((EngineOptions{.device = Device::cuda, .precision = Precision::bf16}.validate()));
+}
+
+// Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): the engine is told to write bf16
+// weight gradients only with --weight-grads auto, --precision bf16 on cuda, no reducer and no accumulation; and
+// `ddpx train` parses the flag into the options.
+TEST(WeightGrads, Bf16OnlyWhereNothingReadsOrAddsIntoThem) {
+  TrainOptions o;
+  o.device = Device::cuda, o.precision = Precision::bf16;
+  EXPECT_TRUE(weight_grads_in_bf16(o, /*with_reducer=*/false));
+  EXPECT_TRUE(engine_options(o, false).bf16_weight_grads);
+  EXPECT_FALSE(weight_grads_in_bf16(o, /*with_reducer=*/true)) << "a reducer reads fp32 buckets";
+  EXPECT_FALSE(engine_options(o, true).bf16_weight_grads);
+  TrainOptions accumulating = o;
+  accumulating.grad_accum = 2;
+  EXPECT_FALSE(weight_grads_in_bf16(accumulating, false)) << "bf16 slots cannot be added into";
+  TrainOptions fp32_asked = o;
+  fp32_asked.weight_grads = WeightGradPolicy::fp32;
+  EXPECT_FALSE(weight_grads_in_bf16(fp32_asked, false));
+  for (Precision p : {Precision::fp32, Precision::tf32}) {
+    TrainOptions other = o;
+    other.precision = p;
+    EXPECT_FALSE(weight_grads_in_bf16(other, false)) << precision_name(p);
+  }
+  TrainOptions cpu = o;
+  cpu.device = Device::cpu, cpu.precision = Precision::fp32;
+  EXPECT_FALSE(weight_grads_in_bf16(cpu, false));
+  EXPECT_NO_THROW(engine_options(o, false).validate());
 }
 
 // `--comm-hook powersgd:R --powersgd-start S` and `--comm-hook powersgd:R:S` are one spec: the same canonical text

@@ -39,6 +39,7 @@ TEST(RunReport, RunTrainingRecordsWhatMadeTheRunWithoutACommandLine) {
   const RunReport report = load_run_report(o.report);
   EXPECT_EQ(report.config.ddpx_version, ddpx_version());
   EXPECT_EQ(report.config.ddpx_commit, ddpx_commit());
+  EXPECT_EQ(report.config.weight_grads, "fp32");  // a CPU run (bf16 needs --precision bf16 on cuda)
   EXPECT_EQ(report.config.started_utc.size(), std::string("2026-12-01T09:37:00Z").size());
   EXPECT_TRUE(report.config.command_line.empty());
   EXPECT_EQ(report.config.optimizer, (OptimizerInfo{"adamw", 2e-3, 0, 0.01, 0.8, 0.99, 1e-7, false}));

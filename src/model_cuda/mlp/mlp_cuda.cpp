@@ -81,12 +81,23 @@ class MlpNetwork final : public CudaNetwork {
     linear(x, layout_.head, logits, true, "classification head forward");
   }
 
+  // Every weight GEMM's output tensor (Note [bf16 weight gradients in their fp32 slots], cuda_model.hpp).
+  std::vector<BufferSpan> weight_gradient_slots() const override {
+    std::vector<BufferSpan> slots;
+    auto add = [&](const LinearOffsets& o) { slots.push_back({o.weight, o.weight + static_cast<size_t>(o.out * o.in)}); };
+    add(layout_.head);
+    for (const LinearOffsets& o : layout_.hidden) add(o);
+    std::sort(slots.begin(), slots.end(), [](const BufferSpan& a, const BufferSpan& b) { return a.begin < b.begin; });
+    return slots;
+  }
+
   void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale, float* loss,
-                        bool grads_are_zero, const std::function<void(size_t, size_t)>& on_ready) override {
+                        GradWrite write, const std::function<void(size_t, size_t)>& on_ready) override {
     // After zero_grads() every slot is written once, nothing added: the weight matmuls with beta 0, the bias
     // column sums (head: column_sum; hidden: inside GELU backward) with overwrite (cuda_model.hpp).
-    weight_grad_beta_ = grads_are_zero ? 0.f : 1.f;
-    overwrite_grads_ = grads_are_zero;
+    weight_grad_beta_ = write.overwrite ? 0.f : 1.f;
+    overwrite_grads_ = write.overwrite;
+    bf16_weight_grads_ = write.bf16_weights && !std::is_same_v<T, float>;
     forward(images, batch, logits_.get());
     const int64_t C = config_.num_classes;
     softmax_cross_entropy<T>(logits_.get(), labels, batch, C, grad_scale, loss, dlogits_.get(), row_loss_.get(),
@@ -151,6 +162,10 @@ class MlpNetwork final : public CudaNetwork {
     call.a = {dy, o.out, true};
     call.b = {x, o.in, false};
     call.out = grads_ + o.weight, call.ld_out = o.in, call.beta = weight_grad_beta_;
+    // Note [bf16 weight gradients in their fp32 slots] (cuda_model.hpp): bf16 into the slots' first half.
+    if constexpr (!std::is_same_v<T, float>) {
+      if (bf16_weight_grads_) call.out = reinterpret_cast<T*>(grads_ + o.weight), call.out_fp32 = false;
+    }
     matmul_.run(call, stream_, what);
   }
 
@@ -170,6 +185,7 @@ class MlpNetwork final : public CudaNetwork {
   int64_t batch_ = 0;
   float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
   bool overwrite_grads_ = false;  // the same choice for the bias column sums
+  bool bf16_weight_grads_ = false;  // this forward_backward's weight GEMMs write bf16 (weight_gradient)
   cudaStream_t stream_;
   MatmulEngine matmul_;
   const float* params_;  // fp32 master: the fp32-output (head) bias

@@ -4,7 +4,8 @@
 //             residual add is the matmul's beta*C] -> h2 = LN2(mid) [T] -> f1 = h2 W1^T + b [T] -> g = GELU(f1)
 //             [T] -> x' = mid + g W2^T + b [fp32].
 //   backward: d_res (fp32) and its T copy carry d(x'); weight gradients are matmuls accumulating (beta = 1) into
-//             the fp32 grads; bias gradients are deterministic column sums (in_proj's: attention backward's
+//             the fp32 grads (or writing bf16 into their slots: Note [bf16 weight gradients in their fp32 slots],
+//             cuda_model.hpp); bias gradients are deterministic column sums (in_proj's: attention backward's
 //             per-image sums, then a sum over images); LN backward adds into d_res in place.
 #include "model_cuda/vit/vit_cuda.hpp"
 
@@ -104,10 +105,26 @@ class VitCudaModel final : public CudaNetwork {
     matmul_.run(head, stream_, "classification head forward");
   }
 
+  // Every weight GEMM's output tensor (Note [bf16 weight gradients in their fp32 slots], cuda_model.hpp).
+  std::vector<BufferSpan> weight_gradient_slots() const override {
+    const int64_t D = config_.hidden_dim, M = config_.mlp_dim, C = config_.num_classes, K = config_.patch_dim();
+    auto slot = [](size_t offset, int64_t numel) { return BufferSpan{offset, offset + static_cast<size_t>(numel)}; };
+    std::vector<BufferSpan> slots = {slot(layout_.head_weight, C * D), slot(layout_.conv_weight, D * K)};
+    for (const BlockOffsets& o : layout_.blocks) {
+      slots.push_back(slot(o.qkv_weight, 3 * D * D));
+      slots.push_back(slot(o.proj_weight, D * D));
+      slots.push_back(slot(o.fc1_weight, M * D));
+      slots.push_back(slot(o.fc2_weight, D * M));
+    }
+    std::sort(slots.begin(), slots.end(), [](const BufferSpan& a, const BufferSpan& b) { return a.begin < b.begin; });
+    return slots;
+  }
+
   void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale, float* loss,
-                        bool grads_are_zero, const std::function<void(size_t, size_t)>& on_ready) override {
-    weight_grad_beta_ = grads_are_zero ? 0.f : 1.f;
-    overwrite_grads_ = grads_are_zero;
+                        GradWrite write, const std::function<void(size_t, size_t)>& on_ready) override {
+    weight_grad_beta_ = write.overwrite ? 0.f : 1.f;
+    overwrite_grads_ = write.overwrite;
+    bf16_weight_grads_ = write.bf16_weights && !std::is_same_v<T, float>;
     forward(images, batch, logits_);
     const int64_t D = config_.hidden_dim, S = config_.seq_len(), C = config_.num_classes, rows = batch * S;
     softmax_cross_entropy<T>(logits_, labels, batch, C, grad_scale, loss, dlogits_, row_loss_, stream_);
@@ -120,7 +137,7 @@ class VitCudaModel final : public CudaNetwork {
     head_w.m = C, head_w.n = D, head_w.k = batch;
     head_w.a = {dlogits_, C, true};
     head_w.b = {final_ln_out_, D, false};
-    head_w.out = grads_ + layout_.head_weight, head_w.ld_out = D, head_w.beta = weight_grad_beta_;
+    weight_gradient_output(head_w, layout_.head_weight, D);
     matmul_.run(head_w, stream_, "classification head weight gradient");
     column_sum(dlogits_, C, batch, C, grads_ + layout_.head_bias);
     MatmulCall head_x;
@@ -158,7 +175,7 @@ class VitCudaModel final : public CudaNetwork {
     conv_w.m = D, conv_w.n = K, conv_w.k = batch * N;
     conv_w.a = {d_patch_embed_, D, true};
     conv_w.b = {patches_, K, false};
-    conv_w.out = grads_ + layout_.conv_weight, conv_w.ld_out = K, conv_w.beta = weight_grad_beta_;
+    weight_gradient_output(conv_w, layout_.conv_weight, K);
     run_weight_gradient(conv_w, "patch embedding (conv_proj) weight gradient");
     column_sum(d_patch_embed_, D, batch * N, D, grads_ + layout_.conv_bias);
     // pos_embedding's and class_token's sums, each over the batch's rows, in one kernel (the bits of one
@@ -220,8 +237,19 @@ class VitCudaModel final : public CudaNetwork {
     call.m = n, call.n = k, call.k = batch_ * config_.seq_len();
     call.a = {dy, n, true};
     call.b = {x, k, false};
-    call.out = grads_ + weight, call.ld_out = k, call.beta = weight_grad_beta_;
+    weight_gradient_output(call, weight, k);
     run_weight_gradient(call, what);
+  }
+
+  // A weight GEMM's output: the tensor's fp32 slots (beta 1 adds, 0 writes), or in bf16 mode with
+  // bf16_weight_grads_ bf16 into their first half (Note [bf16 weight gradients in their fp32 slots],
+  // cuda_model.hpp; CudaModel allows it only where the step writes, beta 0).
+  void weight_gradient_output(MatmulCall& call, size_t weight, int64_t ld) {
+    call.ld_out = ld, call.beta = weight_grad_beta_;
+    call.out = grads_ + weight;
+    if constexpr (!std::is_same_v<T, float>) {
+      if (bf16_weight_grads_) call.out = reinterpret_cast<T*>(grads_ + weight), call.out_fp32 = false;
+    }
   }
 
   // Note [K-major TF32 weight gradients]
@@ -409,6 +437,7 @@ class VitCudaModel final : public CudaNetwork {
   int64_t batch_ = 0;
   float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
   bool overwrite_grads_ = false;  // the same choice for the column-sum writers (biases, LayerNorm, embeddings)
+  bool bf16_weight_grads_ = false;  // this forward_backward's weight GEMMs write bf16 (weight_gradient_output)
   cudaStream_t stream_;
   MatmulEngine matmul_;
   const float* params_;  // fp32 master: LayerNorm parameters, class token, position embedding, fp32-output biases

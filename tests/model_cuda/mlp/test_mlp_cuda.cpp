@@ -208,6 +208,25 @@ void expect_graph_replay_equals_eager(Precision precision) {
   EXPECT_GT(eager.second.front(), eager.second.back()) << precision_name(precision) << ": SGD did not lower the loss";
 }
 
+// Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): every layer's weight gradient
+// rounded to bf16 in its slots' first half, the biases the fp32 model's, the update reading the widened values.
+TEST(MlpCuda, Bf16WeightGradientsAreTheFp32OnesRoundedAndTheUpdateWidensThem) {
+  DDPX_REQUIRE_GPU();
+  MlpOnDevice plain(kMixedSpec, 4, Precision::bf16, 17), packed(kMixedSpec, 4, Precision::bf16, 17);
+  packed.model.use_bf16_weight_gradients();
+  EXPECT_EQ(packed.model.bf16_gradient_regions().size(), 1 + packed.layout.hidden.size());
+  for (MlpOnDevice* s : {&plain, &packed}) {
+    s->model.zero_grads();
+    s->model.forward_backward(s->d_images.get(), s->d_labels.get(), 4, 0.5f, s->d_loss.get());
+  }
+  const std::vector<float> fp32_grads = plain.download(plain.model.grads());
+  const std::vector<float> packed_grads = packed.download(packed.model.grads());
+  const std::vector<float> before = packed.download(packed.model.params());
+  packed.model.optimizer_step(OptimizerSpec{.kind = OptimizerKind::sgd, .lr = 0.1f}, 1);
+  cuda_test::expect_bf16_weight_gradients(packed.model.bf16_gradient_regions(), fp32_grads, packed_grads, before,
+                                          packed.download(packed.model.params()), 0.1f, kMixedSpec);
+}
+
 TEST(MlpCuda, GraphReplayEqualsEager) {
   DDPX_REQUIRE_GPU();
   expect_graph_replay_equals_eager(Precision::fp32);

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/internal_assert.hpp"
 #include "core/rng.hpp"
 #include "model_cuda/device_buffer.hpp"
 #include "model_cuda/vit/vit_cuda.hpp"
@@ -291,6 +292,31 @@ void expect_graph_replay_equals_eager(Precision precision) {
   size_t mismatches = 0;
   for (size_t i = 0; i < eager.first.size(); ++i) mismatches += eager.first[i] != replayed.first[i];
   EXPECT_EQ(mismatches, 0u) << precision_name(precision) << ": parameters differ after graph replay";
+}
+
+// Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): after use_bf16_weight_gradients()
+// every weight GEMM (head, conv_proj, in_proj, out_proj, mlp.0, mlp.3) writes its gradient rounded to bf16 into
+// its slots' first half, every other gradient is the fp32 model's bit for bit, and the update reads the widened
+// values; a forward_backward that would add into them is refused.
+TEST(VitCuda, Bf16WeightGradientsAreTheFp32OnesRoundedAndTheUpdateWidensThem) {
+  DDPX_REQUIRE_GPU();
+  Trainer plain("vit_tiny_test", 4, Precision::bf16, 1, false, 13), packed("vit_tiny_test", 4, Precision::bf16, 1,
+                                                                           false, 13);
+  packed.model.use_bf16_weight_gradients();
+  EXPECT_EQ(packed.model.bf16_gradient_regions().size(), 2 + 4 * packed.layout.blocks.size());
+  for (Trainer* t : {&plain, &packed}) {
+    t->model.zero_grads();
+    t->model.forward_backward(t->batch_images(0), t->batch_labels(0), 4, 0.5f, t->loss.get());
+  }
+  const std::vector<float> fp32_grads = plain.download_grads(), packed_grads = packed.download_grads();
+  const std::vector<float> before = packed.download_params();
+  const OptimizerSpec sgd{.kind = OptimizerKind::sgd, .lr = 0.1f};
+  packed.model.optimizer_step(sgd, 1);
+  cuda_test::expect_bf16_weight_gradients(packed.model.bf16_gradient_regions(), fp32_grads, packed_grads, before,
+                                          packed.download_params(), 0.1f, "vit_tiny_test");
+  EXPECT_THROW(packed.model.forward_backward(packed.batch_images(0), packed.batch_labels(0), 4, 0.5f,
+                                             packed.loss.get()),
+               InternalError);
 }
 
 TEST(VitCuda, GraphReplayEqualsEager) {
