@@ -12,7 +12,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <iterator>
 #include <limits>
 
 #include "core/cuda_check.hpp"
@@ -31,11 +30,7 @@ constexpr int kRowLanes = 32;  // the most; row_lanes() picks fewer for short co
 constexpr int64_t kTargetBlocks = 2 * kernels::kReferenceSms;
 constexpr int64_t kMinRowsPerSplit = 256;  // fewer rows stay one kernel (no second stage)
 
-struct Outputs {
-  float* vectors[kMaxColumnSumSegments];
-  int64_t segment;
-  bool overwrite;
-};
+using Outputs = detail::ColumnSumOutputs;
 
 __device__ __forceinline__ void add_to_output(const Outputs& o, int64_t col, float v) {
   const int64_t s = col / o.segment;
@@ -179,9 +174,7 @@ void ColumnSumBatch::add(const ColumnSumArgs<float>& job) {
   if (job.rows <= 0 || job.cols <= 0) return;
   const Outputs outputs = checked_outputs(job);
   DDPX_REQUIRE(job.in != nullptr, "column_sum_add_batch: job {} has no input", count_);
-  CheckedJob& checked = jobs_[count_++];
-  checked = CheckedJob{job.in, job.ld, job.rows, job.cols, outputs.segment, {}, outputs.overwrite};
-  std::copy(std::begin(outputs.vectors), std::end(outputs.vectors), std::begin(checked.outputs));
+  jobs_[count_++] = CheckedJob{job.in, job.ld, job.rows, job.cols, outputs};
 }
 
 void column_sum_add_batch(ColumnSumBatch& batch, cudaStream_t stream) {
@@ -195,9 +188,7 @@ void column_sum_add_batch(ColumnSumBatch& batch, cudaStream_t stream) {
     DDPX_REQUIRE(blocks + column_blocks_of(a.cols) <= std::numeric_limits<int>::max(),
                  "column_sum_add_batch: {} columns in its first {} jobs exceed one launch's grid of {} blocks of {}",
                  columns, i + 1, std::numeric_limits<int>::max(), kColumnsPerBlock);
-    Outputs outputs{{}, a.segment, a.overwrite};
-    std::copy(std::begin(a.outputs), std::end(a.outputs), std::begin(outputs.vectors));
-    jobs.job[i] = BatchJob{a.in, a.ld, a.rows, a.cols, outputs, static_cast<int>(blocks), row_lanes(a.rows)};
+    jobs.job[i] = BatchJob{a.in, a.ld, a.rows, a.cols, a.outputs, static_cast<int>(blocks), row_lanes(a.rows)};
     blocks += column_blocks_of(a.cols);
     lanes = std::max(lanes, jobs.job[i].row_lanes);
   }

@@ -41,6 +41,16 @@ void column_sum_add(const ColumnSumArgs<In>& args, cudaStream_t stream);
 // untouched between add and column_sum_add_batch (stream order does it when both are enqueued on that stream).
 constexpr int kMaxColumnSumBatch = 8;
 
+namespace detail {
+// A call's outputs as checked (column_sum.cu checked_outputs): one vector per segment of `segment` columns. The
+// kernels take it by value; ColumnSumBatch keeps it per job.
+struct ColumnSumOutputs {
+  float* vectors[kMaxColumnSumSegments];
+  int64_t segment;
+  bool overwrite;
+};
+}  // namespace detail
+
 class ColumnSumBatch {
  public:
   // Checks the job as column_sum_add would (segments, outputs, input), and that the batch has room; the batch
@@ -51,12 +61,11 @@ class ColumnSumBatch {
 
  private:
   friend void column_sum_add_batch(ColumnSumBatch& batch, cudaStream_t stream);
-  // A job as add() checked it: its outputs one vector per segment of `segment` columns.
+  // A job as add() checked it.
   struct CheckedJob {
     const float* in;
-    int64_t ld, rows, cols, segment;
-    float* outputs[kMaxColumnSumSegments];
-    bool overwrite;
+    int64_t ld, rows, cols;
+    detail::ColumnSumOutputs outputs;
   };
   CheckedJob jobs_[kMaxColumnSumBatch] = {};
   int count_ = 0;
