@@ -6,7 +6,9 @@
 // --backward-pairs: each ViT block's backward pair (a layer's input gradient dy W and its weight gradient dy^T x,
 // which read the same dy and do not depend on each other) timed one after the other on one stream and side by
 // side on two streams (two engines, so each has its own cuBLASLt workspace), for ViT-L/32 and ViT-B/16 shapes.
-// Usage: matmul_timing [--repeat 50] [--rows 1600] [--layouts-only | --backward-pairs]
+// --weight-grad-outputs: every ViT-L/32 weight gradient in bf16 with an fp32 output and with a bf16 one (Note [bf16
+// weight gradients in their fp32 slots], model_cuda/cuda_model.hpp), at batch --rows / 50 images.
+// Usage: matmul_timing [--repeat 50] [--rows 1600] [--layouts-only | --backward-pairs | --weight-grad-outputs]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -184,6 +186,31 @@ void time_backward_pairs(int repeat) {
   }
 }
 
+// dW[m, n] = dy^T x (dy [k, m], x [k, n], k = tokens or images) written as fp32 and as bf16.
+void time_weight_gradient_outputs(const Product& p, int repeat) {
+  using T = __nv_bfloat16;
+  DeviceBuffer<T> dy(p.k * p.m, "dy"), x(p.k * p.n, "x");
+  DeviceBuffer<float> out(p.m * p.n, "dW");
+  fill_uniform(dy.get(), p.k * p.m, 1);
+  fill_uniform(x.get(), p.k * p.n, 2);
+  MatmulEngine engine(MatmulMode::bf16);
+  auto run = [&](bool fp32_out) {
+    MatmulCall call;
+    call.m = p.m, call.n = p.n, call.k = p.k;
+    call.a = {dy.get(), p.m, true};
+    call.b = {x.get(), p.n, false};
+    call.out = out.get(), call.ld_out = p.n, call.out_fp32 = fp32_out;
+    engine.run(call, nullptr, p.name);
+  };
+  for (int i = 0; i < 5; ++i) run(true), run(false);
+  DDPX_CUDA_CHECK(cudaDeviceSynchronize());
+  const double fp32_us = median_us(repeat, [&] { run(true); });
+  const double bf16_us = median_us(repeat, [&] { run(false); });
+  std::printf("bf16 %-26s m %5lld n %5lld k %5lld | fp32 out %7.1f us | bf16 out %7.1f us | %+6.1f us\n", p.name,
+              static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k), fp32_us,
+              bf16_us, bf16_us - fp32_us);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +232,17 @@ int main(int argc, char** argv) {
                                       {"proj weight gradient", D, D, rows, true, false},
                                       {"fc1 weight gradient", M, D, rows, true, false},
                                       {"fc2 weight gradient", D, M, rows, true, false}};
+  if (argc > 1 && std::strcmp(argv[argc - 1], "--weight-grad-outputs") == 0) {
+    const int64_t images = std::max<int64_t>(1, rows / 50);
+    const Product outputs[] = {{"head weight gradient", 1000, D, images, true, false},
+                               {"conv_proj weight gradient", D, 3 * 32 * 32, images * 49, true, false},
+                               {"qkv weight gradient", 3 * D, D, rows, true, false},
+                               {"proj weight gradient", D, D, rows, true, false},
+                               {"fc1 weight gradient", M, D, rows, true, false},
+                               {"fc2 weight gradient", D, M, rows, true, false}};
+    for (const Product& p : outputs) time_weight_gradient_outputs(p, repeat);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[argc - 1], "--backward-pairs") == 0) {
     time_backward_pairs(repeat);
     return 0;
