@@ -4,7 +4,10 @@
 # never counts), then the README's job (host synthetic data, default loader threads). Prints each run's summary line,
 # then issue 12's check: the verdict's DDP cost (calibrated, --calibrate-steps) against the median step
 # difference to the plain run with the same graph setting, within 1 point of the step (bench/ddp_cost_check.py;
-# exit status 1 when a pair misses). Usage (GPU machine, repo root, after a build):
+# exit status 1 when a pair misses). The plain runs the check compares with take --weight-grads fp32: a reducer's
+# buckets are fp32, so that is the arithmetic of DDP's steps and of its calibration steps; the plain default in bf16
+# (bf16 weight gradients, Note [bf16 weight gradients in their fp32 slots]) runs as plain_bf16_grads beside them.
+# Usage (GPU machine, repo root, after a build):
 #   bash bench/ddp-overhead.sh        (OUT, DDPX, STEPS as in bench/gpu-run.sh)
 #   ONLY_COST=1 bash bench/ddp-overhead.sh   (only the runs the check needs)
 set -uo pipefail
@@ -20,19 +23,20 @@ one() {  # name, data, flags...
   printf '%-22s %s\n' "$name" "$(grep -E "^summary" "$OUT/ovh_$name.log" | head -1 | cut -c1-150)"
   grep -E "^verdict" "$OUT/ovh_$name.log" | cut -c1-200 | sed 's/^/    /'
 }
-one plain synthetic-device
+one plain synthetic-device --weight-grads fp32
+one plain_bf16_grads synthetic-device
 one ddp synthetic-device --ddp
 one ddp_bf16 synthetic-device --ddp --comm-hook bf16
 one ddp_fp16 synthetic-device --ddp --comm-hook fp16
 one ddp_psgd4 synthetic-device --ddp --comm-hook powersgd:4
-one plain_nograph synthetic-device --cuda-graph off
+one plain_nograph synthetic-device --cuda-graph off --weight-grads fp32
 one ddp_nograph synthetic-device --ddp --cuda-graph off
 if [ -z "${ONLY_COST:-}" ]; then
-  one plain_optimizer_overlap synthetic-device --optimizer-overlap on
+  one plain_optimizer_overlap synthetic-device --optimizer-overlap on --weight-grads fp32
   one ddp_optimizer_after synthetic-device --ddp --optimizer-overlap off
   one ddp_b2000 synthetic-device --ddp --bucket-mb 2000
   one readme_job synthetic
-  one plain_again synthetic-device
+  one plain_again synthetic-device --weight-grads fp32
 fi
 echo
 echo "# issue 12 point 1: the verdict's DDP cost against the median steps' difference (within 1 point)"
