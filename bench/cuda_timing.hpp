@@ -1,6 +1,6 @@
 // Shared by the small CUDA timing programs in bench/ (attention_timing, matmul_timing): the median of repeated
-// calls timed with CUDA events on the default stream, and device buffers filled with reproducible uniform [-1, 1)
-// values. Measurement helpers only: nothing here is used by ddpx itself.
+// calls timed with CUDA events (on the default stream unless given one), and device buffers filled with
+// reproducible uniform [-1, 1) values. Measurement helpers only: nothing here is used by ddpx itself.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -12,17 +12,18 @@
 
 namespace ddpx::bench {
 
-// Median over `repeat` calls of `call`, in microseconds, each timed alone (an event pair and a synchronize).
+// Median over `repeat` calls of `call`, in microseconds, each timed alone (an event pair on `stream` and a
+// synchronize); a call may fork other streams from `stream` as long as it joins them back.
 template <typename Call>
-double median_us(int repeat, Call&& call) {
+double median_us(int repeat, Call&& call, cudaStream_t stream = nullptr) {
   cudaEvent_t start, stop;
   DDPX_CUDA_CHECK(cudaEventCreate(&start));
   DDPX_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<float> times;
   for (int i = 0; i < repeat; ++i) {
-    DDPX_CUDA_CHECK(cudaEventRecord(start));
+    DDPX_CUDA_CHECK(cudaEventRecord(start, stream));
     call();
-    DDPX_CUDA_CHECK(cudaEventRecord(stop));
+    DDPX_CUDA_CHECK(cudaEventRecord(stop, stream));
     DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0.f;
     DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));

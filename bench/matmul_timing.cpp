@@ -93,29 +93,6 @@ void time_weight_gradient_layouts(const Product& p, int repeat) {
               p.name, us[0], us[1], us[2], us[3], dy_t, x_t, 2.0 * 4 * p.k * p.n / x_t * 1e-3);
 }
 
-// Median over `repeat` rounds of `round(stream)` on `stream`, in microseconds (an event pair and a synchronize
-// each); the round may fork other streams from `stream` as long as it joins them back.
-template <typename Round>
-double median_stream_us(int repeat, cudaStream_t stream, Round&& round) {
-  cudaEvent_t start, stop;
-  DDPX_CUDA_CHECK(cudaEventCreate(&start));
-  DDPX_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> times;
-  for (int i = 0; i < repeat; ++i) {
-    DDPX_CUDA_CHECK(cudaEventRecord(start, stream));
-    round();
-    DDPX_CUDA_CHECK(cudaEventRecord(stop, stream));
-    DDPX_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    DDPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  DDPX_CUDA_CHECK(cudaEventDestroy(start));
-  DDPX_CUDA_CHECK(cudaEventDestroy(stop));
-  std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
-  return 1e3 * times[repeat / 2];
-}
-
 // One layer's backward pair in bf16: dx[rows, k] = dy[rows, n] W (W [n, k], bf16 out) and dW[n, k] = dy^T x
 // (x [rows, k], fp32 out), as the CUDA ViT issues them.
 void time_backward_pair(const char* model, const char* layer, int64_t rows, int64_t n, int64_t k, int repeat) {
@@ -159,10 +136,10 @@ void time_backward_pair(const char* model, const char* layer, int64_t rows, int6
   };
   for (int i = 0; i < 5; ++i) serial(), side_by_side(), weight_gradient(side_engine, main_stream);
   DDPX_CUDA_CHECK(cudaDeviceSynchronize());
-  const double input_us = median_stream_us(repeat, main_stream, [&] { input_gradient(main_engine, main_stream); });
-  const double weight_us = median_stream_us(repeat, main_stream, [&] { weight_gradient(main_engine, main_stream); });
-  const double serial_us = median_stream_us(repeat, main_stream, serial);
-  const double pair_us = median_stream_us(repeat, main_stream, side_by_side);
+  const double input_us = median_us(repeat, [&] { input_gradient(main_engine, main_stream); }, main_stream);
+  const double weight_us = median_us(repeat, [&] { weight_gradient(main_engine, main_stream); }, main_stream);
+  const double serial_us = median_us(repeat, serial, main_stream);
+  const double pair_us = median_us(repeat, side_by_side, main_stream);
   std::printf("bf16 %-8s %-5s rows %6lld n %5lld k %5lld | input grad %7.1f us | weight grad %7.1f us | one stream "
               "%7.1f us | two streams %7.1f us | saves %6.1f us (%4.1f%%)\n",
               model, layer, static_cast<long long>(rows), static_cast<long long>(n), static_cast<long long>(k),

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +16,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/rng.hpp"
+#include "dist/half_precision.hpp"
 #include "kernels/optimizer.hpp"
 #include "model/flat_layout.hpp"
 
@@ -77,21 +77,6 @@ inline void expect_tensors_written_padding_clean(const FlatLayout& layout, const
   EXPECT_GT(nonzero, grads.size() / 2) << what << ": the backward wrote gradients";
 }
 
-// bf16 <-> float on the host: the bits of a bf16 value widened, and round to nearest even (finite values).
-inline float widen_bf16(uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof value);
-  return value;
-}
-inline float round_bf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
 // Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp). `fp32_grads` and `packed_grads`
 // are the gradient buffers of two models that ran the same forward_backward after zero_grads(), the second after
 // use_bf16_weight_gradients() (its `regions`). Checks:
@@ -115,14 +100,14 @@ inline void expect_bf16_weight_gradients(const std::vector<PackedBf16Region>& re
     for (long long i = 0; i < r.numel; ++i) largest = std::max(largest, std::fabs(fp32_grads[r.offset + i]));
     for (long long i = 0; i < r.numel; ++i) {
       const size_t e = static_cast<size_t>(r.offset + i);
-      const float want = fp32_grads[e], got = widen_bf16(bits[i]);
+      const float want = fp32_grads[e], got = bf16_to_float(bits[i]);
       // One bf16 step at the fp32 value, and at least 1e-6 of the tensor's largest (sums that cancel to near 0
       // differ by more than their own ulp between summation orders).
       const float step =
           std::max(want == 0.f ? 0.f : std::ldexp(1.0f, std::ilogb(want) - 7), 1e-6f * largest);
       ASSERT_LE(std::fabs(got - want), step) << what << ": bf16 gradient at " << e << " is " << got << ", fp32 "
                                              << want;
-      rounded_alike += got == round_bf16(want);
+      rounded_alike += got == bf16_to_float(float_to_bf16(want));
       ++elements;
       used[e] = got;
       in_region[e] = true;
