@@ -72,7 +72,7 @@ void CudaModel::use_bf16_weight_gradients() {
   bf16_regions_ = DeviceBuffer<PackedBf16Region>(bf16_regions_host_.size(), "the bf16 weight-gradient regions");
   DDPX_CUDA_CHECK(cudaMemcpyAsync(bf16_regions_.get(), bf16_regions_host_.data(), bf16_regions_.bytes(),
                                   cudaMemcpyHostToDevice, stream_));
-  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vector's pages may be reused by the caller
+  DDPX_CUDA_CHECK(cudaStreamSynchronize(stream_));  // landed before any stream (the update stream too) reads it
 }
 
 void CudaModel::forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
