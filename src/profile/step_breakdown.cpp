@@ -146,8 +146,12 @@ StepBreakdown summarize_steps(const RunReport& report) {
 std::string format_breakdown(const StepBreakdown& b) {
   const RunConfig& c = b.config;
   std::string out;
+  // The weight gradients' type where it is not the precision's (bf16 runs with --weight-grads fp32 or DDP say
+  // nothing: their gradients are fp32 as every precision's were before the flag).
+  const std::string precision =
+      c.weight_grads == "bf16" ? fmt::format("{} (bf16 weight gradients)", c.precision) : c.precision;
   out += fmt::format("# ddpx step breakdown: {}, batch {} per rank, {}, {} rank{}, {}\n", c.model, c.batch,
-                     c.precision, c.world, c.world == 1 ? "" : "s",
+                     precision, c.world, c.world == 1 ? "" : "s",
                      c.ddp ? fmt::format("hook {}, bucket {} MB (first {} MB), overlap {}, grad_accum {}", c.hook,
                                          c.bucket_mb, c.first_bucket_mb, c.overlap ? "on" : "off", c.grad_accum)
                            : std::string("no DDP"));

@@ -99,6 +99,12 @@ TEST(StepBreakdown, PartsAddUpWithinFivePercent) {
 TEST(StepBreakdown, TableNamesEveryPhaseRankAndSummary) {
   const std::string table = format_breakdown(summarize_steps(two_rank_report()));
   EXPECT_EQ(table.rfind("# ddpx step breakdown: vit_l_32, batch 32 per rank, fp32, 2 ranks", 0), 0u) << table;
+  // A run whose weight GEMMs wrote bf16 (--weight-grads auto in bf16) says so beside its precision.
+  RunReport bf16 = two_rank_report();
+  bf16.config.precision = "bf16", bf16.config.weight_grads = "bf16";
+  const std::string bf16_table = format_breakdown(summarize_steps(bf16));
+  EXPECT_EQ(bf16_table.rfind("# ddpx step breakdown: vit_l_32, batch 32 per rank, bf16 (bf16 weight gradients), 2 "
+                             "ranks", 0), 0u) << bf16_table;
   for (Phase phase : kAllPhases) EXPECT_NE(table.find(std::string(phase_name(phase))), std::string::npos) << table;
   EXPECT_NE(table.find("GPU-A"), std::string::npos);
   EXPECT_NE(table.find("# straggler: rank 1 (GPU-B), median step 41.500 ms"), std::string::npos) << table;
