@@ -117,6 +117,7 @@ MeasuredStep measure_step(const RunReport& report, const std::string& file) {
   m.file = file;
   m.model = c.model;
   m.precision = c.precision;
+  m.weight_grads = c.weight_grads;
   m.device = rank.info.device_name;
   m.ddp = c.ddp;
   m.hook = parse_hook_spec(c.hook, "report " + file + ": config.hook");

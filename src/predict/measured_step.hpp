@@ -34,6 +34,7 @@ struct OwnCostModel {
 struct MeasuredStep {
   std::string file;
   std::string model, precision, device;  // device: "cpu" or the GPU's name
+  std::string weight_grads;  // config.weight_grads: "bf16", "fp32", or "" (a report from before it was recorded)
   bool ddp = false;
   HookSpec hook;
   double bucket_mb = 25, first_bucket_mb = 1;

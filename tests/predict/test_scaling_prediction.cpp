@@ -62,6 +62,29 @@ TEST(ScalingPrediction, StepIsComputePlusWhatRunsPastBackward) {
   EXPECT_EQ(row.bound, "compute");
 }
 
+// Note [bf16 weight gradients in their fp32 slots]: a base report whose weight GEMMs wrote bf16 (a plain bf16 run,
+// --weight-grads auto) gets a note that DDP's fp32 buckets cost more than its phases show; an fp32 one, a --ddp
+// one and a report from before the field existed get none.
+TEST(ScalingPrediction, ABaseWithBf16WeightGradientsIsNoted) {
+  auto notes_for = [](const std::string& weight_grads, bool ddp) {
+    RunReport report = synthetic_one_rank_report(ddp);
+    report.config.precision = "bf16";
+    report.config.weight_grads = weight_grads;
+    return predict_scaling(request_for({measure_step(report, "plain.json")}, slow_link())).notes;
+  };
+  auto mentions = [](const std::vector<std::string>& notes) {
+    for (const std::string& n : notes)
+      if (n.find("plain.json wrote bf16 weight gradients") != std::string::npos &&
+          n.find("--weight-grads fp32") != std::string::npos)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(mentions(notes_for("bf16", false)));
+  EXPECT_FALSE(mentions(notes_for("fp32", false)));
+  EXPECT_FALSE(mentions(notes_for("fp32", true)));
+  EXPECT_FALSE(mentions(notes_for("", false)));
+}
+
 TEST(ScalingPrediction, OneBigBucketIsExposedAndSaysWhatBoundsIt) {
   PredictionRequest r = request_for({measure_step(synthetic_one_rank_report(true), "r.json")}, slow_link());
   r.bucket_caps_mb = {2000};
