@@ -122,13 +122,14 @@ TrainSummary run_training(const TrainOptions& options) {
   const int64_t micro_per_step = options.grad_accum;
   BatchLoader loader(*dataset, dist.rank, dist.world, options.batch, start.step * micro_per_step, loader_options);
 
-  log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}",
+  log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}{}",
                   layout.spec(), engine->describe(), layout.num_params(), options.batch, dist.world,
                   micro_per_step > 1 ? fmt::format(" x {} accumulation", micro_per_step) : "",
                   fmt::format("{}, {} loader thread{}{}", dataset->describe(), workers.workers,
                               workers.workers == 1 ? "" : "s",
                               options.workers > 0 ? "" : fmt::format(" ({})", workers.source)),
                   options.optimizer.name(),
+                  weight_grads_in_bf16(options, dist.reducer != nullptr) ? "| bf16 weight gradients " : "",
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
