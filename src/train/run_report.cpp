@@ -119,7 +119,6 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   config_.model = options.model;
   config_.batch = options.batch;
   config_.precision = precision_name(options.precision);
-  config_.weight_grads = weight_grads_in_bf16(options, dist.reducer != nullptr) ? "bf16" : "fp32";
   config_.hook = options.comm_hook.text();
   config_.bucket_mb = options.bucket_mb;
   config_.first_bucket_mb = options.first_bucket_mb;

@@ -40,6 +40,8 @@ class RunRecorder {
   // "cpu" or the GPU's name (RankInfo::device_name; the verdict's advice depends on it).
   void set_device_name(std::string name) { run_.info.device_name = std::move(name); }
   void set_loader_workers(int workers) { config_.workers = workers; }  // what --workers resolved to
+  // What --weight-grads resolved to (EngineOptions::bf16_weight_grads): config.weight_grads "bf16" or "fp32".
+  void set_bf16_weight_grads(bool bf16) { config_.weight_grads = bf16 ? "bf16" : "fp32"; }
   // Whether step `step`'s bucket timings are read (on CUDA that waits for the step's last bucket, so only at
   // progress lines; the CPU reads every step's). The trainer records ready times only at these steps.
   bool samples_buckets(int64_t step, bool cuda_engine) const {

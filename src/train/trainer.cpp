@@ -36,11 +36,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::unique_ptr<StepEngine> make_engine(const Model& model, const TrainOptions& options, int cuda_device,
-                                        int rank, int local_world, bool with_reducer) {
-  if (options.device == Device::cpu) return make_cpu_engine(model, engine_options(options, with_reducer), local_world);
+std::unique_ptr<StepEngine> make_engine(const Model& model, const EngineOptions& options, int cuda_device,
+                                        int rank, int local_world) {
+  if (options.device == Device::cpu) return make_cpu_engine(model, options, local_world);
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_engine(model, engine_options(options, with_reducer), cuda_device, rank);
+  return make_cuda_engine(model, options, cuda_device, rank);
 #else
   (void)cuda_device, (void)rank;
   fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
@@ -92,9 +92,11 @@ TrainSummary run_training(const TrainOptions& options) {
     checkpoint_lock = std::make_unique<DirectoryLock>(options.checkpoint_dir, "--checkpoint-dir");
   }
 
-  // A communicator means a reducer (attach_reducer below), which reads fp32 gradients.
+  // A communicator means a reducer (attach_reducer below), which reads fp32 gradients. The engine's options say
+  // once whether its weight gradients are bf16; the start-up line and the run report repeat what they say.
+  const EngineOptions engine_settings = engine_options(options, /*with_reducer=*/dist.communicator != nullptr);
   std::unique_ptr<StepEngine> engine =
-      make_engine(*model, options, dist.cuda_device, dist.rank, dist.local_world, dist.communicator != nullptr);
+      make_engine(*model, engine_settings, dist.cuda_device, dist.rank, dist.local_world);
   StartState start = initial_state(*model, options);
   if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.step, start.params.data());
   engine->upload_params(start.params.data());
@@ -129,13 +131,14 @@ TrainSummary run_training(const TrainOptions& options) {
                               workers.workers == 1 ? "" : "s",
                               options.workers > 0 ? "" : fmt::format(" ({})", workers.source)),
                   options.optimizer.name(),
-                  weight_grads_in_bf16(options, dist.reducer != nullptr) ? "| bf16 weight gradients " : "",
+                  engine_settings.bf16_weight_grads ? "| bf16 weight gradients " : "",
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
 
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
+  recorder.set_bf16_weight_grads(engine_settings.bf16_weight_grads);
   // Note [Calibration steps] (train/calibration.hpp): the CUDA engine hands phase times over one step late.
   CalibrationRequest calibration_request;
   calibration_request.steps = options.calibrate_steps;
