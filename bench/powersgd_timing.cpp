@@ -8,8 +8,9 @@
 //   - graph: the same step captured once as a CUDA graph and replayed --steps times (median);
 //   - the slowest buckets of the last eager step (per-bucket comm-stream events) with their compressed shapes;
 //   - for PowerSGD, each math phase over all buckets (no collectives), CUDA events between phases, median; once
-//     ending with finish() (the bucket gets P Q^T, E updated) and once with finish_leaving_factors where a bucket
-//     can (as under `ddpx train`, whose update reads the factors; E's update then moves into the next begin).
+//     ending with finish() (the bucket gets P Q^T, E updated) and once ending in compute_q_leaving_factors where a
+//     bucket can (as under `ddpx train`, whose update reads the factors; E's update then moves into the next
+//     begin, and the vectors' end into compute_q's launch: that run's last phase is empty).
 // The communicator is NCCL with one rank (as `ddpx train --ddp` on one GPU): collectives are near-free, so the
 // times are the hooks' own GPU work plus launch overheads.
 // Usage: powersgd_timing [--model vit_l_32] [--hooks allreduce,powersgd:4:0] [--steps 20] [--bucket-mb 25]
@@ -120,12 +121,13 @@ void time_phases(const BucketPlan& plan, float* grads, const float* pristine, in
     check(cudaEventRecord(events[2], nullptr), "record");
     for (auto& math : maths) math->orthogonalize_p(nullptr);
     check(cudaEventRecord(events[3], nullptr), "record");
-    for (size_t b = 0; b < maths.size(); ++b) maths[b]->compute_q(buckets[b], nullptr);
-    check(cudaEventRecord(events[4], nullptr), "record");
     for (size_t b = 0; b < maths.size(); ++b) {
-      if (leave_factors && maths[b]->can_leave_factors()) maths[b]->finish_leaving_factors(buckets[b], nullptr);
-      else maths[b]->finish(buckets[b], nullptr);
+      if (leave_factors && maths[b]->can_leave_factors()) maths[b]->compute_q_leaving_factors(buckets[b], nullptr);
+      else maths[b]->compute_q(buckets[b], nullptr);
     }
+    check(cudaEventRecord(events[4], nullptr), "record");
+    for (size_t b = 0; b < maths.size(); ++b)
+      if (!(leave_factors && maths[b]->can_leave_factors())) maths[b]->finish(buckets[b], nullptr);
     check(cudaEventRecord(events[5], nullptr), "record");
     check(cudaEventSynchronize(events[5]), "synchronize");
     for (int phase = 0; phase < 5 && step >= 2; ++phase) {

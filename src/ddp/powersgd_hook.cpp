@@ -141,9 +141,13 @@ WireGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, vo
   if (layout.uncompressed_elements + layout.p_elements > 0)
     comm.all_reduce(math.packed_and_p(), layout.uncompressed_elements + layout.p_elements, CommDType::f32,
                     ReduceOp::avg, stream);
+  const bool leaving = leave_factors && math.can_leave_factors();  // can_leave_factors: a compressed bucket
   if (compressed) {
     math.orthogonalize_p(stream);
-    math.compute_q(bucket.data, stream);
+    if (leaving)
+      math.compute_q_leaving_factors(bucket.data, stream);  // the step's end for the vectors too
+    else
+      math.compute_q(bucket.data, stream);
     comm.all_reduce(math.q(), layout.q_elements, CommDType::f32, ReduceOp::avg, stream);
     if (options_.warm_start && math.can_orthogonalize_q_ahead()) {
       math.orthogonalize_q_ahead(side_.fork(stream));
@@ -151,8 +155,7 @@ WireGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, vo
       side_bucket_ = bucket.index;
     }
   }
-  if (leave_factors && math.can_leave_factors()) {
-    math.finish_leaving_factors(bucket.data, stream);
+  if (leaving) {
     WireGradients wire;
     wire.low_rank = math.low_rank_gradients();
     return wire;

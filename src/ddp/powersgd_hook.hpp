@@ -73,7 +73,7 @@ class PowerSgdHook : public CommHook {
     bool q_initialized = false;
   };
   BucketState& state_for(const BucketView& bucket);
-  // run()'s sequence; leave_factors: end with finish_leaving_factors where the bucket's math can, returning its
+  // run()'s sequence; leave_factors: end leaving the factors where the bucket's math can, returning its
   // low-rank gradients (else empty WireGradients: the average is in the bucket).
   WireGradients run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step, bool leave_factors);
 

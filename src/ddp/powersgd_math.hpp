@@ -3,8 +3,8 @@
 // in the memory of its device (so the hook can hand them to the communicator directly).
 // One step, as the hook (powersgd_hook.cpp) sequences it, with M = the bucket's gradients + E:
 //   orthogonalize_q, begin (E feedback, packing, P_i = M_i Q_i), all-reduce packed_and_p, orthogonalize_p,
-//   compute_q (Q_i = M_i^T P_i), all-reduce q, finish (bucket = unpacked averages and P_i Q_i^T, E = M - bucket),
-//   or finish_leaving_factors where the consumer reads P_i Q_i^T from the factors.
+//   compute_q (Q_i = M_i^T P_i), all-reduce q, finish (bucket = unpacked averages and P_i Q_i^T, E = M - bucket);
+//   or, where the consumer reads P_i Q_i^T from the factors, compute_q_leaving_factors, all-reduce q, and no finish.
 // Guarantees: every method takes the same bucket pointer within a step and touches that bucket and the owned
 // buffers only; where M lives between begin and finish is the implementation's (host: in the bucket; CUDA: in E,
 // the bucket keeping the raw gradients until finish). Padding between tensors is left as it is (E stays zero
@@ -38,10 +38,12 @@ class PowerSgdBucketMath {
   virtual void finish(float* bucket, void* stream) = 0;       // bucket = packed | P_i Q_i^T; E = M - bucket
 
   // Note [Low-rank gradients fused into the update] (ddp/comm_hook.hpp). can_leave_factors: whether this bucket
-  // can end a step with finish_leaving_factors (CUDA buckets whose matrices are whole 4-element vectors, ranks
-  // <= 8). finish_leaving_factors: finish() except that the matrices' part of the bucket keeps its raw gradients;
-  // E gets the bits finish() gives it, though for the matrices only as the next begin reads it (CUDA: Note [Error
-  // feedback deferred to the next begin], powersgd_math_cuda.cu). low_rank_gradients(): the averaged gradients of
+  // can end a step leaving its factors (CUDA buckets whose matrices are whole 4-element vectors, ranks <= 8).
+  // compute_q_leaving_factors: compute_q, and the step's end in place of finish(): the averaged vectors into the
+  // bucket while the matrices' part keeps its raw gradients; E gets the bits finish() gives it, though for the
+  // matrices only as the next begin reads it (CUDA: Notes [Error feedback deferred to the next begin] and [A
+  // bucket's chain, one kernel per step of it], powersgd_math_cuda.cu). The vectors' averages come from the first
+  // all-reduce, so they are final here, before Q's all-reduce. low_rank_gradients(): the averaged gradients of
   // the whole bucket as pieces over the factors (device pointers, valid until the bucket's next step).
   // Note [Q's orthogonalization beside the hook's chain] (ddp/powersgd_hook.cpp): orthogonalize_q_ahead, enqueued
   // on `stream` (not the hook's) once q holds the step's averaged Q, writes the Q that the next step's begin
@@ -52,7 +54,7 @@ class PowerSgdBucketMath {
   virtual void orthogonalize_q_ahead(void* stream);
 
   virtual bool can_leave_factors() const { return false; }
-  virtual void finish_leaving_factors(float* bucket, void* stream);
+  virtual void compute_q_leaving_factors(float* bucket, void* stream);
   virtual LowRankGradients low_rank_gradients() const;
 };
 

@@ -5,11 +5,12 @@
 //               in a fixed order; Q rows come from L1/L2, each read once for the block's rows). After a step that
 //               left its factors it first forms that step's E on the fly (Note [Error feedback deferred to the
 //               next begin]).
-//   compute_q:  one kernel of partial sums of M_i^T P_i over 128-row slabs and 128-column strips into the shared
-//               scratch, one kernel summing the slabs in a fixed order (deterministic: graph replays equal eager
-//               steps bit for bit).
-//   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket, a block per 4 rows;
-//               finish_leaving_factors does the vectors only and low_rank_gradients() describes the matrices
+//   compute_q:  one kernel: partial sums of M_i^T P_i over 128-row slabs and 128-column strips into the shared
+//               scratch; the last block of a strip to arrive sums its slabs in slab order into Q (deterministic:
+//               graph replays equal eager steps bit for bit). compute_q_leaving_factors adds blocks that end the
+//               step for the vectors (Note [A bucket's chain, one kernel per step of it]).
+//   finish:     one kernel: bucket = P_i Q_i^T (or the averaged vectors), E = M - bucket, a block per 4 rows.
+//               A bucket that leaves its factors has no finish: low_rank_gradients() describes the matrices
 //               instead (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp).
 //   orthogonalize_q/_p: one kernel for all matrices of the bucket, one block per matrix holding its columns in
 //               registers (R <= 8 and <= 4096 rows; a global-memory block per matrix beyond that). Q's runs on the
@@ -31,17 +32,30 @@
 // Note [Error feedback deferred to the next begin]
 // The error update E = M - P Q^T reads and writes the whole bucket (two of the hook's passes, 2.5 GB a ViT-L/32
 // step), only for the next begin to read E again and add G. When the consumer reads P Q^T from the factors,
-// finish_leaving_factors skips it: E keeps M, P keeps this step's (averaged, orthogonalized) P, and q_ keeps the
+// the step ends in compute_q_leaving_factors without it: E keeps M, P keeps this step's (averaged, orthogonalized) P, and q_ keeps the
 // averaged Q, because orthogonalize_q writes the Q that begin multiplies by into q_orth_ instead of overwriting
 // q_ (set_q uploads into q_orth_ for the same reason). The next begin then computes, per element, E = M - P Q^T
 // with finish's products (low_rank_product over the same registers) and subtraction, then M' = E + G: the same
 // roundings as finish followed by begin, so both orders give equal bits (tested by
 // PowerSgdCuda.RunLeavingWireLeavesExactlyRunsProductsInTheFactors over several steps). Which begin must
-// subtract is a device flag, written by whichever finish ran (1 by finish_leaving_factors, 0 by finish) and read
-// by begin, so a captured graph and eager steps may alternate between the two finishes. Deferral needs a single
+// subtract is a device flag, written by whichever ending ran (1 by compute_q_leaving_factors, 0 by finish) and
+// read by begin, so a captured graph and eager steps may alternate between the two endings. Deferral needs a single
 // factor pass (every rank <= 8), which can_leave_factors already requires. On an H200 (bench/powersgd_timing,
 // ViT-L/32, rank 4) the phases of a step ending this way take 4.95 ms against 6.0 ms with finish(): finish falls
 // from 1.79 to 0.55 ms and begin rises from 1.83 to 2.06 ms.
+//
+// Note [A bucket's chain, one kernel per step of it]
+// The hook's chain for one bucket is a row of dependent launches, and at ViT-L/32's 73 buckets of 25 MiB each
+// launch costs more than its work: on an H200 (bench/powersgd_timing, rank 4) the math took 4.3 ms a step in 73
+// buckets and 1.7 ms in 4 buckets of 400 MiB, the same elements; the launch that ended a step leaving the
+// factors, which only averaged the vectors, took 0.50 ms over 73 buckets and 0.04 over 4. So each step of the chain is one kernel:
+//  - Q = M^T P sums its slabs in the same launch: each block adds one to its strip's arrival counter after its
+//    partial sums are stored and fenced, and the block that arrives last sums the strip's slabs, in slab order
+//    (the bits of the separate reduction it replaces), and resets the counter for the next launch;
+//  - a bucket that leaves its factors ends its step in compute_q_leaving_factors: extra blocks of the same launch
+//    write the averaged vectors into the bucket, subtract them from E, and set the deferral flag; the vectors'
+//    averages come from the first all-reduce, which precedes compute_q, and nothing after compute_q reads them
+//    but the update, which follows the whole chain.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -73,7 +87,6 @@ constexpr int kFactorChunk = 8;          // factor columns per pass of begin / c
 constexpr int kSlabRows = 128;           // rows summed by one block of compute_q, 16 per warp
 constexpr int kSlabRowsPerWarp = kSlabRows / kWarps;
 constexpr int kStripCols = 128;          // columns of one block of compute_q: a warp's 32 lanes x 4
-constexpr int kReduceChunk = kThreads;   // Q elements of one block of the slab reduction, one per thread
 constexpr long long kSegmentChunk = 8192;
 constexpr int kOrthThreads = 512;
 constexpr int kOrthRowsPerThread = 8;    // register path: rows <= 4096
@@ -99,10 +112,7 @@ struct RowTask {
 
 struct SlabTask {  // compute_q: rows of slab `slab`, columns [col_begin, +kStripCols), factor columns [col0, +8)
   int matrix, slab, col_begin, col0;
-};
-
-struct ReduceTask {  // elements [begin, end) of matrix `matrix`'s Q
-  int matrix, begin, end;
+  int strip;  // index of (matrix, col0, col_begin): its arrival counter
 };
 
 struct OrthRef {  // a [rows, cols] row-major factor at `offset` floats into P or Q
@@ -130,7 +140,7 @@ __device__ __forceinline__ void load_previous_p_row(const float* p, long long ro
 }
 
 // begin, one factor-column pass: `first_pass` also applies error feedback (E = G + E) and packs the vectors.
-// Note [Error feedback deferred to the next begin]: where the previous step ended with finish_leaving_factors
+// Note [Error feedback deferred to the next begin]: where the previous step ended leaving its factors
 // (*deferred != 0, read on the device so graph replays decide alike), E still holds that step's M and P, Q_prev
 // its factors; the first pass forms E = M - P Q_prev^T on the fly (finish's products and subtraction, so the
 // bits equal finish's) before adding G. A block reads its own rows of the old P before it writes the new ones.
@@ -254,15 +264,49 @@ __global__ void __launch_bounds__(kThreads, begin_blocks_per_sm(K))
   }
 }
 
-// compute_q, step 1: partial[slab][c][col0 + r] = sum over the slab's rows i of M[i, c] * P[i, col0 + r], for the
-// block's strip of kStripCols columns. Warp w sums rows [16w, 16w + 16) of the slab (a lane: 4 columns, adjacent
-// where rows are aligned, else 32 apart so loads stay coalesced); the warps' sums are then added in warp order.
+// The vectors' end of a step, one finish task: bucket = the averaged (packed) values, E = M - bucket.
+__device__ __forceinline__ void finish_segment(const RowTask& task, const SegmentInfo* segments, float* bucket,
+                                               float* error, const float* packed) {
+  const SegmentInfo s = segments[task.index];
+  for (long long k = task.begin + threadIdx.x; k < task.end; k += blockDim.x) {
+    const float average = packed[s.packed_offset + k];
+    bucket[s.offset + k] = average;
+    error[s.offset + k] -= average;
+  }
+}
+
+// compute_q's vector blocks (compute_q_leaving_factors; Note [A bucket's chain, one kernel per step of it]).
+struct VectorEnding {
+  float* bucket;
+  float* error;  // the vectors' part only (the slab blocks read the matrices' part)
+  const float* packed;
+  const SegmentInfo* segments;
+  const RowTask* tasks;  // finish's vector tasks
+  unsigned task_count;
+  int* deferred;  // set to 1 by the first vector block; nullptr: compute_q alone, no vector blocks
+};
+
+// compute_q: Q[c][col0 + r] = sum over the rows i of M[i, c] * P[i, col0 + r]. A block takes 128 rows (a slab) of
+// a strip of kStripCols columns: warp w sums rows [16w, 16w + 16) of the slab (a lane: 4 columns, adjacent where
+// rows are aligned, else 32 apart so loads stay coalesced), the warps' sums are added in warp order, and the
+// slab's sums stored as partial[slab][c][col0 + r]. The block that arrives last at its strip's counter then sums
+// the strip's slabs in slab order into Q (Note [A bucket's chain, one kernel per step of it]). Blocks past
+// task_count end the vectors' step instead (VectorEnding), the first of them setting the deferral flag.
 template <int K>
-__global__ void __launch_bounds__(kThreads, slab_blocks_per_sm(K)) slab_kernel(const float* __restrict__ error,
-                                                        const float* __restrict__ p, float* __restrict__ partial,
-                                                        const MatrixInfo* matrices, const SlabTask* tasks) {
+__global__ void __launch_bounds__(kThreads, slab_blocks_per_sm(K))
+    slab_kernel(const float* __restrict__ error, const float* __restrict__ p, float* __restrict__ partial,
+                float* __restrict__ q, unsigned* arrivals, const MatrixInfo* matrices, const SlabTask* tasks,
+                unsigned task_count, VectorEnding vectors) {
   __shared__ float sums[kWarps][kStripCols][K];
+  __shared__ bool last_to_arrive;
   begin_after_producer();
+  if (blockIdx.x >= task_count) {
+    const unsigned v = blockIdx.x - task_count;
+    if (v == 0 && threadIdx.x == 0) *vectors.deferred = 1;
+    if (v < vectors.task_count)
+      finish_segment(vectors.tasks[v], vectors.segments, vectors.bucket, vectors.error, vectors.packed);
+    return;
+  }
   const SlabTask task = tasks[blockIdx.x];
   const MatrixInfo m = matrices[task.matrix];
   const int kc = min(K, m.rank - task.col0);
@@ -302,55 +346,50 @@ __global__ void __launch_bounds__(kThreads, slab_blocks_per_sm(K)) slab_kernel(c
 #pragma unroll
     for (int r = 0; r < K; ++r) sums[warp][col[t]][r] = acc[t][r];
   __syncthreads();
-  float* out = partial + m.partial_offset + static_cast<long long>(task.slab) * m.cols * m.rank;
+  const long long slab_stride = static_cast<long long>(m.cols) * m.rank;
+  float* slabs = partial + m.partial_offset;
   for (int k = threadIdx.x; k < kStripCols * K; k += kThreads) {
     const int c = k / K, r = k % K;
     if (task.col_begin + c >= m.cols || r >= kc) continue;
     float total = 0;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) total += sums[w][c][r];
-    out[static_cast<long long>(task.col_begin + c) * m.rank + task.col0 + r] = total;
+    slabs[task.slab * slab_stride + static_cast<long long>(task.col_begin + c) * m.rank + task.col0 + r] = total;
   }
-}
-
-// compute_q, step 2: Q = the sum of the slabs, in slab order, one Q element per thread.
-__global__ void __launch_bounds__(kThreads) reduce_slabs_kernel(const float* __restrict__ partial,
-                                                                float* __restrict__ q, const MatrixInfo* matrices,
-                                                                const ReduceTask* tasks) {
-  begin_after_producer();
-  const ReduceTask task = tasks[blockIdx.x];
-  const MatrixInfo m = matrices[task.matrix];
-  const long long slab_stride = static_cast<long long>(m.cols) * m.rank;
-  for (int k = task.begin + threadIdx.x; k < task.end; k += blockDim.x) {
+  // Arrival: every thread's stores fenced before the count (the classic last-block reduction); the last block
+  // reads the other blocks' slabs through L2 (__ldcg), fenced again after seeing the count.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last_to_arrive = atomicAdd(arrivals + task.strip, 1u) == static_cast<unsigned>(m.slabs - 1);
+  __syncthreads();
+  if (!last_to_arrive) return;
+  __threadfence();
+  for (int k = threadIdx.x; k < kStripCols * K; k += kThreads) {
+    const int c = k / K, r = k % K;
+    if (task.col_begin + c >= m.cols || r >= kc) continue;
+    const long long at = static_cast<long long>(task.col_begin + c) * m.rank + task.col0 + r;
     float total = 0;
-    for (int s = 0; s < m.slabs; ++s) total += partial[m.partial_offset + s * slab_stride + k];
-    q[m.q_offset + k] = total;
+    for (int s = 0; s < m.slabs; ++s) total += __ldcg(slabs + s * slab_stride + at);
+    q[m.q_offset + at] = total;
   }
+  if (threadIdx.x == 0) arrivals[task.strip] = 0;  // every block of the strip has counted: ready for the next launch
 }
 
 // finish: bucket = P Q^T and E = M - bucket for matrices; bucket = packed and E = M - packed for vectors. A block
 // takes kRowsPerTask rows, as in begin (no sums across threads here). K >= every rank of the bucket (registers
 // hold the block's P rows; the products are core/low_rank.hpp's low_rank_product, which the optimizer evaluates
-// alike), or 0: any rank, P and Q read from L1 in the inner loop. Block 0 also sets *deferred = deferred_value:
-// whether the next begin forms E = M - P Q^T itself (Note [Error feedback deferred to the next begin]); blocks
-// past task_count do nothing else (a bucket with no vectors still launches one block for the flag).
+// alike), or 0: any rank, P and Q read from L1 in the inner loop. Block 0 also clears *deferred: the next begin
+// has no E = M - P Q^T left to form (Note [Error feedback deferred to the next begin]).
 template <int K>
 __global__ void __launch_bounds__(kThreads, kFinishBlocksPerSm)
     finish_kernel(float* __restrict__ bucket, float* __restrict__ error, const float* __restrict__ packed,
                   const float* __restrict__ p, const float* __restrict__ q, const MatrixInfo* matrices,
-                  const SegmentInfo* segments, const RowTask* tasks, unsigned task_count, int* deferred,
-                  int deferred_value) {
+                  const SegmentInfo* segments, const RowTask* tasks, int* deferred) {
   begin_after_producer();
-  if (blockIdx.x == 0 && threadIdx.x == 0) *deferred = deferred_value;
-  if (blockIdx.x >= task_count) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *deferred = 0;
   const RowTask task = tasks[blockIdx.x];
   if (task.is_segment) {
-    const SegmentInfo s = segments[task.index];
-    for (long long k = task.begin + threadIdx.x; k < task.end; k += blockDim.x) {
-      const float average = packed[s.packed_offset + k];
-      bucket[s.offset + k] = average;
-      error[s.offset + k] -= average;
-    }
+    finish_segment(task, segments, bucket, error, packed);
     return;
   }
   const MatrixInfo m = matrices[task.index];
@@ -629,7 +668,7 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
         finish_tasks.push_back({1, int(i), k, std::min(k + kSegmentChunk, segments[i].numel)});
     finish_tasks_ = staging.add(finish_tasks);
     begin_tasks_.push_back(finish_tasks_);
-    // The vectors' tasks, the tail of finish's table: all that finish_leaving_factors has to do.
+    // The vectors' tasks, the tail of finish's table: what compute_q_leaving_factors adds to compute_q.
     segment_tasks_ = finish_tasks_;
     segment_tasks_.offset += matrix_tasks * sizeof(RowTask);
     segment_tasks_.size -= matrix_tasks;
@@ -641,17 +680,14 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     }
 
     std::vector<SlabTask> slab_tasks;
-    std::vector<ReduceTask> reduce_tasks;
+    int strips = 0;  // (matrix, col0, strip) triples, each with its arrival counter
     for (size_t i = 0; i < matrices.size(); ++i) {
       const MatrixInfo& m = matrices[i];
       for (int col0 = 0; col0 < m.rank; col0 += kFactorChunk)
-        for (int slab = 0; slab < m.slabs; ++slab)
-          for (int col = 0; col < m.cols; col += kStripCols) slab_tasks.push_back({int(i), slab, col, col0});
-      for (int k = 0; k < m.cols * m.rank; k += kReduceChunk)
-        reduce_tasks.push_back({int(i), k, std::min(k + kReduceChunk, m.cols * m.rank)});
+        for (int col = 0; col < m.cols; col += kStripCols, ++strips)
+          for (int slab = 0; slab < m.slabs; ++slab) slab_tasks.push_back({int(i), slab, col, col0, strips});
     }
     slab_tasks_ = staging.add(slab_tasks);
-    reduce_tasks_ = staging.add(reduce_tasks);
     width_ = max_rank == 0 ? 1 : register_width(std::min(max_rank, kFactorChunk));
     finish_width_ = max_rank > kFactorChunk ? 0 : width_;
 
@@ -687,8 +723,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       pieces_ = staging.add(pieces);
     }
 
-    // One allocation: E, packed, P, Q, the orthogonalized Q, the deferral flag (floats, zeroed: no deferral), then
-    // the tables. P and the Qs start 16-byte aligned (their rows are read as float4 where a rank is a multiple of
+    // One allocation: E, packed, P, Q, the orthogonalized Q, the deferral flag and the strips' arrival counters
+    // (4-byte words, zeroed: no deferral, no arrivals), then the tables. P and the Qs start 16-byte aligned (their rows are read as float4 where a rank is a multiple of
     // 4); packed ends where P begins, so one all-reduce takes both.
     auto align4 = [](size_t floats) { return (floats + 3) / 4 * 4; };
     const size_t p_at = align4(layout.bucket_elements + layout.uncompressed_elements);
@@ -696,7 +732,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     const size_t q_at = align4(p_at + layout.p_elements);
     const size_t q_orth_at = align4(q_at + layout.q_elements);
     const size_t deferred_at = align4(q_orth_at + layout.q_elements);
-    const size_t floats = deferred_at + 1;
+    const size_t arrivals_at = deferred_at + 1;
+    const size_t floats = arrivals_at + static_cast<size_t>(strips);
     const size_t float_bytes = (floats * sizeof(float) + 255) / 256 * 256;
     DDPX_CUDA_CHECK(cudaMalloc(&storage_, float_bytes + staging.bytes().size() + 1));
     DDPX_CUDA_CHECK(cudaMemset(storage_, 0, float_bytes));
@@ -709,13 +746,13 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     q_ = storage_ + q_at;
     q_orth_ = storage_ + q_orth_at;
     deferred_ = reinterpret_cast<int*>(storage_ + deferred_at);
+    arrivals_ = reinterpret_cast<unsigned*>(storage_ + arrivals_at);
     matrices_.bind(tables);
     segments_.bind(tables);
     finish_tasks_.bind(tables);
     segment_tasks_.bind(tables);
     for (Table<RowTask>& t : begin_tasks_) t.bind(tables);
     slab_tasks_.bind(tables);
-    reduce_tasks_.bind(tables);
     orth_p_.bind(tables);
     orth_q_.bind(tables);
     pieces_.bind(tables);
@@ -778,12 +815,34 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     }
   }
 
-  void compute_q(const float*, void* stream) override {
-    if (!slab_tasks_.size) return;
+  void compute_q(const float*, void* stream) override { launch_compute_q(VectorEnding{}, 0, stream); }
+
+  void finish(float* bucket, void* stream) override { launch_finish(bucket, stream); }
+
+  // Note [A bucket's chain, one kernel per step of it]: the vectors' end of the step in compute_q's launch; E =
+  // M - P Q^T for the matrices is formed by the next begin, which the flag tells so (Note [Error feedback
+  // deferred to the next begin]).
+  bool can_leave_factors() const override { return pieces_.size > 0; }
+  void compute_q_leaving_factors(float* bucket, void* stream) override {
+    DDPX_INTERNAL_ASSERT(can_leave_factors(), "PowerSGD: compute_q_leaving_factors on a bucket that cannot leave its "
+                         "factors");
+    const VectorEnding vectors{bucket,          error_, packed_, segments_.data, segment_tasks_.data,
+                               segment_tasks_.size, deferred_};
+    launch_compute_q(vectors, std::max(1u, segment_tasks_.size), stream);  // one block at least: the flag
+  }
+  LowRankGradients low_rank_gradients() const override {
+    return {pieces_.data, static_cast<int>(pieces_.size), p_, q_, finish_width_};
+  }
+
+ private:
+  // The slab blocks, then `vector_blocks` blocks of `vectors` (none for compute_q alone).
+  void launch_compute_q(const VectorEnding& vectors, unsigned vector_blocks, void* stream) {
+    const unsigned blocks = slab_tasks_.size + vector_blocks;
+    if (!blocks) return;
     auto* partial = static_cast<float*>(scratch_.data());
     auto launch = [&](auto kernel) {
-      launch_after_producer("M^T P partial-sum kernel", kernel, slab_tasks_.size, kThreads, 0, as_stream(stream),
-                            error_, p_, partial, matrices_.data, slab_tasks_.data);
+      launch_after_producer("M^T P kernel", kernel, blocks, kThreads, 0, as_stream(stream), error_, p_, partial, q_,
+                            arrivals_, matrices_.data, slab_tasks_.data, slab_tasks_.size, vectors);
     };
     switch (width_) {
       case 1: launch(slab_kernel<1>); break;
@@ -791,31 +850,14 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
       case 4: launch(slab_kernel<4>); break;
       default: launch(slab_kernel<8>); break;
     }
-    launch_after_producer("M^T P reduction kernel", reduce_slabs_kernel, reduce_tasks_.size, kThreads, 0,
-                          as_stream(stream), partial, q_, matrices_.data, reduce_tasks_.data);
   }
 
-  void finish(float* bucket, void* stream) override { launch_finish(finish_tasks_, 0, bucket, stream); }
-
-  // Note [Error feedback deferred to the next begin]: only the vectors' part here; E = M - P Q^T for the matrices
-  // is formed by the next begin, which the flag tells so.
-  bool can_leave_factors() const override { return pieces_.size > 0; }
-  void finish_leaving_factors(float* bucket, void* stream) override {
-    DDPX_INTERNAL_ASSERT(can_leave_factors(), "PowerSGD: finish_leaving_factors on a bucket that cannot leave its "
-                         "factors");
-    launch_finish(segment_tasks_, 1, bucket, stream);
-  }
-  LowRankGradients low_rank_gradients() const override {
-    return {pieces_.data, static_cast<int>(pieces_.size), p_, q_, finish_width_};
-  }
-
- private:
-  void launch_finish(const Table<RowTask>& tasks, int deferred_value, float* bucket, void* stream) {
-    const unsigned blocks = std::max(1u, tasks.size);  // one block at least: it sets the flag
+  void launch_finish(float* bucket, void* stream) {
+    DDPX_INTERNAL_ASSERT(finish_tasks_.size > 0, "PowerSGD: a bucket with neither matrices nor vectors to finish");
     auto launch = [&](auto kernel) {
-      launch_after_producer("P Q^T and error update kernel", kernel, blocks, kThreads, 0, as_stream(stream), bucket,
-                            error_, packed_, p_, q_, matrices_.data, segments_.data, tasks.data, tasks.size, deferred_,
-                            deferred_value);
+      launch_after_producer("P Q^T and error update kernel", kernel, finish_tasks_.size, kThreads, 0,
+                            as_stream(stream), bucket, error_, packed_, p_, q_, matrices_.data, segments_.data,
+                            finish_tasks_.data, deferred_);
     };
     switch (finish_width_) {
       case 0: launch(finish_kernel<0>); break;
@@ -831,7 +873,8 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   float* storage_ = nullptr;
   float *error_ = nullptr, *packed_ = nullptr, *p_ = nullptr, *q_ = nullptr;
   float* q_orth_ = nullptr;  // orthogonalize_q's output, begin's Q; q_ keeps the averaged Q (Note [Error feedback ...])
-  int* deferred_ = nullptr;  // device: 1 while E still needs - P Q^T (finish_leaving_factors), 0 after finish
+  int* deferred_ = nullptr;  // device: 1 while E still needs - P Q^T (compute_q_leaving_factors), 0 after finish
+  unsigned* arrivals_ = nullptr;  // device: per strip of compute_q, its blocks arrived so far (0 between launches)
   bool q_uploaded_ = false;  // set_q put a fresh Q in q_orth_: orthogonalize it there
   bool q_ahead_ = false;     // orthogonalize_q_ahead wrote q_orth_ for the next begin
   int passes_ = 1, width_ = 1, finish_width_ = 1;
@@ -841,7 +884,6 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
   Table<RowTask> finish_tasks_;
   Table<RowTask> segment_tasks_;  // finish_tasks_'s vector tasks (its tail)
   Table<SlabTask> slab_tasks_;
-  Table<ReduceTask> reduce_tasks_;
   OrthPlan orth_p_, orth_q_;
   Table<LowRankPiece> pieces_;  // empty: this bucket always writes P Q^T into the bucket
 };

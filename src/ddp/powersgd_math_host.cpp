@@ -94,8 +94,8 @@ class HostPowerSgdMath : public PowerSgdBucketMath {
 
 // Buckets that cannot leave their factors (the host's, and CUDA buckets can_leave_factors() refuses) are never
 // asked to: the hook checks can_leave_factors() first.
-void PowerSgdBucketMath::finish_leaving_factors(float*, void*) {
-  DDPX_INTERNAL_FAIL("PowerSGD: finish_leaving_factors on a bucket whose math cannot leave its factors");
+void PowerSgdBucketMath::compute_q_leaving_factors(float*, void*) {
+  DDPX_INTERNAL_FAIL("PowerSGD: compute_q_leaving_factors on a bucket whose math cannot leave its factors");
 }
 LowRankGradients PowerSgdBucketMath::low_rank_gradients() const {
   DDPX_INTERNAL_FAIL("PowerSGD: low_rank_gradients of a bucket whose math cannot leave its factors");
