@@ -32,9 +32,9 @@
 // Note [Error feedback deferred to the next begin]
 // The error update E = M - P Q^T reads and writes the whole bucket (two of the hook's passes, 2.5 GB a ViT-L/32
 // step), only for the next begin to read E again and add G. When the consumer reads P Q^T from the factors,
-// the step ends in compute_q_leaving_factors without it: E keeps M, P keeps this step's (averaged, orthogonalized) P, and q_ keeps the
-// averaged Q, because orthogonalize_q writes the Q that begin multiplies by into q_orth_ instead of overwriting
-// q_ (set_q uploads into q_orth_ for the same reason). The next begin then computes, per element, E = M - P Q^T
+// the step ends in compute_q_leaving_factors without it: E keeps M, P keeps this step's (averaged,
+// orthogonalized) P, and q_ keeps the averaged Q, because orthogonalize_q writes the Q that begin multiplies by
+// into q_orth_ instead of overwriting q_ (set_q uploads into q_orth_ for the same reason). The next begin then computes, per element, E = M - P Q^T
 // with finish's products (low_rank_product over the same registers) and subtraction, then M' = E + G: the same
 // roundings as finish followed by begin, so both orders give equal bits (tested by
 // PowerSgdCuda.RunLeavingWireLeavesExactlyRunsProductsInTheFactors over several steps). Which begin must
@@ -48,7 +48,8 @@
 // The hook's chain for one bucket is a row of dependent launches, and at ViT-L/32's 73 buckets of 25 MiB each
 // launch costs more than its work: on an H200 (bench/powersgd_timing, rank 4) the math took 4.3 ms a step in 73
 // buckets and 1.7 ms in 4 buckets of 400 MiB, the same elements; the launch that ended a step leaving the
-// factors, which only averaged the vectors, took 0.50 ms over 73 buckets and 0.04 over 4. So each step of the chain is one kernel:
+// factors, which only averaged the vectors, took 0.50 ms over 73 buckets and 0.04 over 4. So each step of the
+// chain is one kernel (together 4.32 -> 3.89 ms a step leaving the factors, 804 -> 731 graph nodes; 2026-12-04):
 //  - Q = M^T P sums its slabs in the same launch: each block adds one to its strip's arrival counter after its
 //    partial sums are stored and fenced, and the block that arrives last sums the strip's slabs, in slab order
 //    (the bits of the separate reduction it replaces), and resets the counter for the next launch;
@@ -724,8 +725,9 @@ class CudaPowerSgdMath : public PowerSgdBucketMath {
     }
 
     // One allocation: E, packed, P, Q, the orthogonalized Q, the deferral flag and the strips' arrival counters
-    // (4-byte words, zeroed: no deferral, no arrivals), then the tables. P and the Qs start 16-byte aligned (their rows are read as float4 where a rank is a multiple of
-    // 4); packed ends where P begins, so one all-reduce takes both.
+    // (4-byte words, zeroed: no deferral, no arrivals), then the tables. P and the Qs start 16-byte aligned
+    // (their rows are read as float4 where a rank is a multiple of 4); packed ends where P begins, so one
+    // all-reduce takes both.
     auto align4 = [](size_t floats) { return (floats + 3) / 4 * 4; };
     const size_t p_at = align4(layout.bucket_elements + layout.uncompressed_elements);
     const size_t packed_at = p_at - layout.uncompressed_elements;

@@ -38,14 +38,16 @@ __device__ __forceinline__ void note_nonfinite(unsigned long long* flag, uint64_
 
 enum class GradSource { fp32, bf16, fp16, low_rank, packed_bf16 };
 
-// Note [Low-rank gradients fused into the update]: the piece holding element e, from the last one found (a
-// thread's vectors come in increasing order) or by binary search over the span's pieces.
-__device__ __forceinline__ int find_piece(const LowRankPiece* pieces, int count, long long e, int last) {
-  if (last >= 0 && e >= pieces[last].offset && e < pieces[last].offset + pieces[last].numel) return last;
+// The last of `count` ranges (sorted by offset, each with `offset` and `numel`) that starts at or before element e:
+// `last` when it holds e (a thread's vectors come in increasing order), else found by binary search. Where the
+// ranges leave gaps the caller checks that the range found holds e.
+template <typename Range>
+__device__ __forceinline__ int range_at_or_before(const Range* ranges, int count, long long e, int last) {
+  if (last >= 0 && e >= ranges[last].offset && e < ranges[last].offset + ranges[last].numel) return last;
   int lo = 0, hi = count - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (pieces[mid].offset <= e) lo = mid;
+    if (ranges[mid].offset <= e) lo = mid;
     else hi = mid - 1;
   }
   return lo;
@@ -55,7 +57,8 @@ template <int K>
 __device__ __forceinline__ Float4 low_rank_grads(const float* grads, const LowRankGradients& lr, int64_t v,
                                                  int& piece_index) {
   const long long e0 = 4 * v;
-  piece_index = find_piece(lr.pieces, lr.count, e0, piece_index);
+  // Note [Low-rank gradients fused into the update]: the pieces tile the span, so the one found holds e0.
+  piece_index = range_at_or_before(lr.pieces, lr.count, e0, piece_index);
   const LowRankPiece piece = lr.pieces[piece_index];
   if (piece.rank == 0) return load4(grads + e0);
   const float* pm = lr.p + piece.p_offset;
@@ -84,25 +87,13 @@ __device__ __forceinline__ Float4 low_rank_grads(const float* grads, const LowRa
 
 // Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): the four gradients at vector v of
 // a buffer with bf16 regions. `region` caches the last region found (a thread's vectors come in increasing order;
-// the regions are whole weight matrices, far larger than a grid's stride), else a binary search finds the last
-// region starting at or before the element.
+// the regions are whole weight matrices, far larger than a grid's stride), else a binary search finds it.
 __device__ __forceinline__ Float4 packed_bf16_grads(const float* grads, const PackedBf16Gradients& packed, int64_t v,
                                                     int& region) {
   const long long e = packed.span_begin + 4 * v;
-  auto holds = [&](int r) {
-    return r >= 0 && e >= packed.regions[r].offset && e < packed.regions[r].offset + packed.regions[r].numel;
-  };
-  if (!holds(region)) {
-    int lo = 0, hi = packed.count - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (packed.regions[mid].offset <= e) lo = mid;
-      else hi = mid - 1;
-    }
-    region = lo;
-  }
-  if (!holds(region)) return load4(grads + 4 * v);
+  region = range_at_or_before(packed.regions, packed.count, e, region);
   const PackedBf16Region r = packed.regions[region];
+  if (e < r.offset || e >= r.offset + r.numel) return load4(grads + 4 * v);  // between regions: fp32
   const float* buffer = grads - packed.span_begin;
   const ushort4 w = reinterpret_cast<const ushort4*>(reinterpret_cast<const uint16_t*>(buffer + r.offset) +
                                                      (e - r.offset))[0];

@@ -2,7 +2,9 @@
 // Moved here unchanged from the CUDA ViT, which held it when it was the only CUDA model.
 #include "model_cuda/cuda_model.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
@@ -58,13 +60,15 @@ void CudaModel::use_bf16_weight_gradients() {
   DDPX_INTERNAL_ASSERT(precision_ == Precision::bf16, "bf16 weight gradients asked of a {} model",
                        precision_name(precision_));
   DDPX_INTERNAL_ASSERT(bf16_regions_host_.empty(), "bf16 weight gradients switched on twice");
-  for (const BufferSpan& slot : weight_gradient_slots()) {
+  std::vector<BufferSpan> slots = weight_gradient_slots();
+  std::sort(slots.begin(), slots.end(), [](const BufferSpan& a, const BufferSpan& b) { return a.begin < b.begin; });
+  for (const BufferSpan& slot : slots) {
     DDPX_INTERNAL_ASSERT(slot.begin % 4 == 0 && slot.end % 4 == 0 && slot.begin < slot.end &&
                              (bf16_regions_host_.empty() ||
                               static_cast<long long>(slot.begin) >=
                                   bf16_regions_host_.back().offset + bf16_regions_host_.back().numel) &&
                              slot.end <= params_.size(),
-                         "weight-gradient slot [{}, {}) is not a 4-aligned tensor after the previous one",
+                         "weight-gradient slot [{}, {}) is not a 4-aligned tensor past the one before it",
                          slot.begin, slot.end);
     bf16_regions_host_.push_back({static_cast<long long>(slot.begin), static_cast<long long>(slot.end - slot.begin)});
   }

@@ -112,8 +112,8 @@ class CudaModel {
   virtual void run_forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
                                     float* d_loss, GradWrite write,
                                     const std::function<void(size_t, size_t)>& on_ready) = 0;
-  // The tensors whose gradients the family's weight GEMMs write (whole tensors, in buffer order): where
-  // Note [bf16 weight gradients in their fp32 slots] puts bf16.
+  // The tensors whose gradients the family's weight GEMMs write (whole tensors, in any order; CudaModel sorts
+  // them): where Note [bf16 weight gradients in their fp32 slots] puts bf16.
   virtual std::vector<BufferSpan> weight_gradient_slots() const = 0;
   __nv_bfloat16* low_precision_weights() { return low_precision_weights_.get(); }  // nullptr unless bf16
 

@@ -16,6 +16,7 @@
 #include "kernels/optimizer.hpp"
 #include "kernels/softmax_xent.hpp"
 #include "model_cuda/device_buffer.hpp"
+#include "model_cuda/weight_gradient_output.hpp"
 
 namespace ddpx {
 
@@ -87,7 +88,6 @@ class MlpNetwork final : public CudaNetwork {
     auto add = [&](const LinearOffsets& o) { slots.push_back({o.weight, o.weight + static_cast<size_t>(o.out * o.in)}); };
     add(layout_.head);
     for (const LinearOffsets& o : layout_.hidden) add(o);
-    std::sort(slots.begin(), slots.end(), [](const BufferSpan& a, const BufferSpan& b) { return a.begin < b.begin; });
     return slots;
   }
 
@@ -161,11 +161,7 @@ class MlpNetwork final : public CudaNetwork {
     call.m = o.out, call.n = o.in, call.k = batch_;
     call.a = {dy, o.out, true};
     call.b = {x, o.in, false};
-    call.out = grads_ + o.weight, call.ld_out = o.in, call.beta = weight_grad_beta_;
-    // Note [bf16 weight gradients in their fp32 slots] (cuda_model.hpp): bf16 into the slots' first half.
-    if constexpr (!std::is_same_v<T, float>) {
-      if (bf16_weight_grads_) call.out = reinterpret_cast<T*>(grads_ + o.weight), call.out_fp32 = false;
-    }
+    set_weight_gradient_output<T>(call, grads_, o.weight, o.in, weight_grad_beta_, bf16_weight_grads_);
     matmul_.run(call, stream_, what);
   }
 

@@ -25,6 +25,7 @@
 #include "kernels/patch_embedding.hpp"
 #include "kernels/softmax_xent.hpp"
 #include "kernels/transpose.hpp"
+#include "model_cuda/weight_gradient_output.hpp"
 
 namespace ddpx {
 
@@ -116,7 +117,6 @@ class VitCudaModel final : public CudaNetwork {
       slots.push_back(slot(o.fc1_weight, M * D));
       slots.push_back(slot(o.fc2_weight, D * M));
     }
-    std::sort(slots.begin(), slots.end(), [](const BufferSpan& a, const BufferSpan& b) { return a.begin < b.begin; });
     return slots;
   }
 
@@ -245,11 +245,7 @@ class VitCudaModel final : public CudaNetwork {
   // bf16_weight_grads_ bf16 into their first half (Note [bf16 weight gradients in their fp32 slots],
   // cuda_model.hpp; CudaModel allows it only where the step writes, beta 0).
   void weight_gradient_output(MatmulCall& call, size_t weight, int64_t ld) {
-    call.ld_out = ld, call.beta = weight_grad_beta_;
-    call.out = grads_ + weight;
-    if constexpr (!std::is_same_v<T, float>) {
-      if (bf16_weight_grads_) call.out = reinterpret_cast<T*>(grads_ + weight), call.out_fp32 = false;
-    }
+    set_weight_gradient_output<T>(call, grads_, weight, ld, weight_grad_beta_, bf16_weight_grads_);
   }
 
   // Note [K-major TF32 weight gradients]
