@@ -4,9 +4,10 @@
 # never counts), then the README's job (host synthetic data, default loader threads). Prints each run's summary line,
 # then issue 12's check: the verdict's DDP cost (calibrated, --calibrate-steps) against the median step
 # difference to the plain run with the same graph setting, within 1 point of the step (bench/ddp_cost_check.py;
-# exit status 1 when a pair misses). The plain runs the check compares with take --weight-grads fp32: a reducer's
-# buckets are fp32, so that is the arithmetic of DDP's steps and of its calibration steps; the plain default in bf16
-# (bf16 weight gradients, Note [bf16 weight gradients in their fp32 slots]) runs as plain_bf16_grads beside them.
+# exit status 1 when a pair misses). Each DDP run is paired with the plain run of its arithmetic: the cast and
+# PowerSGD hooks read fp32 buckets, so theirs is --weight-grads fp32 (plain); the allreduce hook at one rank reads
+# nothing and keeps the default bf16 weight gradients (CommHook::reads_bucket; Note [bf16 weight gradients in
+# their fp32 slots]), so `ddp` and `ddp_nograph` pair with plain_bf16_grads and plain_bf16_nograph.
 # Usage (GPU machine, repo root, after a build):
 #   bash bench/ddp-overhead.sh        (OUT, DDPX, STEPS as in bench/gpu-run.sh)
 #   ONLY_COST=1 bash bench/ddp-overhead.sh   (only the runs the check needs)
@@ -29,10 +30,10 @@ one ddp synthetic-device --ddp
 one ddp_bf16 synthetic-device --ddp --comm-hook bf16
 one ddp_fp16 synthetic-device --ddp --comm-hook fp16
 one ddp_psgd4 synthetic-device --ddp --comm-hook powersgd:4
-one plain_nograph synthetic-device --cuda-graph off --weight-grads fp32
+one plain_bf16_nograph synthetic-device --cuda-graph off
 one ddp_nograph synthetic-device --ddp --cuda-graph off
 if [ -z "${ONLY_COST:-}" ]; then
-  one plain_optimizer_overlap synthetic-device --optimizer-overlap on --weight-grads fp32
+  one plain_optimizer_overlap synthetic-device --optimizer-overlap on
   one ddp_optimizer_after synthetic-device --ddp --optimizer-overlap off
   one ddp_b2000 synthetic-device --ddp --bucket-mb 2000
   one readme_job synthetic
@@ -41,6 +42,6 @@ fi
 echo
 echo "# issue 12 point 1: the verdict's DDP cost against the median steps' difference (within 1 point)"
 python3 bench/ddp_cost_check.py \
-  "$OUT/ovh_ddp.json:$OUT/ovh_plain.json" "$OUT/ovh_ddp_bf16.json:$OUT/ovh_plain.json" \
+  "$OUT/ovh_ddp.json:$OUT/ovh_plain_bf16_grads.json" "$OUT/ovh_ddp_bf16.json:$OUT/ovh_plain.json" \
   "$OUT/ovh_ddp_fp16.json:$OUT/ovh_plain.json" "$OUT/ovh_ddp_psgd4.json:$OUT/ovh_plain.json" \
-  "$OUT/ovh_ddp_nograph.json:$OUT/ovh_plain_nograph.json"
+  "$OUT/ovh_ddp_nograph.json:$OUT/ovh_plain_bf16_nograph.json"

@@ -53,7 +53,8 @@ run_ddpx tf32 --precision tf32
 run_ddpx bf16_nograph --precision bf16 --cuda-graph off
 if [[ "${1:-}" != quick ]]; then
   run_ddpx bf16_ddp1 --precision bf16 --ddp
-  # DDP's buckets are fp32: its plain counterpart, the same arithmetic (Note [bf16 weight gradients in their fp32
+  # The cast and PowerSGD hooks read fp32 buckets (so does the allreduce hook past one rank): their plain
+  # counterpart, the same arithmetic; bf16_ddp1 (allreduce, one rank) keeps the default's (Note [bf16 weight gradients in their fp32
   # slots], model_cuda/cuda_model.hpp)
   run_ddpx bf16_fp32grads --precision bf16 --weight-grads fp32
   run_ddpx bf16_devicedata --precision bf16 --data synthetic-device

@@ -87,12 +87,12 @@ Command add_train_command(CLI::App& app) {
                   "master weights and gradients, like autocast); cuda only")
       ->group(what);
   cmd->add_option("--weight-grads", modes->weight_grads,
-                  "auto | fp32: the type the weight-gradient GEMMs write. auto: with --precision bf16, without DDP "
-                  "(--ddp or more than one rank) and without --grad-accum, bf16 as PyTorch autocast rounds them "
-                  "(the optimizer widens them; biases, LayerNorm and embeddings stay fp32): 4 of the 18 bytes each "
-                  "weight moves per step saved, ViT-L/32 bf16 on one H200 115.9-116.2 instead of 112.4-113.4 "
-                  "steps/s; elsewhere fp32. fp32: always fp32, more precise than autocast (and what a --ddp run at "
-                  "world 1 equals bit for bit)")
+                  "auto | fp32: the type the weight-gradient GEMMs write. auto: with --precision bf16, without "
+                  "--grad-accum and without a reducer that reads the gradients (DDP past one rank; at one rank the "
+                  "cast and PowerSGD hooks, not allreduce, which issues nothing there), bf16 as PyTorch autocast "
+                  "rounds them (the optimizer widens them; biases, LayerNorm and embeddings stay fp32): 4 of the 18 "
+                  "bytes each weight moves per step saved, ViT-L/32 bf16 on one H200 115.9-116.2 instead of "
+                  "112.4-113.4 steps/s; elsewhere fp32. fp32: always fp32, more precise than autocast")
       ->group(what);
   cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
   cmd->add_option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)")->group(what);

@@ -30,8 +30,10 @@
 // element moves per step (2 written by the GEMM, 2 read by the update) and no memory. The regions are the family's
 // weight_gradient_slots(). Holds only while every forward_backward writes the gradients (each step zeroes them
 // before one micro-batch): bf16 slots cannot be accumulated into, so a forward_backward that would add is an
-// internal error; and grads() then holds the mixed form, so a reducer, which reads fp32 buckets, must not be given
-// it (the trainer's choice: train/train_options.hpp weight_grads_in_bf16).
+// internal error; and grads() then holds the mixed form, so a reducer whose hook reads its fp32 buckets must not be
+// given it (the trainer's choice: train/train_options.hpp weight_grads_in_bf16). The allreduce hook at one rank
+// reads nothing (ddp/comm_hook.hpp reads_bucket): `--ddp` there takes bf16 weight gradients and equals the plain
+// run bit for bit.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

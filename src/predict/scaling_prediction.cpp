@@ -191,13 +191,14 @@ Prediction predict_scaling(const PredictionRequest& r) {
   if (!base.ready_times_measured)
     p.notes.push_back(fmt::format("{} has no bucket ready times (a run without --ddp, or --no-overlap): gradients "
                                   "are taken to become final uniformly over the backward pass", base.file));
-  // Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): only a run without a reducer
-  // writes them, so DDP steps built on such a report's phases leave out what fp32 gradients cost.
+  // Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): only a run whose reducer reads
+  // nothing writes them (no --ddp, or the allreduce hook at one rank), so DDP steps at more ranks built on such a
+  // report's phases leave out what fp32 gradients cost.
   if (base.weight_grads == "bf16")
-    p.notes.push_back(fmt::format("{} wrote bf16 weight gradients (a run without --ddp, --weight-grads auto); DDP's "
-                                  "buckets are fp32, so rows whose phases come from it leave out what fp32 gradients "
-                                  "cost (2.5-3% of a ViT-L/32 bf16 step on an H200): record it with --weight-grads "
-                                  "fp32, or give a --ddp report first", base.file));
+    p.notes.push_back(fmt::format("{} wrote bf16 weight gradients (--weight-grads auto, without --ddp or with the "
+                                  "allreduce hook at one rank); past one rank DDP's buckets are fp32, so rows whose "
+                                  "phases come from it leave out what fp32 gradients cost (2.5-3% of a ViT-L/32 bf16 "
+                                  "step on an H200): record it with --weight-grads fp32", base.file));
   for (const HookSpec& hook : r.hooks) {
     bool exact = false;
     (void)report_for(r, hook, exact);

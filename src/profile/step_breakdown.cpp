@@ -146,8 +146,8 @@ StepBreakdown summarize_steps(const RunReport& report) {
 std::string format_breakdown(const StepBreakdown& b) {
   const RunConfig& c = b.config;
   std::string out;
-  // The weight gradients' type where it is not the precision's (bf16 runs with --weight-grads fp32 or DDP say
-  // nothing: their gradients are fp32 as every precision's were before the flag).
+  // The weight gradients' type where it is not the precision's (bf16 runs with --weight-grads fp32, or with a
+  // reducer that reads its buckets, say nothing: their gradients are fp32 as every precision's were before the flag).
   const std::string precision =
       c.weight_grads == "bf16" ? fmt::format("{} (bf16 weight gradients)", c.precision) : c.precision;
   out += fmt::format("# ddpx step breakdown: {}, batch {} per rank, {}, {} rank{}, {}\n", c.model, c.batch,

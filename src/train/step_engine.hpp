@@ -34,13 +34,15 @@ struct EngineOptions {
   int cpu_threads = 0;                      // Device::cpu: BLAS threads (0: the node's cores / its ranks)
   double divergence_ratio = 1e4;            // train/numerics_guard.hpp
   // CUDA bf16: the weight-gradient GEMMs write bf16 (Note [bf16 weight gradients in their fp32 slots],
-  // model_cuda/cuda_model.hpp); then grad_buffer() holds that mixed form, so no reducer may be attached.
+  // model_cuda/cuda_model.hpp); then grad_buffer() holds that mixed form, so no reducer that reads its buckets may
+  // be attached (CommHook::reads_bucket).
   bool bf16_weight_grads = false;
   // Throws ddpx::Error naming the flag: --precision against --device, --batch, --cpu-threads, the optimizer.
   void validate() const;
 };
-// with_reducer: the run attaches a reducer to the engine's gradients (train/train_options.hpp weight_grads_in_bf16).
-EngineOptions engine_options(const TrainOptions& options, bool with_reducer);
+// reducer_reads_gradients: the run attaches a reducer that reads the engine's gradients (train/train_options.hpp
+// reducer_reads_gradients, weight_grads_in_bf16).
+EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gradients);
 
 // Optimizer state as host vectors (for checkpoints): name -> flat buffer of the layout's size.
 struct HostOptimizerState {

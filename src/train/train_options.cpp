@@ -55,7 +55,8 @@ void TrainOptions::require_distinct_paths() const {
 }
 
 void TrainOptions::validate() const {
-  engine_options(*this, /*with_reducer=*/ddp).validate();  // --device/--precision, --batch, --cpu-threads, the optimizer
+  // --device/--precision, --batch, --cpu-threads, the optimizer
+  engine_options(*this, /*reducer_reads_gradients=*/ddp).validate();
   DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
   DDPX_REQUIRE(calibrate_steps >= 0 && calibrate_steps <= 1000000,
@@ -116,12 +117,16 @@ bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer) {
   return policy == OverlapPolicy::on || (policy == OverlapPolicy::automatic && with_reducer);
 }
 
-bool weight_grads_in_bf16(const TrainOptions& options, bool with_reducer) {
+bool weight_grads_in_bf16(const TrainOptions& options, bool reducer_reads_gradients) {
   return options.weight_grads == WeightGradPolicy::automatic && options.device == Device::cuda &&
-         options.precision == Precision::bf16 && !with_reducer && options.grad_accum == 1;
+         options.precision == Precision::bf16 && !reducer_reads_gradients && options.grad_accum == 1;
 }
 
-EngineOptions engine_options(const TrainOptions& options, bool with_reducer) {
+bool reducer_reads_gradients(const TrainOptions& options, bool with_communicator, int world) {
+  return with_communicator && make_comm_hook(options.comm_hook)->reads_bucket(world);
+}
+
+EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gradients) {
   return {.device = options.device,
           .precision = options.precision,
           .batch = options.batch,
@@ -130,7 +135,7 @@ EngineOptions engine_options(const TrainOptions& options, bool with_reducer) {
           .seed = options.seed,
           .cpu_threads = options.cpu_threads,
           .divergence_ratio = options.divergence_ratio,
-          .bf16_weight_grads = weight_grads_in_bf16(options, with_reducer)};
+          .bf16_weight_grads = weight_grads_in_bf16(options, reducer_reads_gradients)};
 }
 
 void EngineOptions::validate() const {

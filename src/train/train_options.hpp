@@ -85,9 +85,14 @@ struct TrainOptions {
 bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer);
 
 // Whether the weight-gradient GEMMs write bf16, as PyTorch autocast's do (Note [bf16 weight gradients in their fp32
-// slots], model_cuda/cuda_model.hpp): --weight-grads auto with --precision bf16 on --device cuda, no reducer
-// (--ddp or more than one rank: its buckets are fp32) and no --grad-accum (bf16 cannot be accumulated into).
+// slots], model_cuda/cuda_model.hpp): --weight-grads auto with --precision bf16 on --device cuda, no reducer that
+// reads the buckets (they are fp32: any hook at more than one rank, and every hook but the allreduce at one,
+// CommHook::reads_bucket) and no --grad-accum (bf16 cannot be accumulated into). So `--ddp` at one rank with the
+// allreduce hook computes what the plain run computes, bit for bit.
 // Measured on one H200 (ViT-L/32 bf16 batch 32, docs/results.md, 2026-12-04): see there.
-bool weight_grads_in_bf16(const TrainOptions& options, bool with_reducer);
+bool weight_grads_in_bf16(const TrainOptions& options, bool reducer_reads_gradients);
+// Whether the run's reducer reads the gradient buffer: a communicator (--ddp, or more than one rank) whose hook
+// reads its buckets at this world size (CommHook::reads_bucket).
+bool reducer_reads_gradients(const TrainOptions& options, bool with_communicator, int world);
 
 }  // namespace ddpx

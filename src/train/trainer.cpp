@@ -92,9 +92,11 @@ TrainSummary run_training(const TrainOptions& options) {
     checkpoint_lock = std::make_unique<DirectoryLock>(options.checkpoint_dir, "--checkpoint-dir");
   }
 
-  // A communicator means a reducer (attach_reducer below), which reads fp32 gradients. The engine's options say
-  // once whether its weight gradients are bf16; the start-up line and the run report repeat what they say.
-  const EngineOptions engine_settings = engine_options(options, /*with_reducer=*/dist.communicator != nullptr);
+  // A communicator means a reducer (attach_reducer below), which reads fp32 gradients unless its hook reads nothing
+  // at this world size (the allreduce hook at one rank). The engine's options say once whether its weight
+  // gradients are bf16; the start-up line and the run report repeat what they say.
+  const EngineOptions engine_settings =
+      engine_options(options, reducer_reads_gradients(options, dist.communicator != nullptr, dist.world));
   std::unique_ptr<StepEngine> engine =
       make_engine(*model, engine_settings, dist.cuda_device, dist.rank, dist.local_world);
   StartState start = initial_state(*model, options);

@@ -1,8 +1,12 @@
-// Communication hooks on one process: the --comm-hook parser, CastHook's rounding, PowerSGD's compression
-// rules, its exact recovery of rank-R matrices, and the uncompressed path for 1-D tensors and early steps.
+// Communication hooks on one process: the --comm-hook parser, what each hook reads (reads_bucket), CastHook's
+// rounding, PowerSGD's compression rules, its exact recovery of rank-R matrices, and the uncompressed path for 1-D
+// tensors and early steps.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -82,6 +86,28 @@ TEST(CommHookSpec, ErrorsNameTheFlag) {
       EXPECT_NE(std::string(e.what()).find("--comm-hook"), std::string::npos) << e.what();
     }
   }
+}
+
+// CommHook::reads_bucket: the allreduce hook at one rank issues nothing, so a bucket of any bits (the bf16 weight
+// gradients a plain run keeps in fp32 slots, NaN patterns included) comes back untouched; at two ranks, and for
+// every other hook even at one, the buckets are read.
+TEST(AllreduceHook, AtOneRankLeavesAnyBitsUntouchedAndSaysSo) {
+  ToyRegression model;
+  SelfCommunicator comm;
+  std::vector<uint32_t> bits(model.buffer_elems());
+  Rng rng(7);
+  for (uint32_t& b : bits) b = static_cast<uint32_t>(rng.next_u64());
+  bits[0] = 0x7fc00001u;  // a NaN payload
+  std::vector<float> bucket(bits.size());
+  std::memcpy(bucket.data(), bits.data(), bits.size() * sizeof(float));
+  BucketView view = whole_buffer_view(model, bucket);
+  std::unique_ptr<CommHook> hook = make_comm_hook("allreduce");
+  EXPECT_FALSE(hook->reads_bucket(1));
+  EXPECT_TRUE(hook->reads_bucket(2));
+  hook->run(view, comm, nullptr, 0);
+  EXPECT_EQ(std::memcmp(bucket.data(), bits.data(), bits.size() * sizeof(float)), 0);
+  for (const char* other : {"bf16", "fp16", "powersgd:2"})
+    EXPECT_TRUE(make_comm_hook(other)->reads_bucket(1)) << other;
 }
 
 TEST(CastHook, OneRankLeavesTheValuesRoundedToTheWireFormat) {

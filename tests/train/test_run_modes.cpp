@@ -60,14 +60,14 @@ TEST(EngineOptions, ValidateNamesTheFlag) {
 }
 
 // Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): the engine is told to write bf16
-// weight gradients only with --weight-grads auto, --precision bf16 on cuda, no reducer and no accumulation; and
-// `ddpx train` parses the flag into the options.
+// weight gradients only with --weight-grads auto, --precision bf16 on cuda, no reducer that reads the buckets and
+// no accumulation; and `ddpx train` parses the flag into the options.
 TEST(WeightGrads, Bf16OnlyWhereNothingReadsOrAddsIntoThem) {
   TrainOptions o;
   o.device = Device::cuda, o.precision = Precision::bf16;
-  EXPECT_TRUE(weight_grads_in_bf16(o, /*with_reducer=*/false));
+  EXPECT_TRUE(weight_grads_in_bf16(o, /*reducer_reads_gradients=*/false));
   EXPECT_TRUE(engine_options(o, false).bf16_weight_grads);
-  EXPECT_FALSE(weight_grads_in_bf16(o, /*with_reducer=*/true)) << "a reducer reads fp32 buckets";
+  EXPECT_FALSE(weight_grads_in_bf16(o, /*reducer_reads_gradients=*/true)) << "a reading reducer needs fp32 buckets";
   EXPECT_FALSE(engine_options(o, true).bf16_weight_grads);
   TrainOptions accumulating = o;
   accumulating.grad_accum = 2;
@@ -84,6 +84,24 @@ TEST(WeightGrads, Bf16OnlyWhereNothingReadsOrAddsIntoThem) {
   cpu.device = Device::cpu, cpu.precision = Precision::fp32;
   EXPECT_FALSE(weight_grads_in_bf16(cpu, false));
   EXPECT_NO_THROW(engine_options(o, false).validate());
+}
+
+// CommHook::reads_bucket: only the allreduce hook at one rank leaves the buckets unread (it issues nothing), so only
+// there does a run with a communicator keep bf16 weight gradients.
+TEST(WeightGrads, OnlyTheAllreduceHookAtOneRankLeavesTheBucketsUnread) {
+  TrainOptions o;
+  o.device = Device::cuda, o.precision = Precision::bf16, o.ddp = true;
+  EXPECT_FALSE(reducer_reads_gradients(o, /*with_communicator=*/false, 1)) << "no reducer";
+  EXPECT_FALSE(reducer_reads_gradients(o, true, 1)) << "allreduce at one rank: nothing to average";
+  EXPECT_TRUE(engine_options(o, reducer_reads_gradients(o, true, 1)).bf16_weight_grads);
+  EXPECT_TRUE(reducer_reads_gradients(o, true, 2)) << "allreduce at two ranks sums fp32 buckets";
+  EXPECT_FALSE(engine_options(o, reducer_reads_gradients(o, true, 2)).bf16_weight_grads);
+  for (const char* hook : {"bf16", "fp16", "powersgd:4"}) {
+    TrainOptions hooked = o;
+    hooked.comm_hook = parse_comm_hook_spec(hook);
+    EXPECT_TRUE(reducer_reads_gradients(hooked, true, 1)) << hook << " reads its buckets even at one rank";
+    EXPECT_TRUE(reducer_reads_gradients(hooked, true, 4)) << hook;
+  }
 }
 
 // `--comm-hook powersgd:R --powersgd-start S` and `--comm-hook powersgd:R:S` are one spec: the same canonical text

@@ -115,16 +115,32 @@ TEST(CudaTraining, LearnableDataConvergesInEveryPrecision) {
   }
 }
 
+// The allreduce hook at one rank reads nothing (CommHook::reads_bucket), so `--ddp` there keeps the plain run's
+// gradients, bf16 weight gradients included (Note [bf16 weight gradients in their fp32 slots]), with its buckets
+// updated as they become ready: the same weights bit for bit, eager and graph-replayed, in fp32 and bf16.
 TEST(CudaTraining, DdpWithOneRankEqualsPlainTraining) {
   DDPX_REQUIRE_GPU();
-  TrainOptions plain = gpu_run(), ddp = gpu_run();
-  ddp.ddp = true;
-  plain.save = scratch("plain.safetensors").string();
-  ddp.save = scratch("ddp.safetensors").string();
-  run_training(plain);
-  run_training(ddp);
-  // Averaging over one rank is exact (NCCL avg with world 1 copies).
-  EXPECT_EQ(max_abs_diff(weights(plain.save), weights(ddp.save)), 0.0);
+  for (const char* precision : {"fp32", "bf16"}) {
+    for (const char* graph : {"off", "on"}) {
+      TrainOptions plain = gpu_run(), ddp = gpu_run();
+      for (TrainOptions* o : {&plain, &ddp}) {
+        o->precision = parse_precision(precision);
+        o->cuda_graph = parse_graph_policy(graph);
+      }
+      ddp.ddp = true;
+      ddp.bucket_mb = ddp.first_bucket_mb = 0.02;  // several buckets, each updated once ready
+      plain.save = scratch("plain.safetensors").string();
+      ddp.save = scratch("ddp.safetensors").string();
+      plain.report = scratch("plain.json").string();
+      ddp.report = scratch("ddp.json").string();
+      run_training(plain);
+      run_training(ddp);
+      EXPECT_EQ(max_abs_diff(weights(plain.save), weights(ddp.save)), 0.0) << precision << ", graph " << graph;
+      const std::string expected = std::string(precision) == "bf16" ? "bf16" : "fp32";
+      EXPECT_EQ(load_run_report(ddp.report).config.weight_grads, expected) << precision << ", graph " << graph;
+      EXPECT_EQ(load_run_report(plain.report).config.weight_grads, expected) << precision << ", graph " << graph;
+    }
+  }
 }
 
 // Note [Optimizer overlapped with backward] (train/step_engine.hpp): span updates on the engine's update stream (no

@@ -192,28 +192,32 @@ TEST(MlpCudaTraining, TrainsInEveryPrecisionWithDdpAndCudaGraphs) {
   }
 }
 
-// DDP's buckets are fp32, so in bf16 a world-1 DDP run equals the plain run with --weight-grads fp32; the plain
-// runs' default there (bf16 weight gradients, Note [bf16 weight gradients in their fp32 slots]) is what eager and
-// graph-replayed steps agree on.
+// The allreduce hook at one rank reads nothing (CommHook::reads_bucket), so in bf16 a world-1 DDP run keeps the
+// plain run's bf16 weight gradients (Note [bf16 weight gradients in their fp32 slots]) and equals it; with
+// --weight-grads fp32 both equal each other again. Eager and graph-replayed steps agree throughout.
 TEST(MlpCudaTraining, GraphStepsEqualEagerStepsAndDdpAtWorldOneEqualsPlain) {
   DDPX_REQUIRE_GPU();
   for (const char* precision : {"fp32", "bf16"}) {
     TrainOptions eager = mlp_run(Device::cuda), graphed = mlp_run(Device::cuda), ddp = mlp_run(Device::cuda);
-    TrainOptions graphed_fp32_grads = mlp_run(Device::cuda);
-    for (TrainOptions* o : {&eager, &graphed, &ddp, &graphed_fp32_grads}) o->precision = parse_precision(precision);
+    TrainOptions graphed_fp32_grads = mlp_run(Device::cuda), ddp_fp32_grads = mlp_run(Device::cuda);
+    for (TrainOptions* o : {&eager, &graphed, &ddp, &graphed_fp32_grads, &ddp_fp32_grads})
+      o->precision = parse_precision(precision);
     eager.cuda_graph = GraphPolicy::off;
-    graphed.cuda_graph = ddp.cuda_graph = graphed_fp32_grads.cuda_graph = GraphPolicy::on;
-    ddp.ddp = true;
-    graphed_fp32_grads.weight_grads = WeightGradPolicy::fp32;
+    graphed.cuda_graph = ddp.cuda_graph = graphed_fp32_grads.cuda_graph = ddp_fp32_grads.cuda_graph = GraphPolicy::on;
+    ddp.ddp = ddp_fp32_grads.ddp = true;
+    graphed_fp32_grads.weight_grads = ddp_fp32_grads.weight_grads = WeightGradPolicy::fp32;
     eager.save = scratch(std::string("cuda_eager_") + precision + ".safetensors").string();
     graphed.save = scratch(std::string("cuda_graph_") + precision + ".safetensors").string();
     ddp.save = scratch(std::string("cuda_ddp_") + precision + ".safetensors").string();
     graphed_fp32_grads.save = scratch(std::string("cuda_graph_fp32_grads_") + precision + ".safetensors").string();
-    for (const TrainOptions* o : {&eager, &graphed, &ddp, &graphed_fp32_grads}) run_training(*o);
+    ddp_fp32_grads.save = scratch(std::string("cuda_ddp_fp32_grads_") + precision + ".safetensors").string();
+    for (const TrainOptions* o : {&eager, &graphed, &ddp, &graphed_fp32_grads, &ddp_fp32_grads}) run_training(*o);
     EXPECT_EQ(max_abs_diff(weights(eager.save), weights(graphed.save)), 0.0) << precision;
-    EXPECT_EQ(max_abs_diff(weights(graphed_fp32_grads.save), weights(ddp.save)), 0.0) << precision;
+    EXPECT_EQ(max_abs_diff(weights(graphed.save), weights(ddp.save)), 0.0) << precision;
+    EXPECT_EQ(max_abs_diff(weights(graphed_fp32_grads.save), weights(ddp_fp32_grads.save)), 0.0) << precision;
     if (std::string(precision) == "fp32") {
-      EXPECT_EQ(max_abs_diff(weights(graphed.save), weights(ddp.save)), 0.0) << "fp32 ignores --weight-grads";
+      EXPECT_EQ(max_abs_diff(weights(graphed.save), weights(graphed_fp32_grads.save)), 0.0)
+          << "fp32 ignores --weight-grads";
     } else {
       EXPECT_GT(max_abs_diff(weights(graphed.save), weights(graphed_fp32_grads.save)), 0.0)
           << "bf16: the default rounds the weight gradients as autocast does";
