@@ -58,7 +58,8 @@ std::vector<std::string> OptimizerSpec::state_names() const {
 
 float OptimizerSpec::lr_at(int64_t step) const {
   DDPX_INTERNAL_ASSERT(step >= 1, "optimizer step must start at 1, got {}", step);
-  return lr;
+  if (!schedule.varies()) return lr;
+  return static_cast<float>(schedule.rate_at(typed_decimal(lr), step));
 }
 
 nlohmann::json OptimizerSpec::hyperparameters_json() const {
@@ -77,6 +78,7 @@ nlohmann::json OptimizerSpec::hyperparameters_json() const {
 
 void OptimizerSpec::validate() const {
   DDPX_REQUIRE(std::isfinite(lr) && lr >= 0.f, "--lr must be a finite number >= 0, got {}", lr);
+  if (schedule.varies() || schedule.min_lr != 0) schedule.validate(typed_decimal(lr));
   DDPX_REQUIRE(std::isfinite(weight_decay) && weight_decay >= 0.f,
                "--weight-decay must be a finite number >= 0, got {}", weight_decay);
   if (kind == OptimizerKind::sgd) {

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "optim/lr_schedule.hpp"
+
 namespace ddpx {
 
 enum class OptimizerKind { sgd, adamw };
@@ -27,6 +29,8 @@ struct OptimizerSpec {
   bool nesterov = false;
   // adamw
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  // --lr-schedule and its warm-up (optim/lr_schedule.hpp); constant by default: every step's rate is `lr`
+  LrSchedule schedule;
 
   std::string_view name() const;  // "sgd" or "adamw", the --optimizer spelling
   // The state buffers, by the names io/checkpoint stores: {} (sgd without momentum), {"momentum"} (sgd),
@@ -34,8 +38,11 @@ struct OptimizerSpec {
   std::vector<std::string> state_names() const;
   // Whether a CUDA graph captured at a step after the first replays every later step exactly: the step number
   // is frozen in the graph, and only SGD's update ignores it after step 1 (AdamW's bias corrections change).
-  bool graph_replay_exact() const { return kind == OptimizerKind::sgd; }
-  // The learning rate at step `step` (1-based). Constant today: every update asks here, so a schedule is one place.
+  // A varying learning rate is frozen in the graph too (until the device-read rate of kernels/lr_schedule.hpp is
+  // verified on a GPU), so such a run steps eagerly.
+  bool graph_replay_exact() const { return kind == OptimizerKind::sgd && !schedule.varies(); }
+  // The learning rate at step `step` (1-based): `lr` itself without a schedule, else schedule.rate_at(lr, step) in
+  // fp32. Every update asks here, so the schedule is one place.
   float lr_at(int64_t step) const;
   // Every hyperparameter of the kind by its field name, floats as typed decimals: {"lr": 0.01, "momentum": 0.9, ...}.
   nlohmann::json hyperparameters_json() const;

@@ -1,0 +1,118 @@
+// The learning-rate schedules (see lr_schedule.hpp for the semantics and guarantees).
+#include "optim/lr_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <numbers>
+
+#include "core/error.hpp"
+#include "core/internal_assert.hpp"
+
+namespace ddpx {
+
+std::string_view lr_schedule_name(LrScheduleKind kind) {
+  switch (kind) {
+    case LrScheduleKind::constant: return "constant";
+    case LrScheduleKind::cosine: return "cosine";
+    case LrScheduleKind::linear: return "linear";
+    case LrScheduleKind::step: return "step";
+  }
+  return "?";
+}
+
+double LrSchedule::rate_at(double base_lr, int64_t step) const {
+  DDPX_INTERNAL_ASSERT(step >= 1, "learning-rate schedule: steps start at 1, got {}", step);
+  const int64_t e = step - 1;  // scheduler.step() calls before this optimizer step
+  if (e < warmup_steps) {
+    const double progress = static_cast<double>(e) / static_cast<double>(warmup_steps);
+    return base_lr * (warmup_start_factor + (1.0 - warmup_start_factor) * progress);
+  }
+  const int64_t k = e - warmup_steps;
+  const double horizon = static_cast<double>(std::max<int64_t>(total_steps - warmup_steps, 1));
+  switch (kind) {
+    case LrScheduleKind::constant:
+      return base_lr;
+    case LrScheduleKind::cosine:
+      return min_lr + (base_lr - min_lr) * (1.0 + std::cos(std::numbers::pi * static_cast<double>(k) / horizon)) / 2;
+    case LrScheduleKind::linear: {
+      const double progress = std::min(static_cast<double>(k), horizon) / horizon;
+      return base_lr * (1.0 + (min_lr / base_lr - 1.0) * progress);
+    }
+    case LrScheduleKind::step:
+      return base_lr * std::pow(step_gamma, static_cast<double>(k / step_every));
+  }
+  return base_lr;
+}
+
+std::string LrSchedule::describe() const {
+  std::string text(lr_schedule_name(kind));
+  if (kind == LrScheduleKind::step) text += fmt::format(" every {} steps x{}", step_every, step_gamma);
+  if (kind == LrScheduleKind::cosine || kind == LrScheduleKind::linear) text += fmt::format(" to {}", min_lr);
+  if (warmup_steps > 0) text += fmt::format(", warm-up {} steps from {}x", warmup_steps, warmup_start_factor);
+  return text;
+}
+
+void LrSchedule::validate(double base_lr) const {
+  DDPX_REQUIRE(warmup_steps >= 0, "--lr-warmup-steps must be >= 0, got {}", warmup_steps);
+  DDPX_REQUIRE(warmup_steps == 0 || warmup_steps < total_steps,
+               "--lr-warmup-steps {} is not shorter than the run (--steps {}): the schedule would never reach --lr; "
+               "give a warm-up of fewer steps or a longer run",
+               warmup_steps, total_steps);
+  DDPX_REQUIRE(std::isfinite(warmup_start_factor) && warmup_start_factor > 0 && warmup_start_factor <= 1,
+               "--lr-warmup-start must be in (0, 1] (the first step's rate as a fraction of --lr), got {}",
+               warmup_start_factor);
+  DDPX_REQUIRE(std::isfinite(min_lr) && min_lr >= 0, "--min-lr must be a finite number >= 0, got {}", min_lr);
+  DDPX_REQUIRE(min_lr <= base_lr, "--min-lr {} is above --lr {}: the schedule would raise the rate; give a smaller "
+               "--min-lr", min_lr, base_lr);
+  DDPX_REQUIRE(min_lr == 0 || kind == LrScheduleKind::cosine || kind == LrScheduleKind::linear,
+               "--min-lr applies to --lr-schedule cosine or linear, but this run uses --lr-schedule {}",
+               lr_schedule_name(kind));
+  if (kind == LrScheduleKind::step) {
+    DDPX_REQUIRE(step_every >= 1, "--lr-schedule step:{}: the step size must be a positive number of steps",
+                 step_every);
+    DDPX_REQUIRE(std::isfinite(step_gamma) && step_gamma > 0 && step_gamma <= 1,
+                 "--lr-schedule step:{}:{}: gamma must be in (0, 1]", step_every, step_gamma);
+  }
+}
+
+namespace {
+
+template <typename T>
+bool parse_number(std::string_view text, T& out) {
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+LrSchedule parse_lr_schedule(std::string_view text) {
+  LrSchedule schedule;
+  const std::string_view name = text.substr(0, text.find(':'));
+  const bool has_arguments = name.size() < text.size();
+  if (name == "constant" || name == "cosine" || name == "linear") {
+    DDPX_REQUIRE(!has_arguments, "--lr-schedule {}: '{}' takes no arguments (only step:EVERY[:GAMMA] does)", text,
+                 name);
+    schedule.kind = name == "constant" ? LrScheduleKind::constant
+                    : name == "cosine" ? LrScheduleKind::cosine
+                                       : LrScheduleKind::linear;
+    return schedule;
+  }
+  DDPX_REQUIRE(name == "step", "unknown --lr-schedule '{}'; choose one of: constant, cosine, linear, "
+               "step:EVERY[:GAMMA]", text);
+  schedule.kind = LrScheduleKind::step;
+  const std::string_view rest = has_arguments ? text.substr(name.size() + 1) : std::string_view();
+  const std::string_view every = rest.substr(0, rest.find(':'));
+  DDPX_REQUIRE(parse_number(every, schedule.step_every) && schedule.step_every >= 1,
+               "--lr-schedule {}: step needs a step size, a positive whole number of steps (e.g. step:1000 or "
+               "step:1000:0.1)", text);
+  if (every.size() < rest.size())
+    DDPX_REQUIRE(parse_number(rest.substr(every.size() + 1), schedule.step_gamma) &&
+                     std::isfinite(schedule.step_gamma) && schedule.step_gamma > 0 && schedule.step_gamma <= 1,
+                 "--lr-schedule {}: gamma must be a number in (0, 1]", text);
+  return schedule;
+}
+
+}  // namespace ddpx
