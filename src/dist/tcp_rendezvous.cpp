@@ -10,28 +10,32 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <map>
 #include <set>
 #include <thread>
 #include <utility>
 
 #include "core/error.hpp"
+#include "dist/rendezvous_wire.hpp"
 #include "dist/socket_deadline.hpp"
 
 namespace ddpx {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr char kMagic[8] = {'D', 'D', 'P', 'X', 'R', 'D', 'V', '2'};
-constexpr uint32_t kMaxTokenBytes = 4096;
-constexpr uint32_t kMaxPayloadBytes = 1 << 20;
+constexpr uint32_t kMaxPayloadBytes = kMaxRendezvousPayloadBytes;
 constexpr size_t kMaxGatheredBytes = size_t{64} << 20;
 constexpr uint8_t kAcknowledged = 0xAC;
-// One peer gets this long to introduce itself or to acknowledge, so a silent stranger cannot stall the job.
+// One connection gets this long to introduce itself, and as long again to take the answer and acknowledge it; all
+// connections are served at once, so a silent stranger holds only its own connection.
 constexpr auto kPeerPatience = std::chrono::seconds(5);
+// Connections still introducing themselves, at most; past it the oldest is dropped.
+constexpr size_t kMaxPeers = 256;
 
 enum class Exchange : uint32_t { broadcast = 1, allgather = 2 };
 
@@ -90,20 +94,6 @@ void append_u32(std::vector<char>& out, uint32_t value) {
   out.insert(out.end(), bytes, bytes + sizeof value);
 }
 
-bool write_message(int fd, uint8_t status, const void* body, size_t length, Clock::time_point deadline) {
-  std::vector<char> message(1);
-  message[0] = static_cast<char>(status);
-  append_u32(message, static_cast<uint32_t>(length));
-  const char* begin = static_cast<const char*>(body);
-  if (length) message.insert(message.end(), begin, begin + length);
-  return transfer(fd, message.data(), message.size(), false, deadline);
-}
-
-bool acknowledged(int fd, Clock::time_point deadline) {
-  uint8_t ack = 0;
-  return transfer(fd, &ack, 1, true, deadline) && ack == kAcknowledged;
-}
-
 // A connected peer that has sent its hello and waits for the answer sends nothing more: readable means it closed
 // (or misbehaves). Either way it no longer holds its rank.
 bool peer_gone(int fd) {
@@ -150,27 +140,6 @@ void require_token_or_loopback(const RendezvousConfig& config, const sockaddr_st
        config.rank, endpoint(config));
 }
 
-struct Hello {
-  uint32_t exchange = 0, rank = 0, world = 0;
-  std::string token;
-  std::vector<uint8_t> payload;
-};
-
-bool read_hello(int fd, Hello& hello, Clock::time_point deadline) {
-  char magic[sizeof kMagic];
-  uint32_t token_length = 0, payload_length = 0;
-  if (!transfer(fd, magic, sizeof magic, true, deadline) || std::memcmp(magic, kMagic, sizeof kMagic) != 0 ||
-      !read_u32(fd, hello.exchange, deadline) || !read_u32(fd, hello.rank, deadline) ||
-      !read_u32(fd, hello.world, deadline) || !read_u32(fd, token_length, deadline) || token_length > kMaxTokenBytes)
-    return false;
-  hello.token.assign(token_length, '\0');
-  if (!transfer(fd, hello.token.data(), token_length, true, deadline) || !read_u32(fd, payload_length, deadline) ||
-      payload_length > kMaxPayloadBytes)
-    return false;
-  hello.payload.resize(payload_length);
-  return transfer(fd, hello.payload.data(), payload_length, true, deadline);
-}
-
 std::string list_ranks(const std::set<int>& ranks) {
   std::string text;
   for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
@@ -194,94 +163,256 @@ Socket listen_on(const RendezvousConfig& config) {
   return listener;
 }
 
-// Rank 0: accept peers until every rank 1..world-1 has acknowledged the answer. A broadcast answers each peer at
-// once; an all-gather holds the peers' connections until every rank is present, then answers all of them.
+std::vector<char> message(uint8_t status, const void* body, size_t length) {
+  std::vector<char> out(1, static_cast<char>(status));
+  append_u32(out, static_cast<uint32_t>(length));
+  const char* begin = static_cast<const char*>(body);
+  if (length) out.insert(out.end(), begin, begin + length);
+  return out;
+}
+
+// One connection at rank 0, from accept() to its end. Its socket never blocks; every stage ends at the
+// connection's own deadline, so a silent or slow peer holds nothing but its own connection.
+struct Peer {
+  enum class Stage { hello, answer, acknowledge };
+  Socket socket;
+  Clock::time_point deadline;
+  Stage stage = Stage::hello;
+  std::vector<char> received;  // the hello so far (never more than scan_hello() asked for)
+  bool authenticated = false;
+  int rank = -1;
+  std::vector<uint8_t> payload;
+  std::vector<char> answer;
+  size_t answered = 0;
+};
+
+enum class Step { keep, drop, present };
+
+// Rank 0's side of one exchange: accepts peers and serves all of them at once (see the header's guarantees).
+class RendezvousServer {
+ public:
+  RendezvousServer(const RendezvousConfig& config, const Socket& listener, Exchange exchange,
+                   const std::vector<uint8_t>& mine)
+      : config_(config), listener_(listener), exchange_(exchange), mine_(mine),
+        world_(static_cast<uint32_t>(config.world_size)), deadline_(Clock::now() + config.timeout) {
+    ::fcntl(listener_.fd(), F_SETFL, ::fcntl(listener_.fd(), F_GETFL) | O_NONBLOCK);
+  }
+
+  std::vector<std::vector<uint8_t>> run() {
+    while (served_.size() < world_ - 1) {
+      for (auto it = present_.begin(); it != present_.end();)
+        it = peer_gone(it->second.socket.fd()) ? present_.erase(it) : std::next(it);
+      if (exchange_ == Exchange::allgather && present_.size() == world_ - 1) return answer_all();
+      const auto now = Clock::now();
+      peers_.remove_if([&](const Peer& peer) { return now >= peer.deadline; });
+      if (now >= deadline_) fail_timeout();
+
+      std::vector<pollfd> waiters{{listener_.fd(), POLLIN, 0}};
+      std::vector<Peer*> polled;
+      auto wake = deadline_;
+      for (Peer& peer : peers_) {
+        waiters.push_back({peer.socket.fd(), static_cast<short>(peer.stage == Peer::Stage::answer ? POLLOUT : POLLIN), 0});
+        polled.push_back(&peer);
+        wake = std::min(wake, peer.deadline);
+      }
+      for (auto& [rank, peer] : present_) waiters.push_back({peer.socket.fd(), POLLIN, 0});
+      if (::poll(waiters.data(), waiters.size(), remaining_ms(wake)) <= 0) continue;
+      for (size_t i = 0; i < polled.size(); ++i)
+        if (waiters[i + 1].revents) advance(*polled[i]);
+      peers_.remove_if([](const Peer& peer) { return peer.socket.fd() < 0; });
+      if (waiters[0].revents & POLLIN) accept_all();
+    }
+    return {mine_};
+  }
+
+ private:
+  // Takes every pending connection; past kMaxPeers the oldest one still introducing itself is dropped, so a
+  // flood of idle connections cannot exhaust rank 0's descriptors.
+  void accept_all() {
+    for (;;) {
+      Socket peer(::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (peer.fd() < 0) {
+        if ((errno == EMFILE || errno == ENFILE) && drop_oldest_stranger()) continue;
+        return;
+      }
+      if (peers_.size() >= kMaxPeers) drop_oldest_stranger();
+      Peer& added = peers_.emplace_back();
+      added.socket = std::move(peer);
+      added.deadline = std::min(deadline_, Clock::now() + kPeerPatience);
+    }
+  }
+
+  bool drop_oldest_stranger() {
+    const auto oldest = std::find_if(peers_.begin(), peers_.end(),
+                                     [](const Peer& peer) { return peer.stage == Peer::Stage::hello; });
+    if (oldest == peers_.end()) return false;
+    peers_.erase(oldest);
+    return true;
+  }
+
+  void advance(Peer& peer) {
+    const Step step = peer.stage == Peer::Stage::hello ? read_hello(peer) : answer(peer);
+    if (step == Step::present) {
+      Peer& slot = present_[peer.rank];
+      slot = std::move(peer);
+      slot.stage = Peer::Stage::answer;
+    }
+    if (step != Step::keep) peer.socket = Socket();  // removed by run()
+  }
+
+  // Reads no more than scan_hello() asks for: the header (at most kHelloPrefixBytes + token + 4 bytes) first,
+  // the payload only from a peer whose token and fields passed.
+  Step read_hello(Peer& peer) {
+    for (;;) {
+      const HelloScan scan = scan_hello(peer.received);
+      if (scan.stage == HelloScan::Stage::malformed) return Step::drop;  // not a ddpx peer: dropped silently
+      if (scan.stage != HelloScan::Stage::need_more && !peer.authenticated) {
+        const std::string rejection = rejection_of(scan.header);
+        if (!rejection.empty()) {
+          const std::vector<char> refusal = message(1, rejection.data(), rejection.size());
+          (void)!::send(peer.socket.fd(), refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          return Step::drop;
+        }
+        peer.authenticated = true;
+        peer.rank = static_cast<int>(scan.header.rank);
+      }
+      if (scan.stage == HelloScan::Stage::complete) return hello_complete(peer, scan.header);
+      const size_t had = peer.received.size();
+      peer.received.resize(scan.need);
+      const ssize_t got = ::recv(peer.socket.fd(), peer.received.data() + had, scan.need - had, 0);
+      peer.received.resize(had + static_cast<size_t>(std::max<ssize_t>(got, 0)));
+      if (got > 0) continue;
+      return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? Step::keep : Step::drop;
+    }
+  }
+
+  Step hello_complete(Peer& peer, const HelloHeader& header) {
+    if (rank_taken(peer.rank)) {  // another connection of this rank completed first
+      const std::string rejection = duplicate_rank(header.rank);
+      const std::vector<char> refusal = message(1, rejection.data(), rejection.size());
+      (void)!::send(peer.socket.fd(), refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      return Step::drop;
+    }
+    const auto payload_begin = peer.received.end() - static_cast<ptrdiff_t>(header.payload_length);
+    peer.payload.assign(payload_begin, peer.received.end());
+    peer.received = {};
+    if (exchange_ == Exchange::allgather) return Step::present;
+    peer.stage = Peer::Stage::answer;
+    peer.answer = message(0, mine_.data(), mine_.size());
+    peer.deadline = std::min(deadline_, Clock::now() + kPeerPatience);
+    return answer(peer);
+  }
+
+  // Writes the answer, then waits for the acknowledgement; a rank counts as served only then.
+  Step answer(Peer& peer) {
+    while (peer.stage == Peer::Stage::answer) {
+      const ssize_t sent = ::send(peer.socket.fd(), peer.answer.data() + peer.answered,
+                                  peer.answer.size() - peer.answered, MSG_NOSIGNAL);
+      if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Step::keep;
+      if (sent <= 0) return Step::drop;
+      peer.answered += static_cast<size_t>(sent);
+      if (peer.answered == peer.answer.size()) peer.stage = Peer::Stage::acknowledge;
+    }
+    uint8_t ack = 0;
+    const ssize_t got = ::recv(peer.socket.fd(), &ack, 1, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Step::keep;
+    if (got == 1 && ack == kAcknowledged) served_.insert(peer.rank);
+    return Step::drop;
+  }
+
+  bool rank_taken(int rank) {
+    if (auto earlier = present_.find(rank); earlier != present_.end() && peer_gone(earlier->second.socket.fd()))
+      present_.erase(earlier);  // the earlier process with this rank has left: this one takes its place
+    return served_.count(rank) || present_.count(rank);
+  }
+
+  std::string duplicate_rank(uint32_t rank) const {
+    return "rank " + std::to_string(rank) + " already joined (two processes have RANK=" + std::to_string(rank) + ")";
+  }
+
+  std::string rejection_of(const HelloHeader& hello) {
+    if (!same_token(hello.token, config_.job_token))
+      return "its job token differs (the rendezvous at " + endpoint(config_) +
+             " belongs to another job; give each job its own MASTER_PORT, and the same DDPX_JOB_TOKEN to every rank "
+             "of one job)";
+    if (hello.exchange != static_cast<uint32_t>(exchange_))
+      return "it asks for a " + exchange_name(hello.exchange) + " but rank 0 runs a " +
+             exchange_name(static_cast<uint32_t>(exchange_)) + " (another step of the start-up, or another job)";
+    if (hello.world != world_)
+      return "it expects world size " + std::to_string(hello.world) + " but rank 0 has " +
+             std::to_string(config_.world_size) + " (WORLD_SIZE must be the same on every rank)";
+    if (hello.rank == 0 || hello.rank >= world_)
+      return "rank " + std::to_string(hello.rank) + " is not in 1.." + std::to_string(config_.world_size - 1);
+    if (exchange_ == Exchange::broadcast && hello.payload_length != 0)
+      return "its broadcast hello carries a payload of " + std::to_string(hello.payload_length) + " bytes (none is sent)";
+    if (rank_taken(static_cast<int>(hello.rank))) return duplicate_rank(hello.rank);
+    return "";
+  }
+
+  // All-gather: every rank is present; answer all of them at once, then collect every acknowledgement.
+  std::vector<std::vector<uint8_t>> answer_all() {
+    std::vector<std::vector<uint8_t>> gathered(1, mine_);
+    std::vector<char> body;
+    append_u32(body, static_cast<uint32_t>(mine_.size()));
+    body.insert(body.end(), mine_.begin(), mine_.end());
+    for (auto& [rank, peer] : present_) {
+      append_u32(body, static_cast<uint32_t>(peer.payload.size()));
+      body.insert(body.end(), peer.payload.begin(), peer.payload.end());
+      gathered.push_back(std::move(peer.payload));
+    }
+    DDPX_REQUIRE(body.size() <= kMaxGatheredBytes, "rank 0: the rendezvous all-gather of {} ranks holds {} bytes, "
+                 "more than the {} it carries", world_, body.size(), kMaxGatheredBytes);
+    const std::vector<char> answer_message = message(0, body.data(), body.size());
+    const auto answer_deadline = std::min(deadline_, Clock::now() + kPeerPatience);
+    std::vector<Peer*> answering;
+    for (auto& [rank, peer] : present_) {
+      peer.answer = answer_message;
+      peer.deadline = answer_deadline;
+      answering.push_back(&peer);
+    }
+    while (!answering.empty() && Clock::now() < answer_deadline) {
+      std::vector<pollfd> waiters;
+      for (Peer* peer : answering)
+        waiters.push_back({peer->socket.fd(), static_cast<short>(peer->stage == Peer::Stage::answer ? POLLOUT : POLLIN), 0});
+      if (::poll(waiters.data(), waiters.size(), remaining_ms(answer_deadline)) <= 0) continue;
+      std::vector<Peer*> still;
+      for (size_t i = 0; i < answering.size(); ++i)
+        if (!waiters[i].revents || answer(*answering[i]) == Step::keep) still.push_back(answering[i]);
+      answering = std::move(still);
+    }
+    std::set<int> vanished;
+    for (auto& [rank, peer] : present_)
+      if (!served_.count(rank)) vanished.insert(rank);
+    DDPX_REQUIRE(vanished.empty(), "rank 0: rank(s) {} disconnected from the rendezvous at MASTER_ADDR:MASTER_PORT "
+                 "= {} before acknowledging the all-gather, after the other ranks had received it; the job cannot "
+                 "start (did that rank die?)", list_ranks(vanished), endpoint(config_));
+    return gathered;
+  }
+
+  [[noreturn]] void fail_timeout() const {
+    std::set<int> missing;
+    for (int r = 1; r < config_.world_size; ++r)
+      if (!served_.count(r) && !present_.count(r)) missing.insert(r);
+    fail("rank 0: timed out after {} s waiting at MASTER_ADDR:MASTER_PORT = {} for rank(s) {} to connect "
+         "(did they start, with the same MASTER_ADDR/MASTER_PORT?)",
+         std::chrono::duration_cast<std::chrono::seconds>(config_.timeout).count(), endpoint(config_),
+         list_ranks(missing));
+  }
+
+  const RendezvousConfig& config_;
+  const Socket& listener_;
+  const Exchange exchange_;
+  const std::vector<uint8_t>& mine_;
+  const uint32_t world_;
+  const Clock::time_point deadline_;
+  std::set<int> served_;
+  std::list<Peer> peers_;      // connections being served
+  std::map<int, Peer> present_;  // all-gather: complete hellos, held until every rank is present
+};
+
 std::vector<std::vector<uint8_t>> serve(const RendezvousConfig& config, const Socket& listener, Exchange exchange,
                                         const std::vector<uint8_t>& mine) {
-  const auto deadline = Clock::now() + config.timeout;
-  const uint32_t world = static_cast<uint32_t>(config.world_size);
-  std::set<int> served;
-  std::map<int, std::pair<Socket, std::vector<uint8_t>>> waiting;  // all-gather: present, not yet answered
-  std::vector<std::vector<uint8_t>> gathered;
-  while (served.size() < world - 1) {
-    for (auto it = waiting.begin(); it != waiting.end();)
-      it = peer_gone(it->second.first.fd()) ? waiting.erase(it) : std::next(it);
-    if (waiting.size() == world - 1) {  // all-gather: every rank is present; answer all, then collect the acks
-      gathered.assign(1, mine);
-      std::vector<char> body;
-      append_u32(body, static_cast<uint32_t>(mine.size()));
-      body.insert(body.end(), mine.begin(), mine.end());
-      for (auto& [rank, peer] : waiting) {
-        append_u32(body, static_cast<uint32_t>(peer.second.size()));
-        body.insert(body.end(), peer.second.begin(), peer.second.end());
-        gathered.push_back(std::move(peer.second));
-      }
-      DDPX_REQUIRE(body.size() <= kMaxGatheredBytes, "rank 0: the rendezvous all-gather of {} ranks holds {} bytes, "
-                   "more than the {} it carries", world, body.size(), kMaxGatheredBytes);
-      const auto answer_deadline = std::min(deadline, Clock::now() + kPeerPatience);
-      for (auto& [rank, peer] : waiting)
-        if (write_message(peer.first.fd(), 0, body.data(), body.size(), answer_deadline)) served.insert(rank);
-      std::set<int> vanished;
-      for (auto& [rank, peer] : waiting)
-        if (!served.count(rank) || !acknowledged(peer.first.fd(), answer_deadline)) vanished.insert(rank);
-      DDPX_REQUIRE(vanished.empty(), "rank 0: rank(s) {} disconnected from the rendezvous at MASTER_ADDR:MASTER_PORT "
-                   "= {} before acknowledging the all-gather, after the other ranks had received it; the job cannot "
-                   "start (did that rank die?)", list_ranks(vanished), endpoint(config));
-      return gathered;
-    }
-
-    std::vector<pollfd> waiters{{listener.fd(), POLLIN, 0}};
-    for (auto& entry : waiting) waiters.push_back({entry.second.first.fd(), POLLIN, 0});
-    int ready = ::poll(waiters.data(), waiters.size(), remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) {
-      std::set<int> missing;
-      for (int r = 1; r < config.world_size; ++r)
-        if (!served.count(r) && !waiting.count(r)) missing.insert(r);
-      fail("rank 0: timed out after {} s waiting at MASTER_ADDR:MASTER_PORT = {} for rank(s) {} to connect "
-           "(did they start, with the same MASTER_ADDR/MASTER_PORT?)",
-           std::chrono::duration_cast<std::chrono::seconds>(config.timeout).count(), endpoint(config),
-           list_ranks(missing));
-    }
-    if (!(waiters[0].revents & POLLIN)) continue;  // a waiting peer left: dropped at the top of the loop
-    Socket peer(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (peer.fd() < 0) continue;
-    const auto hello_deadline = std::min(deadline, Clock::now() + kPeerPatience);
-    Hello hello;
-    if (!read_hello(peer.fd(), hello, hello_deadline)) continue;  // not a ddpx peer: drop it silently
-
-    const int rank = static_cast<int>(hello.rank);
-    if (auto earlier = waiting.find(rank); earlier != waiting.end() && peer_gone(earlier->second.first.fd()))
-      waiting.erase(earlier);  // the earlier process with this rank has left: this one takes its place
-    std::string rejection;
-    if (hello.token != config.job_token)
-      rejection = "its job token differs (the rendezvous at " + endpoint(config) +
-                  " belongs to another job; give each job its own MASTER_PORT, and the same DDPX_JOB_TOKEN to "
-                  "every rank of one job)";
-    else if (hello.exchange != static_cast<uint32_t>(exchange))
-      rejection = "it asks for a " + exchange_name(hello.exchange) + " but rank 0 runs a " +
-                  exchange_name(static_cast<uint32_t>(exchange)) + " (another step of the start-up, or another job)";
-    else if (hello.world != world)
-      rejection = "it expects world size " + std::to_string(hello.world) + " but rank 0 has " +
-                  std::to_string(config.world_size) + " (WORLD_SIZE must be the same on every rank)";
-    else if (hello.rank == 0 || hello.rank >= world)
-      rejection = "rank " + std::to_string(hello.rank) + " is not in 1.." + std::to_string(config.world_size - 1);
-    else if (served.count(rank) || waiting.count(rank))
-      rejection = "rank " + std::to_string(hello.rank) + " already joined (two processes have RANK=" +
-                  std::to_string(hello.rank) + ")";
-    if (!rejection.empty()) {
-      write_message(peer.fd(), 1, rejection.data(), rejection.size(), hello_deadline);
-      continue;
-    }
-    if (exchange == Exchange::allgather) {
-      waiting.emplace(rank, std::make_pair(std::move(peer), std::move(hello.payload)));
-      continue;
-    }
-    if (write_message(peer.fd(), 0, mine.data(), mine.size(), hello_deadline) &&
-        acknowledged(peer.fd(), hello_deadline))
-      served.insert(rank);
-  }
-  return {mine};
+  return RendezvousServer(config, listener, exchange, mine).run();
 }
 
 
@@ -293,7 +424,7 @@ std::vector<uint8_t> join(const RendezvousConfig& config, Exchange exchange, con
   require_token_or_loopback(config, address);
   DDPX_REQUIRE(mine.size() <= kMaxPayloadBytes, "rank {}: rendezvous payload of {} bytes is larger than the {} it "
                "carries", config.rank, mine.size(), kMaxPayloadBytes);
-  std::vector<char> hello(kMagic, kMagic + sizeof kMagic);
+  std::vector<char> hello(kRendezvousMagic, kRendezvousMagic + sizeof kRendezvousMagic);
   for (uint32_t value : {static_cast<uint32_t>(exchange), static_cast<uint32_t>(config.rank),
                          static_cast<uint32_t>(config.world_size), static_cast<uint32_t>(config.job_token.size())})
     append_u32(hello, value);

@@ -15,6 +15,13 @@
 //  - Without a job token the rendezvous runs only on a loopback MASTER_ADDR (only this machine can reach it). On
 //    any other address it refuses to start, naming DDPX_JOB_TOKEN, unless allow_without_token is set or the
 //    environment has DDPX_ALLOW_NO_TOKEN=1 (a trusted network, explicitly).
+//  - Rank 0 serves every connection at once, each with its own deadline (5 s to introduce itself, 5 s to take the
+//    answer and acknowledge): silent, slow or idle connections delay nobody, and past 256 connections still
+//    introducing themselves the oldest is dropped. A peer that fails any check is dropped (told why when it got
+//    as far as a hello) and the job goes on; only the real ranks' absence fails rank 0, at the timeout.
+//  - What a peer without the token can make rank 0 read is bounded: the hello's header (magic, exchange, rank,
+//    world size, token of at most 4096 bytes, payload length: 4124 bytes at most, rendezvous_wire.hpp); the
+//    payload is read only after the token and every field passed, and a broadcast hello carries none.
 //  - Every failure is a ddpx::Error naming MASTER_ADDR:MASTER_PORT, the rank and what to check; nothing waits
 //    past the deadline. Payloads: at most 1 MiB each, 64 MiB for all of an all-gather together.
 // Wire format (integers little-endian as the hosts are; both sides are ddpx of the same build):

@@ -57,6 +57,23 @@ int send_raw_hello(int port, uint32_t exchange, uint32_t rank, uint32_t world, c
   return -1;
 }
 
+// A connection to 127.0.0.1:port that says nothing (-1 if it could not connect within 5 s).
+int connect_silently(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const timeval bound{2, 0};  // a full accept queue must not hold connect() for the kernel's retries
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) return fd;
+    ::close(fd);
+    std::this_thread::sleep_for(50ms);
+  }
+  return -1;
+}
+
 // Reads rank 0's status byte (waiting up to 5 s); -1 when the connection closed or nothing came.
 int read_status(int fd) {
   pollfd waiter{fd, POLLIN, 0};
@@ -228,6 +245,73 @@ TEST(TcpRendezvous, NoTokenOffLoopbackIsRefusedUnlessAllowed) {
   allowed.allow_without_token = true;
   allowed.timeout = 200ms;
   EXPECT_NE(error_of([&] { rendezvous_broadcast(allowed, {}); }).find("could not reach rank 0"), std::string::npos);
+}
+
+// Issue 37 item 2: rank 0 read one connection at a time, giving each 5 s, so three silent connections held the
+// job 15 s (here: past rank 0's 3 s timeout). Connections are served at once now, each with its own deadline.
+TEST(TcpRendezvous, SilentConnectionsDoNotHoldTheJob) {
+  const int port = find_free_port();
+  RendezvousConfig root_config = config_for(port, 0, 2);
+  root_config.timeout = 3s;
+  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(root_config, {4}); });
+  std::vector<int> silent;
+  for (int i = 0; i < 3; ++i) silent.push_back(connect_silently(port));
+  for (int fd : silent) ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(100ms);  // rank 0 has accepted them before the real rank arrives
+  RendezvousConfig one = config_for(port, 1, 2);
+  one.timeout = 3s;
+  EXPECT_EQ(rendezvous_broadcast(one, {}), std::vector<uint8_t>{4});
+  EXPECT_EQ(root.get(), std::vector<uint8_t>{4});
+  for (int fd : silent) ::close(fd);
+}
+
+// Issue 37 item 2: 130 idle connections made rank 0 fail. More idle connections than rank 0 keeps (256) delay
+// neither an all-gather nor its end.
+TEST(TcpRendezvous, HundredsOfIdleConnectionsDoNotFailTheAllGather) {
+  const int port = find_free_port();
+  RendezvousConfig root_config = config_for(port, 0, 3);
+  root_config.timeout = 4s;
+  auto root = std::async(std::launch::async, [=] { return rendezvous_allgather(root_config, {0}); });
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = connect_silently(port);
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+  }
+  RendezvousConfig two = config_for(port, 2, 3);
+  two.timeout = 4s;
+  auto second = std::async(std::launch::async, [=] { return rendezvous_allgather(two, {2}); });
+  RendezvousConfig one = config_for(port, 1, 3);
+  one.timeout = 4s;
+  const std::vector<std::vector<uint8_t>> expected{{0}, {1}, {2}};
+  EXPECT_EQ(rendezvous_allgather(one, {1}), expected);
+  EXPECT_EQ(second.get(), expected);
+  EXPECT_EQ(root.get(), expected);
+  for (int fd : idle) ::close(fd);
+}
+
+// Issue 37 item 2: a hello under a wrong token announcing a 1 MiB payload made rank 0 wait for the payload. The
+// token is checked on the header alone now: the peer is told at once, without sending a byte of its payload, and
+// a broadcast hello with any payload is refused the same way. The job completes.
+TEST(TcpRendezvous, APeerWithoutTheTokenIsRefusedBeforeItsPayloadIsRead) {
+  const int port = find_free_port();
+  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(config_for(port, 0, 2), {8}); });
+  for (const std::string token : {"job-b", "job-a"}) {
+    const int fd = connect_silently(port);
+    ASSERT_GE(fd, 0);
+    std::vector<char> header{'D', 'D', 'P', 'X', 'R', 'D', 'V', '2'};
+    for (uint32_t value : {1u, 1u, 2u, static_cast<uint32_t>(token.size())})
+      header.insert(header.end(), reinterpret_cast<const char*>(&value), reinterpret_cast<const char*>(&value) + 4);
+    header.insert(header.end(), token.begin(), token.end());
+    const uint32_t payload_length = 1 << 20;
+    header.insert(header.end(), reinterpret_cast<const char*>(&payload_length),
+                  reinterpret_cast<const char*>(&payload_length) + 4);
+    ASSERT_EQ(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), static_cast<ssize_t>(header.size()));
+    EXPECT_EQ(read_status(fd), 1) << token;  // refused, with nothing of the payload sent
+    ::close(fd);
+  }
+  EXPECT_EQ(rendezvous_broadcast(config_for(port, 1, 2), {}), std::vector<uint8_t>{8});
+  EXPECT_EQ(root.get(), std::vector<uint8_t>{8});
 }
 
 }  // namespace
