@@ -130,6 +130,7 @@ template <GradSource kSource, int K = 1>
 __global__ void sgd_kernel(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low,
                            int64_t vectors, SgdUpdate u) {
   begin_after_producer();
+  const float lr = u.lr_on_device != nullptr ? *u.lr_on_device : u.lr;
   int piece = -1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -150,7 +151,7 @@ __global__ void sgd_kernel(float* params, const float* grads, float* momentum_bu
       for (int i = 0; i < 4; ++i) g.v[i] = u.nesterov ? __fmaf_rn(u.momentum, buf.v[i], g.v[i]) : buf.v[i];
     }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) p.v[i] = __fmaf_rn(-u.lr, g.v[i], p.v[i]);
+    for (int i = 0; i < 4; ++i) p.v[i] = __fmaf_rn(-lr, g.v[i], p.v[i]);
     store4(params + 4 * v, p);
     if (low) store4(low + 4 * v, p);
   }

@@ -55,6 +55,9 @@ struct SgdUpdate {
   float lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
   bool first_step = true;  // momentum buffer := gradient (torch's first step) instead of the running update
+  // Set: the rate is read from this device float instead of `lr`, so a replayed graph follows a schedule
+  // (Note [The learning rate on the device], kernels/recipe.hpp). nullptr (the default): `lr`.
+  const float* lr_on_device = nullptr;
   unsigned long long* nonfinite_gradient = nullptr;
   uint64_t offset_base = 0;  // added to the offsets reported there (an update of a span of the buffer)
   WireGrads wire;            // data != nullptr: gradients from there instead of `grads`
