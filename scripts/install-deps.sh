@@ -34,6 +34,7 @@ BUILD_REQUIREMENTS=(
   "cmd:mpirun|Open MPI's mpirun|openmpi-bin"
   "cmd:python3|Python 3|python3"
   "hdr:zlib.h|zlib|zlib1g-dev"
+  "hdr:openssl/hmac.h|OpenSSL's libcrypto (HMAC-SHA-256 for the multi-node launchers' handshake)|libssl-dev"
 )
 # Installed where possible, built without otherwise (CMake leaves the feature out and says so).
 OPTIONAL_REQUIREMENTS=(

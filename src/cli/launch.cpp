@@ -31,7 +31,9 @@ void add_node_flags(CLI::App* cmd, NodeFlags& flags, const std::string& group) {
   cmd->add_option("--nnodes", flags.nnodes,
                   "multi-node: run `ddpx ...` once per node, each with the same --nnodes N, --master-addr, "
                   "--master-port and --nproc-per-node G, and its own --node-rank; ranks are node rank * G + local. torchrun's names and meanings; its underscore "
-                  "spellings (--node_rank, --master_addr, --master_port, --nproc_per_node) work too")
+                  "spellings (--node_rank, --master_addr, --master_port, --nproc_per_node) work too. Off loopback every "
+                  "node needs the same secret in DDPX_JOB_TOKEN: the launchers prove it to each other, never send it, "
+                  "and node 0 drops any connection that cannot")
       ->check(CLI::Range(1, 4096))
       ->group(group);
   flags.given_only_with_nnodes = {

@@ -7,10 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <random>
 
 #include "core/error.hpp"
 #include "dist/child_environment.hpp"
@@ -21,38 +20,16 @@
 
 namespace ddpx::node_job {
 
-std::string job_token() {
-  std::random_device device;
-  std::string token;
-  char digits[9];
-  for (int i = 0; i < 4; ++i) {
-    std::snprintf(digits, sizeof digits, "%08x", static_cast<unsigned>(device()));
-    token += digits;
-  }
-  return token;
-}
-
-std::vector<std::string> split(const std::string& line, size_t fields) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (parts.size() < fields && start <= line.size()) {
-    size_t space = line.find(' ', start);
-    if (space == std::string::npos) {
-      parts.push_back(line.substr(start));
-      return parts;
-    }
-    parts.push_back(line.substr(start, space - start));
-    start = space + 1;
-  }
-  if (start <= line.size()) parts.push_back(line.substr(start));
-  return parts;
-}
-
-std::optional<int> number(const std::string& text) {
-  int value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
+std::string shared_secret(const std::string& master_ip) {
+  const char* secret = std::getenv("DDPX_JOB_TOKEN");
+  if (secret && *secret) return secret;
+  if (master_ip.rfind("127.", 0) == 0) return "";  // loopback: only this host reaches the control channel
+  const char* allowed = std::getenv("DDPX_ALLOW_NO_TOKEN");
+  if (allowed && std::string(allowed) == "1") return "";
+  fail("--master-addr {} is reachable from other machines, and the launchers of a multi-node job prove to each other "
+       "that they belong to it with a shared secret: set DDPX_JOB_TOKEN to the same secret on every node (for "
+       "example `export DDPX_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')` in the batch script, passed "
+       "to every node), or DDPX_ALLOW_NO_TOKEN=1 on a network you trust", master_ip);
 }
 
 std::string local_address(int fd) {

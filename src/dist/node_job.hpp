@@ -14,7 +14,6 @@
 
 namespace ddpx::node_job {
 
-inline constexpr const char* kProtocol = "ddpx-launch-1";
 inline constexpr auto kHeartbeatEvery = std::chrono::seconds(1);
 inline constexpr auto kSettle = std::chrono::milliseconds(500);  // node 0 collects reports this long
 
@@ -26,10 +25,9 @@ struct Verdict {
   std::string message;
 };
 
-std::string job_token();  // 128 random bits, hex
-// "FAIL 1 137 rest of the line" -> {"FAIL", "1", "137", "rest of the line"} (at most `fields` + 1 parts).
-std::vector<std::string> split(const std::string& line, size_t fields);
-std::optional<int> number(const std::string& text);
+// The secret every node's launcher must hold: DDPX_JOB_TOKEN. Required unless master_ip is loopback (only this host
+// reaches it) or DDPX_ALLOW_NO_TOKEN=1 (a trusted network); "" then. Throws naming both variables otherwise.
+std::string shared_secret(const std::string& master_ip);
 std::string local_address(int fd);  // this side's IPv4 address of a connected socket
 Verdict worker_verdict(const WorkerGroup& group, int node_rank, const std::string& address);
 Verdict interrupt_verdict(int node_rank, const std::string& address, int signal_number);
@@ -37,9 +35,9 @@ int finish_with(WorkerGroup& group, const Verdict& verdict, int stderr_fd);
 std::vector<WorkerGroup::Spawn> node_workers(int nproc, const NodeOptions& node, const std::string& master_ip,
                                              const std::string& token);
 
-int run_node0(int nproc, const NodeOptions& node, const std::string& master_ip, const std::vector<std::string>& argv,
-              const LaunchOptions& options);
-int run_joining_node(int nproc, const NodeOptions& node, const std::string& master_ip,
+int run_node0(int nproc, const NodeOptions& node, const std::string& master_ip, const std::string& secret,
+              const std::vector<std::string>& argv, const LaunchOptions& options);
+int run_joining_node(int nproc, const NodeOptions& node, const std::string& master_ip, const std::string& secret,
                      const std::vector<std::string>& argv, const LaunchOptions& options);
 
 }  // namespace ddpx::node_job

@@ -6,12 +6,15 @@
 # a failing rank, a launcher killed (either side), interrupted (SIGINT) or silent (SIGSTOP, past the heartbeat
 # timeout) end the job on both nodes, each naming the same culprit; and the bad-input list: mismatched --nnodes
 # and --nproc-per-node, a node that never joins (both sides), a port in use (control port and rendezvous port),
-# node rank out of range, an unresolvable and a foreign --master-addr, a node rank given twice.
+# node rank out of range, an unresolvable and a foreign --master-addr, a node rank given twice; the shared secret
+# (issue 37 item 1): a node with another DDPX_JOB_TOKEN is dropped by node 0, named on both sides, and a launcher
+# without one off loopback is refused naming DDPX_JOB_TOKEN.
 # Every process runs under `timeout`; every wait loop is bounded; the namespaces go on exit (trap), pass or fail.
 # Usage: multinode_launcher.sh LAUNCH_DRIVER NETNS_HOSTS_SH. Exit 77 (skip) without root or iproute2.
 set -uo pipefail
 DRIVER=$1 NETNS=$2
 P=mnl PORT=29611
+export DDPX_JOB_TOKEN=multinode-launcher-test-secret  # every node holds it (required off loopback)
 WORK=$(mktemp -d)
 cleanup() { bash "$NETNS" down "$P"; rm -rf "$WORK"; }
 trap cleanup EXIT
@@ -136,6 +139,17 @@ wait_for n1 "rank 3 of 4"; launcher1=$(pgrep -f "^$DRIVER nodes 2 1 $A0"); kill 
 for _ in $(seq 300); do [[ -s $WORK/n0.rc ]] && break; sleep 0.1; done; kill -CONT "$launcher1"; wait
 check "silent node 1: node 0 names it" bash -c "[[ \$(cat $WORK/n0.rc) == 1 ]] && grep -qF \"ddpx launch: node 1's launcher ($A1) sent nothing for 3 s\" $WORK/n0.log"
 check "silent node 1: node 1 stops with node 0's verdict" bash -c "[[ \$(cat $WORK/n1.rc) == 1 ]] && grep -qF \"node 1's launcher ($A1) sent nothing for 3 s\" $WORK/n1.log"
+
+rm_logs
+
+# 14. A node with another secret: node 0 drops its connection (saying so) and gives up on it after --join-timeout;
+# the node is told its JOIN proves nothing. Without any secret, off loopback, a launcher refuses to start.
+node 0 n0 2 0 "$A0" $PORT 4 ok; DDPX_JOB_TOKEN=another-secret node 1 n1 2 1 "$A0" $PORT 4 ok; wait
+check "another secret: node 0 drops it" has n0 "node 0 dropped a connection from $A1: its JOIN does not prove the job's secret"
+check "another secret: node 0 gives up on node 1" has n0 "node(s) 1 did not join"
+check "another secret: node 1 is told" has n1 "the JOIN does not prove the job's secret"
+DDPX_JOB_TOKEN= node 0 n0 2 0 "$A0" $PORT 4 ok; wait
+check "no secret off loopback" has n0 "set DDPX_JOB_TOKEN to the same secret on every node"
 
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -19,6 +19,7 @@ trap "exit 143" TERM INT  # stopped by SIGTERM or Ctrl-C: the EXIT trap still re
 mapfile -t ADDR < <(bash "$SUPPORT/netns_hosts.sh" up "$P" 2) || exit $?
 [[ ${#ADDR[@]} -eq 2 ]] || exit 77
 A0=${ADDR[0]} A1=${ADDR[1]}
+export DDPX_JOB_TOKEN=multinode-gloo-test-secret  # the launchers' shared secret, required off loopback
 failures=0
 check() {  # check NAME COMMAND...
   local name=$1; shift
