@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <vector>
 
@@ -103,6 +104,37 @@ std::string collective_name(uint64_t number, const std::string& label) {
   return fmt::format("last in collective #{} ({})", number, label);
 }
 
+// Note [Stale heartbeat boards]: every rank removes its record at exit, but kill -9 of every rank left the
+// board's folder and records in $TMPDIR for good. A board starting up removes the sibling boards (ddpx-heartbeat-*
+// next to its own) that are this user's, untouched for a minute, and hold only records of processes that no longer
+// exist; a board being created this instant (empty, recent) or one with a live process is left alone.
+void remove_stale_boards(const std::filesystem::path& own) {
+  std::error_code error;
+  const std::filesystem::path parent = own.parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
+    const std::filesystem::path folder = entry.path();
+    if (folder == own || !folder.filename().string().starts_with("ddpx-heartbeat-")) continue;
+    struct stat info {};
+    if (::lstat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::geteuid()) continue;
+    if (::time(nullptr) - info.st_mtime < 60) continue;
+    std::vector<std::filesystem::path> records;
+    bool stale = true;
+    std::error_code list_error;
+    for (const auto& record : std::filesystem::directory_iterator(folder, list_error)) {
+      const PeerView view = read_record(record.path());
+      if (!record.path().filename().string().starts_with("rank-") ||
+          (view.found && view.pid > 0 && process_state(view.pid) != '\0')) {
+        stale = false;
+        break;
+      }
+      records.push_back(record.path());
+    }
+    if (!stale || list_error) continue;
+    for (const std::filesystem::path& record : records) ::unlink(record.c_str());
+    ::rmdir(folder.c_str());
+  }
+}
+
 }  // namespace
 
 std::filesystem::path HeartbeatBoard::job_directory(const EnvLookup& env) {
@@ -122,6 +154,7 @@ std::filesystem::path HeartbeatBoard::job_directory(const EnvLookup& env) {
 HeartbeatBoard::HeartbeatBoard(const std::filesystem::path& directory, int rank, int world)
     : directory_(directory), rank_(rank), world_(world) {
   if (directory_.empty()) return;
+  remove_stale_boards(directory_);  // See Note [Stale heartbeat boards]
   const std::filesystem::path path = record_path(rank_);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;  // a diagnostic aid only: without a record the peers just cannot name this rank

@@ -13,7 +13,9 @@
 //    temporary directory named by a hash of those. None of them: the board is disabled and messages fall back to
 //    the timing-out rank's own view. The folder is created mode 0700 and refused (board disabled) when it is a
 //    symlink or owned by another user.
-//  - Every rank removes its record when the board is destroyed, and the folder when it is then empty.
+//  - Every rank removes its record when the board is destroyed, and the folder when it is then empty. A board that
+//    starts removes the boards beside it that only processes no longer running left (kill -9 of a whole job), if
+//    they are this user's and untouched for a minute (Note [Stale heartbeat boards]).
 //  - Culprits are ranks whose process exited, is stopped, or runs outside any collective with a lower count than
 //    the firing rank's; ranks blocked in an earlier collective are named as waiting only when no culprit is
 //    visible; ranks whose own watchdog fired are never named (they waited too, and may have exited since).

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -115,6 +117,38 @@ TEST(HeartbeatBoard, RecordsAndTheFolderAreRemovedAndADisabledBoardIsSilent) {
   EXPECT_FALSE(disabled.enabled());
   EXPECT_EQ(disabled.entered(), 0u);
   EXPECT_EQ(disabled.describe_peers(), "");
+}
+
+// Issue 37 item 8: kill -9 of every rank left the board's folder and records behind for good. A board starting beside
+// it removes it when only dead processes hold records there and it is a minute old; a board with a live process,
+// or one created this instant, stays.
+TEST(HeartbeatBoard, AStartingBoardRemovesBoardsThatOnlyDeadProcessesLeft) {
+  const auto parent = fresh_folder("stale");
+  std::filesystem::create_directories(parent);
+  const auto dead = parent / "ddpx-heartbeat-dead", live = parent / "ddpx-heartbeat-live",
+             recent = parent / "ddpx-heartbeat-recent";
+  for (const auto& folder : {dead, live, recent}) std::filesystem::create_directories(folder);
+  for (int rank : {0, 1}) {  // two ranks killed without their destructors running
+    const pid_t child = ::fork();
+    if (child == 0) {
+      new HeartbeatBoard(dead, rank, 2);  // never destroyed: the record stays, as after kill -9
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+  }
+  ASSERT_TRUE(std::filesystem::exists(dead / "rank-1"));
+  HeartbeatBoard alive(live, 0, 2);
+  const timespec old_times[2] = {{::time(nullptr) - 600, 0}, {::time(nullptr) - 600, 0}};
+  for (const auto& folder : {dead, live}) ASSERT_EQ(::utimensat(AT_FDCWD, folder.c_str(), old_times, 0), 0);
+  {
+    HeartbeatBoard starting(parent / "ddpx-heartbeat-new", 0, 1);
+    EXPECT_TRUE(starting.enabled() || !std::filesystem::exists(parent / "ddpx-heartbeat-new"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live / "rank-0"));
+  EXPECT_TRUE(std::filesystem::exists(recent));
+  std::filesystem::remove_all(parent);
 }
 
 }  // namespace
