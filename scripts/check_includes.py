@@ -36,6 +36,7 @@ ALLOWED_DEPENDENCIES = {
     "train": ["data", "ddp", "dist", "io", "kernels", "model", "model_cuda", "optim", "profile"],
     "predict": ["core", "profile"],
     "cli": ["predict", "train"],
+    "torch_ddp": ["ddp", "dist", "profile"],
 }
 
 # The CMake target each folder builds, when it is not ddpx_<folder>.

@@ -39,6 +39,7 @@ BUILD_REQUIREMENTS=(
 # Installed where possible, built without otherwise (CMake leaves the feature out and says so).
 OPTIONAL_REQUIREMENTS=(
   "hdr:gloo/allreduce.h|Gloo (the CPU backend without MPI; ddpx builds without it)|libgloo-dev"
+  "hdr:c10/macros/cmake_macros.h|LibTorch (the LibTorch DDP adapter, src/torch_ddp; ddpx builds without it)|libtorch-dev"
 )
 # Only the tests need these (scripts/test.sh). Add a line per test-only requirement.
 TEST_REQUIREMENTS=(
