@@ -27,6 +27,7 @@ ALLOWED_DEPENDENCIES = {
     "model": ["core"],
     "optim": ["core"],
     "dist": ["core"],
+    "launch": ["dist"],
     "kernels": ["core"],
     "io": ["model", "optim"],
     "data": ["core", "io"],
@@ -35,7 +36,7 @@ ALLOWED_DEPENDENCIES = {
     "model_cuda": ["core", "kernels", "model", "optim"],
     "train": ["data", "ddp", "dist", "io", "kernels", "model", "model_cuda", "optim", "profile"],
     "predict": ["core", "profile"],
-    "cli": ["predict", "train"],
+    "cli": ["launch", "predict", "train"],
     "torch_ddp": ["ddp", "dist", "profile"],
 }
 

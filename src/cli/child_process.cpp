@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
-#include "dist/child_environment.hpp"
+#include "launch/child_environment.hpp"
 
 namespace ddpx::cli {
 

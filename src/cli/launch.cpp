@@ -1,4 +1,4 @@
-// Worker launch for --nproc-per-node; the process management itself lives in dist/launcher.
+// Worker launch for --nproc-per-node; the process management itself lives in launch/launcher.
 #include "cli/launch.hpp"
 
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
-#include "dist/launcher.hpp"
+#include "launch/launcher.hpp"
 
 namespace ddpx::cli {
 namespace {

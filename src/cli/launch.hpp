@@ -41,7 +41,7 @@ std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads);
 // Re-runs this command line (without the launch flags) as N workers, supervises them and returns the job's exit
 // status. How the local ranks start is the backend registry's (dist/backend_registry.hpp, local_launch): on CUDA N
 // processes of ddpx's own, one per GPU; on the CPU the backend's cpu_launch (gloo: N processes of ddpx's own;
-// mpi, and auto: under mpirun). With --nnodes > 1: this node's share of the job through dist/launcher's
+// mpi, and auto: under mpirun). With --nnodes > 1: this node's share of the job through launch/launcher's
 // launch_node_workers, the heartbeat timeout being --comm-timeout; a CPU backend whose entry has an
 // nnodes_refusal (mpi: mpirun spans nodes on its own) is refused with it.
 // What launch_workers needs of the command it re-runs (train fills it from its options; allreduce from its own).

@@ -29,7 +29,7 @@ namespace ddpx {
 
 // How `ddpx ... --device cpu --nproc-per-node N` starts its N local ranks.
 enum class LocalLaunch {
-  own_processes,  // N processes of ddpx's own launcher (dist/launcher.hpp), torchrun-style variables
+  own_processes,  // N processes of ddpx's own launcher (launch/launcher.hpp), torchrun-style variables
   mpirun,         // N ranks under `mpirun -np N` (the ranks then see Open MPI's variables)
 };
 

@@ -25,6 +25,10 @@
 
 namespace ddpx {
 
+// Set to 1 in every worker ddpx's launchers (launch/launcher.hpp) start: the worker re-runs the launcher's command
+// line, so a --nproc-per-node it still sees (from a --config file) must not be taken as a request to launch again.
+inline constexpr const char* kWorkerMarker = "DDPX_WORKER";
+
 struct WorldInfo {
   int rank = 0;
   int world_size = 1;

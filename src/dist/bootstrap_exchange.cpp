@@ -13,7 +13,6 @@
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
-#include "dist/launcher.hpp"
 #include "dist/tcp_rendezvous.hpp"
 #include "dist/torch_store_client.hpp"
 #ifdef DDPX_HAVE_MPI

@@ -15,13 +15,13 @@
 #include <cstdlib>
 #include <string>
 
-#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
-#include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
+#include "launch/launcher.hpp"
 #include "toy_regression.hpp"
 
 namespace {

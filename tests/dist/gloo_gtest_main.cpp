@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dist/bootstrap.hpp"
-#include "dist/launcher.hpp"
+#include "launch/launcher.hpp"
 
 namespace {
 

@@ -15,7 +15,6 @@
 #include "dist/bootstrap.hpp"
 #include "dist/bootstrap_exchange.hpp"
 #include "dist/free_ports.hpp"
-#include "dist/launcher.hpp"
 #include "dist/torch_store_client.hpp"
 #include "error_expect.hpp"
 #include "fake_env.hpp"

@@ -9,8 +9,8 @@
 
 #include "core/error.hpp"
 #include "dist/free_ports.hpp"
-#include "dist/node_channel.hpp"
 #include "error_expect.hpp"
+#include "launch/node_channel.hpp"
 
 namespace ddpx {
 namespace {

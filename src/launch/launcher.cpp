@@ -1,6 +1,6 @@
 // Launcher: the one-node supervision loop over a WorkerGroup (first-failure report, signal forwarding), and the
 // mpirun path. Signals reach the loop through SignalRelay's self-pipe, so it is a plain poll().
-#include "dist/launcher.hpp"
+#include "launch/launcher.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,9 +16,9 @@
 #include <random>
 
 #include "core/error.hpp"
-#include "dist/child_environment.hpp"
 #include "dist/free_ports.hpp"
-#include "dist/worker_group.hpp"
+#include "launch/child_environment.hpp"
+#include "launch/worker_group.hpp"
 
 namespace ddpx {
 namespace {

@@ -15,7 +15,7 @@
 // connection; a malformed one from a node that proved the secret is that node failing, named in the verdict.
 // Without a secret (loopback, or DDPX_ALLOW_NO_TOKEN=1 on a trusted network) the key is empty: the handshake still
 // runs, proving nothing, as documented.
-#include "dist/node_messages.hpp"
+#include "launch/node_messages.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

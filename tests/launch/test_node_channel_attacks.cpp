@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "dist/free_ports.hpp"
-#include "dist/node_messages.hpp"
+#include "launch/node_messages.hpp"
 
 namespace ddpx {
 namespace {

@@ -1,5 +1,5 @@
 // Node channel: address resolution, bind/connect with flag-naming errors, non-blocking line connections.
-#include "dist/node_channel.hpp"
+#include "launch/node_channel.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -25,11 +25,9 @@
 #include <string>
 #include <vector>
 
-namespace ddpx {
+#include "dist/bootstrap.hpp"  // kWorkerMarker
 
-// Set to 1 in every worker either launcher starts: the worker re-runs the launcher's command line, so a
-// --nproc-per-node it still sees (from a --config file) must not be taken as a request to launch again.
-inline constexpr const char* kWorkerMarker = "DDPX_WORKER";
+namespace ddpx {
 
 struct LaunchOptions {
   std::string executable;  // empty: this program

@@ -12,11 +12,11 @@
 #include <optional>
 
 #include "core/error.hpp"
-#include "dist/child_environment.hpp"
-#include "dist/launcher.hpp"
-#include "dist/node_channel.hpp"
-#include "dist/node_job.hpp"
-#include "dist/worker_group.hpp"
+#include "launch/child_environment.hpp"
+#include "launch/launcher.hpp"
+#include "launch/node_channel.hpp"
+#include "launch/node_job.hpp"
+#include "launch/worker_group.hpp"
 
 namespace ddpx::node_job {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dist/free_ports.hpp"
-#include "dist/launcher.hpp"
+#include "launch/launcher.hpp"
 
 namespace ddpx {
 namespace {

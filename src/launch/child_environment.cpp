@@ -1,5 +1,5 @@
 // Child-process environment and lifetime helpers (see child_environment.hpp).
-#include "dist/child_environment.hpp"
+#include "launch/child_environment.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>

@@ -20,8 +20,8 @@
 
 #include "core/error.hpp"
 #include "dist/bootstrap.hpp"
-#include "dist/launcher.hpp"
 #include "dist/tcp_rendezvous.hpp"
+#include "launch/launcher.hpp"
 
 int main(int argc, char** argv) {
   using namespace ddpx;

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "dist/worker_group.hpp"
+#include "launch/worker_group.hpp"
 
 namespace ddpx {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "dist/launcher.hpp"
-#include "dist/worker_group.hpp"
+#include "launch/launcher.hpp"
+#include "launch/worker_group.hpp"
 
 namespace ddpx::node_job {
 

@@ -1,5 +1,5 @@
 // WorkerGroup: fork/exec of workers, line-prefixed output relay, reaping and the SIGTERM -> SIGKILL escalation.
-#include "dist/worker_group.hpp"
+#include "launch/worker_group.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "dist/child_environment.hpp"
+#include "launch/child_environment.hpp"
 
 namespace ddpx {
 namespace {
