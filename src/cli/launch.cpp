@@ -67,7 +67,7 @@ bool start_workers_here(int nproc, const NodeFlags& nodes) {
       const WorldInfo world = detect_world();
       fail("--nnodes {}: this process is already rank {} of {} started by {}; start the ranks one way: either "
            "`ddpx ... --nnodes N --nproc-per-node G` once per node, or {} without --nnodes", nodes.nnodes,
-           world.rank, world.world_size, world.launcher, world.launcher);
+           world.rank, world.world_size, launcher_name(world.launcher), launcher_name(world.launcher));
     }
     return true;
   }
@@ -77,7 +77,7 @@ bool start_workers_here(int nproc, const NodeFlags& nodes) {
   const WorldInfo world = detect_world();
   fail("--nproc-per-node {}: this process is already rank {} of {} started by {}; start the ranks one way: either "
        "`ddpx ... --nproc-per-node N` on its own, or {} without --nproc-per-node",
-       nproc, world.rank, world.world_size, world.launcher, world.launcher);
+       nproc, world.rank, world.world_size, launcher_name(world.launcher), launcher_name(world.launcher));
 }
 
 void require_single_process(const std::string& command) {
@@ -85,7 +85,7 @@ void require_single_process(const std::string& command) {
   if (world.world_size == 1) return;
   fail("ddpx {} runs as one process and starts the ranks of every run itself, but this process is rank {} of {} "
        "started by {}; run `ddpx {} ...` as one process (in an sbatch script: directly, or `srun -n 1 ddpx {} ...`)",
-       command, world.rank, world.world_size, world.launcher, command, command);
+       command, world.rank, world.world_size, launcher_name(world.launcher), command, command);
 }
 
 std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads) {

@@ -6,13 +6,14 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "dist/job_environment.hpp"
 
 namespace ddpx {
 namespace {
 
 struct LauncherVariables {
-  const char* launcher;
+  LauncherKind launcher;
   const char* rank;
   const char* size;
   const char* local_rank;  // may be absent from the environment
@@ -20,11 +21,11 @@ struct LauncherVariables {
 };
 
 constexpr LauncherVariables kLaunchers[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    {LauncherKind::torchrun, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {LauncherKind::open_mpi, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+    {LauncherKind::pmi, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {LauncherKind::slurm, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
 };
 
 int parse_int(const EnvLookup& env, const std::string& name, int fallback) {
@@ -38,6 +39,17 @@ int parse_int(const EnvLookup& env, const std::string& name, int fallback) {
 }
 
 }  // namespace
+
+const char* launcher_name(LauncherKind kind) {
+  switch (kind) {
+    case LauncherKind::none: return "none";
+    case LauncherKind::torchrun: return "torchrun";
+    case LauncherKind::open_mpi: return "Open MPI";
+    case LauncherKind::pmi: return "PMI";
+    case LauncherKind::slurm: return "Slurm";
+  }
+  DDPX_INTERNAL_FAIL("launcher kind {} has no name", static_cast<int>(kind));
+}
 
 EnvLookup process_environment() {
   return [](const std::string& name) -> std::optional<std::string> {
@@ -59,8 +71,9 @@ WorldInfo detect_world(const EnvLookup& env) {
     world.local_rank = parse_int(env, vars.local_rank, 0);
     DDPX_REQUIRE(world.world_size >= 1 && world.rank < world.world_size,
                  "{} environment: {}={} is not below {}={} (every rank must be in 0..world size - 1)",
-                 world.launcher, vars.rank, world.rank, vars.size, world.world_size);
-    DDPX_REQUIRE(world.local_rank < world.world_size, "{} environment: {}={} is not below {}={}", world.launcher,
+                 launcher_name(world.launcher), vars.rank, world.rank, vars.size, world.world_size);
+    DDPX_REQUIRE(world.local_rank < world.world_size, "{} environment: {}={} is not below {}={}",
+                 launcher_name(world.launcher),
                  vars.local_rank, world.local_rank, vars.size, world.world_size);
     // Only a hint (CPU threads per rank), and Slurm's is the requested count, inherited by smaller job steps:
     // an unreadable or inconsistent value is clamped into [local rank + 1, world size], never fatal.

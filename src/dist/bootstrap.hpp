@@ -29,12 +29,17 @@ namespace ddpx {
 // line, so a --nproc-per-node it still sees (from a --config file) must not be taken as a request to launch again.
 inline constexpr const char* kWorkerMarker = "DDPX_WORKER";
 
+// Who set the rank variables detect_world() read (the first of them found, in the order above).
+enum class LauncherKind { none, torchrun, open_mpi, pmi, slurm };
+// How errors and reports name it: "none", "torchrun", "Open MPI", "PMI", "Slurm".
+const char* launcher_name(LauncherKind kind);
+
 struct WorldInfo {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 1;       // ranks on this node (CPU threads per rank are shared out by it)
-  std::string launcher = "none";  // "torchrun", "Open MPI", "PMI", "Slurm" or "none"
+  LauncherKind launcher = LauncherKind::none;
   std::string master_addr;        // empty unless set
   int master_port = 0;            // 0 unless set
   std::string job_token;

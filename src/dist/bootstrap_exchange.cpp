@@ -104,7 +104,7 @@ ExchangeRoute exchange_route(const WorldInfo& world, const EnvLookup& env) {
       MpiSession::world_rank() == world.rank)
     return ExchangeRoute::mpi;
 #endif
-  if (world.launcher == "torchrun" && started_by_torchrun(env) &&
+  if (world.launcher == LauncherKind::torchrun && started_by_torchrun(env) &&
       environment_says_true(env, "TORCHELASTIC_USE_AGENT_STORE"))
     return ExchangeRoute::torchrun_store;
   return ExchangeRoute::ddpx_rendezvous;

@@ -14,6 +14,11 @@
 namespace ddpx {
 namespace {
 
+// Slurm set the ranks, or PMI did (`srun --mpi=pmi2`): the job step's variables apply.
+bool slurm_or_pmi(const WorldInfo& world) {
+  return world.launcher == LauncherKind::slurm || world.launcher == LauncherKind::pmi;
+}
+
 std::optional<uint64_t> read_number(const EnvLookup& env, const char* name) {
   std::optional<std::string> text = env(name);
   if (!text) return std::nullopt;
@@ -52,13 +57,13 @@ void complete_slurm_step(WorldInfo& world, const EnvLookup& env) {
   DDPX_REQUIRE(!ntasks || !step_tasks || *ntasks == *step_tasks,
                "Slurm environment: SLURM_NTASKS={} but SLURM_STEP_NUM_TASKS={}; one job step must agree on its "
                "task count (was SLURM_NTASKS exported from another job or step?)", *ntasks, *step_tasks);
-  if (world.launcher == "Slurm" && world.world_size > 1)
+  if (world.launcher == LauncherKind::slurm && world.world_size > 1)
     DDPX_REQUIRE(env("SLURM_LOCALID"), "Slurm environment: SLURM_PROCID={} of SLURM_NTASKS={} but SLURM_LOCALID is "
                  "not set; srun sets all three (export none of them by hand)", world.rank, world.world_size);
-  if (world.launcher == "PMI" && !env("MPI_LOCALRANKID") && env("SLURM_LOCALID") &&
+  if (world.launcher == LauncherKind::pmi && !env("MPI_LOCALRANKID") && env("SLURM_LOCALID") &&
       read_number(env, "SLURM_PROCID") == static_cast<uint64_t>(world.rank))
     world.local_rank = static_cast<int>(*read_number(env, "SLURM_LOCALID"));  // srun --mpi=pmi2
-  if (world.launcher != "Slurm" && world.launcher != "PMI") return;
+  if (!slurm_or_pmi(world)) return;
   if (std::optional<std::string> counts = env("SLURM_STEP_TASKS_PER_NODE");
       counts && !env("SLURM_NTASKS_PER_NODE") && !env("MPI_LOCALNRANKS"))
     if (std::optional<int> here = tasks_on_node(*counts, read_number(env, "SLURM_NODEID").value_or(0)))
@@ -66,7 +71,7 @@ void complete_slurm_step(WorldInfo& world, const EnvLookup& env) {
 }
 
 void derive_slurm_master(WorldInfo& world, const EnvLookup& env) {
-  if (world.world_size < 2 || (world.launcher != "Slurm" && world.launcher != "PMI")) return;
+  if (world.world_size < 2 || !slurm_or_pmi(world)) return;
   if (!env("SLURM_STEP_ID") && !env("SLURM_STEPID")) return;
   std::vector<std::string> origin;
   if (world.master_addr.empty()) {
@@ -107,15 +112,16 @@ bool started_by_mpi_launcher(const EnvLookup& env) {
 void complete_job_environment(WorldInfo& world, const EnvLookup& env) {
   // Half of a launcher's pair means a hand-made or damaged environment: say which half is missing.
   const bool slurm_step = env("SLURM_STEP_ID") || env("SLURM_STEPID");
-  for (const auto& [rank, size, who] : {std::tuple{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"},
-                                        std::tuple{"PMI_RANK", "PMI_SIZE", "PMI"},
-                                        std::tuple{"SLURM_PROCID", "SLURM_NTASKS", "Slurm"}}) {
-    if (std::string_view(who) == "Slurm" && !slurm_step) continue;  // sbatch without -n sets SLURM_PROCID alone
+  for (const auto& [rank, size, who] :
+       {std::tuple{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", LauncherKind::open_mpi},
+        std::tuple{"PMI_RANK", "PMI_SIZE", LauncherKind::pmi}, std::tuple{"SLURM_PROCID", "SLURM_NTASKS", LauncherKind::slurm}}) {
+    if (who == LauncherKind::slurm && !slurm_step) continue;  // sbatch without -n sets SLURM_PROCID alone
     DDPX_REQUIRE(env(rank).has_value() == env(size).has_value(),
-                 "{} environment: {} is set but {} is not; the launcher sets both (export neither by hand)", who,
+                 "{} environment: {} is set but {} is not; the launcher sets both (export neither by hand)",
+                 launcher_name(who),
                  env(rank) ? rank : size, env(rank) ? size : rank);
   }
-  if (world.launcher == "Slurm" && !env("SLURM_STEP_ID") && !env("SLURM_STEPID")) {
+  if (world.launcher == LauncherKind::slurm && !env("SLURM_STEP_ID") && !env("SLURM_STEPID")) {
     // An sbatch script or salloc shell: SLURM_PROCID is 0 and SLURM_NTASKS the allocation's. Not a rank.
     const WorldInfo single;
     world.rank = single.rank;
@@ -124,14 +130,15 @@ void complete_job_environment(WorldInfo& world, const EnvLookup& env) {
     world.local_world_size = single.local_world_size;
     world.launcher = single.launcher;
   }
-  if (world.launcher != "torchrun")
+  if (world.launcher != LauncherKind::torchrun)
     world.mpi_launched = started_by_mpi_launcher(env);
-  if (world.launcher == "Open MPI" || world.launcher == "Slurm")
+  if (world.launcher == LauncherKind::open_mpi || world.launcher == LauncherKind::slurm)
     if (const std::optional<uint64_t> pmix_rank = read_number(env, "PMIX_RANK"))
       DDPX_REQUIRE(*pmix_rank == static_cast<uint64_t>(world.rank),
                    "{} environment: PMIX_RANK={} but {}={}; the MPI launcher and {} disagree on this process's rank "
-                   "(a launcher's variables exported into another job?)", world.launcher, *pmix_rank,
-                   world.launcher == "Slurm" ? "SLURM_PROCID" : "OMPI_COMM_WORLD_RANK", world.rank, world.launcher);
+                   "(a launcher's variables exported into another job?)", launcher_name(world.launcher), *pmix_rank,
+                   world.launcher == LauncherKind::slurm ? "SLURM_PROCID" : "OMPI_COMM_WORLD_RANK", world.rank,
+                   launcher_name(world.launcher));
   if (env("SLURM_JOB_ID") || env("SLURM_STEP_ID")) complete_slurm_step(world, env);
   derive_slurm_master(world, env);
 }

@@ -52,7 +52,8 @@ void SelfCommunicator::abort(std::string_view) { aborted_ = true; }
 std::unique_ptr<Communicator> connect_self(const WorldInfo& world, std::chrono::milliseconds,
                                            std::chrono::milliseconds) {
   DDPX_REQUIRE(world.world_size == 1, "backend 'self' runs one process but the {} environment says world size {}; "
-                                      "use --backend mpi or nccl", world.launcher, world.world_size);
+                                      "use --backend mpi or nccl", launcher_name(world.launcher),
+               world.world_size);
   return std::make_unique<SelfCommunicator>();
 }
 

@@ -83,7 +83,7 @@ DistContext setup_distributed(const DistOptions& options) {
   dist.world = world.world_size;
   dist.local_rank = world.local_rank;
   dist.local_world = world.local_world_size;
-  dist.launcher = world.launcher;
+  dist.launcher = launcher_name(world.launcher);
 #ifdef DDPX_HAVE_CUDA
   if (options.device == Device::cuda) dist.cuda_device = bind_cuda_device(world);  // also one rank: a bound GPU
 #endif

@@ -145,7 +145,7 @@ TEST(BackendRegistry, ABackendNotBuiltSaysHowToGetIt) {
 TEST(BackendRegistry, TheSelfBackendIsOneRank) {
   WorldInfo two;
   two.world_size = 2;
-  two.launcher = "torchrun";
+  two.launcher = LauncherKind::torchrun;
   EXPECT_EQ(error_of([&] { make_communicator("self", two); }),
             "backend 'self' runs one process but the torchrun environment says world size 2; use --backend mpi or "
             "nccl");

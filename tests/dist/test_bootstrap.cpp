@@ -12,29 +12,37 @@ namespace {
 
 using testing::fake_env;
 
+TEST(Bootstrap, EveryLauncherKindHasItsDisplayName) {
+  EXPECT_STREQ(launcher_name(LauncherKind::none), "none");
+  EXPECT_STREQ(launcher_name(LauncherKind::torchrun), "torchrun");
+  EXPECT_STREQ(launcher_name(LauncherKind::open_mpi), "Open MPI");
+  EXPECT_STREQ(launcher_name(LauncherKind::pmi), "PMI");
+  EXPECT_STREQ(launcher_name(LauncherKind::slurm), "Slurm");
+}
+
 TEST(Bootstrap, NoLauncherIsOneProcess) {
   WorldInfo world = detect_world(fake_env({}));
   EXPECT_EQ(world.rank, 0);
   EXPECT_EQ(world.world_size, 1);
-  EXPECT_EQ(world.launcher, "none");
+  EXPECT_EQ(world.launcher, LauncherKind::none);
   EXPECT_FALSE(launched_as_worker(fake_env({})));
 }
 
 TEST(Bootstrap, EachLauncher) {
   WorldInfo ompi = detect_world(fake_env(
       {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
-  EXPECT_EQ(ompi.launcher, "Open MPI");
+  EXPECT_EQ(ompi.launcher, LauncherKind::open_mpi);
   EXPECT_EQ(ompi.rank, 3);
   EXPECT_EQ(ompi.world_size, 4);
   EXPECT_EQ(ompi.local_rank, 1);
   WorldInfo pmi = detect_world(fake_env({{"PMI_RANK", "2"}, {"PMI_SIZE", "5"}}));
-  EXPECT_EQ(pmi.launcher, "PMI");
+  EXPECT_EQ(pmi.launcher, LauncherKind::pmi);
   EXPECT_EQ(pmi.rank, 2);
   EXPECT_EQ(pmi.world_size, 5);
   EXPECT_EQ(pmi.local_rank, 0);
   WorldInfo slurm = detect_world(fake_env({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"},
                                             {"SLURM_STEP_ID", "0"}}));
-  EXPECT_EQ(slurm.launcher, "Slurm");
+  EXPECT_EQ(slurm.launcher, LauncherKind::slurm);
   EXPECT_EQ(slurm.rank, 7);
   EXPECT_EQ(slurm.local_rank, 3);
   EXPECT_TRUE(launched_as_worker(
@@ -76,7 +84,7 @@ TEST(Bootstrap, TorchrunVariablesWinOverTheAllocation) {
   WorldInfo world = detect_world(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
                                            {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
                                            {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
-  EXPECT_EQ(world.launcher, "torchrun");
+  EXPECT_EQ(world.launcher, LauncherKind::torchrun);
   EXPECT_EQ(world.rank, 1);
   EXPECT_EQ(world.world_size, 2);
   EXPECT_EQ(world.master_addr, "127.0.0.1");

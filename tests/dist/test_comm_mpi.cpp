@@ -34,7 +34,7 @@ TEST_F(MpiTest, MatchesMpiWorld) {
   EXPECT_EQ(comm.backend_name(), "mpi");
   EXPECT_EQ(comm.local_rank(), rank);  // one node: local rank = rank
   WorldInfo detected = detect_world();
-  EXPECT_EQ(detected.launcher, "Open MPI");
+  EXPECT_EQ(detected.launcher, LauncherKind::open_mpi);
   EXPECT_EQ(detected.rank, rank);
   EXPECT_EQ(make_communicator("mpi", detected)->size(), world);
 }

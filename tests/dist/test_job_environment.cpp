@@ -52,7 +52,7 @@ Picked pick(const Vars& vars, int visible_gpus) {
 TEST(SlurmEnvironment, PlainSrunDerivesMasterAddressAndPortAndUsesTheLocalRank) {
   for (int rank : {0, 5, 7}) {
     const Picked p = pick(srun_task(rank), 4);
-    EXPECT_EQ(p.world.launcher, "Slurm");
+    EXPECT_EQ(p.world.launcher, LauncherKind::slurm);
     EXPECT_EQ(p.world.rank, rank);
     EXPECT_EQ(p.world.world_size, 8);
     EXPECT_EQ(p.world.local_rank, rank % 4);
@@ -139,7 +139,7 @@ TEST(SlurmEnvironment, AnSbatchScriptIsOneProcessNotRankZeroOfTheAllocation) {
                       {"SLURM_TASKS_PER_NODE", "2"}};
   const WorldInfo world = detect_world(fake_env(batch));
   EXPECT_EQ(world.world_size, 1);
-  EXPECT_EQ(world.launcher, "none");
+  EXPECT_EQ(world.launcher, LauncherKind::none);
   EXPECT_FALSE(launched_as_worker(fake_env(batch)));
 }
 
@@ -152,14 +152,14 @@ TEST(MpiEnvironment, EveryMpiLauncherBringsUpMpi) {
   Vars pmix = srun_task(2);
   pmix["PMIX_RANK"] = "2";  // srun --mpi=pmix
   const WorldInfo slurm = detect_world(fake_env(pmix));
-  EXPECT_EQ(slurm.launcher, "Slurm");
+  EXPECT_EQ(slurm.launcher, LauncherKind::slurm);
   EXPECT_TRUE(slurm.mpi_launched);
   EXPECT_TRUE(needs_mpi_session("nccl", slurm));
   Vars pmi2 = srun_task(6);  // srun --mpi=pmi2: PMI_RANK/PMI_SIZE, no MPI_LOCALRANKID
   pmi2["PMI_RANK"] = "6";
   pmi2["PMI_SIZE"] = "8";
   const Picked p = pick(pmi2, 4);
-  EXPECT_EQ(p.world.launcher, "PMI");
+  EXPECT_EQ(p.world.launcher, LauncherKind::pmi);
   EXPECT_FALSE(p.world.mpi_launched);  // Open MPI cannot join PMI-2: NCCL meets at the derived rendezvous
   EXPECT_EQ(p.world.master_addr, "gpu01");
   EXPECT_EQ(p.world.local_rank, 2);  // from SLURM_LOCALID

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       mode.resize(colon);
     }
     const WorldInfo world = detect_world();
-    if (world.launcher == "torchrun") {
+    if (world.launcher == ddpx::LauncherKind::torchrun) {
       std::string greeting = "hello from rank 0";
       RendezvousConfig config{world.master_addr, world.master_port, world.rank, world.world_size, world.job_token,
                               std::chrono::seconds(20)};
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
                   world.world_size, world.local_rank, std::string(got.begin(), got.end()).c_str(),
                   static_cast<int>(::getpid()), world.local_world_size);
     } else {
-      std::printf("rank %d of %d via %s\n", world.rank, world.world_size, world.launcher.c_str());
+      std::printf("rank %d of %d via %s\n", world.rank, world.world_size, ddpx::launcher_name(world.launcher));
     }
     std::fflush(stdout);
     if (mode == "ok") return 0;
