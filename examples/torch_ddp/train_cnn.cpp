@@ -2,7 +2,7 @@
 // ddpx::torch::DistributedDataParallel. The same binary runs under any launcher:
 //   torchrun --nproc_per_node 2 --no_python train_cnn --fashion-mnist /usr/share/datasets/fashion-mnist
 //   mpirun -np 2 train_cnn --fashion-mnist /usr/share/datasets/fashion-mnist
-//   train_cnn --nproc-per-node 2 --fashion-mnist ...      (ddpx's own launcher, dist/launcher.hpp)
+//   train_cnn --nproc-per-node 2 --fashion-mnist ...      (ddpx's own launcher, launch/launcher.hpp)
 //   train_cnn --fashion-mnist ...                          (alone: a world of one)
 // Each optimizer step takes one global batch of world x --batch images; rank r trains on its r-th slice, so any
 // world size trains on the same images per step and, with plain SGD, reaches the same weights up to fp32
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "dist/bootstrap.hpp"
-#include "dist/launcher.hpp"
+#include "launch/launcher.hpp"
 #include "torch_ddp/distributed_data_parallel.hpp"
 
 namespace {
