@@ -20,7 +20,8 @@ set -euo pipefail
 WITH_TESTS=0
 [[ ${1:-} == --tests || ${1:-} == --test ]] && WITH_TESTS=1
 
-# check|what it is|Debian package. check: cmd:NAME (a command), hdr:PATH (an #include <PATH>), py:MODULE.
+# check|what it is|Debian package. check: cmd:NAME (a command), hdr:PATH (an #include <PATH>), py:MODULE,
+# file:PATH (a file a package installs, e.g. a data set).
 BUILD_REQUIREMENTS=(
   "cmd:cmake|CMake 3.25+|cmake"
   "cmd:ninja|Ninja|ninja-build"
@@ -35,10 +36,13 @@ BUILD_REQUIREMENTS=(
   "cmd:python3|Python 3|python3"
   "hdr:zlib.h|zlib|zlib1g-dev"
   "hdr:openssl/hmac.h|OpenSSL's libcrypto (HMAC-SHA-256 for the multi-node launchers' handshake)|libssl-dev"
+  "hdr:jpeglib.h|libjpeg-turbo (its libjpeg API: crop and skip scanlines, DCT scaling)|libjpeg62-turbo-dev"
+  "hdr:spng.h|libspng (PNG decoding)|libspng-dev"
 )
 # Installed where possible, built without otherwise (CMake leaves the feature out and says so).
 OPTIONAL_REQUIREMENTS=(
   "hdr:gloo/allreduce.h|Gloo (the CPU backend without MPI; ddpx builds without it)|libgloo-dev"
+  "file:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz|Fashion-MNIST (--data idx:, the CPU main job and the data tests)|dataset-fashion-mnist"
   "hdr:c10/macros/cmake_macros.h|LibTorch (the LibTorch DDP adapter, src/torch_ddp; ddpx builds without it)|libtorch-dev"
 )
 # Only the tests need these (scripts/test.sh). Add a line per test-only requirement.
@@ -52,6 +56,8 @@ TEST_REQUIREMENTS=(
   "cmd:clang++|clang for the file-reader fuzzers (tests/fuzz)|clang"
   "hdr:fuzzer/FuzzedDataProvider.h|clang's runtimes (libFuzzer, sanitizers) for tests/fuzz|libclang-rt-dev"
   "cmd:ccache|ccache (the fuzzers' own build reuses objects)|ccache"
+  "file:/usr/lib/python3/dist-packages/torchvision/__init__.py|Debian's torchvision (tools/make_transform_fixtures.py, the data tests' PIL fixtures)|python3-torchvision"
+  "file:/usr/lib/python3/dist-packages/skimage/__init__.py|scikit-image's sample photographs (the data tests' JPEGs)|python3-skimage"
 )
 
 HEADER_DIRS=(/usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/x86_64-linux-gnu/openblas-openmp
@@ -81,6 +87,7 @@ present() {
     cmd:*) has_command "${check#cmd:}" ;;
     hdr:*) has_header "${check#hdr:}" ;;
     py:*) python3 -c "import ${check#py:}" >/dev/null 2>&1 ;;
+    file:*) [[ -f ${check#file:} ]] ;;
     *) echo "install-deps.sh: unknown check '$check'" >&2; return 1 ;;
   esac
 }

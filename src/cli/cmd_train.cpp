@@ -15,6 +15,7 @@
 #include "model/model_registry.hpp"
 #include "cli/launch.hpp"
 #include "core/error.hpp"
+#include "data/data_sources.hpp"
 #include "ddp/comm_hook_factory.hpp"
 #include "dist/backend_registry.hpp"
 #include "train/trainer.hpp"
@@ -28,6 +29,7 @@ struct ModeFlags {
   std::string device = "cpu", precision = "fp32", data = "synthetic", optimizer = "sgd";
   std::string optimizer_overlap = "auto", backend = "auto", comm_hook = "allreduce", cuda_graph = "auto";
   std::string weight_grads = "auto";
+  std::string val, augment = "auto", mean, std;  // image sources (data/data_spec.hpp parses them)
   int64_t powersgd_start = 2;
 };
 
@@ -107,11 +109,28 @@ Command add_train_command(CLI::App& app) {
 
   auto* data = "Data";
   CLI::Option* data_flag =
-      cmd->add_option("--data", modes->data,
-                      "synthetic (the seed's: normal random images, random labels) | learnable (labels a ViT can "
-                      "learn, for convergence checks) | synthetic-device (generated on the GPU, to separate input "
-                      "cost)")
+      cmd->add_option("--data", modes->data, data_sources_help())
           ->group(data);
+  cmd->add_option("--val", modes->val,
+                  "held-out data, any --data source (e.g. idx:/usr/share/datasets/fashion-mnist:test, folder:DIR/val): "
+                  "in order, no shuffle, resize + center crop")
+      ->group(data);
+  cmd->add_option("--augment", modes->augment,
+                  "image sources: auto (crop-flip for folder photographs, resize for idx) | crop-flip (torchvision's "
+                  "RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip) | resize (Resize "
+                  "to size/0.875 for photographs, to size for idx, + CenterCrop(size)); antialiased bilinear")
+      ->group(data);
+  cmd->add_option("--mean", modes->mean,
+                  "image sources: per-channel mean of torchvision's Normalize, comma-separated (default ImageNet's "
+                  "0.485,0.456,0.406; one-channel models 0.449)")
+      ->group(data);
+  cmd->add_option("--std", modes->std,
+                  "image sources: per-channel std of Normalize (default 0.229,0.224,0.225; one-channel models 0.226)")
+      ->group(data);
+  cmd->add_option("--max-pixels", o->image_pipeline.max_pixels,
+                  "image sources: refuse an image whose header claims more pixels (a decompression bomb) before "
+                  "allocating it (default 178956970, PIL's limit)")
+      ->group(data);
   cmd->add_option("--images", o->images, ".npy images [N, C, H, W] float32, taken in order (with --labels)")
       ->group(data);
   cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);
@@ -211,7 +230,7 @@ Command add_train_command(CLI::App& app) {
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
                            "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every",
                            "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
-                           "--ranks-per-gpu"}) {
+                           "--ranks-per-gpu", "--max-pixels"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
@@ -221,7 +240,11 @@ Command add_train_command(CLI::App& app) {
             // Every mode parsed once, here; flags of the other optimizer are an error, not silently ignored.
             o->device = parse_device(modes->device);
             o->precision = parse_precision(modes->precision);
-            o->data = parse_data_source(modes->data);
+            o->data = parse_data_spec(modes->data, "--data");
+            if (!modes->val.empty()) o->val = parse_data_spec(modes->val, "--val");
+            o->image_pipeline.augmentation = parse_augmentation(modes->augment);
+            if (!modes->mean.empty()) o->image_pipeline.normalization.mean = parse_float_list(modes->mean, "--mean");
+            if (!modes->std.empty()) o->image_pipeline.normalization.std = parse_float_list(modes->std, "--std");
             o->optimizer = optimizer_spec_of(cmd, modes->optimizer);
             o->optimizer_overlap = parse_overlap_policy(modes->optimizer_overlap);
             o->weight_grads = parse_weight_grad_policy(modes->weight_grads);
@@ -230,7 +253,12 @@ Command add_train_command(CLI::App& app) {
             o->cuda_graph = parse_graph_policy(modes->cuda_graph);
             DDPX_REQUIRE(data_flag->count() == 0 || o->images.empty(),
                          "--data {} and --images {}: give one (--images/--labels train on those files, --data "
-                         "generates images)", modes->data, o->images);
+                         "names a source)", modes->data, o->images);
+            if (!o->images.empty() || o->data.source == DataSource::npy) {
+              o->data.source = DataSource::npy;
+              o->data.images = o->images;
+              o->data.labels = o->labels;
+            }
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
             if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, launch_target(*o), *nodes);

@@ -21,11 +21,17 @@ BatchLoader::BatchLoader(const Dataset& dataset, int rank, int world, int64_t ba
   DDPX_REQUIRE(options_.depth >= 2, "loader depth must be at least 2, got {}", options_.depth);
   if (!options_.allocate) options_.allocate = [](size_t bytes) { return ::operator new(bytes); };
   if (!options_.deallocate) options_.deallocate = [](void* p) { ::operator delete(p); };
-  const size_t image_bytes = static_cast<size_t>(batch) * dataset.shape().image_numel() * sizeof(float);
+  DDPX_REQUIRE(!options_.pixel_batches || dataset.fills_pixels(),
+               "uint8 batches asked of {}, which has none (only image sources do)", dataset.describe());
+  const size_t numel = static_cast<size_t>(batch) * static_cast<size_t>(dataset.shape().image_numel());
   slots_.resize(static_cast<size_t>(options_.depth));
   states_.assign(slots_.size(), SlotState::free);
   for (size_t s = 0; s < slots_.size(); ++s) {
-    slots_[s].images = static_cast<float*>(options_.allocate(image_bytes));
+    if (options_.pixel_batches) {
+      slots_[s].pixels = static_cast<uint8_t*>(options_.allocate(numel));
+    } else {
+      slots_[s].images = static_cast<float*>(options_.allocate(numel * sizeof(float)));
+    }
     slots_[s].labels = static_cast<int32_t*>(options_.allocate(static_cast<size_t>(batch) * sizeof(int32_t)));
     slots_[s].batch = batch;
     slots_[s].slot = static_cast<int>(s);
@@ -42,7 +48,7 @@ BatchLoader::~BatchLoader() {
   batch_ready_.notify_all();
   for (auto& t : threads_) t.join();
   for (auto& s : slots_) {
-    options_.deallocate(s.images);
+    options_.deallocate(s.images != nullptr ? static_cast<void*>(s.images) : static_cast<void*>(s.pixels));
     options_.deallocate(s.labels);
   }
 }
@@ -65,7 +71,11 @@ void BatchLoader::worker_loop() {
       slot = &slots_[s];
     }
     try {
-      dataset_.fill_batch(step, rank_, world_, batch_, slot->images, slot->labels);
+      if (options_.pixel_batches) {
+        dataset_.fill_pixels(step, rank_, world_, batch_, slot->pixels, slot->labels);
+      } else {
+        dataset_.fill_batch(step, rank_, world_, batch_, slot->images, slot->labels);
+      }
     } catch (...) {
       std::lock_guard lock(mutex_);
       // The earliest failing step wins; batches of earlier steps (claimed before it, so already being filled)

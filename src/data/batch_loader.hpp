@@ -5,6 +5,8 @@
 //  - A slot is refilled only after release(); the consumer must release the batch it acquired before acquiring
 //    again... except it may hold up to `depth - 1` (e.g. while an async host->device copy from it is in flight).
 //  - Slot memory comes from the allocator in Options (pinned host memory for CUDA, plain memory on the CPU).
+//  - With Options::pixel_batches (image sources only) a slot holds the uint8 batch (Dataset::fill_pixels, a quarter
+//    of the float batch's bytes) and no floats: the consumer normalizes it (the CUDA engine, on the device).
 //  - A worker exception is rethrown by acquire() in the consumer thread when it asks for the step that failed;
 //    batches of earlier steps are still delivered first, whatever the workers' timing. The destructor stops and
 //    joins workers.
@@ -23,7 +25,8 @@
 namespace ddpx {
 
 struct HostBatch {
-  float* images = nullptr;    // [batch, C, H, W]
+  float* images = nullptr;    // [batch, C, H, W]; null with pixel batches
+  uint8_t* pixels = nullptr;  // [batch, H, W, C] with pixel batches, else null
   int32_t* labels = nullptr;  // [batch]
   int64_t batch = 0;
   int64_t step = -1;
@@ -35,6 +38,7 @@ class BatchLoader {
   struct Options {
     int workers = 4;
     int depth = 4;  // slots in the ring (batches prepared ahead)
+    bool pixel_batches = false;  // uint8 batches (the dataset must fill pixels)
     std::function<void*(size_t bytes)> allocate;  // default: operator new
     std::function<void(void*)> deallocate;
   };

@@ -1,17 +1,50 @@
 // Dataset: where training batches come from.
-// Guarantee: fill_batch(step, rank, ...) is a pure function of (dataset seed, step, rank): any thread may fill any
-// batch in any order, two runs with the same seed see identical data, and a resumed run continues with exactly the
-// batches an uninterrupted run would have seen. Ranks see disjoint data (DistributedSampler-like).
+// Guarantee: fill_batch(step, rank, ...) is a pure function of (dataset seed, step, rank, world): any thread may fill
+// any batch in any order, two runs with the same seed see identical data, and a resumed run continues with exactly
+// the batches an uninterrupted run would have seen. Ranks see disjoint data (DistributedSampler-like; image sources:
+// data/epoch_sampler.hpp).
+// Image sources (idx, folder, pack, wds) also fill uint8 batches (fill_pixels: [batch, H, W, C], decoded, cropped
+// and resized on the loader's threads); fill_batch is then fill_pixels followed by normalize_pixels on the host
+// (data/pixel_normalization.hpp), and a CUDA engine may instead copy the uint8 batch and normalize on the device.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ddpx {
 
 struct DataShape {
   int64_t channels = 3, image_size = 224, num_classes = 1000;
   int64_t image_numel() const { return channels * image_size * image_size; }
+};
+
+// torchvision's Normalize: (pixel / 255 - mean[c]) / std[c]. ImageNet's values by default; a one-channel model
+// gets their averages (0.449, 0.226) unless --mean/--std say otherwise.
+struct PixelNormalization {
+  std::vector<float> mean, std;  // empty: ImageNet's for the model's channel count
+  std::vector<float> mean_for(int64_t channels) const;
+  std::vector<float> std_for(int64_t channels) const;
+};
+
+// Which torchvision transform image sources apply. auto: crop-flip for photographs (folder, pack, wds), resize
+// (the eval transform, the identity when sizes match) for idx.
+enum class Augmentation { automatic, crop_flip, resize };
+
+// The image pipeline's flags (--augment, --mean, --std, --max-pixels), parsed once where the flags are read.
+struct ImagePipelineSettings {
+  Augmentation augmentation = Augmentation::automatic;
+  PixelNormalization normalization;
+  int64_t max_pixels = 178956970;  // decompression-bomb limit (PIL's default: 2 x 89,478,485); see Note [Pixel limit]
+  bool dct_scaling = true;  // JPEG crops decoded at 1/2..1/8 scale where they allow (data/image_decode.hpp)
+};
+
+// What a source needs beyond its spec: the model's input, the seed, the pipeline's settings. Filled by the trainer.
+struct DatasetContext {
+  DataShape shape;
+  uint64_t seed = 0;
+  ImagePipelineSettings images;
+  bool training = true;  // false: --val (no shuffle, the eval transform)
 };
 
 class Dataset {
@@ -21,15 +54,18 @@ class Dataset {
   virtual const DataShape& shape() const = 0;
   // Writes `batch` images (NCHW float32) and labels for global step `step` as seen by `rank` of `world`.
   virtual void fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const = 0;
+  // Image sources: the same batch as uint8 [batch, H, W, C] before normalization. Others: false, nothing written.
+  virtual bool fills_pixels() const { return false; }
+  virtual void fill_pixels(int64_t step, int rank, int world, int64_t batch, uint8_t* pixels, int32_t* labels) const;
+  // Image sources: batches per epoch on every rank (see Note [Epochs and the sampler]); 0: no epochs (endless).
+  virtual int64_t batches_per_epoch(int world, int64_t batch) const { return 0; }
+  // Image sources with named classes (folder, pack of a folder): the class names, label = index.
+  virtual std::vector<std::string> class_names() const { return {}; }
 };
 
-struct DatasetOptions {
-  std::string kind = "synthetic";  // synthetic | learnable | npy
-  std::string images_path, labels_path;
-  uint64_t seed = 0;
-};
-
-// Builds the dataset --data names; errors name --data / --images / --labels and the problem.
-std::unique_ptr<Dataset> make_dataset(const DatasetOptions& options, const DataShape& shape);
+struct DataSpec;
+// Builds the dataset a spec names, through its registry row (data/data_sources.hpp); errors name the flag, the file
+// and what to do.
+std::unique_ptr<Dataset> make_dataset(const DataSpec& spec, const DatasetContext& context);
 
 }  // namespace ddpx

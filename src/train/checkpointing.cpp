@@ -22,7 +22,7 @@ void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout
   optimizer->set_step_count(step);
   CheckpointState ckpt;
   ckpt.step = step;
-  ckpt.extra = {{"seed", options.seed}, {"data", std::string(data_source_name(options.data))}, {"batch", options.batch},
+  ckpt.extra = {{"seed", options.seed}, {"data", options.data.text()}, {"batch", options.batch},
                 {"grad_accum", options.grad_accum}};
   save_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
 }
@@ -40,7 +40,7 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
     };
     same("batch", "--batch", options.batch, "; resume with the same batch so the data stream continues");
     same("seed", "--seed", options.seed, "");
-    same("data", "--data", std::string(data_source_name(options.data)), "; resume on the same data");
+    same("data", "--data", options.data.text(), "; resume on the same data");
     same("grad_accum", "--grad-accum", options.grad_accum,
          "; resume with the same accumulation so the data stream continues");
   }

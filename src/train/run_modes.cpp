@@ -23,10 +23,6 @@ constexpr Table<OverlapPolicy, 3> kOverlapPolicies{
     {{OverlapPolicy::automatic, "auto"}, {OverlapPolicy::on, "on"}, {OverlapPolicy::off, "off"}}};
 constexpr Table<WeightGradPolicy, 2> kWeightGradPolicies{
     {{WeightGradPolicy::automatic, "auto"}, {WeightGradPolicy::fp32, "fp32"}}};
-constexpr Table<DataSource, 4> kDataSources{{{DataSource::synthetic, "synthetic"},
-                                             {DataSource::learnable, "learnable"},
-                                             {DataSource::synthetic_device, "synthetic-device"},
-                                             {DataSource::npy, "npy"}}};
 
 template <typename Mode, size_t N>
 std::optional<Mode> find(const Table<Mode, N>& table, std::string_view text) {
@@ -75,16 +71,9 @@ WeightGradPolicy parse_weight_grad_policy(std::string_view text) {
   fail("--weight-grads '{}' is not known; choose {}", text, choices(kWeightGradPolicies));
 }
 
-DataSource parse_data_source(std::string_view text) {
-  if (auto mode = find(kDataSources, text)) return *mode;
-  fail("--data '{}' is not known; choose synthetic, learnable, synthetic-device (cuda), or give --images/--labels",
-       text);
-}
-
 std::string_view device_name(Device device) { return name_of(kDevices, device); }
 std::string_view graph_policy_name(GraphPolicy policy) { return name_of(kGraphPolicies, policy); }
 std::string_view overlap_policy_name(OverlapPolicy policy) { return name_of(kOverlapPolicies, policy); }
 std::string_view weight_grad_policy_name(WeightGradPolicy policy) { return name_of(kWeightGradPolicies, policy); }
-std::string_view data_source_name(DataSource source) { return name_of(kDataSources, source); }
 
 }  // namespace ddpx

@@ -1,5 +1,5 @@
-// The modes of a training run as types: device, CUDA-graph policy, optimizer overlap, the weight gradients' type
-// and data source (the
+// The modes of a training run as types: device, CUDA-graph policy, optimizer overlap and the weight gradients'
+// type (the data source is data/data_spec.hpp's DataSpec, the
 // Device enum itself is core/device.hpp's, precision model/precision.hpp's, the optimizer
 // optim/optimizer_spec.hpp's, the hook ddp/comm_hook_factory.hpp's, the backend dist/backend_registry.hpp's
 // BackendChoice). Each is parsed once, where the flags are read, and compared as an enum after.
@@ -15,18 +15,15 @@ namespace ddpx {
 enum class GraphPolicy { automatic, on, off };     // --cuda-graph
 enum class OverlapPolicy { automatic, on, off };   // --optimizer-overlap
 enum class WeightGradPolicy { automatic, fp32 };   // --weight-grads
-enum class DataSource { synthetic, learnable, synthetic_device, npy };  // --data (npy: --images/--labels)
 
 Device parse_device(std::string_view text);            // --device cpu | cuda
 GraphPolicy parse_graph_policy(std::string_view text);  // --cuda-graph auto | on | off
 OverlapPolicy parse_overlap_policy(std::string_view text);  // --optimizer-overlap auto | on | off
 WeightGradPolicy parse_weight_grad_policy(std::string_view text);  // --weight-grads auto | fp32
-DataSource parse_data_source(std::string_view text);   // --data synthetic | learnable | synthetic-device | npy
 
 std::string_view device_name(Device device);
 std::string_view graph_policy_name(GraphPolicy policy);
 std::string_view overlap_policy_name(OverlapPolicy policy);
 std::string_view weight_grad_policy_name(WeightGradPolicy policy);
-std::string_view data_source_name(DataSource source);  // what data/ make_dataset reads
 
 }  // namespace ddpx

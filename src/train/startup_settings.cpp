@@ -66,7 +66,7 @@ std::vector<AgreedSetting> startup_settings(const TrainOptions& options, const F
       {"--weight-decay", number(optimizer.weight_decay)},
       {"--beta1/--beta2", number(optimizer.beta1) + "/" + number(optimizer.beta2)},
       {"--eps", number(optimizer.eps)},
-      {"--data", std::string(data_source_name(options.data))},
+      {"--data", options.data.text()},
       {"--images", file_fingerprint(options.images)},
       {"--labels", file_fingerprint(options.labels)},
       {"--comm-hook", hook_spec},

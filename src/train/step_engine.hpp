@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/batch_loader.hpp"
+#include "data/data_spec.hpp"
 #include "ddp/wire_gradients.hpp"
 #include "model/model.hpp"
 #include "model/precision.hpp"

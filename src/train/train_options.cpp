@@ -105,7 +105,7 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(load.empty() || resume.empty(),
                "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
                "--load starts a new one from weights: give one", load, resume);
-  DDPX_REQUIRE(data != DataSource::synthetic_device || device == Device::cuda,
+  DDPX_REQUIRE(data.source != DataSource::synthetic_device || device == Device::cuda,
                "--data synthetic-device needs --device cuda");
   require_serves(backend, device);  // the backend registry's device rule and message
   DDPX_REQUIRE(ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", ranks_per_gpu);
@@ -131,7 +131,7 @@ EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gra
           .precision = options.precision,
           .batch = options.batch,
           .optimizer = options.optimizer,
-          .data = options.data,
+          .data = options.data.source,
           .seed = options.seed,
           .cpu_threads = options.cpu_threads,
           .divergence_ratio = options.divergence_ratio,

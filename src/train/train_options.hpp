@@ -9,10 +9,13 @@
 // StepGraphOptions (train/step_graphs.hpp), the launcher LaunchTarget (cli/launch.hpp).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ddp/comm_hook_factory.hpp"
+#include "data/data_spec.hpp"
+#include "data/dataset.hpp"
 #include "dist/backend_registry.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
@@ -33,8 +36,10 @@ struct TrainOptions {
   int64_t calibrate_steps = 3;
   uint64_t seed = 0;
   // data
-  DataSource data = DataSource::synthetic;  // synthetic_device needs Device::cuda
-  std::string images, labels;               // .npy input, taken in order
+  DataSpec data;              // --data, parsed once (data/data_spec.hpp); synthetic_device needs Device::cuda
+  std::optional<DataSpec> val;  // --val: the held-out source (no shuffle, the eval transform)
+  ImagePipelineSettings image_pipeline;  // --augment, --mean, --std, --max-pixels (image sources)
+  std::string images, labels;  // .npy input, taken in order (also in data.images/labels when data is npy)
   int workers = 0;      // loader threads; 0: chosen per rank (data/loader_workers.hpp)
   int cpu_threads = 0;  // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)
   int prefetch = 0;  // ring slots; 0: workers + 2 (every worker busy, two batches ready)

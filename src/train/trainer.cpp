@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "data/batch_loader.hpp"
 #include "ddp/reducer.hpp"
+#include "data/data_sources.hpp"
 #include "data/dataset.hpp"
 #include "data/loader_workers.hpp"
 #include "io/directory_lock.hpp"
@@ -53,6 +54,14 @@ struct StartState {
   int64_t step = 0;  // optimizer steps already done
   std::optional<HostOptimizerState> optimizer;
 };
+
+DatasetContext data_context(const TrainOptions& options, const Model& model) {
+  DatasetContext context;
+  context.shape = DataShape{model.input_shape().channels, model.input_shape().image_size, model.num_classes()};
+  context.seed = options.seed;
+  context.images = options.image_pipeline;
+  return context;
+}
 
 StartState initial_state(const Model& model, const TrainOptions& options) {
   const FlatLayout& layout = model.layout();
@@ -108,13 +117,10 @@ TrainSummary run_training(const TrainOptions& options) {
                options.resume, start.step, options.steps);
   if (dist.communicator) attach_reducer(dist, dist_options(options), layout, *engine);
 
-  DatasetOptions data_options;
-  data_options.kind = data_source_name(options.data);
-  data_options.images_path = options.images;
-  data_options.labels_path = options.labels;
-  data_options.seed = options.seed;
-  std::unique_ptr<Dataset> dataset =
-      make_dataset(data_options, DataShape{input.channels, input.image_size, model->num_classes()});
+  std::unique_ptr<Dataset> dataset = make_dataset(options.data, data_context(options, *model));
+  // --val is opened and checked against the training data now (files, labels, class names), before any step.
+  const std::unique_ptr<Dataset> val_dataset =
+      options.val ? make_val_dataset(*options.val, *dataset, options.data, data_context(options, *model)) : nullptr;
   BatchLoader::Options loader_options;
   const LoaderWorkerChoice workers =
       choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), dist.local_world);

@@ -28,11 +28,8 @@ TEST(RunModes, EveryAcceptedSpellingRoundTrips) {
     EXPECT_EQ(graph_policy_name(parse_graph_policy(text)), text);
     EXPECT_EQ(overlap_policy_name(parse_overlap_policy(text)), text);
   }
-  for (const char* text : {"synthetic", "learnable", "synthetic-device", "npy"})
-    EXPECT_EQ(data_source_name(parse_data_source(text)), text);
   for (const char* text : {"auto", "fp32"}) EXPECT_EQ(weight_grad_policy_name(parse_weight_grad_policy(text)), text);
   EXPECT_EQ(parse_backend("auto"), BackendChoice::automatic());
-  EXPECT_EQ(parse_data_source("synthetic-device"), DataSource::synthetic_device);
 }
 
 TEST(RunModes, RefusalsNameTheFlagTheValueAndTheChoices) {
@@ -40,7 +37,6 @@ TEST(RunModes, RefusalsNameTheFlagTheValueAndTheChoices) {
   expect_error([] { parse_backend("ucc"); }, {"--backend 'ucc' is not known; choose auto, nccl, mpi, gloo or self"});
   expect_error([] { parse_graph_policy("yes"); }, {"--cuda-graph 'yes' is not known; choose auto, on or off"});
   expect_error([] { parse_overlap_policy("1"); }, {"--optimizer-overlap '1' is not known; choose auto, on or off"});
-  expect_error([] { parse_data_source("imagenet"); }, {"--data 'imagenet'", "synthetic, learnable"});
   expect_error([] { parse_weight_grad_policy("bf16"); }, {"--weight-grads 'bf16' is not known; choose auto or fp32"});
   expect_error([] { parse_device("CPU"); }, {"--device 'CPU'"});  // spellings are exact, as the flags always were
 }

@@ -1,0 +1,77 @@
+// DistributedSampler-like epochs; see Note [Epochs and the sampler] in epoch_sampler.hpp.
+#include "data/epoch_sampler.hpp"
+
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/internal_assert.hpp"
+#include "core/rng.hpp"
+
+namespace ddpx {
+
+EpochSampler::EpochSampler(int64_t samples, int world, int64_t batch, uint64_t seed, bool shuffle,
+                           const std::string& what, std::vector<int64_t> groups)
+    : samples_(samples), world_(world), batch_(batch), seed_(seed), shuffle_(shuffle), group_sizes_(std::move(groups)) {
+  int64_t start = 0;
+  for (int64_t size : group_sizes_) group_starts_.push_back(start), start += size;
+  DDPX_INTERNAL_ASSERT(group_sizes_.empty() || start == samples, "groups of {} samples for {}", start, samples);
+  DDPX_REQUIRE(samples > 0, "{}: holds no samples", what);
+  DDPX_REQUIRE(world >= 1 && batch >= 1, "{}: world {} and batch {} must be positive", what, world, batch);
+  share_ = (samples + world - 1) / world;
+  batches_per_epoch_ = share_ / batch;
+  DDPX_REQUIRE(batches_per_epoch_ >= 1,
+               "{}: {} samples over {} rank(s) give each rank {}, fewer than one --batch of {}; lower --batch to {} "
+               "or less", what, samples, world, share_, batch, share_);
+}
+
+std::vector<int64_t> EpochSampler::order(int64_t epoch) const {
+  std::vector<int64_t> order(static_cast<size_t>(samples_));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (!shuffle_) return order;
+  // Fisher-Yates from a stream keyed by (seed, epoch) only: identical on every rank and thread.
+  Rng rng(seed_ ^ (0x65706f6368ULL + static_cast<uint64_t>(epoch) * 0x9e3779b97f4a7c15ULL));
+  const auto shuffle = [&](std::vector<int64_t>& items) {
+    for (int64_t i = static_cast<int64_t>(items.size()) - 1; i > 0; --i) {
+      const int64_t j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));
+      std::swap(items[static_cast<size_t>(i)], items[static_cast<size_t>(j)]);
+    }
+  };
+  if (group_sizes_.empty()) {
+    shuffle(order);
+    return order;
+  }
+  std::vector<int64_t> groups(group_sizes_.size());
+  std::iota(groups.begin(), groups.end(), int64_t{0});
+  shuffle(groups);
+  order.clear();
+  for (int64_t g : groups)
+    for (int64_t i = 0; i < group_sizes_[static_cast<size_t>(g)]; ++i)
+      order.push_back(group_starts_[static_cast<size_t>(g)] + i);
+  return order;
+}
+
+std::shared_ptr<const std::vector<int64_t>> EpochSampler::cached_order(int64_t epoch) const {
+  {
+    std::lock_guard lock(cache_mutex_);
+    for (const auto& [e, order] : cache_)
+      if (e == epoch) return order;
+  }
+  auto made = std::make_shared<const std::vector<int64_t>>(order(epoch));
+  std::lock_guard lock(cache_mutex_);
+  // Loader threads work on at most two epochs at once (around an epoch's end); keep a few.
+  if (cache_.size() >= 4) cache_.erase(cache_.begin());
+  cache_.emplace_back(epoch, made);
+  return made;
+}
+
+void EpochSampler::pick(int64_t micro_batch, int rank, SamplePick* out) const {
+  const int64_t epoch = micro_batch / batches_per_epoch_;
+  const int64_t k = micro_batch % batches_per_epoch_;
+  const std::shared_ptr<const std::vector<int64_t>> order = cached_order(epoch);
+  for (int64_t t = 0; t < batch_; ++t) {
+    const int64_t position = (k * batch_ + t) * world_ + rank;  // < share * world: the padded order
+    out[t] = {(*order)[static_cast<size_t>(position % samples_)], epoch, position};
+  }
+}
+
+}  // namespace ddpx

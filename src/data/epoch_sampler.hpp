@@ -1,0 +1,55 @@
+// EpochSampler: which samples each rank's micro-batch holds, with torch.utils.data.DistributedSampler's semantics.
+//
+// Note [Epochs and the sampler]
+// Epoch e's order is a permutation of the N samples drawn from (seed, e) alone, the same on every rank (no shuffle:
+// 0..N-1; with groups, e.g. tar shards: the groups in a permutation drawn from (seed, e), each group's samples in
+// their stored order). As DistributedSampler does, the order is padded by repeating its first samples to a multiple of the
+// world size W, and rank r takes positions r, r+W, r+2W, ...: shares are disjoint up to the padding and all have
+// ceil(N/W) samples. Each rank cuts its share into micro-batches of b and drops the last partial one (DataLoader's
+// drop_last), so every rank runs the same number of batches per epoch, floor(ceil(N/W) / b): no rank waits at an
+// epoch's end for a batch another rank never runs (the hang of uneven shares). Micro-batch m of the run is batch
+// m mod B of epoch m / B (B batches per epoch): the batch is a pure function of (seed, m, rank, world), so
+// --resume at step s starts at m = s x grad_accum and sees exactly what an uninterrupted run would have.
+// Global position p = (k*b + t)*W + r of batch k's t-th sample on rank r is also the key of the sample's random
+// crop and flip: W ranks with b samples each see the same samples, augmented the same, as one rank with W*b.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace ddpx {
+
+struct SamplePick {
+  int64_t index = 0;     // the sample, in [0, N)
+  int64_t epoch = 0;
+  int64_t position = 0;  // global position in the epoch's padded order (the augmentation key)
+};
+
+class EpochSampler {
+ public:
+  // Throws ddpx::Error when one rank's share holds fewer than `batch` samples (naming --batch and the sizes).
+  EpochSampler(int64_t samples, int world, int64_t batch, uint64_t seed, bool shuffle, const std::string& what,
+               std::vector<int64_t> groups = {});
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t share() const { return share_; }  // ceil(N / W)
+  // Samples of micro-batch `micro_batch` (counted from the run's start) on `rank`; out has `batch` entries.
+  void pick(int64_t micro_batch, int rank, SamplePick* out) const;
+  // The epoch's order (before padding): a permutation of 0..N-1 drawn from (seed, epoch).
+  std::vector<int64_t> order(int64_t epoch) const;
+
+ private:
+  std::shared_ptr<const std::vector<int64_t>> cached_order(int64_t epoch) const;
+
+  int64_t samples_;
+  int world_;
+  int64_t batch_;
+  uint64_t seed_;
+  bool shuffle_;
+  std::vector<int64_t> group_starts_, group_sizes_;  // empty: samples shuffled one by one
+  int64_t share_ = 0, batches_per_epoch_ = 0;
+  mutable std::mutex cache_mutex_;
+  mutable std::vector<std::pair<int64_t, std::shared_ptr<const std::vector<int64_t>>>> cache_;  // recent epochs
+};
+
+}  // namespace ddpx

@@ -1,0 +1,36 @@
+// IdxSource: the MNIST / Fashion-MNIST idx format (--data idx:DIR[:train|test]).
+// Reads DIR/train-images-idx3-ubyte and DIR/train-labels-idx1-ubyte (test: t10k-*), each plain or gzipped (.gz,
+// as Debian's dataset-fashion-mnist installs them under /usr/share/datasets/fashion-mnist), whole into memory.
+// Guarantees: the magic numbers (0x803 images, 0x801 labels), the sizes and the counts are checked against each
+// other and the file lengths; a missing, truncated or mismatched file is an error naming it and what to do.
+// Images are 1-channel HWC uint8 served in place; classes = the largest label + 1.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/data_spec.hpp"
+#include "data/sample_source.hpp"
+
+namespace ddpx {
+
+class IdxSource : public SampleSource {
+ public:
+  IdxSource(const std::string& directory, DataSplit split);
+  std::string describe() const override;
+  int64_t size() const override { return count_; }
+  int32_t label(int64_t index) const override { return labels_[static_cast<size_t>(index)]; }
+  int64_t num_classes() const override { return classes_; }
+  std::string sample_name(int64_t index) const override;
+  SampleBytes read(int64_t index, std::vector<uint8_t>& scratch) const override;
+  bool photographs() const override { return false; }
+
+ private:
+  std::string images_path_, labels_path_;
+  int64_t count_ = 0, classes_ = 0;
+  int height_ = 0, width_ = 0;
+  std::vector<uint8_t> pixels_;
+  std::vector<int32_t> labels_;
+};
+
+}  // namespace ddpx

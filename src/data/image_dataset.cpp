@@ -1,0 +1,99 @@
+// Sampler + pipeline over a SampleSource; see image_dataset.hpp.
+#include "data/image_dataset.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "data/pixel_normalization.hpp"
+
+namespace ddpx {
+namespace {
+
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetContext& context,
+                           const std::string& flag_text)
+    : source_(std::move(source)),
+      shape_(context.shape),
+      seed_(context.seed),
+      shuffle_(context.training),
+      flag_text_(flag_text) {
+  DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
+               "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
+  DDPX_REQUIRE(source_->num_classes() <= shape_.num_classes,
+               "{}: {} has labels up to {}, outside the model's {} classes; use a model with classes={} or more "
+               "(e.g. --model mlp:...,classes={})", flag_text_, source_->describe(), source_->num_classes() - 1,
+               shape_.num_classes, source_->num_classes(), source_->num_classes());
+  const Augmentation augmentation =
+      context.images.augmentation != Augmentation::automatic
+          ? context.images.augmentation
+          : (source_->photographs() && context.training ? Augmentation::crop_flip : Augmentation::resize);
+  transform_.crop_flip = augmentation == Augmentation::crop_flip;
+  transform_.size = static_cast<int>(shape_.image_size);
+  // Photographs: the usual eval resize 256 for 224 (ratio 0.875); idx and other small centered images: no margin.
+  transform_.resize = source_->photographs() ? static_cast<int>(std::lround(shape_.image_size / 0.875))
+                                             : static_cast<int>(shape_.image_size);
+  transform_.channels = static_cast<int>(shape_.channels);
+  transform_.max_pixels = context.images.max_pixels;
+  transform_.dct_scaling = context.images.dct_scaling;
+  mean_ = context.images.normalization.mean_for(shape_.channels);
+  std_ = context.images.normalization.std_for(shape_.channels);
+  DDPX_REQUIRE(static_cast<int64_t>(mean_.size()) == shape_.channels && static_cast<int64_t>(std_.size()) == shape_.channels,
+               "--mean/--std: {} and {} values for a model with {} channel(s); give one per channel", mean_.size(),
+               std_.size(), shape_.channels);
+  for (float s : std_) DDPX_REQUIRE(s > 0 && std::isfinite(s), "--std {}: every value must be positive", s);
+}
+
+std::string ImageDataset::describe() const {
+  return fmt::format("{}, {}{}", source_->describe(),
+                     transform_.crop_flip ? fmt::format("RandomResizedCrop({}) + flip", transform_.size)
+                                          : fmt::format("resize {} + center crop {}", transform_.resize, transform_.size),
+                     shuffle_ ? ", shuffled per epoch" : "");
+}
+
+const EpochSampler& ImageDataset::sampler(int world, int64_t batch) const {
+  std::lock_guard lock(sampler_mutex_);
+  for (size_t i = 0; i < sampler_keys_.size(); ++i)
+    if (sampler_keys_[i] == std::pair<int, int64_t>{world, batch}) return *samplers_[i];
+  samplers_.push_back(std::make_unique<EpochSampler>(source_->size(), world, batch, seed_, shuffle_, flag_text_,
+                                                     source_->shuffle_groups()));
+  sampler_keys_.emplace_back(world, batch);
+  return *samplers_.back();
+}
+
+int64_t ImageDataset::batches_per_epoch(int world, int64_t batch) const {
+  return sampler(world, batch).batches_per_epoch();
+}
+
+void ImageDataset::fill_pixels(int64_t step, int rank, int world, int64_t batch, uint8_t* pixels,
+                               int32_t* labels) const {
+  std::vector<SamplePick> picks(static_cast<size_t>(batch));
+  sampler(world, batch).pick(step, rank, picks.data());
+  thread_local PipelineScratch scratch;
+  const int64_t image_bytes = shape_.image_numel();
+  for (int64_t t = 0; t < batch; ++t) {
+    const SamplePick& pick = picks[static_cast<size_t>(t)];
+    Rng rng(mix64(mix64(seed_ ^ 0x61756775ULL) + static_cast<uint64_t>(pick.epoch)) ^
+            static_cast<uint64_t>(pick.position));
+    transform_sample(*source_, pick.index, transform_, rng, scratch, pixels + t * image_bytes);
+    labels[t] = source_->label(pick.index);
+  }
+}
+
+void ImageDataset::fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const {
+  thread_local std::vector<uint8_t> pixels;
+  pixels.resize(static_cast<size_t>(batch * shape_.image_numel()));
+  fill_pixels(step, rank, world, batch, pixels.data(), labels);
+  normalize_pixels(pixels.data(), batch, shape_.image_size, shape_.channels, mean_, std_, images);
+}
+
+}  // namespace ddpx

@@ -1,0 +1,48 @@
+// ImageDataset: a SampleSource seen through the epoch sampler and the image pipeline, as a Dataset.
+// Guarantees:
+//  - fill_pixels(step, rank, world, batch) holds the samples EpochSampler picks for micro-batch `step` (see Note
+//    [Epochs and the sampler]), each transformed with a generator keyed by (seed, epoch, global position): a pure
+//    function of (seed, step, rank, world), whatever thread fills it.
+//  - fill_batch is fill_pixels then normalize_pixels (host normalization, for the CPU engine and the CUDA engine's
+//    float path).
+//  - Labels outside the model's classes are refused when the dataset is built, naming the source and both counts.
+#pragma once
+#include <memory>
+#include <mutex>
+
+#include "data/dataset.hpp"
+#include "data/epoch_sampler.hpp"
+#include "data/image_pipeline.hpp"
+#include "data/sample_source.hpp"
+
+namespace ddpx {
+
+class ImageDataset : public Dataset {
+ public:
+  ImageDataset(std::unique_ptr<SampleSource> source, const DatasetContext& context, const std::string& flag_text);
+  std::string describe() const override;
+  const DataShape& shape() const override { return shape_; }
+  void fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const override;
+  bool fills_pixels() const override { return true; }
+  void fill_pixels(int64_t step, int rank, int world, int64_t batch, uint8_t* pixels, int32_t* labels) const override;
+  int64_t batches_per_epoch(int world, int64_t batch) const override;
+  std::vector<std::string> class_names() const override { return source_->class_names(); }
+  const SampleSource& source() const { return *source_; }
+  const TransformSpec& transform() const { return transform_; }
+
+ private:
+  const EpochSampler& sampler(int world, int64_t batch) const;
+
+  std::unique_ptr<SampleSource> source_;
+  DataShape shape_;
+  uint64_t seed_;
+  bool shuffle_;
+  std::string flag_text_;  // "--data idx:DIR:train", for messages
+  TransformSpec transform_;
+  std::vector<float> mean_, std_;
+  mutable std::mutex sampler_mutex_;
+  mutable std::vector<std::unique_ptr<EpochSampler>> samplers_;  // one per (world, batch) asked for
+  mutable std::vector<std::pair<int, int64_t>> sampler_keys_;
+};
+
+}  // namespace ddpx

@@ -1,0 +1,213 @@
+// WebDataset shards; see wds_source.hpp.
+#include "data/wds_source.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "data/folder_source.hpp"
+
+namespace ddpx {
+namespace {
+
+void pread_exact(int fd, void* out, size_t n, uint64_t offset, const std::string& path) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, static_cast<char*>(out) + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    DDPX_REQUIRE(got > 0, "--data wds: {}: read failed at byte {} ({}); the shard is truncated or unreadable: "
+                 "rewrite or remove it", path, offset + done, got == 0 ? "end of file" : std::strerror(errno));
+    done += static_cast<size_t>(got);
+  }
+}
+
+uint64_t parse_octal(const char* field, size_t width, const std::string& path, uint64_t offset) {
+  uint64_t value = 0;
+  size_t i = 0;
+  while (i < width && (field[i] == ' ' || field[i] == '\0')) ++i;
+  for (; i < width && field[i] >= '0' && field[i] <= '7'; ++i) value = value * 8 + static_cast<uint64_t>(field[i] - '0');
+  for (; i < width; ++i)
+    DDPX_REQUIRE(field[i] == ' ' || field[i] == '\0', "--data wds: {}: the tar header at byte {} is damaged (a size "
+                 "field holds '{}'); rewrite the shard", path, offset, std::string(field, width));
+  return value;
+}
+
+// WebDataset's base_plus_ext: key = path up to the first '.' of the file name, extension = the rest.
+bool split_key(const std::string& name, std::string& key, std::string& ext) {
+  const size_t slash = name.rfind('/');
+  const size_t dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
+  if (dot == std::string::npos) return false;
+  key = name.substr(0, dot);
+  ext = name.substr(dot + 1);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_braces(const std::string& pattern) {
+  const size_t open = pattern.find('{');
+  if (open == std::string::npos) return {pattern};
+  const size_t close = pattern.find('}', open);
+  DDPX_REQUIRE(close != std::string::npos, "--data wds:{}: a '{{' without its '}}'", pattern);
+  const std::string inside = pattern.substr(open + 1, close - open - 1);
+  const std::string head = pattern.substr(0, open), tail = pattern.substr(close + 1);
+  std::vector<std::string> items;
+  const size_t dots = inside.find("..");
+  if (dots != std::string::npos) {
+    const std::string first = inside.substr(0, dots), last = inside.substr(dots + 2);
+    char* end_a = nullptr;
+    char* end_b = nullptr;
+    const long long a = std::strtoll(first.c_str(), &end_a, 10), b = std::strtoll(last.c_str(), &end_b, 10);
+    DDPX_REQUIRE(!first.empty() && !last.empty() && *end_a == '\0' && *end_b == '\0' && a <= b && b - a < 10000000,
+                 "--data wds:{}: the range {{{}}} is not FIRST..LAST with FIRST <= LAST (e.g. {{000000..000127}})",
+                 pattern, inside);
+    for (long long v = a; v <= b; ++v) items.push_back(fmt::format("{:0{}d}", v, first.size()));
+  } else {
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = inside.find(',', start);
+      items.push_back(inside.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& item : items)
+    for (const std::string& rest : expand_braces(tail)) out.push_back(head + item + rest);
+  return out;
+}
+
+WdsSource::WdsSource(const std::string& pattern) : pattern_(pattern), shards_(expand_braces(pattern)) {
+  for (const std::string& shard : shards_) {
+    const int fd = ::open(shard.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int error = errno;
+      for (int open_fd : fds_) ::close(open_fd);
+      fail("--data wds:{}: cannot open the shard {} ({}); check the pattern (braces expand to {} shards)", pattern,
+           shard, std::strerror(error), shards_.size());
+    }
+    fds_.push_back(fd);
+  }
+  try {
+    for (size_t s = 0; s < shards_.size(); ++s) index_shard(static_cast<int>(s));
+    DDPX_REQUIRE(!samples_.empty(), "--data wds:{}: the shards hold no samples", pattern);
+  } catch (...) {
+    for (int fd : fds_) ::close(fd);
+    throw;
+  }
+}
+
+WdsSource::~WdsSource() {
+  for (int fd : fds_) ::close(fd);
+}
+
+void WdsSource::index_shard(int shard) {
+  const std::string& path = shards_[static_cast<size_t>(shard)];
+  const int fd = fds_[static_cast<size_t>(shard)];
+  struct stat st {};
+  DDPX_REQUIRE(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode), "--data wds: {} is not a regular file", path);
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  const size_t first_sample = samples_.size();
+  std::string pax_path;
+  bool have_label = false, have_image = false;
+  Sample current;
+  current.shard = shard;
+  const auto finish = [&] {
+    if (current.key.empty()) return;
+    DDPX_REQUIRE(have_label, "--data wds: {}: the sample '{}' has no {}.cls member (its label); every sample needs "
+                 "one, as WebDataset's ImageNet shards have", path, current.key, current.key);
+    DDPX_REQUIRE(have_image, "--data wds: {}: the sample '{}' has no .jpg, .jpeg or .png member", path, current.key);
+    classes_ = std::max<int64_t>(classes_, current.label + 1);
+    samples_.push_back(current);
+  };
+  char header[512];
+  for (uint64_t offset = 0; offset + 512 <= file_size;) {
+    pread_exact(fd, header, 512, offset, path);
+    if (header[0] == '\0') break;  // the end-of-archive blocks
+    const uint64_t size = parse_octal(header + 124, 12, path, offset);
+    const char type = header[156];
+    const uint64_t data = offset + 512;
+    DDPX_REQUIRE(data + size <= file_size, "--data wds: {}: the member at byte {} claims {} bytes past the end of the "
+                 "shard (truncated); rewrite it", path, offset, size);
+    offset = data + (size + 511) / 512 * 512;
+    if (type == 'x') {  // pax: a "path" record renames the next member
+      std::string records(size, '\0');
+      pread_exact(fd, records.data(), size, data, path);
+      const size_t at = records.find(" path=");
+      if (at != std::string::npos) pax_path = records.substr(at + 6, records.find('\n', at) - at - 6);
+      continue;
+    }
+    if (type == 'L') {  // GNU long name
+      std::string name(size, '\0');
+      pread_exact(fd, name.data(), size, data, path);
+      pax_path = name.c_str();
+      continue;
+    }
+    if (type != '0' && type != '\0') continue;  // directories, links, global pax headers
+    std::string name = pax_path;
+    pax_path.clear();
+    if (name.empty()) {
+      name = std::string(header, strnlen(header, 100));
+      const std::string prefix(header + 345, strnlen(header + 345, 155));
+      if (std::memcmp(header + 257, "ustar", 5) == 0 && !prefix.empty()) name = prefix + "/" + name;
+    }
+    std::string key, ext;
+    if (!split_key(name, key, ext)) continue;
+    if (key != current.key) {
+      finish();
+      current = Sample{};
+      current.shard = shard;
+      current.key = key;
+      have_label = have_image = false;
+    }
+    if (ext == "cls") {
+      DDPX_REQUIRE(size > 0 && size <= 32, "--data wds: {}: {}.cls holds {} bytes, not a class index", path, key, size);
+      char text[33] = {};
+      pread_exact(fd, text, size, data, path);
+      char* end = nullptr;
+      const long label = std::strtol(text, &end, 10);
+      while (end != nullptr && (*end == '\n' || *end == ' ' || *end == '\r')) ++end;
+      DDPX_REQUIRE(end != text && end != nullptr && *end == '\0' && label >= 0 && label < (1L << 30),
+                   "--data wds: {}: {}.cls holds '{}', not a class index (a whole number from 0)", path, key, text);
+      current.label = static_cast<int32_t>(label);
+      have_label = true;
+    } else if ((ext == "jpg" || ext == "jpeg" || ext == "png") && !have_image) {
+      current.offset = data;
+      current.size = size;
+      have_image = true;
+    }
+  }
+  finish();
+  shard_sizes_.push_back(static_cast<int64_t>(samples_.size() - first_sample));
+  DDPX_REQUIRE(shard_sizes_.back() > 0, "--data wds: {} holds no samples (KEY.jpg|png with KEY.cls)", path);
+}
+
+std::string WdsSource::describe() const {
+  return fmt::format("wds {} ({} shards, {} images, {} classes, shard-level shuffle)", pattern_, shards_.size(),
+                     samples_.size(), classes_);
+}
+
+std::string WdsSource::sample_name(int64_t index) const {
+  const Sample& s = samples_[static_cast<size_t>(index)];
+  return fmt::format("{} member {}", shards_[static_cast<size_t>(s.shard)], s.key);
+}
+
+SampleBytes WdsSource::read(int64_t index, std::vector<uint8_t>& scratch) const {
+  const Sample& s = samples_[static_cast<size_t>(index)];
+  DDPX_REQUIRE(s.size <= (uint64_t{1} << 30), "{}: larger than 1 GiB, not a training image", sample_name(index));
+  scratch.resize(static_cast<size_t>(s.size));
+  pread_exact(fds_[static_cast<size_t>(s.shard)], scratch.data(), scratch.size(), s.offset,
+              shards_[static_cast<size_t>(s.shard)]);
+  SampleBytes bytes;
+  bytes.format = detect_image_format(scratch.data(), scratch.size(), sample_name(index));
+  bytes.data = scratch.data();
+  bytes.size = scratch.size();
+  return bytes;
+}
+
+}  // namespace ddpx

@@ -1,0 +1,55 @@
+// WdsSource: WebDataset tar shards (--data wds:SHARDS), e.g. wds:/data/train-{000000..000127}.tar.
+// Guarantees:
+//  - SHARDS expands brace ranges {000..127} (zero-padded to the first bound's width) and lists {a,b,c}, as
+//    WebDataset's braceexpand does; every shard must exist.
+//  - A sample is WebDataset's: consecutive members sharing a key (the member's path up to the first '.' of its
+//    file name); its image is the KEY.jpg|jpeg|png member (format from the bytes), its label KEY.cls (a decimal
+//    class index). A sample without a .cls or without an image is an error naming the shard and the key.
+//  - The shards are indexed once at open (tar headers only, and the small .cls members); images are read with
+//    pread from the shard when a batch needs them. ustar, GNU and pax (path records) headers are read.
+//  - Shuffling is shard-level (shuffle_groups): each epoch takes the shards in an order drawn from (seed, epoch)
+//    and the samples of a shard in their stored order, so every rank reads its shards front to back.
+//  - classes = the largest label + 1.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/sample_source.hpp"
+
+namespace ddpx {
+
+std::vector<std::string> expand_braces(const std::string& pattern);
+
+class WdsSource : public SampleSource {
+ public:
+  explicit WdsSource(const std::string& pattern);
+  ~WdsSource() override;
+  WdsSource(const WdsSource&) = delete;
+  WdsSource& operator=(const WdsSource&) = delete;
+  std::string describe() const override;
+  int64_t size() const override { return static_cast<int64_t>(samples_.size()); }
+  int32_t label(int64_t index) const override { return samples_[static_cast<size_t>(index)].label; }
+  int64_t num_classes() const override { return classes_; }
+  std::string sample_name(int64_t index) const override;
+  SampleBytes read(int64_t index, std::vector<uint8_t>& scratch) const override;
+  bool photographs() const override { return true; }
+  std::vector<int64_t> shuffle_groups() const override { return shard_sizes_; }
+
+ private:
+  struct Sample {
+    int shard = 0;
+    uint64_t offset = 0, size = 0;
+    int32_t label = 0;
+    std::string key;
+  };
+  void index_shard(int shard);
+
+  std::string pattern_;
+  std::vector<std::string> shards_;
+  std::vector<int> fds_;
+  std::vector<Sample> samples_;
+  std::vector<int64_t> shard_sizes_;
+  int64_t classes_ = 0;
+};
+
+}  // namespace ddpx
