@@ -9,16 +9,18 @@ set -euo pipefail
 train=${1:-build/examples/torch_ddp/train_cnn}
 rounds=${ROUNDS:-3} steps=${STEPS:-60} world=${WORLD:-2} batch=${BATCH:-64} width=${WIDTH:-16}
 export OMP_NUM_THREADS=1
+python=${PYTHON:-python3}
+"$python" -c "import torch" 2>/dev/null || python=/usr/bin/python3  # Debian's python3-torch beside a pyenv python
 ours=() theirs=()
 for ((round = 1; round <= rounds; ++round)); do
   a=$("$train" --nproc-per-node "$world" --backend gloo --steps "$steps" --batch "$batch" --width "$width" --quiet \
       | sed -n 's/.*train_cnn: \([0-9.]*\) ms\/step.*/\1/p')
-  b=$(python3 "$(dirname "$0")/torch_ddp_cpu_anchor.py" --world "$world" --steps "$steps" --batch "$batch" \
+  b=$("$python" "$(dirname "$0")/torch_ddp_cpu_anchor.py" --world "$world" --steps "$steps" --batch "$batch" \
       --width "$width" | sed -n 's/.*pytorch_ddp: \([0-9.]*\) ms\/step.*/\1/p')
   echo "round $round: ddpx::torch $a ms/step, PyTorch DDP $b ms/step"
   ours+=("$a") theirs+=("$b")
 done
-python3 - "${ours[*]}" "${theirs[*]}" <<'PY'
+"$python" - "${ours[*]}" "${theirs[*]}" <<'PY'
 import statistics, sys
 a = [float(x) for x in sys.argv[1].split()]; b = [float(x) for x in sys.argv[2].split()]
 ma, mb = statistics.median(a), statistics.median(b)

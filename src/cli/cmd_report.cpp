@@ -19,6 +19,7 @@
 #include "profile/comm_stats.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
+#include "profile/torch_trace.hpp"
 #include "profile/trace_check.hpp"
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
@@ -100,6 +101,9 @@ Command add_report_command(CLI::App& app) {
   struct Flags {
     std::string report, peak, trace, check_trace;
     bool json = false;
+    std::vector<std::string> torch_profile;
+    int64_t torch_batch = 1, torch_gradients = 0;
+    std::string one_rank_report;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -113,23 +117,60 @@ Command add_report_command(CLI::App& app) {
                   "check a Chrome/Perfetto trace (from --trace): every track well nested (no partly overlapping "
                   "slices), in time order, steps in order; exits 1 when it is not (runs after --trace, so it can "
                   "check the trace just written)");
+  cmd->add_option("--torch-profile", f->torch_profile,
+                  "analyse a PyTorch DDP run instead: its torch.profiler Chrome traces, one per rank "
+                  "(export_chrome_trace; Kineto's or the legacy profiler's), with prof.step() every iteration")
+      ->expected(1, -1);
+  cmd->add_option("--torch-batch", f->torch_batch, "with --torch-profile: images per rank per step (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--one-rank-report", f->one_rank_report,
+                  "with --torch-profile: also write the one-rank report `ddpx predict` takes (the fastest rank's "
+                  "steps without their exposed communication); needs --torch-gradients");
+  cmd->add_option("--torch-gradients", f->torch_gradients,
+                  "with --one-rank-report: the model's gradient elements, sum(p.numel() for p in "
+                  "model.parameters() if p.requires_grad)")
+      ->check(CLI::PositiveNumber);
   return {cmd, [f] {
-            DDPX_REQUIRE(!f->report.empty() || !f->check_trace.empty(),
+            DDPX_REQUIRE(f->torch_profile.empty() || f->report.empty(),
+                         "ddpx report: give a run report or --torch-profile traces, not both");
+            DDPX_REQUIRE(!f->torch_profile.empty() || (f->one_rank_report.empty() && f->torch_gradients == 0),
+                         "ddpx report: --one-rank-report and --torch-gradients go with --torch-profile");
+            DDPX_REQUIRE(f->one_rank_report.empty() || f->torch_gradients > 0,
+                         "ddpx report --one-rank-report: give --torch-gradients N, the model's gradient elements "
+                         "(sum(p.numel() for p in model.parameters() if p.requires_grad)): the traces do not hold "
+                         "them, and ddpx predict re-cuts buckets from them");
+            const bool have_run = !f->report.empty() || !f->torch_profile.empty();
+            DDPX_REQUIRE(have_run || !f->check_trace.empty(),
                          "ddpx report: give a run report (ddpx report run.json) or a trace to check (ddpx report "
                          "--check-trace run.trace.json)");
-            DDPX_REQUIRE(!f->report.empty() || (f->trace.empty() && f->peak.empty() && !f->json),
+            DDPX_REQUIRE(have_run || (f->trace.empty() && f->peak.empty() && !f->json),
                          "ddpx report: --trace, --peak and --json need a run report (ddpx report run.json ...)");
             DDPX_REQUIRE(!f->json || f->check_trace.empty(),
                          "ddpx report: --check-trace prints text, which would break --json's output; check the "
                          "trace in a second call (ddpx report --check-trace FILE)");
-            if (f->report.empty()) return check_trace_command(f->check_trace);
+            if (!have_run) return check_trace_command(f->check_trace);
             if (!f->trace.empty()) {
               (void)check_output_path(f->trace, "--trace");
-              const std::vector<FileRole> inputs = {{"report", f->report}, {"--peak", f->peak}};
+              std::vector<FileRole> inputs = {{"report", f->report}, {"--peak", f->peak}};
+              for (const std::string& path : f->torch_profile) inputs.push_back({"--torch-profile", path});
               const std::vector<FileRole> outputs = {{"--trace", f->trace}};
               require_distinct_files(inputs, outputs);
             }
-            const RunReport report = load_run_report(f->report);
+            RunReport report;
+            if (f->torch_profile.empty()) {
+              report = load_run_report(f->report);
+            } else {
+              report = read_torch_profiles(f->torch_profile, TorchProfileOptions{.batch = f->torch_batch});
+              if (!f->one_rank_report.empty()) {
+                (void)check_output_path(f->one_rank_report, "--one-rank-report");
+                const int rank = fastest_rank(report);
+                save_run_report(one_rank_report(report, rank, f->torch_gradients), f->one_rank_report);
+                if (!f->json)
+                  fmt::print("one-rank report: {} (rank {}'s steps without their exposed communication; next: "
+                             "ddpx predict {} --link ... --ranks 2,4,8)\n", f->one_rank_report, rank,
+                             f->one_rank_report);
+              }
+            }
             PeakTable peak;
             if (!f->peak.empty()) peak = load_peak_table(f->peak);
             const PeakTable* peak_ptr = peak.empty() ? nullptr : &peak;
