@@ -10,6 +10,7 @@
 // Flags (all optional): --steps N --batch B --lr X --accum K (K micro-batches per step, K-1 of them in no_sync())
 //   --hook H --bucket-mb X --first-bucket-mb X --backend B --timeout S --find-unused --unused-branch
 //   --width W --width-on-rank R:W (a different model on rank R: refused) --seed S
+//   --bad-input float64|noncontiguous|reallocated (a model the wrapper must refuse, for the tests)
 //   --data DIR (images.u8, labels.u8, optional weights.f32 loaded on rank 0; --image-size P) | --fashion-mnist DIR
 //   --out PREFIX (every rank writes PREFIX.rank<R>.f32: its parameters in registration order)
 //   --expect FILE --tolerance T (rank 0 compares its parameters with FILE; exit 1 beyond T)
@@ -167,6 +168,16 @@ int run(std::map<std::string, std::string>& flags) {
   if (flags.count("data") && rank == 0 && std::ifstream(flags["data"] + "/weights.f32"))
     load_parameters(*model, flags["data"] + "/weights.f32");
 
+  // --bad-input KIND (the tests' refusals): a float64 model, a parameter that is a transposed (non-contiguous)
+  // view, or a module moved to float64 after wrapping.
+  const std::string bad_input = flag("bad-input", "");
+  if (bad_input == "float64") model->to(at::kDouble);
+  if (bad_input == "noncontiguous") {
+    at::NoGradGuard no_grad;
+    at::Tensor& w = model->fc->weight;
+    w.set_(w.t().contiguous().storage(), 0, w.sizes(), {1, w.size(0)});
+  }
+
   ddpx::torch::DdpOptions options;
   options.backend = flag("backend", "auto");
   options.comm_hook = flag("hook", "allreduce");
@@ -182,6 +193,7 @@ int run(std::map<std::string, std::string>& flags) {
     std::printf("train_cnn: %d rank(s), %lld images per rank per step, hook %s\n%s", world,
                 static_cast<long long>(batch), options.comm_hook.c_str(), ddp.engine().bucket_table().c_str());
 
+  if (bad_input == "reallocated") model->to(at::kDouble);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(std::stod(flag("lr", "0.1"))));
   const int64_t n = data.labels.size(0), micro = batch / accum;
   std::chrono::steady_clock::time_point timed_from;

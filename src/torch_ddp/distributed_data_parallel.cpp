@@ -254,7 +254,10 @@ struct DdpEngine::State {
   void record_synchronized_step(double backward_end_ms) {
     sync_end_ms = job->now_ms();
     const double shift = reducer_begin_ms - step_start_ms;  // bucket times are from begin_step
-    for (const BucketTiming& t : reducer->bucket_timings())
+    // CUDA: reading a step's bucket times waits for its events (a host synchronization), so only the CPU records
+    // them every step; the CUDA form's records hold host-side phase times only (the GPU runs behind the host).
+    const std::vector<BucketTiming> timings = cuda ? std::vector<BucketTiming>{} : reducer->bucket_timings();
+    for (const BucketTiming& t : timings)
       open_record.buckets.push_back(BucketRecord{.index = static_cast<int>(t.bucket),
                                                  .bytes = static_cast<int64_t>(t.bytes),
                                                  .elements = static_cast<int64_t>(t.elements),
@@ -394,6 +397,7 @@ DdpEngine::DdpEngine(::torch::nn::Module& module, DdpOptions options)
   reducer_options.watchdog = &s.job->watchdog();
   s.reducer = std::make_unique<Reducer>(s.job->communicator(), s.flat.data_ptr<float>(), buffer_elems, tensors,
                                         std::move(plan), make_comm_hook(hook_spec), reducer_options);
+  if (s.cuda) s.reducer->set_ready_timing(false);  // see record_synchronized_step
   s.unused.assign(s.params.size(), 0);
 
   for (size_t i = 0; i < s.params.size(); ++i) {

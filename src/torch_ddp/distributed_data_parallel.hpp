@@ -33,7 +33,8 @@
 //  - Every collective is watched (DdpOptions::comm_timeout_s): a killed or stalled rank ends the job with a
 //    message naming the collective, never a hang (dist/watchdog.hpp).
 //  - Each synchronized step is recorded (forward, backward, communication per bucket, the exposed part, the rest
-//    of the loop); write_report(path) writes them as a run report for `ddpx report` and `ddpx predict`.
+//    of the loop); write_report(path) writes them as a run report for `ddpx report` and `ddpx predict`. On CUDA
+//    the phases are host times and no bucket is timed (that would synchronize the host every step).
 //  - Not thread-safe: one training thread per rank (autograd's own threads run the hooks).
 #pragma once
 #include <torch/nn/module.h>

@@ -13,6 +13,8 @@
 #   unused_refused     a parameter without a gradient, find_unused_parameters off: PyTorch's message, naming it
 #   unused_found       the same with --find-unused: trains, = expected_single, ranks equal
 #   mismatch           rank 1 builds conv1 with 5 channels: every rank refuses, naming the first differing tensor
+#   bad_input          a float64 model, a non-contiguous parameter, a module moved to float64 after wrapping: refused,
+#                      naming the parameter
 #   killed_rank        rank 1 SIGKILLed at step 3 (DDPX_TEST_FAULT): the job ends non-zero, naming it
 #   stalled_rank       rank 1 SIGSTOPped at step 3, 3 s timeout: rank 0's watchdog/Gloo ends the job
 #   torchrun           2 ranks under a real torchrun (Gloo) = expected_single (skipped without torchrun)
@@ -77,6 +79,13 @@ case $case_name in
     for r in 0 1; do
       expect_failure $status "rank $r: .*every rank must wrap the same model.*ranks disagree on the model's tensor 0 \(name \[shape\] dtype\): rank 0 has 'parameter conv1.weight \[4, 1, 3, 3\] float32', rank 1 has 'parameter conv1.weight \[5, 1, 3, 3\] float32'"
     done ;;
+  bad_input)
+    run 1 12 --bad-input float64
+    expect_failure $? "parameter 'conv1.weight' is float64; ddpx reduces float32 gradients only"
+    run 1 12 --bad-input noncontiguous
+    expect_failure $? "parameter 'fc.weight' is not contiguous \\(strides \\[1, 10\\] for shape \\[10, 128\\]\\)"
+    run 2 6 --bad-input reallocated
+    expect_failure $? "parameter '.*' was reallocated after the module was wrapped" ;;
   killed_rank)
     DDPX_TEST_FAULT=step-3:1:kill run 2 6
     expect_failure $? "ddpx launch: rank 1 was killed by signal 9" ;;
