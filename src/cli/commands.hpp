@@ -33,6 +33,8 @@ Command add_allreduce_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_tune_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
+Command add_pack_command(CLI::App& app);
+Command add_data_bench_command(CLI::App& app);
 
 inline CommandSet register_commands(CLI::App& app) {
   CommandSet set;
@@ -46,6 +48,8 @@ inline CommandSet register_commands(CLI::App& app) {
   set.commands.push_back(add_bench_command(app));
   set.commands.push_back(add_tune_command(app));
   set.commands.push_back(add_predict_command(app));
+  set.commands.push_back(add_pack_command(app));
+  set.commands.push_back(add_data_bench_command(app));
   return set;
 }
 

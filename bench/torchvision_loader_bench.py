@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""torchvision's input pipeline on an ImageFolder, the anchor `ddpx data-bench` runs in the same call.
+
+    /usr/bin/python3 bench/torchvision_loader_bench.py DIR --size 224 --workers 1 --images 400 --transform train
+
+ImageFolder (PIL decoding) + DataLoader(batch_size=32, num_workers=W, shuffle=True), the transform of
+torchvision's ImageNet reference: train = RandomResizedCrop(size) + RandomHorizontalFlip + ToTensor + Normalize,
+eval = Resize(size / 0.875) + CenterCrop(size) + ToTensor + Normalize (antialiased bilinear, PIL's). Iterates
+until --images images were delivered (whole epochs repeated as needed; one warm-up batch excluded) and prints one
+JSON line: {"images": N, "seconds": S, "images_per_s": R, "workers": W, "torch": version, "torchvision": version}.
+torch.set_num_threads(1) in every process, so W workers use W cores (plus the main process collating).
+"""
+import argparse
+import json
+import time
+
+import torch
+import torchvision
+from torchvision import datasets, transforms
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dir")
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--images", type=int, default=400)
+    parser.add_argument("--transform", choices=["train", "eval"], default="train")
+    parser.add_argument("--batch", type=int, default=32)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    if args.transform == "train":
+        transform = transforms.Compose([transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip(),
+                                        transforms.ToTensor(), normalize])
+    else:
+        transform = transforms.Compose([transforms.Resize(round(args.size / 0.875)), transforms.CenterCrop(args.size),
+                                        transforms.ToTensor(), normalize])
+    dataset = datasets.ImageFolder(args.dir, transform)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=True, num_workers=args.workers,
+                                         worker_init_fn=lambda _: torch.set_num_threads(1), persistent_workers=True,
+                                         drop_last=True)
+    delivered, start = 0, None
+    while delivered < args.images:
+        for images, _ in loader:
+            if start is None:  # the first batch pays for starting the workers
+                start = time.perf_counter()
+                continue
+            delivered += images.shape[0]
+            if delivered >= args.images:
+                break
+    seconds = time.perf_counter() - start
+    print(json.dumps({"images": delivered, "seconds": seconds, "images_per_s": delivered / seconds,
+                      "workers": args.workers, "torch": torch.__version__, "torchvision": torchvision.__version__}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+// `ddpx data-bench folder:DIR`: the input side's images/s for each path (the folder's JPEGs, a JPEG pack and a raw
+// pack of the same files, --max-side 256), with the train and the eval transform, on one thread (per core) and on
+// --threads; torchvision's ImageFolder + DataLoader (PIL, the same transforms: bench/torchvision_loader_bench.py)
+// on the same files in the same call, with one worker and with --threads workers; and the decode-only limit
+// (libjpeg-turbo full-size decodes of the same files, file reads included, one thread). Ratios are per core
+// against torchvision's one-worker figure of the same transform.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "cli/child_process.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "data/data_sources.hpp"
+#include "data/loader_throughput.hpp"
+#include "data/pack_writer.hpp"
+
+namespace ddpx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchFlags {
+  std::string source, pack_dir, python, script;
+  int size = 224, threads = 0, max_side = 256;
+  int64_t images = 512;
+  bool no_torchvision = false;
+};
+
+std::string find_script(const std::string& given) {
+  if (!given.empty()) {
+    DDPX_REQUIRE(fs::exists(given), "--torchvision-script {}: no such file", given);
+    return given;
+  }
+  const fs::path relative = fs::path("bench") / "torchvision_loader_bench.py";
+  if (fs::exists(relative)) return fs::absolute(relative).string();
+  for (fs::path dir = fs::path(this_executable()).parent_path(); !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path())
+    if (fs::exists(dir / relative)) return (dir / relative).string();
+  return "";
+}
+
+// torchvision's images/s for one transform and worker count; nullopt (and a note) when it could not run.
+std::optional<double> torchvision_rate(const BenchFlags& f, const std::string& dir, const char* transform, int workers,
+                                       const std::string& log, std::vector<std::string>& notes) {
+  const int status = run_child_process({f.python, f.script, dir, "--size", std::to_string(f.size), "--workers",
+                                        std::to_string(workers), "--images", std::to_string(f.images), "--transform",
+                                        transform},
+                                       {}, log);
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.front() != '{') continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("images_per_s")) return j["images_per_s"].get<double>();
+  }
+  notes.push_back(fmt::format("torchvision ({} transform, {} workers) did not run (exit {}): {}", transform, workers,
+                              status, file_tail(log, 3)));
+  return std::nullopt;
+}
+
+}  // namespace
+
+Command add_data_bench_command(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "data-bench",
+      "Measure the input side: images/s of the folder's JPEGs, a JPEG pack and a raw pack of them, with the train "
+      "(RandomResizedCrop + flip) and eval (resize + center crop) transforms, per core and on --threads, beside "
+      "torchvision's ImageFolder + DataLoader on the same files and the decode-only limit");
+  cmd->add_option("SOURCE", f->source, "folder:DIR of JPEGs (bench/make_jpeg_folder.py makes one from photographs)")
+      ->required();
+  cmd->add_option("--size", f->size, "output side of the transforms")->capture_default_str();
+  cmd->add_option("--images", f->images, "images per measurement")->capture_default_str();
+  cmd->add_option("--threads", f->threads, "threads (and torchvision workers) for the total (0: hardware threads)");
+  cmd->add_option("--max-side", f->max_side, "the packs' --max-side")->capture_default_str();
+  cmd->add_option("--pack-dir", f->pack_dir, "where the packs are written (default: a temporary folder, removed)");
+  cmd->add_option("--python", f->python, "the Python with torch and torchvision (default /usr/bin/python3, else python3)");
+  cmd->add_option("--torchvision-script", f->script, "default: bench/torchvision_loader_bench.py of the repo");
+  cmd->add_flag("--no-torchvision", f->no_torchvision, "skip the torchvision anchor");
+  return {cmd, [f] {
+            const DataSpec spec = parse_data_spec(f->source, "SOURCE");
+            DDPX_REQUIRE(spec.source == DataSource::folder, "SOURCE {}: data-bench measures a folder:DIR of JPEGs",
+                         f->source);
+            const int threads = f->threads > 0 ? f->threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+            if (f->python.empty()) f->python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+            const bool temporary = f->pack_dir.empty();
+            const fs::path pack_dir = temporary ? fs::temp_directory_path() / fmt::format("ddpx-data-bench-{}", ::getpid())
+                                                : fs::path(f->pack_dir);
+            fs::create_directories(pack_dir);
+            std::vector<std::string> notes;
+            const std::unique_ptr<SampleSource> folder = open_sample_source(spec, "SOURCE");
+            fmt::print("ddpx data-bench: {} | {} images per figure, output {}x{}, {} thread{} for the total\n",
+                       folder->describe(), f->images, f->size, f->size, threads, threads == 1 ? "" : "s");
+            PackOptions jpeg;
+            jpeg.max_side = f->max_side;
+            jpeg.threads = threads;
+            PackOptions raw = jpeg;
+            raw.storage = PackStorage::raw;
+            const std::string jpeg_pack = (pack_dir / "jpeg.pack").string(), raw_pack = (pack_dir / "raw.pack").string();
+            write_pack(*folder, jpeg_pack, jpeg);
+            write_pack(*folder, raw_pack, raw);
+            const Throughput decode = measure_full_decodes(*folder, f->images);
+
+            std::optional<double> tv[2][2];  // [train/eval][1 worker / threads workers]
+            if (!f->no_torchvision) {
+              f->script = find_script(f->script);
+              if (f->script.empty()) {
+                notes.push_back("torchvision column empty: bench/torchvision_loader_bench.py not found");
+              } else {
+                for (int t = 0; t < 2; ++t)
+                  for (int w = 0; w < 2; ++w)
+                    tv[t][w] = torchvision_rate(*f, spec.location, t == 0 ? "train" : "eval", w == 0 ? 1 : threads,
+                                                (pack_dir / fmt::format("torchvision-{}-{}.log", t, w)).string(), notes);
+              }
+            }
+            fmt::print("{:<14} {:<6} {:>14} {:>14} {:>16} {:>16}\n", "path", "xform", "1 thread img/s",
+                       fmt::format("{} thr img/s", threads), "x torchvision/core", "x decode-only");
+            const auto row = [&](const char* name, const char* transform, double one, double all, std::optional<double> anchor) {
+              fmt::print("{:<14} {:<6} {:>14.1f} {:>14.1f} {:>16} {:>16.2f}\n", name, transform, one, all,
+                         anchor ? fmt::format("{:.2f}", one / *anchor) : "-", one / decode.per_second());
+            };
+            for (int t = 0; t < 2; ++t) {
+              DatasetContext context;
+              context.shape = DataShape{3, f->size, std::max<int64_t>(folder->num_classes(), 1)};
+              context.images.augmentation = t == 0 ? Augmentation::crop_flip : Augmentation::resize;
+              const char* transform = t == 0 ? "train" : "eval";
+              for (const auto& [name, text] : std::vector<std::pair<const char*, std::string>>{
+                       {"folder JPEG", f->source}, {"pack JPEG", "pack:" + jpeg_pack}, {"pack raw", "pack:" + raw_pack}}) {
+                const std::unique_ptr<Dataset> dataset = make_dataset(parse_data_spec(text, "SOURCE"), context);
+                const double one = measure_batches(*dataset, 1, 32, f->images).per_second();
+                const double all = measure_batches(*dataset, threads, 32, f->images).per_second();
+                row(name, transform, one, all, tv[t][0]);
+              }
+              if (tv[t][0])
+                fmt::print("{:<14} {:<6} {:>14.1f} {:>14} {:>16} {:>16.2f}\n", "torchvision", transform, *tv[t][0],
+                           tv[t][1] ? fmt::format("{:.1f}", *tv[t][1]) : "-", "1.00", *tv[t][0] / decode.per_second());
+            }
+            fmt::print("{:<14} {:<6} {:>14.1f} {:>14} {:>16} {:>16}\n", "decode-only", "full", decode.per_second(), "-",
+                       "-", "1.00");
+            for (const std::string& note : notes) fmt::print("note: {}\n", note);
+            if (temporary) fs::remove_all(pack_dir);
+            return 0;
+          }};
+}
+
+}  // namespace ddpx::cli

@@ -1,0 +1,25 @@
+// Throughput of the input side for `ddpx data-bench`: images/s of a dataset's uint8 batches on T threads, and
+// the decode-only limit (libjpeg-turbo full-size decodes on one thread).
+// Guarantees: every image counted was produced in full (the same fill_pixels the loader calls); threads split
+// consecutive micro-batches of rank 0 of one; the clock covers the work only (sources are opened before).
+#pragma once
+#include <cstdint>
+
+#include "data/dataset.hpp"
+#include "data/sample_source.hpp"
+
+namespace ddpx {
+
+struct Throughput {
+  int64_t images = 0;
+  double seconds = 0;
+  double per_second() const { return seconds > 0 ? static_cast<double>(images) / seconds : 0; }
+};
+
+// Fills micro-batches 0, 1, ... of `batch` images on `threads` threads until at least `images` are done.
+Throughput measure_batches(const Dataset& dataset, int threads, int64_t batch, int64_t images);
+
+// Decodes samples 0, 1, ... (wrapping) of a JPEG/PNG source whole, on one thread, until `images` are done.
+Throughput measure_full_decodes(const SampleSource& source, int64_t images);
+
+}  // namespace ddpx
