@@ -10,6 +10,7 @@
 // Flags (all optional): --steps N --batch B --lr X --accum K (K micro-batches per step, K-1 of them in no_sync())
 //   --hook H --bucket-mb X --first-bucket-mb X --backend B --timeout S --find-unused --unused-branch
 //   --width W --width-on-rank R:W (a different model on rank R: refused) --seed S
+//   --device cpu|cuda (cuda: rank r on GPU local_rank; needs a LibTorch with CUDA)
 //   --bad-input float64|noncontiguous|reallocated (a model the wrapper must refuse, for the tests)
 //   --data DIR (images.u8, labels.u8, optional weights.f32 loaded on rank 0; --image-size P) | --fashion-mnist DIR
 //   --out PREFIX (every rank writes PREFIX.rank<R>.f32: its parameters in registration order)
@@ -19,6 +20,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/cuda.h>
 #include <torch/optim/sgd.h>
 #include <zlib.h>
 
@@ -126,7 +128,7 @@ double max_difference(torch::nn::Module& model, const std::string& path) {
   double worst = 0;
   size_t i = 0;
   for (const at::Tensor& p : model.parameters()) {
-    const at::Tensor host = p.detach().contiguous();
+    const at::Tensor host = p.detach().to(at::kCPU).contiguous();
     const float* values = host.data_ptr<float>();
     for (int64_t k = 0; k < host.numel(); ++k, ++i) {
       if (i >= expected.size()) return worst;  // the leading parameters (--unused-branch adds its head last)
@@ -142,7 +144,14 @@ int run(std::map<std::string, std::string>& flags) {
     auto it = flags.find(name);
     return it == flags.end() ? fallback : it->second;
   };
-  const int rank = ddpx::detect_world().rank;
+  const ddpx::WorldInfo world_info = ddpx::detect_world();
+  const int rank = world_info.rank;
+  // --device cuda: rank r on GPU local_rank (the adapter's CUDA form: gradients on the GPU, NCCL between ranks).
+  const bool on_gpu = flag("device", "cpu") == "cuda";
+  if (on_gpu && !torch::cuda::is_available())
+    throw std::runtime_error("--device cuda: this LibTorch sees no GPU (Debian's libtorch is CPU-only)");
+  const torch::Device device = on_gpu ? torch::Device(torch::kCUDA, static_cast<int16_t>(world_info.local_rank))
+                                      : torch::Device(torch::kCPU);
   const int64_t steps = std::stoll(flag("steps", "20")), batch = std::stoll(flag("batch", "16"));
   const int64_t accum = std::stoll(flag("accum", "1"));
   int64_t width = std::stoll(flag("width", "4"));
@@ -168,6 +177,7 @@ int run(std::map<std::string, std::string>& flags) {
   if (flags.count("data") && rank == 0 && std::ifstream(flags["data"] + "/weights.f32"))
     load_parameters(*model, flags["data"] + "/weights.f32");
 
+  model->to(device);
   // --bad-input KIND (the tests' refusals): a float64 model, a parameter that is a transposed (non-contiguous)
   // view, or a module moved to float64 after wrapping.
   const std::string bad_input = flag("bad-input", "");
@@ -201,7 +211,8 @@ int run(std::map<std::string, std::string>& flags) {
     if (step == 1) timed_from = std::chrono::steady_clock::now();  // step 0 allocates: left out
     const int64_t first = (step * world * batch + rank * batch) % n;
     const at::Tensor index = (at::arange(batch, at::kLong) + first) % n;
-    const at::Tensor x = data.images.index_select(0, index), y = data.labels.index_select(0, index);
+    const at::Tensor x = data.images.index_select(0, index).to(device);
+    const at::Tensor y = data.labels.index_select(0, index).to(device);
     optimizer.zero_grad();
     double loss_sum = 0;
     for (int64_t k = 0; k < accum; ++k) {

@@ -20,6 +20,7 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 #ifdef DDPX_TORCH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -345,6 +346,10 @@ DdpEngine::DdpEngine(::torch::nn::Module& module, DdpOptions options)
   DDPX_REQUIRE(s.options.comm_timeout_s > 0, "ddpx::torch::DdpOptions::comm_timeout_s ({}) must be positive",
                s.options.comm_timeout_s);
 
+#ifdef DDPX_TORCH_CUDA
+  // NCCL's communicator binds to the current device: the module's.
+  if (s.cuda) c10::cuda::set_device(device.index());
+#endif
   s.job = std::make_unique<DdpJob>(DdpJobOptions{
       .backend = s.options.backend,
       .device = s.cuda ? Device::cuda : Device::cpu,
