@@ -24,6 +24,16 @@ int visible_gpu_count() {
 #endif
 }
 
+std::string devices_line() {
+#ifdef DDPX_HAVE_CUDA
+  const int gpus = visible_gpu_count();
+  if (gpus == 0) return "devices: cpu (built with CUDA; no GPU visible)";
+  return "devices: cpu, cuda (" + std::to_string(gpus) + (gpus == 1 ? " GPU)" : " GPUs)");
+#else
+  return "devices: cpu (built without CUDA)";
+#endif
+}
+
 std::vector<std::string> visible_gpu_bus_ids() {
   std::vector<std::string> ids;
 #ifdef DDPX_HAVE_CUDA

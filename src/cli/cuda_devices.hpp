@@ -13,6 +13,9 @@
 namespace ddpx::cli {
 
 int visible_gpu_count();
+// "devices: cpu, cuda (2 GPUs)" when this binary has the CUDA engine and sees a GPU; otherwise "devices: cpu
+// (built without CUDA)" or "devices: cpu (built with CUDA; no GPU visible)". The first form names --device cuda.
+std::string devices_line();
 // PCI bus id of every visible GPU in CUDA order ("0000:19:00.0"); "" where the runtime does not say.
 std::vector<std::string> visible_gpu_bus_ids();
 // can[i][j]: cudaDeviceCanAccessPeer(i, j) in CUDA order (the diagonal is true).

@@ -23,7 +23,11 @@ using testing::run_ddpx;
 TEST(Version, PrintsTheVersionAndTheCommitOfTheBuild) {
   const auto r = run_ddpx("--version");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_EQ(r.output, "ddpx " + ddpx_version() + " (commit " + ddpx_commit() + ")\n");
+  EXPECT_EQ(r.output.substr(0, r.output.find('\n') + 1), "ddpx " + ddpx_version() + " (commit " + ddpx_commit() + ")\n");
+  // The second line says which --device this binary can use here (scripts/run.sh reads it); no GPU here.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\ndevices: cpu( \\(built without CUDA\\)| \\(built with CUDA; no GPU "
+                                                     "visible\\)|, cuda \\([0-9]+ GPUs?\\))\n$")))
+      << r.output;
   EXPECT_FALSE(ddpx_version().empty());
   // A short hash (optionally -dirty) in a git checkout, "unknown" outside one.
   EXPECT_TRUE(std::regex_match(ddpx_commit(), std::regex("[0-9a-f]{4,40}(-dirty)?|unknown"))) << ddpx_commit();
