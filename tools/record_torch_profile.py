@@ -13,6 +13,7 @@ Debian's torch 1.13 has no Kineto, so its export is the legacy profiler's JSON (
 2.x writes Kineto's ({"traceEvents": [...]}): the reader takes both. The GPU form (NCCL kernels) is recorded with
 PyTorch 2.11 in the GPU-run issue.
 Run: python3 tools/record_torch_profile.py [OUT_DIR]   (Debian's python3-torch)
+     python3 tools/record_torch_profile.py --nccl OUT_DIR (2 GPUs, PyTorch with CUDA: NCCL, CPU and CUDA activities)
 """
 import os
 import socket
@@ -41,17 +42,22 @@ class Mlp(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
-def worker(rank, port, out):
+def worker(rank, port, out, nccl):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    dist.init_process_group("nccl" if nccl else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=2)
+    device = torch.device("cuda", rank) if nccl else torch.device("cpu")
+    if nccl:
+        torch.cuda.set_device(device)
     torch.manual_seed(0)
-    model = Mlp(FORWARD_DELAY_MS / 1000 if rank == 1 else 0)
+    model = Mlp(FORWARD_DELAY_MS / 1000 if rank == 1 else 0).to(device)
     ddp = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if nccl else [])
     schedule = torch.profiler.schedule(wait=1, warmup=1, active=2)
     path = os.path.join(out, f"trace_rank{rank}.json")
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule,
+    with torch.profiler.profile(activities=activities, schedule=schedule,
                                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(4):
             optimizer.zero_grad()
@@ -65,13 +71,15 @@ def worker(rank, port, out):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures",
+    args = [a for a in sys.argv[1:] if a != "--nccl"]
+    nccl = "--nccl" in sys.argv[1:]
+    out = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures",
                                                               "torch_profile")
     os.makedirs(out, exist_ok=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(worker, args=(port, out), nprocs=2, join=True)
+    mp.spawn(worker, args=(port, out, nccl), nprocs=2, join=True)
     print(f"wrote {out}/trace_rank0.json, trace_rank1.json (torch {torch.__version__})")
 
 
