@@ -164,7 +164,10 @@ Command add_train_command(CLI::App& app) {
       ->group(ckpt);
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "folder for resumable checkpoints: created and probed before training, locked against a second "
-                  "run; written atomically, only from finite state, with a CRC-32 per tensor")
+                  "run; written atomically, only from finite state, with a CRC-32 per tensor and one of the header "
+                  "(step, RNG states). ddpx owns the names inside: a symlink there is replaced, never followed, and a "
+                  "folder other users can write is refused unless it is sticky (chmod 1777) and yours. A checkpoint "
+                  "is committed once the next step's loss passed the numerics check")
       ->group(ckpt);
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint every K steps (and at the end)")->group(ckpt);
   cmd->add_option("--keep-checkpoints", o->keep_checkpoints,

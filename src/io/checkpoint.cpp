@@ -15,6 +15,9 @@
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
+#include "core/internal_assert.hpp"
+#include "core/test_fault.hpp"
+#include "io/checkpoint_folder.hpp"
 #include "io/param_safetensors.hpp"
 #include "io/output_file.hpp"
 #include "io/posix_file.hpp"
@@ -25,8 +28,9 @@ namespace ddpx {
 
 namespace {
 
-// Version 2 added the per-tensor checksums (required); version 1 files still load, unverified.
-constexpr std::string_view kVersion = "2";
+// Version 2 added the per-tensor checksums (required), version 3 the header checksum (required): the metadata
+// (step, RNG states, data position, ...) is covered too. Versions 1 and 2 still load, less verified.
+constexpr std::string_view kVersion = "3";
 constexpr std::string_view kFlag = "--checkpoint-dir";
 
 std::string state_prefix(std::string_view state_name) { return fmt::format("optimizer.{}.", state_name); }
@@ -95,10 +99,16 @@ class MetadataReader {
 
 CheckpointInfo parse_info(const SafetensorsReader& reader) {
   const MetadataReader metadata(reader.metadata(), reader.path());
+  // Before any value is believed: a file that carries a header checksum is verified whatever its version says (a
+  // flipped bit could make a version 3 file claim version 2).
+  const bool header_verified = verify_header_checksum(reader);
   const std::string& version = metadata.text("ddpx_checkpoint_version");
-  DDPX_REQUIRE(version == kVersion || version == "1",
-               "checkpoint '{}' has format version {}; this ddpx reads versions 1 and {}", reader.path().string(),
+  DDPX_REQUIRE(version == kVersion || version == "2" || version == "1",
+               "checkpoint '{}' has format version {}; this ddpx reads versions 1 to {}", reader.path().string(),
                version, kVersion);
+  DDPX_REQUIRE(version != kVersion || header_verified,
+               "checkpoint '{}' lacks metadata '{}' (its header's checksum); the file is damaged or was edited",
+               reader.path().string(), kHeaderChecksumKey);
   DDPX_REQUIRE(version == "1" || reader.metadata().contains(kChecksumKey),
                "checkpoint '{}' lacks metadata '{}' (its tensors' checksums); the file is damaged or was edited",
                reader.path().string(), kChecksumKey);
@@ -131,45 +141,25 @@ void require_optimizer_size(const FlatLayout& layout, const Optimizer& optimizer
                optimizer.name(), optimizer.num_elements(), layout.spec(), layout.buffer_size());
 }
 
-std::filesystem::path numbered_checkpoint(const std::filesystem::path& dir, int64_t step) {
-  return dir / fmt::format("checkpoint-{}.safetensors", step);
-}
+std::string numbered_name(int64_t step) { return fmt::format("checkpoint-{}.safetensors", step); }
+constexpr const char* kLatestName = "checkpoint.safetensors";
 
-// The steps of the checkpoint-<step>.safetensors files in dir, ascending.
-std::vector<int64_t> numbered_steps(const std::filesystem::path& dir) {
+// The steps of the checkpoint-<step>.safetensors files in the folder, ascending.
+std::vector<int64_t> numbered_steps(const CheckpointFolder& folder) {
   std::vector<int64_t> steps;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
+  for (const std::string& name : folder.names()) {
     constexpr std::string_view prefix = "checkpoint-", suffix = ".safetensors";
     if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix))
       continue;
     const std::string_view digits(name.data() + prefix.size(), name.size() - prefix.size() - suffix.size());
     int64_t step = 0;
     const auto [end, parse_error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
-    if (parse_error == std::errc{} && end == digits.data() + digits.size()) steps.push_back(step);
+    if (parse_error == std::errc{} && end == digits.data() + digits.size() && digits[0] != '-' &&
+        numbered_name(step) == name)
+      steps.push_back(step);
   }
   std::sort(steps.begin(), steps.end());
   return steps;
-}
-
-// Points dir/checkpoint.safetensors at `numbered` with a hard link renamed into place (atomic, no copy); where the
-// file system has no hard links (or the name is a symlink, which is never replaced), writes a second copy.
-void make_latest(const std::filesystem::path& dir, const std::filesystem::path& numbered,
-                 const std::function<void(OutputFile&)>& write) {
-  const std::filesystem::path latest = checkpoint_file(dir);
-  const std::filesystem::path link_temporary = dir / fmt::format(".checkpoint.safetensors.{}.link", ::getpid());
-  ::unlink(link_temporary.c_str());
-  if (!std::filesystem::is_symlink(latest) && ::link(numbered.c_str(), link_temporary.c_str()) == 0) {
-    if (::rename(link_temporary.c_str(), latest.c_str()) != 0) {
-      const int error = errno;
-      ::unlink(link_temporary.c_str());
-      fail("cannot rename '{}' to '{}': {}", link_temporary.string(), latest.string(), std::strerror(error));
-    }
-    sync_directory(dir);
-    return;
-  }
-  write_output_file(latest, kFlag, write);
 }
 
 }  // namespace
@@ -181,8 +171,56 @@ std::filesystem::path checkpoint_file(const std::filesystem::path& dir) {
 
 bool checkpoint_exists(const std::filesystem::path& dir) { return std::filesystem::is_regular_file(checkpoint_file(dir)); }
 
-void save_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
-                     const Optimizer& optimizer, const CheckpointState& state, int keep) {
+PendingCheckpoint::PendingCheckpoint(std::unique_ptr<CheckpointFolder> folder, CheckpointFolder::NewFile file,
+                                     int64_t step, int keep)
+    : folder_(std::move(folder)), file_(std::move(file)), step_(step), keep_(keep) {}
+PendingCheckpoint::PendingCheckpoint(PendingCheckpoint&&) noexcept = default;
+PendingCheckpoint& PendingCheckpoint::operator=(PendingCheckpoint&& other) noexcept {
+  discard();
+  file_ = std::move(other.file_);
+  folder_ = std::move(other.folder_);
+  step_ = other.step_;
+  keep_ = other.keep_;
+  return *this;
+}
+PendingCheckpoint::~PendingCheckpoint() { discard(); }
+
+void PendingCheckpoint::discard() noexcept {
+  file_.reset();  // before its folder
+  folder_.reset();
+}
+
+std::filesystem::path PendingCheckpoint::target() const {
+  DDPX_INTERNAL_ASSERT(folder_, "PendingCheckpoint::target() after commit or discard");
+  return folder_->path() / (keep_ == 1 ? kLatestName : numbered_name(step_));
+}
+
+void PendingCheckpoint::commit() {
+  DDPX_INTERNAL_ASSERT(folder_ && file_, "PendingCheckpoint::commit() twice");
+  CheckpointFolder& folder = *folder_;
+  const std::string name = keep_ == 1 ? kLatestName : numbered_name(step_);
+  try {
+    file_->place(name);
+    file_.reset();
+    if (keep_ > 1) folder.link_or_copy(name, kLatestName);
+  } catch (const std::exception& e) {
+    fail("saving checkpoint '{}' failed; the previous checkpoint there (if any) is unchanged: {}",
+         (folder.path() / name).string(), e.what());
+  }
+  if (keep_ > 1) {
+    // Keep this one and the newest keep - 1 before it; never touch later steps (a run resumed from an earlier
+    // checkpoint leaves the first run's later ones alone).
+    std::vector<int64_t> older;
+    for (const int64_t step : numbered_steps(folder))
+      if (step < step_) older.push_back(step);
+    const size_t keep_older = static_cast<size_t>(keep_ - 1);
+    for (size_t i = 0; i + keep_older < older.size(); ++i) folder.remove(numbered_name(older[i]));
+  }
+  discard();
+}
+
+PendingCheckpoint prepare_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
+                                     const Optimizer& optimizer, const CheckpointState& state, int keep) {
   DDPX_REQUIRE(keep >= 1, "--keep-checkpoints must be >= 1, got {}", keep);
   require_optimizer_size(layout, optimizer);
   nlohmann::json rng_states = nlohmann::json::array();
@@ -205,30 +243,26 @@ void save_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
     std::vector<TensorView> state_views = layout_tensor_views(layout, state_prefix(name), optimizer.state(name).data());
     views.insert(views.end(), state_views.begin(), state_views.end());
   }
-  const std::filesystem::path target = keep == 1 ? checkpoint_file(dir) : numbered_checkpoint(dir, state.step);
+  const std::string name = keep == 1 ? kLatestName : numbered_name(state.step);
+  const std::filesystem::path target = dir / name;
   require_finite_tensors(views, fmt::format("checkpoint '{}' (step {})", target.string(), state.step));
   metadata = with_checksums(views, metadata);
-  const auto write = [&](OutputFile& file) { write_safetensors(file, views, metadata); };
   try {
-    std::filesystem::create_directories(dir);
-    write_output_file(target, kFlag, write);
-    if (keep > 1) make_latest(dir, target, write);
+    auto folder = std::make_unique<CheckpointFolder>(dir, kFlag);
+    CheckpointFolder::NewFile file = folder->write_new(name, [&](OutputFile& output) {
+      write_safetensors(output, views, metadata);
+      test_fault_point("write-" + name);  // a test hook: see core/test_fault.hpp
+    });
+    return PendingCheckpoint(std::move(folder), std::move(file), state.step, keep);
   } catch (const std::exception& e) {
     fail("saving checkpoint '{}' failed; the previous checkpoint there (if any) is unchanged: {}", target.string(),
          e.what());
   }
-  if (keep > 1) {
-    // Keep this one and the newest keep - 1 before it; never touch later steps (a run resumed from an earlier
-    // checkpoint leaves the first run's later ones alone).
-    std::vector<int64_t> older;
-    for (const int64_t step : numbered_steps(dir))
-      if (step < state.step) older.push_back(step);
-    const size_t keep_older = static_cast<size_t>(keep - 1);
-    for (size_t i = 0; i + keep_older < older.size(); ++i) {
-      std::error_code ignored;
-      std::filesystem::remove(numbered_checkpoint(dir, older[i]), ignored);
-    }
-  }
+}
+
+void save_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
+                     const Optimizer& optimizer, const CheckpointState& state, int keep) {
+  prepare_checkpoint(dir, layout, params, optimizer, state, keep).commit();
 }
 
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir) {

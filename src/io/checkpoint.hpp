@@ -3,16 +3,20 @@
 //    dropping the "optimizer." tensors),
 //  - the optimizer state, one F32 tensor per parameter and state buffer: "optimizer.<state>.<tensor name>"
 //    (state: "momentum" for sgd, "exp_avg" / "exp_avg_sq" for adamw),
-//  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "2", "model" (FlatLayout::spec()),
+//  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "3", "model" (FlatLayout::spec()),
 //    "optimizer" (name), "optimizer_options" (JSON), "optimizer_state" (JSON array of state names),
 //    "optimizer_step" (decimal), "step" (decimal), "rng_states" (JSON array of {"state", "inc", "spare_bits"
 //    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON), "ddpx.crc32"
-//    (JSON: tensor name -> CRC-32 of its bytes; io/tensor_integrity.hpp; version 1 files lack it and load unchecked).
+//    (JSON: tensor name -> CRC-32 of its bytes; io/tensor_integrity.hpp; version 1 files lack it and load unchecked),
+//    "ddpx.header_crc32" (CRC-32 of all the other metadata and the tensors' names, dtypes and shapes; version 2
+//    files lack it, and their metadata loads unchecked).
 // With keep > 1 each save writes <dir>/checkpoint-<step>.safetensors and makes checkpoint.safetensors a hard link
 // to it (a second copy where hard links are not supported); the newest `keep` numbered files are kept, older ones
 // removed, later steps (from a run this one resumed before their end) never touched.
-// Guarantees: saving is atomic (io/output_file.hpp: temporary, fsync, rename, fsync <dir>): a crash at any point
-// leaves the previous checkpoint loadable, and a failed save throws and leaves it untouched. Nothing is written
+// Guarantees: saving is atomic (a fresh O_EXCL temporary, fsync, renameat, fsync <dir>): a crash at any point
+// leaves the previous checkpoint loadable, and a failed save throws and leaves it untouched. The names in the folder
+// belong to ddpx: a symlink planted under one is replaced, never followed (io/checkpoint_folder.hpp), and a folder
+// other users can write is refused unless it is sticky and owned by this user. Nothing is written
 // unless every value is finite (the error names the tensor). Loading verifies every tensor's checksum and names
 // the one that fails. A save/load round
 // trip restores parameters, optimizer state, step counts and RNG states bit for bit. Loading checks the model
@@ -20,11 +24,14 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/rng.hpp"
+#include "io/checkpoint_folder.hpp"
 #include "model/flat_layout.hpp"
 #include "optim/optimizer.hpp"
 
@@ -52,7 +59,33 @@ struct CheckpointInfo {
 std::filesystem::path checkpoint_file(const std::filesystem::path& dir);
 bool checkpoint_exists(const std::filesystem::path& dir);
 
-// Creates dir if needed. optimizer.num_elements() must equal layout.buffer_size(). keep: --keep-checkpoints.
+// A checkpoint written in full and fsynced in its folder, not yet under its name: commit() renames it into place
+// (and rotates, with keep > 1); destroying it uncommitted removes it, leaving the folder as it was. The trainer commits step k's checkpoint only once step k+1's loss passed the numerics check
+// (see Note [Deferred checkpoint commit] in train/trainer.cpp).
+class PendingCheckpoint {
+ public:
+  PendingCheckpoint(std::unique_ptr<CheckpointFolder> folder, CheckpointFolder::NewFile file, int64_t step, int keep);
+  PendingCheckpoint(PendingCheckpoint&&) noexcept;
+  PendingCheckpoint& operator=(PendingCheckpoint&&) noexcept;
+  ~PendingCheckpoint();
+  int64_t step() const { return step_; }
+  std::filesystem::path target() const;  // the name it will have
+  void commit();
+  void discard() noexcept;
+
+ private:
+  std::unique_ptr<CheckpointFolder> folder_;
+  std::optional<CheckpointFolder::NewFile> file_;
+  int64_t step_ = 0;
+  int keep_ = 1;
+};
+
+// Creates dir if needed (io/checkpoint_folder.hpp: refused when others can write it) and writes the checkpoint
+// under a temporary name. optimizer.num_elements() must equal layout.buffer_size(). keep: --keep-checkpoints.
+PendingCheckpoint prepare_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
+                                     const Optimizer& optimizer, const CheckpointState& state, int keep = 1);
+
+// prepare_checkpoint(...).commit().
 void save_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                      const Optimizer& optimizer, const CheckpointState& state, int keep = 1);
 

@@ -146,9 +146,12 @@ TensorDType dtype_from_descr(const std::string& descr, const std::filesystem::pa
   for (const auto& known : kDescrs)
     if (descr == known.descr) return known.dtype;
   const bool big_endian = !descr.empty() && descr[0] == '>';
+  // Integers (int16 labels) are re-saved as integers, floats as float32: class indices must not become floats.
+  const bool integer = descr.size() >= 2 && (descr[1] == 'i' || descr[1] == 'u' || descr[1] == 'b');
   fail("'{}' holds dtype '{}', which ddpx does not read{}; supported: '<f4', '<f8', '<f2', '<i4', '<i8', '|u1' "
-       "(re-save it with np.save(path, a.astype('<f4')))",
-       path.string(), descr, big_endian ? " (big-endian)" : "");
+       "(re-save it with np.save(path, a.astype('{}')){})",
+       path.string(), descr, big_endian ? " (big-endian)" : "", integer ? "<i8" : "<f4",
+       integer ? ": integer arrays such as labels stay integers" : "");
 }
 
 const char* descr_from_dtype(TensorDType dtype, const std::filesystem::path& path) {

@@ -91,6 +91,8 @@ OutputFile::OutputFile(std::filesystem::path path, UnnamedUntilLinked) : path_(s
   if (fd_ < 0) fail_errno("create", path_);
 }
 
+OutputFile::OutputFile(int fd, std::filesystem::path path) : path_(std::move(path)), fd_(fd) {}
+
 void OutputFile::link() {
   if (!unnamed_) return;
   DDPX_REQUIRE(fd_ >= 0, "'{}' is already closed", path_.string());

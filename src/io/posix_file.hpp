@@ -47,6 +47,8 @@ class OutputFile {
   // writing leaves nothing on disk. Where the filesystem has no O_TMPFILE, it is created at `path` at once.
   struct UnnamedUntilLinked {};
   OutputFile(std::filesystem::path path, UnnamedUntilLinked);
+  // Takes ownership of a descriptor the caller opened for writing (io/checkpoint_folder.hpp: openat, O_EXCL).
+  OutputFile(int fd, std::filesystem::path path);
   ~OutputFile();                                     // closes if close() was not called; errors there are lost
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;

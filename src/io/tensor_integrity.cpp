@@ -2,6 +2,7 @@
 #include "io/tensor_integrity.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -45,14 +46,48 @@ void require_finite_tensors(std::span<const TensorView> views, const std::string
 
 TensorMetadata with_checksums(std::span<const TensorView> views, const TensorMetadata& metadata) {
   nlohmann::json sums = nlohmann::json::object();
-  for (const TensorView& view : views)
+  std::vector<TensorDescription> table;
+  for (const TensorView& view : views) {
     sums[view.name] = fmt::format("{:08x}", crc32_of(view.data, shape_numel(view.shape) * dtype_size(view.dtype)));
+    table.push_back({view.name, view.dtype, view.shape});
+  }
   TensorMetadata out = metadata;
+  out.erase(kHeaderChecksumKey);
   out[kChecksumKey] = sums.dump();
+  const std::string text = header_checksum_text(out, std::move(table));
+  out[kHeaderChecksumKey] = fmt::format("{:08x}", crc32_of(text.data(), text.size()));
   return out;
 }
 
+std::string header_checksum_text(const TensorMetadata& metadata, std::vector<TensorDescription> tensors) {
+  std::string text;
+  for (const auto& [key, value] : metadata)
+    if (key != kHeaderChecksumKey) text += fmt::format("{}:{}={}:{}\n", key.size(), key, value.size(), value);
+  std::sort(tensors.begin(), tensors.end(),
+            [](const TensorDescription& a, const TensorDescription& b) { return a.name < b.name; });
+  for (const TensorDescription& tensor : tensors)
+    text += fmt::format("{}:{} {} [{}]\n", tensor.name.size(), tensor.name, safetensors_dtype_name(tensor.dtype),
+                        fmt::join(tensor.shape, ","));
+  return text;
+}
+
+bool verify_header_checksum(const SafetensorsReader& reader) {
+  const auto it = reader.metadata().find(kHeaderChecksumKey);
+  if (it == reader.metadata().end()) return false;
+  std::vector<TensorDescription> table;
+  for (const SafetensorsEntry& entry : reader.entries()) table.push_back({entry.name, entry.dtype, entry.shape});
+  const std::string text = header_checksum_text(reader.metadata(), std::move(table));
+  const std::string computed = fmt::format("{:08x}", crc32_of(text.data(), text.size()));
+  DDPX_REQUIRE(computed == it->second,
+               "'{}': its header (metadata such as the step and the RNG states, and the tensors' names, types and "
+               "shapes) does not match its checksum (crc32 {} written, {} read): the file was damaged or edited "
+               "after it was written; use another copy or an earlier checkpoint",
+               reader.path().string(), it->second, computed);
+  return true;
+}
+
 std::optional<TensorChecksums> read_checksums(const SafetensorsReader& reader) {
+  verify_header_checksum(reader);
   const auto it = reader.metadata().find(kChecksumKey);
   if (it == reader.metadata().end()) return std::nullopt;
   TensorChecksums sums;

@@ -12,6 +12,12 @@ namespace ddpx {
 
 void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                               const TrainOptions& options, const HostOptimizerState& state, int64_t step) {
+  prepare_training_checkpoint(dir, layout, params, options, state, step).commit();
+}
+
+PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
+                                              const float* params, const TrainOptions& options,
+                                              const HostOptimizerState& state, int64_t step) {
   auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   for (const auto& [name, values] : state.buffers) {
     auto target = optimizer->state(name);
@@ -24,7 +30,7 @@ void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout
   ckpt.step = step;
   ckpt.extra = {{"seed", options.seed}, {"data", options.data.text()}, {"batch", options.batch},
                 {"grad_accum", options.grad_accum}};
-  save_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
+  return prepare_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
 }
 
 LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,

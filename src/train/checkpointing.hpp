@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "io/checkpoint.hpp"
 #include "model/flat_layout.hpp"
 #include "optim/optimizer.hpp"
 #include "train/step_engine.hpp"
@@ -16,6 +17,10 @@ namespace ddpx {
 
 void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                               const TrainOptions& options, const HostOptimizerState& state, int64_t step);
+// The same, written but not yet committed (io/checkpoint.hpp: PendingCheckpoint).
+PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
+                                              const float* params, const TrainOptions& options,
+                                              const HostOptimizerState& state, int64_t step);
 
 struct LoadedCheckpoint {
   int64_t step = 0;

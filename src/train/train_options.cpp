@@ -94,8 +94,7 @@ void TrainOptions::validate() const {
   if (!checkpoint_dir.empty()) {
     DDPX_REQUIRE(!std::filesystem::exists(checkpoint_dir) || std::filesystem::is_directory(checkpoint_dir),
                  "--checkpoint-dir {}: that is a file, not a folder; give a folder path", checkpoint_dir);
-    if (std::filesystem::is_directory(checkpoint_dir))
-      require_writable_file(checkpoint_file(checkpoint_dir).string(), "--checkpoint-dir");
+    require_checkpoint_folder(checkpoint_dir, "--checkpoint-dir");  // ddpx owns the names inside: no link followed
   }
   require_distinct_paths();
   DDPX_REQUIRE(report.empty() || steps > warmup_steps,

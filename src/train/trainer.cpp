@@ -22,6 +22,7 @@
 #include "model/blas_threads.hpp"
 #include "io/param_safetensors.hpp"
 #include "train/calibration.hpp"
+#include "io/checkpoint.hpp"
 #include "train/checkpointing.hpp"
 #include "model/model_registry.hpp"
 #include "train/dist_setup.hpp"
@@ -220,6 +221,22 @@ TrainSummary run_training(const TrainOptions& options) {
                             {{"ddpx.model", layout.spec()}, {"ddpx.step", std::to_string(step)}}, "--save");
   };
 
+  // Note [Deferred checkpoint commit]
+  // The loss of the weights a step k produced is known only at step k+1's forward, so a finite blow-up at a
+  // checkpoint step (loss 2.6e9 one step later) used to replace the last good checkpoint while the numerics error
+  // said "the last checkpoint, if any, is the last good one". A checkpoint is now written in full at step k
+  // (io/checkpoint.hpp: PendingCheckpoint, under no name yet) and committed only once step k+1's loss and gradients
+  // passed the numerics check; if that check fails the pending file is dropped and the message is true. The last
+  // step's checkpoint is committed at once: there is no later step, and the run ends with that state either way.
+  std::optional<PendingCheckpoint> pending_checkpoint;
+  const auto commit_checkpoint = [&] {
+    const int64_t step = pending_checkpoint->step();
+    pending_checkpoint->commit();
+    pending_checkpoint.reset();
+    if (step % (options.log_every * 10) == 0 || step == options.steps)
+      log(fmt::format("checkpoint: {} (step {})", options.checkpoint_dir, step));
+  };
+
   for (int64_t step = start.step + 1; step <= options.steps; ++step) {
     if (step == start.step + 1 + options.warmup_steps) {
       engine->synchronize();
@@ -374,6 +391,12 @@ TrainSummary run_training(const TrainOptions& options) {
       interval_start = Clock::now();
       interval_steps = 0;
     }
+    // See Note [Deferred checkpoint commit]: this step's loss was computed from the pending checkpoint's weights.
+    if (pending_checkpoint) {
+      (void)engine->last_loss();  // synchronizes on CUDA, so the numerics read below include this step
+      require_good_numerics();
+      commit_checkpoint();
+    }
     const bool checkpoint_due =
         !options.checkpoint_dir.empty() &&
         ((options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || last);
@@ -382,8 +405,9 @@ TrainSummary run_training(const TrainOptions& options) {
       std::vector<float> params(layout.buffer_size());
       engine->download_params(params.data());
       try {
-        save_training_checkpoint(options.checkpoint_dir, layout, params.data(), options,
-                                 engine->download_optimizer_state(), step);
+        pending_checkpoint = prepare_training_checkpoint(options.checkpoint_dir, layout, params.data(), options,
+                                                         engine->download_optimizer_state(), step);
+        if (last) commit_checkpoint();  // no later step to check it: the run ends with this state anyway
       } catch (const Error& checkpoint_error) {
         // The checkpoint and --save are independent outputs: a failing checkpoint must not lose the weights.
         if (options.save.empty()) throw;
@@ -395,7 +419,6 @@ TrainSummary run_training(const TrainOptions& options) {
         fail("{}\n--save {} holds the weights of step {}, where the run stopped", checkpoint_error.what(),
              options.save, step);
       }
-      if (step % (options.log_every * 10) == 0 || last) log(fmt::format("checkpoint: {} (step {})", options.checkpoint_dir, step));
     }
   }
   engine->synchronize();

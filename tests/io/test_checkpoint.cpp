@@ -3,6 +3,7 @@
 // save leaves the previous checkpoint loadable.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 
 #include <bit>
@@ -281,7 +282,7 @@ TEST(Checkpoint, FailingWriteThrowsAndLeavesThePreviousCheckpoint) {
   signal(SIGXFSZ, previous_handler);
 
   EXPECT_NE(message.find("unchanged"), std::string::npos) << message;
-  EXPECT_NE(message.find(own_temporary(dir.path()).filename().string()), std::string::npos) << message;
+  EXPECT_NE(message.find(".checkpoint.safetensors"), std::string::npos) << message;
   EXPECT_TRUE(temporaries(dir.path()).empty());
   TrainingRun reader("vit_tiny_test", "sgd", {});
   EXPECT_EQ(load_checkpoint(dir.path(), reader.layout, reader.params.data(), *reader.optimizer).step, 1);
@@ -359,6 +360,107 @@ TEST(Checkpoint, KeepsTheNewestKAndLeavesLaterStepsAlone) {
   EXPECT_TRUE(std::filesystem::exists(dir / "checkpoint-40.safetensors"));
   EXPECT_EQ(read_checkpoint_info(dir.path()).state.step, 35);
   EXPECT_TRUE(temporaries(dir.path()).empty());
+}
+
+// Issue 37 item 3: the tensors were checksummed but not the metadata, so a flipped bit in "step" (40 -> 41, 48 or
+// 00) or in an RNG state was resumed without a word. The header checksum covers all of it now.
+TEST(Checkpoint, AFlippedBitInTheMetadataIsRefused) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {});
+  run.step();
+  CheckpointState state = sample_state();
+  state.step = 40;
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, state);
+  const std::string bytes = testing::read_bytes(checkpoint_file(dir.path()));
+  std::filesystem::create_directories(dir / "bad");
+  const size_t step_at = bytes.find("\"step\":\"40\"");
+  ASSERT_NE(step_at, std::string::npos);
+  for (const auto& [offset, mask] : std::vector<std::pair<size_t, char>>{
+           {step_at + 9, 0x01},  // "40" -> "41"
+           {step_at + 9, 0x08},  // "40" -> "48"
+           {step_at + 8, 0x04},  // "40" -> "00"
+           {bytes.find("\"rng_states\"") + 20, 0x01},
+           {bytes.find("\"ddpx_checkpoint_version\":\"3\"") + 27, 0x01}}) {  // "3" -> "2"
+    SCOPED_TRACE(offset);
+    std::string damaged = bytes;
+    damaged[offset] ^= mask;
+    testing::write_bytes(dir / "bad/checkpoint.safetensors", damaged);
+    TrainingRun fresh("vit_tiny_test", "sgd", {});
+    expect_error([&] { load_checkpoint(dir / "bad", fresh.layout, fresh.params.data(), *fresh.optimizer); },
+                 {"bad/checkpoint.safetensors", "header", "checksum"});
+    expect_error([&] { read_checkpoint_info(dir / "bad"); }, {"bad/checkpoint.safetensors", "checksum"});
+  }
+  TrainingRun fresh("vit_tiny_test", "sgd", {});
+  EXPECT_EQ(load_checkpoint(dir.path(), fresh.layout, fresh.params.data(), *fresh.optimizer).step, 40);
+}
+
+// Issue 37 item 4: checkpoint-5.safetensors or checkpoint.safetensors made a symlink to a file outside the folder was
+// followed, and the checkpoint written over that file. The link is replaced now; the file it named is untouched.
+TEST(Checkpoint, APlantedSymlinkIsReplacedNotFollowed) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {});
+  const std::filesystem::path victim = dir / "victim.txt";
+  testing::write_bytes(victim, "the training user's file");
+  std::filesystem::create_directories(dir / "ckpt");
+  for (const auto& [name, keep] : std::vector<std::pair<std::string, int>>{{"checkpoint.safetensors", 1},
+                                                                           {"checkpoint-5.safetensors", 3},
+                                                                           {"checkpoint.safetensors", 3}}) {
+    SCOPED_TRACE(name + " keep " + std::to_string(keep));
+    std::filesystem::remove(dir / "ckpt" / name);
+    std::filesystem::create_symlink(victim, dir / "ckpt" / name);
+    CheckpointState state;
+    state.step = 5;
+    save_checkpoint(dir / "ckpt", run.layout, run.params.data(), *run.optimizer, state, keep);
+    EXPECT_EQ(testing::read_bytes(victim), "the training user's file");
+    EXPECT_FALSE(std::filesystem::is_symlink(dir / "ckpt" / name));
+    EXPECT_EQ(read_checkpoint_info(dir / "ckpt" / name).state.step, 5);
+    EXPECT_TRUE(temporaries(dir / "ckpt").empty());
+  }
+}
+
+// Issue 37 item 4: a folder every user can write is refused (another user could plant links or replace files)
+// unless it is sticky and owned by this user; the error names the flag, the folder and its mode.
+TEST(Checkpoint, AFolderOthersCanWriteIsRefusedUnlessStickyAndOwn) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {});
+  std::filesystem::create_directories(dir / "shared");
+  ASSERT_EQ(::chmod((dir / "shared").c_str(), 0777), 0);
+  expect_error([&] { save_checkpoint(dir / "shared", run.layout, run.params.data(), *run.optimizer, {}); },
+               {"--checkpoint-dir", "shared", "writable by every user", "0777"});
+  expect_error([&] { require_checkpoint_folder(dir / "shared", "--checkpoint-dir"); }, {"0777", "chmod o-w"});
+  EXPECT_FALSE(std::filesystem::exists(dir / "shared/checkpoint.safetensors"));
+  ASSERT_EQ(::chmod((dir / "shared").c_str(), 01777), 0);  // sticky and ours: allowed
+  save_checkpoint(dir / "shared", run.layout, run.params.data(), *run.optimizer, {});
+  EXPECT_TRUE(checkpoint_exists(dir / "shared"));
+}
+
+// Issue 37 item 5: a checkpoint prepared but not committed (the next step's loss failed its check) leaves the
+// folder as it was: the last good checkpoint stays, and nothing of the new one remains.
+TEST(Checkpoint, AnUncommittedCheckpointLeavesTheLastGoodOne) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {});
+  for (int keep : {1, 2}) {
+    SCOPED_TRACE(keep);
+    const std::filesystem::path folder = dir / ("keep" + std::to_string(keep));
+    CheckpointState good;
+    good.step = 1;
+    save_checkpoint(folder, run.layout, run.params.data(), *run.optimizer, good, keep);
+    const std::string good_bytes = testing::read_bytes(checkpoint_file(folder));
+    run.step();
+    CheckpointState next;
+    next.step = 2;
+    {
+      PendingCheckpoint pending = prepare_checkpoint(folder, run.layout, run.params.data(), *run.optimizer, next, keep);
+      EXPECT_EQ(pending.target(), folder / (keep == 1 ? "checkpoint.safetensors" : "checkpoint-2.safetensors"));
+      EXPECT_EQ(testing::read_bytes(checkpoint_file(folder)), good_bytes);
+    }  // dropped uncommitted
+    EXPECT_EQ(testing::read_bytes(checkpoint_file(folder)), good_bytes);
+    EXPECT_FALSE(std::filesystem::exists(folder / "checkpoint-2.safetensors"));
+    EXPECT_TRUE(temporaries(folder).empty());
+    PendingCheckpoint committed = prepare_checkpoint(folder, run.layout, run.params.data(), *run.optimizer, next, keep);
+    committed.commit();
+    EXPECT_EQ(read_checkpoint_info(folder).state.step, 2);
+  }
 }
 
 }  // namespace

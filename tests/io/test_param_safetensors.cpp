@@ -154,5 +154,27 @@ TEST(ParamSafetensors, ChecksumsCatchAFlippedBitAndNonFiniteWeightsAreNotWritten
   EXPECT_EQ(testing::read_bytes(dir / "w.safetensors"), bytes) << "the good file must stay";
 }
 
+// Issue 37 item 3, for --load: the header (metadata and the tensor table) is checksummed too, so a flipped bit in
+// "ddpx.step" or in a tensor's shape is refused, naming the file.
+TEST(ParamSafetensors, AFlippedBitInTheHeaderIsRefused) {
+  TempDir dir;
+  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
+  std::vector<float> params = random_params(layout, 4);
+  save_params_safetensors(dir / "w.safetensors", layout, params.data(), {{"ddpx.step", "40"}}, "--save");
+  const std::string bytes = testing::read_bytes(dir / "w.safetensors");
+  std::vector<float> loaded(layout.buffer_size());
+  for (const std::string& near : {std::string("\"ddpx.step\":\"4"), std::string("\"model\":\"v")}) {
+    std::string damaged = bytes;
+    const size_t at = damaged.find(near);
+    ASSERT_NE(at, std::string::npos) << near;
+    damaged[at + near.size() - 1] ^= 0x01;
+    testing::write_bytes(dir / "damaged.safetensors", damaged);
+    expect_error([&] { load_params_safetensors(dir / "damaged.safetensors", layout, loaded.data()); },
+                 {"damaged.safetensors", "header", "checksum"});
+  }
+  load_params_safetensors(dir / "w.safetensors", layout, loaded.data());
+  EXPECT_EQ(std::memcmp(loaded.data(), params.data(), params.size() * sizeof(float)), 0);
+}
+
 }  // namespace
 }  // namespace ddpx

@@ -70,8 +70,8 @@ void write_images(const fs::path& path, int64_t n, float value, TensorDType dtyp
 }
 
 // AdamW at lr 1e6: the loss jumps from 2.3 to ~1e7 at step 2. Before, the loss was checked only on logged
-// steps, an all-NaN checkpoint replaced the good one and --resume failed; now step 2 is named and step 1's
-// checkpoint is what stays.
+// steps, an all-NaN checkpoint replaced the good one and --resume failed; now step 2 is named, and step 1's
+// checkpoint, whose weights gave that loss, is never committed (Note [Deferred checkpoint commit]).
 TEST(DataSafety, ADivergedRunStopsAtTheBadStepAndKeepsTheLastGoodCheckpoint) {
   const fs::path dir = fresh_dir("diverged");
   const std::string ck = (dir / "ck").string(), save = (dir / "w.safetensors").string();
@@ -81,11 +81,9 @@ TEST(DataSafety, ADivergedRunStopsAtTheBadStepAndKeepsTheLastGoodCheckpoint) {
   EXPECT_TRUE(mentions(r, "at step 2")) << r.output;
   EXPECT_TRUE(mentions(r, "--divergence-ratio")) << r.output;
   EXPECT_FALSE(fs::exists(save)) << "no --save from a diverged state";
-  EXPECT_EQ(read_checkpoint_info(ck).state.step, 1);
-  const CliResult resumed =
-      run_ddpx(std::string(kTiny) + " --optimizer adamw --lr 1e-3 --steps 3 --resume " + ck + " --checkpoint-dir " + ck);
-  EXPECT_EQ(resumed.status, 0) << resumed.output;
-  EXPECT_EQ(read_checkpoint_info(ck).state.step, 3);
+  EXPECT_FALSE(checkpoint_exists(ck)) << "step 1's weights are the ones that diverged";
+  EXPECT_TRUE(fs::is_empty(ck) || (fs::exists(fs::path(ck) / ".ddpx.lock") &&
+                                   std::distance(fs::directory_iterator(ck), fs::directory_iterator()) == 1));
 
   // With the divergence rule off, SGD at lr 1e30 turns the numbers non-finite: still named and stopped, on a
   // step that is not a logged one.
@@ -93,6 +91,29 @@ TEST(DataSafety, ADivergedRunStopsAtTheBadStepAndKeepsTheLastGoodCheckpoint) {
   EXPECT_EQ(nan.status, 2) << nan.output;
   EXPECT_TRUE(mentions(nan, "not finite") || mentions(nan, "the loss is")) << nan.output;
   EXPECT_FALSE(mentions(nan, "at step 30")) << nan.output;
+  fs::remove_all(dir);
+}
+
+// Issue 37 item 5: with --checkpoint-every 1 --keep-checkpoints 1, an update that blows up at a checkpoint step
+// replaced the last good checkpoint (the loss of its weights is seen one step later). Three good steps, then a
+// resumed run whose first update diverges: the checkpoint of step 3 stays, step 4's is never committed, and
+// resuming from it trains normally.
+TEST(DataSafety, ACheckpointIsCommittedOnlyAfterTheNextStepsLossPassed) {
+  const fs::path dir = fresh_dir("deferred");
+  const std::string ck = (dir / "ck").string();
+  const std::string flags = std::string(kTiny) + " --optimizer adamw --checkpoint-dir " + ck +
+                            " --checkpoint-every 1 --keep-checkpoints 1 --log-every 100";
+  const CliResult good = run_ddpx(flags + " --lr 1e-3 --steps 3");
+  ASSERT_EQ(good.status, 0) << good.output;
+  ASSERT_EQ(read_checkpoint_info(ck).state.step, 3);
+  const CliResult diverged = run_ddpx(flags + " --lr 1e6 --steps 10 --resume " + ck);
+  EXPECT_EQ(diverged.status, 2) << diverged.output;
+  EXPECT_TRUE(mentions(diverged, "at step 5")) << diverged.output;
+  EXPECT_TRUE(mentions(diverged, "the last checkpoint, if any, is the last good one")) << diverged.output;
+  EXPECT_EQ(read_checkpoint_info(ck).state.step, 3);
+  const CliResult resumed = run_ddpx(flags + " --lr 1e-3 --steps 5 --resume " + ck);
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(read_checkpoint_info(ck).state.step, 5);
   fs::remove_all(dir);
 }
 
@@ -261,6 +282,23 @@ TEST(DataSafety, ConfigsImagesAndHyperParametersFollowOnePolicy) {
 #ifdef DDPX_HAVE_MPI
 // Ctrl-C on a CPU multi-rank run (the launcher under mpirun gets SIGINT): before, the job exited 1 with no word;
 // now it says what stopped it and exits 130, as a shell reports an interrupted command. Every wait is bounded.
+// Issue 37 item 8: eval wrote its logits and then failed on an out-of-range label, leaving --out behind. Labels are
+// checked before anything runs or is written.
+TEST(DataSafety, EvalChecksLabelsBeforeWritingItsLogits) {
+  const fs::path dir = fresh_dir("eval_labels");
+  write_images(dir / "x.npy", 4, 0.f);
+  write_npy(dir / "bad.npy", HostTensor::from_values<int64_t>({4}, std::vector<int64_t>{0, 1, 999, 3}));
+  const std::string weights = (dir / "w.safetensors").string();
+  ASSERT_EQ(run_ddpx(std::string(kTiny) + " --steps 1 --save " + weights).status, 0);
+  const CliResult r = run_ddpx("eval --model vit_tiny_test --weights " + weights + " --images " +
+                               (dir / "x.npy").string() + " --labels " + (dir / "bad.npy").string() + " --out " +
+                               (dir / "logits.npy").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(mentions(r, "label 999 of image 2")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "logits.npy")) << r.output;
+  fs::remove_all(dir);
+}
+
 TEST(DataSafety, CtrlCOnACpuMultiRankRunSaysSoAndExits130) {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
