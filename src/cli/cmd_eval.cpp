@@ -40,6 +40,9 @@ int run_eval(const EvalOptions& e) {
          "would not be finite", e.weights, params[bad], tensor_at(layout, bad));
   std::vector<float> pixels = read_npy_images(e.images, shape);  // float32, finite: the policy train uses
   const int64_t n = static_cast<int64_t>(pixels.size() / static_cast<size_t>(shape.image_numel()));
+  // Labels are checked (count, range, dtype) before anything runs or is written: a bad label file must not leave
+  // --out behind.
+  const std::vector<int32_t> labels = e.labels.empty() ? std::vector<int32_t>{} : read_npy_labels(e.labels, n, shape);
   DDPX_REQUIRE(e.batch >= 1, "--batch must be a positive number of images per forward pass, got {}", e.batch);
 
   EngineOptions engine_options;
@@ -76,7 +79,6 @@ int run_eval(const EvalOptions& e) {
     if (n > 8) fmt::print("... ({} images; --out FILE.npy writes all logits)\n", n);
   }
   if (!e.labels.empty()) {
-    const std::vector<int32_t> labels = read_npy_labels(e.labels, n, shape);
     const float loss = softmax_cross_entropy<float>(logits.data(), labels.data(), n, classes, nullptr);
     int64_t correct = 0;
     for (int64_t i = 0; i < n; ++i) {

@@ -5,6 +5,7 @@
 // recommends; --json writes the same for machines. All flag parsing is here; the model is in src/predict/.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "io/output_file.hpp"
+#include "io/same_file.hpp"
 #include "model/model_registry.hpp"
 #include "predict/link_sources.hpp"
 #include "predict/prediction_output.hpp"
@@ -48,6 +50,11 @@ bool fill_gradient_tensors(RunReport& report) {
 int run_predict(const PredictFlags& f) {
   using namespace ddpx::predict;
   if (!f.json_out.empty()) (void)check_output_path(f.json_out, "--json");
+  std::vector<FileRole> inputs;
+  for (const std::string& path : f.reports) inputs.push_back({"the report", path});
+  if (std::filesystem::is_regular_file(f.link)) inputs.push_back({"--link", f.link});
+  const std::vector<FileRole> outputs = {{"--json", f.json_out}};
+  require_distinct_files(inputs, outputs);  // `predict R --json R` would replace the report it reads
   PredictionRequest request;
   std::vector<std::string> filled;
   for (const std::string& path : f.reports) {

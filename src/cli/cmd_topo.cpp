@@ -18,6 +18,7 @@
 #include "cli/cuda_devices.hpp"
 #include "core/error.hpp"
 #include "io/output_file.hpp"
+#include "io/same_file.hpp"
 #include "profile/nccl_transport.hpp"
 #include "profile/nic_topology.hpp"
 #include "profile/nvml_topology.hpp"
@@ -76,6 +77,9 @@ std::string format_nccl_log_summary(const std::string& path) {
 int run_topo(const TopoFlags& flags) {
   const char* env_p2p = std::getenv("NCCL_P2P_DISABLE");
   const bool p2p_disabled = flags.p2p_disabled || (env_p2p && std::string(env_p2p) == "1");
+  const std::vector<FileRole> inputs = {{"--from-json", flags.from_json}, {"--nccl-log", flags.nccl_log}};
+  const std::vector<FileRole> outputs = {{"--json", flags.json_out}};
+  require_distinct_files(inputs, outputs);  // `topo --from-json T --json T` would replace what it reads
   TopologyTable table;
   bool probed = false;
   std::string nic_note;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "cli/decimal_flags.hpp"
 #include "cli/subcommand_config.hpp"
 
 namespace ddpx::cli {
@@ -50,6 +51,7 @@ inline CommandSet register_commands(CLI::App& app) {
   set.commands.push_back(add_predict_command(app));
   set.commands.push_back(add_pack_command(app));
   set.commands.push_back(add_data_bench_command(app));
+  read_integers_in_decimal(app);  // after every command's own checks: "010" is 10, never octal
   return set;
 }
 

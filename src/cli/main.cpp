@@ -1,11 +1,17 @@
 // ddpx command-line entry point: parses the subcommand and its flags (CLI11), runs it, and turns every
 // ddpx::Error into "ddpx: error: <message>" with exit status 2, and every internal error (DDPX_INTERNAL_ASSERT, or
 // an exception no ddpx code raises on purpose) into "ddpx: internal error ..." with status 4 (core/exit_status.hpp).
-// Subcommands live one per file (cmd_*.cpp).
+// Out of memory ends the process at once (std::_Exit, no exit handlers) with an advice that fits the command; an
+// exception escaping a thread ends it the same way with a message (std::set_terminate): no exception leaves ddpx
+// as a signal. Subcommands live one per file (cmd_*.cpp).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <new>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/launch.hpp"
@@ -14,7 +20,60 @@
 #include "core/exit_status.hpp"
 #include "core/internal_assert.hpp"
 
+namespace {
+
+// Ends the process now, without atexit handlers or static destructors: under an address-space limit a library's
+// exit handler retried an allocation forever after ddpx had printed its out-of-memory error, so the run never
+// ended. Everything ddpx writes is already flushed or renamed into place by then.
+[[noreturn]] void exit_now(int status) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(status);
+}
+
+// The out-of-memory advice of the command that ran out (`ddpx report` on a huge report is not told to lower
+// --batch).
+std::string out_of_memory_advice(const std::string& command) {
+  if (command == "train" || command == "bench" || command == "tune")
+    return "the model, --batch or the data do not fit in this machine's memory; lower --batch or use a smaller "
+           "model";
+  if (command == "eval") return "the model, the images or --batch do not fit in this machine's memory; lower --batch "
+                                "or evaluate fewer images at a time";
+  if (command == "report" || command == "predict")
+    return "the run report or trace is too large for this machine's memory; analyse it on a machine with more "
+           "memory, or record fewer steps (--warmup, --steps) or fewer ranks";
+  return "`ddpx " + command + "` needed more memory than this process may use";
+}
+
+std::string command_of(CLI::App& app) {
+  const std::vector<CLI::App*> ran = app.get_subcommands();
+  return ran.empty() ? std::string("ddpx") : ran.front()->get_name();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // An exception escaping a thread or a noexcept function would abort (status 134) without a word: say what it was
+  // and end with ddpx's statuses instead (no exception leaves ddpx by a signal).
+  std::set_terminate([] {
+    try {
+      if (std::exception_ptr current = std::current_exception()) std::rethrow_exception(current);
+      std::fputs("ddpx: internal error: terminate called without an exception. This is a bug in ddpx: please "
+                 "report it\n", stderr);
+    } catch (const std::bad_alloc&) {
+      std::fputs("ddpx: error: out of memory (in a background thread); this process needed more memory than it may "
+                 "use\n", stderr);
+      exit_now(ddpx::exit_status::user_error);
+    } catch (const ddpx::Error& e) {
+      std::fprintf(stderr, "ddpx: error: %s\n", e.what());
+      exit_now(ddpx::exit_status::user_error);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddpx: internal error: %s. This is a bug in ddpx: please report it\n", e.what());
+    } catch (...) {
+      std::fputs("ddpx: internal error: an unknown exception. This is a bug in ddpx: please report it\n", stderr);
+    }
+    exit_now(ddpx::exit_status::internal_error);
+  });
   CLI::App app{
       "ddpx: data-parallel ViT training in C++/CUDA, with the communication analysis built in.\n"
       "One process per GPU, gradients all-reduced in buckets that overlap the backward pass, compression hooks,\n"
@@ -54,6 +113,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? ddpx::exit_status::success : ddpx::exit_status::user_error;
+  } catch (const ddpx::Error& e) {  // a flag's own check may raise ddpx's error
+    fmt::print(stderr, "ddpx: error: {}\n", e.what());
+    return ddpx::exit_status::user_error;
+  } catch (const std::bad_alloc&) {
+    std::fputs("ddpx: error: out of memory while reading the command line\n", stderr);
+    exit_now(ddpx::exit_status::user_error);
   }
   try {
     return commands.run(app);
@@ -61,15 +126,19 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "ddpx: error: {}\n", e.what());
     return ddpx::exit_status::user_error;
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "ddpx: error: out of memory: the model, --batch or the data do not fit in this machine's "
-                       "memory; lower --batch or use a smaller model\n");
-    return ddpx::exit_status::user_error;
+    const std::string advice = out_of_memory_advice(command_of(app));
+    std::fprintf(stderr, "ddpx: error: out of memory: %s\n", advice.c_str());  // fmt may need memory itself
+    exit_now(ddpx::exit_status::user_error);
   } catch (const ddpx::InternalError& e) {
     fmt::print(stderr, "ddpx: {}\n", e.what());  // "internal error at FILE:LINE ...: please report it ..."
     return ddpx::exit_status::internal_error;
   } catch (const std::exception& e) {
     fmt::print(stderr, "ddpx: internal error: {}. This is a bug in ddpx: please report it with the command line "
                        "and this message\n", e.what());
+    return ddpx::exit_status::internal_error;
+  } catch (...) {
+    std::fputs("ddpx: internal error: an unknown exception. This is a bug in ddpx: please report it with the "
+               "command line\n", stderr);
     return ddpx::exit_status::internal_error;
   }
 }

@@ -76,6 +76,7 @@ void read_config_for(CLI::App& cmd) {
       } catch (const Error& e) {
         throw CLI::ConfigError("--config " + file + ": cannot open the file (" + e.what() + "); check the path");
       }
+      if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte-order mark, as some editors write
       std::vector<CLI::ConfigItem> items;
       if (is_json(file)) {
         items = json_items(file, text);

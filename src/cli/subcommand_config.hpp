@@ -5,11 +5,11 @@
 // reader; keys are the long flag names without dashes, optionally under a [<subcommand>] section; a file ending
 // in .json is a flat object of the same keys, as `ddpx tune --out best.json` writes) is applied to
 // the option of that name unless the command line gave it (the command line always wins, whatever the order).
-// The file is read without blocking and must be a regular file of at most 1 MiB (a FIFO, /dev/urandom or a huge
-// log is refused at once). An unknown key or section, a key set twice in one file (.cfg and .json alike), several
-// values for a one-value flag, or a file that cannot be read, is a CLI::ConfigError naming the file and the key
-// (ddpx prints it and exits 2). With a CLI11 that reads subcommand config files itself, the options it filled
-// count as given and are not applied twice.
+// A UTF-8 byte-order mark at the start of the file is skipped. The file is read without blocking and must be a regular
+// file of at most 1 MiB (a FIFO, /dev/urandom or a huge log is refused at once). An unknown key or section, a key set
+// twice in one file (.cfg and .json alike), several values for a one-value flag, or a file that cannot be read, is a
+// CLI::ConfigError naming the file and the key (ddpx prints it and exits 2). With a CLI11 that reads subcommand config
+// files itself, the options it filled count as given and are not applied twice.
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -147,7 +147,8 @@ std::unique_ptr<Communicator> connect_mpi(const WorldInfo& world, std::chrono::m
   auto comm = std::make_unique<MpiCommunicator>();
   DDPX_REQUIRE(comm->size() == world.world_size,
                "MPI reports {} ranks but the {} environment says {}: start the job with mpirun -np N (without "
-               "RANK/WORLD_SIZE set) or use --backend nccl", comm->size(), launcher_name(world.launcher), world.world_size);
+               "RANK/WORLD_SIZE set), or use another backend (--backend gloo on CPUs, nccl on GPUs)", comm->size(),
+               launcher_name(world.launcher), world.world_size);
   return comm;
 }
 

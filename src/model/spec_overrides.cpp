@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
@@ -18,6 +19,7 @@ SplitModelSpec split_model_spec(std::string_view spec) {
 
 void apply_spec_overrides(std::string_view spec, std::string_view overrides,
                           std::initializer_list<std::pair<std::string_view, int64_t*>> fields) {
+  std::set<std::string_view, std::less<>> given;
   while (!overrides.empty()) {
     const size_t comma = overrides.find(',');
     const std::string_view item = overrides.substr(0, comma);
@@ -37,6 +39,7 @@ void apply_spec_overrides(std::string_view spec, std::string_view overrides,
       known += (known.empty() ? "" : ", ") + std::string(name);
     }
     DDPX_REQUIRE(field != nullptr, "model spec '{}': unknown key '{}' ({})", spec, key, known);
+    DDPX_REQUIRE(given.insert(key).second, "model spec '{}': key '{}' is given twice; give each key once", spec, key);
     *field = v;
   }
 }

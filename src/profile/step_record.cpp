@@ -17,6 +17,7 @@
 namespace ddpx {
 namespace {
 constexpr uint64_t kMaxReportBytes = uint64_t{4} << 30;  // reports of very long runs reach hundreds of MB
+constexpr size_t kMaxReportRanks = 16384;  // the analysis keeps per-rank tables; far beyond any run ddpx records
 }  // namespace
 
 using nlohmann::json;
@@ -417,7 +418,15 @@ RunReport load_run_report(const std::string& path) {
   }
   RunReport report;
   try {
-    report = parse_json(text, "the file").get<RunReport>();
+    const json parsed = parse_json(text, "the file");
+    text = std::string();  // the text is no longer needed: half the peak memory of a large report
+    // The report's own size bound, before anything is built from it (issue 37 item 7: 100,000 ranks ran out of
+    // memory in the analysis).
+    if (const auto ranks = parsed.find("ranks"); parsed.is_object() && ranks != parsed.end() && ranks->is_array())
+      DDPX_REQUIRE(ranks->size() <= kMaxReportRanks, "the file lists {} ranks; ddpx reads run reports of at most {} "
+                   "ranks (a report records every rank's steps: record fewer ranks, or analyse a subset)",
+                   ranks->size(), kMaxReportRanks);
+    report = parsed.get<RunReport>();
   } catch (const json::exception& e) {
     fail("run report '{}' is not valid JSON: {}", path, e.what());
   } catch (const Error& e) {

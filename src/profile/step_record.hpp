@@ -12,6 +12,8 @@
 //  - What made a run (version, commit, start time, host, command line, optimizer, losses, throughput) is optional
 //    on read: reports written before these fields existed still load; a field that is present is validated
 //    (finite losses in increasing step order, an ISO 8601 UTC start time, a known optimizer, ...).
+//  - load_run_report() bounds what it reads: a regular file of at most 4 GiB, listing at most 16,384 ranks (a
+//    larger one is refused naming the count before anything is built from it).
 #pragma once
 #include <nlohmann/json.hpp>
 

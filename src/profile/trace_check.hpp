@@ -9,8 +9,10 @@
 //  - Each problem is one sentence naming the track ("rank 1 / comm (pid 1, tid 3)" from the trace's own
 //    process_name and thread_name metadata), the slices by name and their times in microseconds, and what is
 //    wrong. Comparisons allow 1 ns, the resolution TraceWriter prints.
-//  - Never throws on a bad trace: problems are returned. check_trace_file() throws ddpx::Error (naming the file)
-//    only when the file cannot be read or is not JSON.
+//  - Never throws on a bad trace: problems are returned (the first 10,000, then "... and N more problems").
+//    check_trace_file() throws ddpx::Error (naming the file) only when the file cannot be read (a regular file of
+//    at most 4 GiB) or is not JSON. It streams the file (Note [Streaming trace check]): time and memory grow with
+//    the slices kept, not with the document, so a trace of a million events is checked in seconds.
 #pragma once
 #include <nlohmann/json.hpp>
 

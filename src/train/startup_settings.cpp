@@ -77,6 +77,10 @@ std::vector<AgreedSetting> startup_settings(const TrainOptions& options, const F
       {"--checkpoint-dir", given(options.checkpoint_dir)},
       {"--checkpoint-every", std::to_string(options.checkpoint_every)},
       {"--comm-timeout", number(options.comm_timeout_s)},
+      // Every rank records its steps for the report and the trace, which rank 0 gathers: given on one rank only,
+      // it was silently ignored (issue 37 item 9).
+      {"--report", given(options.report)},
+      {"--trace", given(options.trace)},
   };
 }
 

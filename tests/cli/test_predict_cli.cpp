@@ -84,6 +84,13 @@ TEST_F(PredictCli, HelpTeachesTheModelAndThePresets) {
     EXPECT_NE(r.output.find(needle), std::string::npos) << needle;
 }
 
+// Issue 37 item 8: `predict R --json R` replaced the run report it read; the same-file check covers it now.
+TEST_F(PredictCli, ItsJsonMayNotBeTheReportItReads) {
+  const std::string before = testing::read_text(*report_);
+  expect_refused(*report_ + " --link nvlink4 --json " + *report_, {"--json", "the report", "one.json"});
+  EXPECT_EQ(testing::read_text(*report_), before);
+}
+
 TEST_F(PredictCli, BadInputIsRefusedNamingWhatAndWhy) {
   expect_refused(*report_ + " --link nvlink9", {"--link nvlink9", "unknown preset"});
   expect_refused(*report_ + " --link nvlink4 --network roce", {"--network roce"});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/decimal_flags.hpp"
 #include "cli/subcommand_config.hpp"
 
 namespace ddpx::cli {
@@ -17,9 +18,10 @@ namespace {
 struct ConfigRun {
   std::string error;  // the ConfigError's message; empty when parsing succeeded
   int steps = 0;
+  uint64_t seed = 0;
 };
 
-ConfigRun parse_config(const std::string& name, const std::string& text) {
+ConfigRun parse_config(const std::string& name, const std::string& text, std::vector<std::string> args = {}) {
   std::string pattern = (std::filesystem::temp_directory_path() / "ddpx-config-test-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   const std::filesystem::path file = std::filesystem::path(pattern) / name;
@@ -29,9 +31,12 @@ ConfigRun parse_config(const std::string& name, const std::string& text) {
   CLI::App* cmd = app.add_subcommand("train", "train");
   cmd->set_config("--config", "", "config file");
   cmd->add_option("--steps", run.steps);
+  cmd->add_option("--seed", run.seed);
   read_config_for(*cmd);
+  read_integers_in_decimal(app);
   try {
-    app.parse(std::vector<std::string>{file.string(), "--config", "train"});  // reversed, as CLI11 takes it
+    args.insert(args.end(), {file.string(), "--config", "train"});  // reversed, as CLI11 takes it
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     run.error = e.what();
   }
@@ -58,6 +63,32 @@ TEST(SubcommandConfig, AKeyWithAnEmptyListIsRefused) {
   const ConfigRun json = parse_config("empty.json", R"({"steps": []})");
   EXPECT_NE(json.error.find("empty.json: key 'steps' has no value"), std::string::npos) << json.error;
   EXPECT_EQ(json.steps, 0);
+}
+
+// Issue 37 item 6: CLI11 converts with base 0, so `--steps 010` trained 8 steps, `--seed 09` was "Could not convert"
+// and hex passed. Integers are decimal on the command line and in config files alike.
+TEST(SubcommandConfig, IntegersAreDecimalOnTheCommandLineAndInFiles) {
+  const ConfigRun flags = parse_config("empty.cfg", "", {"09", "--seed", "010", "--steps"});  // reversed
+  EXPECT_EQ(flags.error, "");
+  EXPECT_EQ(flags.steps, 10);
+  EXPECT_EQ(flags.seed, 9u);
+  const ConfigRun file = parse_config("a.cfg", "steps = 0100\nseed = 010\n");
+  EXPECT_EQ(file.error, "");
+  EXPECT_EQ(file.steps, 100);
+  EXPECT_EQ(file.seed, 10u);
+  for (const std::string bad : {"0x10", "1e3", "--5", "8 ", "+-1"}) {
+    const ConfigRun run = parse_config("empty.cfg", "", {bad, "--steps"});
+    EXPECT_NE(run.error.find("is not a decimal integer"), std::string::npos) << bad << ": " << run.error;
+  }
+  EXPECT_NE(parse_config("empty.cfg", "", {"-1", "--seed"}).error.find("'-1'"), std::string::npos);
+  EXPECT_NE(parse_config("hex.cfg", "steps = 0x10\n").error.find("is not a decimal integer"), std::string::npos);
+}
+
+// Issue 37 item 9: a UTF-8 byte-order mark (as some editors write) made the first key "unknown".
+TEST(SubcommandConfig, AByteOrderMarkIsNotPartOfTheFirstKey) {
+  const ConfigRun run = parse_config("bom.cfg", "\xEF\xBB\xBFsteps = 12\n");
+  EXPECT_EQ(run.error, "");
+  EXPECT_EQ(run.steps, 12);
 }
 
 }  // namespace

@@ -46,7 +46,10 @@ for target in "${TARGETS[@]}"; do
   work="$BUILD_DIR/corpus/$target"  # new inputs found here; the seeds are only read
   mkdir -p "$work"
   log="$BUILD_DIR/$target.log"
-  if "$binary" "$work" "$seeds" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
+  # The readers of files that grow with a run (reports, traces, configs) also get inputs of up to 4 MiB.
+  max_len=65536
+  case "$target" in fuzz_run_report|fuzz_trace_merge|fuzz_train_config|fuzz_tuned_config) max_len=4194304 ;; esac
+  if "$binary" "$work" "$seeds" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -max_len="$max_len" \
        -print_final_stats=1 -artifact_prefix="$ARTIFACTS/$target-" >"$log" 2>&1; then
     runs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
     echo "fuzz: $target ok (${runs:-?} runs, ${SECONDS_EACH}s, $(ls "$seeds" | wc -l) seeds)"

@@ -111,5 +111,45 @@ TEST(TraceCheck, AWrittenTraceFilePassesAndBadFilesAreErrorsNamingThem) {
   std::filesystem::remove(path);
 }
 
+// Issue 37 item 7: `report --check-trace` on a trace of a million events ran past 60 s building the whole document.
+// The file is streamed now (Note [Streaming trace check]); it must say exactly what the checker of a parsed trace
+// says, on good and bad traces alike, and take a trace of 200,000 events (as a test, within ctest's bound).
+TEST(TraceCheck, TheStreamingFileCheckSaysWhatTheParsedCheckSays) {
+  const std::string path = ::testing::TempDir() + "ddpx_trace_stream.json";
+  std::vector<json> bad_slices = {slice("Batch 2", 0, 1, 0, 10), slice("Batch 1", 0, 1, 10, 10),
+                                  slice("forward", 0, 1, 15, 10), slice("comm", 0, 3, 5, -1)};
+  json odd = named_trace(bad_slices);
+  odd["traceEvents"].push_back(7);
+  odd["traceEvents"].push_back(json::array({1, 2}));
+  odd["traceEvents"].push_back({{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"name", {{"nested", true}}}, {"ts", 1}, {"dur", 1}});
+  odd["traceEvents"].push_back({{"ph", 5}, {"pid", 1}, {"tid", 1}});
+  odd["traceEvents"].push_back({{"ph", "X"}, {"pid", 1.5}, {"tid", 1}});
+  odd["traceEvents"].push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", 3}}}});
+  for (const json& trace : {named_trace({slice("Batch 1", 0, 1, 0, 10), slice("forward", 0, 1, 1, 3)}), odd,
+                            json{{"traceEvents", 3}}, json::array(), json{{"other", json::array()}}}) {
+    SCOPED_TRACE(trace.dump().substr(0, 200));
+    std::ofstream(path) << trace.dump();
+    const TraceCheck streamed = check_trace_file(path);
+    const TraceCheck parsed = check_trace_events(trace);
+    EXPECT_EQ(streamed.problems, parsed.problems);
+    EXPECT_EQ(streamed.slices, parsed.slices);
+    EXPECT_EQ(streamed.tracks, parsed.tracks);
+    EXPECT_EQ(streamed.processes, parsed.processes);
+  }
+  {
+    std::ofstream out(path);
+    out << "{\"traceEvents\": [";
+    for (int i = 0; i < 200000; ++i)
+      out << (i ? "," : "") << "{\"ph\":\"X\",\"pid\":" << i % 8 << ",\"tid\":1,\"name\":\"Batch " << i / 8
+          << "\",\"ts\":" << (i / 8) * 10 << ",\"dur\":5,\"args\":{\"step\":" << i << "}}";
+    out << "]}";
+  }
+  const TraceCheck large = check_trace_file(path);
+  EXPECT_TRUE(large.ok()) << large.problems.front();
+  EXPECT_EQ(large.slices, 200000u);
+  EXPECT_EQ(large.processes, 8u);
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace ddpx

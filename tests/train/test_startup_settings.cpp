@@ -46,6 +46,8 @@ TEST(StartupSettings, HoldEverythingThatChangesTheMathOrTheSchedule) {
   EXPECT_EQ(value_of(settings, "--nesterov"), "set");
   EXPECT_EQ(value_of(settings, "--save"), "given");
   EXPECT_EQ(value_of(settings, "--checkpoint-dir"), "not given");
+  EXPECT_EQ(value_of(settings, "--report"), "not given");  // issue 37 item 9: on one rank only it was silent
+  EXPECT_EQ(value_of(settings, "--trace"), "not given");
   EXPECT_EQ(value_of(settings, "--images"), "none");
   EXPECT_EQ(value_of(settings, "--comm-hook"), "allreduce");
   // Not in the table: settings ranks may differ in without changing results.

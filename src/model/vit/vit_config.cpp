@@ -97,6 +97,9 @@ VitConfig parse_vit_spec(std::string_view spec) {
   const auto [base, overrides] = split_model_spec(spec);
   VitConfig config;
   if (base == "custom") {
+    DDPX_REQUIRE(!overrides.empty(), "model spec '{}': custom needs its shape, e.g. custom:image=32,patch=4,layers=2,"
+                 "hidden=64,heads=4,mlp=128,classes=10 (keys not given are ViT-B/16's: image 224, patch 16, layers "
+                 "12, hidden 768, heads 12, mlp 3072, classes 1000); for ViT-B/16 itself say vit_b_16", spec);
     config = make("custom", 224, 16, 12, 12, 768, 3072, 1000);
   } else if (auto it = named_configs().find(base); it != named_configs().end()) {
     config = it->second;

@@ -1,0 +1,21 @@
+// Integer flags read in base 10, everywhere. CLI11 2.1 converts integers with strtoll(text, base 0), so
+// `--steps 010` trained 8 steps, `--seed 09` was "Could not convert" and hex slipped past checks that expected
+// decimal. read_integers_in_decimal(app) gives every integer option of `app` and its subcommands (CLI11's type name
+// INT or UINT) a transform that runs after the option's own checks, on the command line and on --config files
+// alike (both go through the option's validators).
+// Guarantees: an integer flag's value is an optional '-' (INT only) or '+', then decimal digits, nothing else
+// ("0x10", "1e3", " 5", "--5" are refused naming the flag and the value); leading zeros are dropped before CLI11
+// converts it, so "010" is 10 and "09" is 9; a value outside 64 bits is refused, not clamped.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace ddpx::cli {
+
+// "" and `text` rewritten without leading zeros when it is a decimal integer, else the reason.
+std::string normalize_decimal_integer(std::string& text, bool allow_negative);
+
+void read_integers_in_decimal(CLI::App& app);
+
+}  // namespace ddpx::cli
