@@ -33,7 +33,8 @@ void read_integers_in_decimal(CLI::App& app) {
     option->transform(CLI::Validator(
         [is_signed](std::string& text) { return normalize_decimal_integer(text, is_signed); }, ""));
   }
-  for (CLI::App* subcommand : app.get_subcommands([](CLI::App*) { return true; })) read_integers_in_decimal(*subcommand);
+  for (CLI::App* subcommand : app.get_subcommands([](CLI::App*) { return true; }))
+    read_integers_in_decimal(*subcommand);
 }
 
 }  // namespace ddpx::cli

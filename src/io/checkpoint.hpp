@@ -60,8 +60,9 @@ std::filesystem::path checkpoint_file(const std::filesystem::path& dir);
 bool checkpoint_exists(const std::filesystem::path& dir);
 
 // A checkpoint written in full and fsynced in its folder, not yet under its name: commit() renames it into place
-// (and rotates, with keep > 1); destroying it uncommitted removes it, leaving the folder as it was. The trainer commits step k's checkpoint only once step k+1's loss passed the numerics check
-// (see Note [Deferred checkpoint commit] in train/trainer.cpp).
+// (and rotates, with keep > 1); destroying it uncommitted removes it, leaving the folder as it was. The trainer
+// commits step k's checkpoint only once step k+1's loss passed the numerics check (see Note [Deferred checkpoint
+// commit] in train/trainer.cpp).
 class PendingCheckpoint {
  public:
   PendingCheckpoint(std::unique_ptr<CheckpointFolder> folder, CheckpointFolder::NewFile file, int64_t step, int keep);

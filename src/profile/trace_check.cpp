@@ -287,8 +287,10 @@ class TraceSax : public nlohmann::json_sax<json> {
       const bool number = value.kind == Kind::integer || value.kind == Kind::floating;
       const double as_double = value.kind == Kind::integer ? static_cast<double>(value.integer) : value.floating;
       if (key_ == "ph") event_.ph = value.kind == Kind::text ? std::optional<std::string>(value.text) : std::nullopt;
-      if (key_ == "pid") event_.pid = value.kind == Kind::integer ? std::optional<int64_t>(value.integer) : std::nullopt;
-      if (key_ == "tid") event_.tid = value.kind == Kind::integer ? std::optional<int64_t>(value.integer) : std::nullopt;
+      const std::optional<int64_t> integer =
+          value.kind == Kind::integer ? std::optional<int64_t>(value.integer) : std::nullopt;
+      if (key_ == "pid") event_.pid = integer;
+      if (key_ == "tid") event_.tid = integer;
       if (key_ == "name") {
         event_.has_name = true;
         event_.name = value.kind == Kind::text ? std::optional<std::string>(value.text) : std::nullopt;

@@ -1,4 +1,4 @@
-// Fuzz target: the multi-node launchers' control-channel messages (dist/node_messages.hpp), each line as node 0 or
+// Fuzz target: the multi-node launchers' control-channel messages (launch/node_messages.hpp), each line as node 0 or
 // a joining node reads it. For any bytes: no crash or exception, and every accepted message has the fields its
 // parser promises (ranges, nonce and proof lengths), so nothing a peer sends can index past a table or turn a
 // failure into exit status 0.
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "dist/node_messages.hpp"
+#include "launch/node_messages.hpp"
 
 namespace {
 

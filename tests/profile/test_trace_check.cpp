@@ -121,7 +121,8 @@ TEST(TraceCheck, TheStreamingFileCheckSaysWhatTheParsedCheckSays) {
   json odd = named_trace(bad_slices);
   odd["traceEvents"].push_back(7);
   odd["traceEvents"].push_back(json::array({1, 2}));
-  odd["traceEvents"].push_back({{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"name", {{"nested", true}}}, {"ts", 1}, {"dur", 1}});
+  odd["traceEvents"].push_back(
+      {{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"name", {{"nested", true}}}, {"ts", 1}, {"dur", 1}});
   odd["traceEvents"].push_back({{"ph", 5}, {"pid", 1}, {"tid", 1}});
   odd["traceEvents"].push_back({{"ph", "X"}, {"pid", 1.5}, {"tid", 1}});
   odd["traceEvents"].push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", 3}}}});
