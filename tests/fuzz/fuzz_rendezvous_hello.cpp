@@ -2,6 +2,7 @@
 // rank 0 asks for. For any bytes: no crash, no read past what was given, and the guarantee that bounds what an
 // unauthenticated peer costs: scan_hello() never asks for more than the 4124-byte header before it says
 // `authenticate`, and a payload it then announces is at most 1 MiB.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
