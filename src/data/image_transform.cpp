@@ -55,9 +55,11 @@ AxisTaps axis_taps(int in_size, double box0, double length, int out_size) {
   return taps;
 }
 
+// Clamped to [0, 255] and rounded half to even (torch.round), without a libm call: adding and subtracting 2^23
+// rounds a float in [0, 2^22] to an integer in the default rounding mode.
 uint8_t to_uint8(float v) {
-  const float r = std::nearbyint(v);
-  return static_cast<uint8_t>(std::clamp(r, 0.f, 255.f));
+  const float clamped = std::min(std::max(v, 0.f), 255.f);
+  return static_cast<uint8_t>((clamped + 8388608.f) - 8388608.f);
 }
 
 }  // namespace
@@ -101,41 +103,77 @@ CropBox center_crop_box(int height, int width, int resize, int size) {
   return {top * scale_y, left * scale_x, size * scale_y, size * scale_x};
 }
 
+namespace {
+
+// One source row through the width taps: out[x * C + ch] = sum_k w[k] * src[(first + k) * C + ch], k in order.
+template <int C>
+void horizontal_row(const uint8_t* src, const AxisTaps& columns, int out_width, float* dst) {
+  for (int x = 0; x < out_width; ++x) {
+    const int first = columns.first[static_cast<size_t>(x)], count = columns.count[static_cast<size_t>(x)];
+    const float* w = columns.weights.data() + static_cast<size_t>(x) * columns.max_taps;
+    const uint8_t* p = src + first * C;
+    float sum[C] = {};
+    for (int k = 0; k < count; ++k)
+      for (int ch = 0; ch < C; ++ch) sum[ch] += w[k] * static_cast<float>(p[k * C + ch]);
+    for (int ch = 0; ch < C; ++ch) dst[x * C + ch] = sum[ch];
+  }
+}
+
+void horizontal_row_any(const uint8_t* src, const AxisTaps& columns, int out_width, int c, float* dst) {
+  for (int x = 0; x < out_width; ++x) {
+    const int first = columns.first[static_cast<size_t>(x)], count = columns.count[static_cast<size_t>(x)];
+    const float* w = columns.weights.data() + static_cast<size_t>(x) * columns.max_taps;
+    for (int ch = 0; ch < c; ++ch) {
+      float sum = 0;
+      for (int k = 0; k < count; ++k) sum += w[k] * src[(first + k) * c + ch];
+      dst[x * c + ch] = sum;
+    }
+  }
+}
+
+}  // namespace
+
 void resample(const ImageView& source, const CropBox& box, int out_height, int out_width, bool flip, uint8_t* out) {
   const int c = source.channels;
   const AxisTaps columns = axis_taps(source.width, box.left, box.width, out_width);
   const AxisTaps rows = axis_taps(source.height, box.top, box.height, out_height);
-  // Width first, over the source rows the height pass reads.
+  // Width first, over the source rows the height pass reads; then the height pass a whole row at a time (the same
+  // per-element sums, in the same tap order, vectorizable).
   const int row_begin = rows.first.front();
   int row_end = row_begin;
   for (int i = 0; i < out_height; ++i)
     row_end = std::max(row_end, rows.first[static_cast<size_t>(i)] + rows.count[static_cast<size_t>(i)]);
-  std::vector<float> horizontal(static_cast<size_t>(row_end - row_begin) * out_width * c);
+  const size_t row_floats = static_cast<size_t>(out_width) * static_cast<size_t>(c);
+  thread_local std::vector<float> horizontal, line;
+  horizontal.resize(static_cast<size_t>(row_end - row_begin) * row_floats);
+  line.resize(row_floats);
   for (int y = row_begin; y < row_end; ++y) {
     const uint8_t* src = source.pixels + static_cast<int64_t>(y) * source.stride;
-    float* dst = horizontal.data() + static_cast<size_t>(y - row_begin) * out_width * c;
-    for (int x = 0; x < out_width; ++x) {
-      const int first = columns.first[static_cast<size_t>(x)], count = columns.count[static_cast<size_t>(x)];
-      const float* w = columns.weights.data() + static_cast<size_t>(x) * columns.max_taps;
-      for (int ch = 0; ch < c; ++ch) {
-        float sum = 0;
-        for (int k = 0; k < count; ++k) sum += w[k] * src[(first + k) * c + ch];
-        dst[x * c + ch] = sum;
-      }
+    float* dst = horizontal.data() + static_cast<size_t>(y - row_begin) * row_floats;
+    if (c == 3) {
+      horizontal_row<3>(src, columns, out_width, dst);
+    } else if (c == 1) {
+      horizontal_row<1>(src, columns, out_width, dst);
+    } else {
+      horizontal_row_any(src, columns, out_width, c, dst);
     }
   }
   for (int y = 0; y < out_height; ++y) {
     const int first = rows.first[static_cast<size_t>(y)], count = rows.count[static_cast<size_t>(y)];
     const float* w = rows.weights.data() + static_cast<size_t>(y) * rows.max_taps;
+    std::fill(line.begin(), line.end(), 0.f);
+    for (int k = 0; k < count; ++k) {
+      const float weight = w[k];
+      const float* in = horizontal.data() + static_cast<size_t>(first + k - row_begin) * row_floats;
+      for (size_t i = 0; i < row_floats; ++i) line[i] += weight * in[i];
+    }
     uint8_t* dst = out + static_cast<int64_t>(y) * out_width * c;
-    for (int x = 0; x < out_width; ++x) {
-      const int out_x = flip ? out_width - 1 - x : x;
-      for (int ch = 0; ch < c; ++ch) {
-        float sum = 0;
-        for (int k = 0; k < count; ++k)
-          sum += w[k] * horizontal[(static_cast<size_t>(first + k - row_begin) * out_width + x) * c + ch];
-        dst[out_x * c + ch] = to_uint8(sum);
-      }
+    if (!flip) {
+      for (size_t i = 0; i < row_floats; ++i) dst[i] = to_uint8(line[i]);
+    } else {
+      for (int x = 0; x < out_width; ++x)
+        for (int ch = 0; ch < c; ++ch)
+          dst[(out_width - 1 - x) * c + ch] = to_uint8(line[static_cast<size_t>(x * c + ch)]);
     }
   }
 }
