@@ -256,18 +256,29 @@ RunReport read_torch_profiles(const std::vector<std::string>& paths, const Torch
   return report;
 }
 
+double median_step_less_exposed_ms(const RankRun& run) {
+  std::vector<double> values;
+  for (const StepRecord& s : run.steps) values.push_back(s.phases.total_ms - s.phases.exposed_comm_ms);
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
 int fastest_rank(const RunReport& report) {
-  auto median_compute = [](const RankRun& run) {
-    std::vector<double> values;
-    for (const StepRecord& s : run.steps) values.push_back(s.phases.total_ms - s.phases.exposed_comm_ms);
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0.0 : values[values.size() / 2];
-  };
   int best = 0;
   for (size_t r = 1; r < report.ranks.size(); ++r)
-    if (median_compute(report.ranks[r]) < median_compute(report.ranks[static_cast<size_t>(best)]))
+    if (median_step_less_exposed_ms(report.ranks[r]) <
+        median_step_less_exposed_ms(report.ranks[static_cast<size_t>(best)]))
       best = static_cast<int>(r);
   return best;
+}
+
+int waited_for_rank(const RunReport& report) {
+  int worst = 0;
+  for (size_t r = 1; r < report.ranks.size(); ++r)
+    if (median_step_less_exposed_ms(report.ranks[r]) >
+        median_step_less_exposed_ms(report.ranks[static_cast<size_t>(worst)]))
+      worst = static_cast<int>(r);
+  return worst;
 }
 
 RunReport one_rank_report(const RunReport& report, int rank, int64_t gradient_elements) {

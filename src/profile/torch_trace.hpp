@@ -40,9 +40,14 @@ struct TorchProfileOptions {
 RankRun rank_run_from_torch_trace(const nlohmann::json& trace, const std::string& what, int file_index);
 // Every rank's trace file as one run report (world = number of files).
 RunReport read_torch_profiles(const std::vector<std::string>& paths, const TorchProfileOptions& options = {});
-// The rank whose median step without its exposed communication is shortest (a straggler's delay is no part of
-// the step the other ranks would run at).
+// A rank's median step less its exposed communication: its own work per step. DDP's ranks end every step together
+// (the collectives wait for the last one), so their totals are alike; the late rank is the one with the most work
+// of its own, and the others show its delay as exposed communication.
+double median_step_less_exposed_ms(const RankRun& run);
+// The rank with the least own work (a straggler's delay is no part of the step the others would run at).
 int fastest_rank(const RunReport& report);
+// The rank with the most own work: the one the others wait for in the collectives (lowest rank on ties).
+int waited_for_rank(const RunReport& report);
 // The one-rank report `ddpx predict` takes: `rank`'s steps without their communication (world 1, no buckets,
 // the total less the exposed part), with the gradient buffer as one tensor of `gradient_elements` (the model's
 // parameter count: the traces do not hold it).

@@ -53,6 +53,8 @@ TEST(TorchTrace, RankZeroWaitsForTheDelayedRankInTheAllReduce) {
   EXPECT_NEAR(step.phases.exposed_comm_ms, step.phases.comm_ms, 1.0) << "nothing computes while it waits";
   // Rank 1, the late one, finds rank 0 waiting: its communication is short and barely exposed.
   EXPECT_LT(report.ranks[1].steps[0].phases.exposed_comm_ms, step.phases.exposed_comm_ms / 4);
+  EXPECT_EQ(waited_for_rank(report), 1) << "the delayed rank";
+  EXPECT_EQ(fastest_rank(report), 0);
 }
 
 TEST(TorchTrace, OneRankReportDropsTheCommunication) {
