@@ -13,6 +13,7 @@
 #include "train/numerics_guard.hpp"
 #include "model/cross_entropy.hpp"
 #include "model/model_registry.hpp"
+#include "train/evaluation.hpp"
 #include "train/step_engine.hpp"
 
 namespace ddpx::cli {
@@ -80,12 +81,11 @@ int run_eval(const EvalOptions& e) {
   }
   if (!e.labels.empty()) {
     const float loss = softmax_cross_entropy<float>(logits.data(), labels.data(), n, classes, nullptr);
-    int64_t correct = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = logits.data() + i * classes;
-      correct += (std::max_element(row, row + classes) - row) == labels[static_cast<size_t>(i)];
-    }
-    fmt::print("mean cross-entropy {:.6f} | accuracy {:.2f}% ({} of {})\n", loss, 100.0 * correct / n, correct, n);
+    EvalTotals totals;
+    accumulate_eval(logits.data(), labels.data(), n, classes, totals);
+    fmt::print("mean cross-entropy {:.6f} | accuracy (top-1) {:.2f}% ({} of {}) | top-5 {:.2f}%\n", loss,
+               100.0 * static_cast<double>(totals.top1) / static_cast<double>(n), totals.top1, n,
+               100.0 * static_cast<double>(totals.top5) / static_cast<double>(n));
   }
   return 0;
 }

@@ -1,11 +1,14 @@
 // `ddpx model`: the tensor table of a model (its family's reference names, shapes, offsets in the backward-ordered
-// flat buffer) and the parameter count; `--list` prints the registry's families and names.
+// flat buffer) and the parameter count; `--list` prints the registry's families and names; `--init W` writes the
+// weights `ddpx train --seed S` starts from (the family's initialization), so another framework can start there too.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <memory>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
 
 namespace ddpx::cli {
@@ -14,13 +17,19 @@ Command add_model_command(CLI::App& app) {
   auto spec = std::make_shared<std::string>("vit_l_32");
   auto brief = std::make_shared<bool>(false);
   auto list = std::make_shared<bool>(false);
+  auto init = std::make_shared<std::string>();
+  auto seed = std::make_shared<uint64_t>(0);
   CLI::App* cmd = app.add_subcommand("model", "Print a model's tensors (reference names and shapes) and its size");
   cmd->add_option("--model", *spec,
                   model_names_help() + "; any name can take overrides (vit_l_32:classes=10, mlp_s:width=512)")
       ->capture_default_str();
   cmd->add_flag("--brief", *brief, "only the summary line");
   cmd->add_flag("--list", *list, "list the model families and their names (the registry), then exit");
-  return {cmd, [spec, brief, list] {
+  cmd->add_option("--init", *init,
+                  "also write the initial weights `ddpx train --seed S` starts from to this .safetensors (reference "
+                  "names; bench/recipe_torch_compare.py starts PyTorch there)");
+  cmd->add_option("--seed", *seed, "the seed of --init")->capture_default_str();
+  return {cmd, [spec, brief, list, init, seed] {
             if (*list) {
               for (const ModelFamily& family : model_families())
                 fmt::print("{}: {}\n  names: {}\n  custom: {}\n", family.name, family.summary,
@@ -29,6 +38,13 @@ Command add_model_command(CLI::App& app) {
             }
             const std::unique_ptr<Model> model = make_model(*spec);
             const FlatLayout& layout = model->layout();
+            if (!init->empty()) {
+              std::vector<float> params(layout.buffer_size(), 0.f);
+              model->init_params(params.data(), *seed);
+              save_params_safetensors(*init, layout, params.data(),
+                                      {{"ddpx.model", layout.spec()}, {"ddpx.init_seed", std::to_string(*seed)}},
+                                      "--init");
+            }
             if (!*brief) {
               fmt::print("{:<58} {:>18} {:>12} {:>12}\n", "tensor (backward order)", "shape", "offset", "numel");
               for (const auto& t : layout.tensors())

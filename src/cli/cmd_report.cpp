@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
+#include "profile/curve_chart.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
@@ -99,7 +100,7 @@ int check_trace_command(const std::string& path) {
 
 Command add_report_command(CLI::App& app) {
   struct Flags {
-    std::string report, peak, trace, check_trace;
+    std::string report, peak, trace, check_trace, metrics, curves;
     bool json = false;
     std::vector<std::string> torch_profile;
     int64_t torch_batch = 1, torch_gradients = 0;
@@ -117,6 +118,10 @@ Command add_report_command(CLI::App& app) {
                   "check a Chrome/Perfetto trace (from --trace): every track well nested (no partly overlapping "
                   "slices), in time order, steps in order; exits 1 when it is not (runs after --trace, so it can "
                   "check the trace just written)");
+  cmd->add_option("--metrics", f->metrics,
+                  "draw the curves of a `ddpx train --metrics` file (loss, learning rate, validation accuracy) into "
+                  "--curves OUT.svg");
+  cmd->add_option("--curves", f->curves, "the SVG --metrics draws (default: the metrics file with .svg)");
   cmd->add_option("--torch-profile", f->torch_profile,
                   "analyse a PyTorch DDP run instead: its torch.profiler Chrome traces, one per rank "
                   "(export_chrome_trace; Kineto's or the legacy profiler's), with prof.step() every iteration")
@@ -131,6 +136,20 @@ Command add_report_command(CLI::App& app) {
                   "model.parameters() if p.requires_grad)")
       ->check(CLI::PositiveNumber);
   return {cmd, [f] {
+            if (!f->metrics.empty()) {
+              DDPX_REQUIRE(f->report.empty() && f->check_trace.empty(),
+                           "ddpx report --metrics draws curves on its own; give the run report in a second call");
+              const std::string out = f->curves.empty() ? f->metrics + ".svg" : f->curves;
+              const std::vector<FileRole> inputs = {{"--metrics", f->metrics}};
+              const std::vector<FileRole> outputs = {{"--curves", out}};
+              require_distinct_files(inputs, outputs);
+              write_output_text(out, "--curves",
+                                render_curves_svg("ddpx training curves: " + f->metrics,
+                                                  read_metrics_curves(f->metrics)));
+              fmt::print("curves: {}\n", out);
+              return 0;
+            }
+            DDPX_REQUIRE(f->curves.empty(), "ddpx report --curves needs --metrics FILE (from `ddpx train --metrics`)");
             DDPX_REQUIRE(f->torch_profile.empty() || f->report.empty(),
                          "ddpx report: give a run report or --torch-profile traces, not both");
             DDPX_REQUIRE(!f->torch_profile.empty() || (f->one_rank_report.empty() && f->torch_gradients == 0),

@@ -4,6 +4,7 @@
 // parse_comm_hook_spec.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "model/model_registry.hpp"
 #include "cli/launch.hpp"
+#include "cli/recipe_flags.hpp"
 #include "core/error.hpp"
 #include "data/data_sources.hpp"
 #include "ddp/comm_hook_factory.hpp"
@@ -71,6 +73,7 @@ Command add_train_command(CLI::App& app) {
   auto modes = std::make_shared<ModeFlags>();
   auto nproc = std::make_shared<int>(0);
   auto nodes = std::make_shared<NodeFlags>();
+  auto recipe = std::make_shared<RecipeFlags>();
   CLI::App* cmd = app.add_subcommand(
       "train",
       "Train a ViT, data-parallel when started on several ranks.\n"
@@ -154,6 +157,8 @@ Command add_train_command(CLI::App& app) {
                   "(the default) overlaps only with DDP; off shows the optimizer as a phase of its own")
       ->group(opt);
 
+  add_recipe_flags(cmd, *recipe);
+
   auto* ckpt = "Weights and checkpoints";
   cmd->add_option("--load", o->load, "start from these weights (.safetensors with torchvision names)")->group(ckpt);
   cmd->add_option("--save", o->save,
@@ -202,10 +207,13 @@ Command add_train_command(CLI::App& app) {
       ->group(dp);
   cmd->add_option("--grad-accum", o->grad_accum, "micro-batches per optimizer step; no communication on the first K-1")
       ->group(dp);
-  cmd->add_option("--powersgd-start", modes->powersgd_start,
-                  "START of --comm-hook powersgd:R (plain all-reduce before this step, PowerSGD's warm-up); an "
-                  "explicit powersgd:R:START wins")
-      ->group(dp);
+  CLI::Option* powersgd_start_flag =
+      cmd->add_option("--powersgd-start", modes->powersgd_start,
+                      "START of --comm-hook powersgd:R (plain all-reduce before this step, PowerSGD's warm-up); an "
+                      "explicit powersgd:R:START wins. Default: the first step after --lr-warmup-steps, as PyTorch's "
+                      "PowerSGD documentation advises (compress only after the learning-rate warm-up), and step 2 "
+                      "(the seed's) in a run without one")
+          ->group(dp);
   cmd->add_option("--comm-timeout", o->comm_timeout_s,
                   "seconds any rank may wait in one collective, from start-up (communicator creation, agreement, "
                   "broadcast) to the end (report gather, MPI_Finalize), before the job is aborted naming the rank(s) "
@@ -231,7 +239,7 @@ Command add_train_command(CLI::App& app) {
 
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
-                           "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every",
+                           "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--lr-warmup-steps",
                            "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
                            "--ranks-per-gpu", "--max-pixels"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
@@ -239,7 +247,7 @@ Command add_train_command(CLI::App& app) {
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
   }
 
-  return {cmd, [o, modes, nproc, nodes, data_flag, cmd] {
+  return {cmd, [o, modes, nproc, nodes, recipe, data_flag, powersgd_start_flag, cmd] {
             // Every mode parsed once, here; flags of the other optimizer are an error, not silently ignored.
             o->device = parse_device(modes->device);
             o->precision = parse_precision(modes->precision);
@@ -249,10 +257,15 @@ Command add_train_command(CLI::App& app) {
             if (!modes->mean.empty()) o->image_pipeline.normalization.mean = parse_float_list(modes->mean, "--mean");
             if (!modes->std.empty()) o->image_pipeline.normalization.std = parse_float_list(modes->std, "--std");
             o->optimizer = optimizer_spec_of(cmd, modes->optimizer);
+            apply_recipe_flags(*recipe, *o);
             o->optimizer_overlap = parse_overlap_policy(modes->optimizer_overlap);
             o->weight_grads = parse_weight_grad_policy(modes->weight_grads);
             o->backend = parse_backend(modes->backend);
-            o->comm_hook = parse_comm_hook_spec(modes->comm_hook, modes->powersgd_start);
+            // See --powersgd-start's help: after the learning-rate warm-up unless given.
+            const int64_t powersgd_start = powersgd_start_flag->count() > 0
+                                               ? modes->powersgd_start
+                                               : std::max<int64_t>(2, recipe->lr_warmup_steps + 1);
+            o->comm_hook = parse_comm_hook_spec(modes->comm_hook, powersgd_start);
             o->cuda_graph = parse_graph_policy(modes->cuda_graph);
             DDPX_REQUIRE(data_flag->count() == 0 || o->images.empty(),
                          "--data {} and --images {}: give one (--images/--labels train on those files, --data "

@@ -14,6 +14,7 @@
 #include "cli/arg_lists.hpp"
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
+#include "predict/prediction_output.hpp"
 #include "cli/launch.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
@@ -112,6 +113,8 @@ int run_tune(const TuneFlags& f) {
   fmt::print("wrote {}: {}\nuse it with: ddpx train --config {}{}\n", f.out, result.best.config.flags(), f.out, extra);
   fmt::print("speedup over the default: {:.2f}x ({:.3f} -> {:.3f} steps/s)\n", result.speedup,
              result.baseline.steps_per_s, result.best.steps_per_s);
+  if (result.best.config.comm_hook != "allreduce")
+    fmt::print("note: the winner's hook is lossy: {}\n", predict::lossy_hook_warning());
   return 0;
 }
 

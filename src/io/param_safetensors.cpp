@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "io/output_file.hpp"
+#include "model/classifier_head.hpp"
 #include "io/tensor_integrity.hpp"
 
 namespace ddpx {
@@ -94,6 +95,71 @@ void read_layout_buffers(const SafetensorsReader& reader, const FlatLayout& layo
       convert_to_float32(read.entry->dtype, staging.data(), read.slot->numel, destination);
     }
   }
+}
+
+std::vector<std::string> load_params_except_head(const std::filesystem::path& path, const FlatLayout& layout,
+                                                 float* params) {
+  const SafetensorsReader reader(path);
+  std::vector<std::string> skipped, problems;
+  std::vector<PlannedRead> reads;
+  size_t body = 0, found = 0;
+  for (const TensorSlot& slot : layout.tensors()) {
+    const SafetensorsEntry* entry = reader.find(slot.name);
+    if (is_classifier_head(slot.name)) {
+      skipped.push_back(entry == nullptr ? fmt::format("{}: not in the file (initialized from --seed)", slot.name)
+                        : entry->shape != slot.shape
+                            ? fmt::format("{}: the file's {} is not --model's {} (initialized from --seed)",
+                                          slot.name, shape_string(entry->shape), shape_string(slot.shape))
+                            : fmt::format("{}: reset as asked (initialized from --seed)", slot.name));
+      continue;
+    }
+    ++body;
+    if (entry == nullptr) {
+      problems.push_back(fmt::format("missing tensor '{}': --model {} expects shape {}", slot.name, layout.spec(),
+                                     shape_string(slot.shape)));
+      continue;
+    }
+    ++found;
+    if (entry->shape != slot.shape) {
+      problems.push_back(fmt::format("tensor '{}' has shape {} but --model {} expects {}", slot.name,
+                                     shape_string(entry->shape), layout.spec(), shape_string(slot.shape)));
+    } else if (!is_floating(entry->dtype)) {
+      problems.push_back(fmt::format("tensor '{}' is {} but F32, F64, F16 or BF16 is needed", slot.name,
+                                     safetensors_dtype_name(entry->dtype)));
+    } else {
+      reads.push_back({entry, &slot, params});
+    }
+  }
+  const auto saved_model = reader.metadata().find("model");
+  DDPX_REQUIRE(2 * found >= body,
+               "--reset-head: '{}'{} holds only {} of the {} tensors of --model {} outside its classifier head: it is "
+               "the weights of another model family or shape; --reset-head keeps everything but the head, so give "
+               "weights of the same family and shape", path.string(),
+               saved_model != reader.metadata().end()
+                   ? fmt::format(" (saved for --model {})", saved_model->second) : std::string(),
+               found, body, layout.spec());
+  for (const SafetensorsEntry& entry : reader.entries())
+    if (layout.find(entry.name) == nullptr && !is_classifier_head(entry.name))
+      problems.push_back(fmt::format("unexpected tensor '{}' {} that --model {} does not have", entry.name,
+                                     shape_string(entry.shape), layout.spec()));
+  if (!problems.empty()) {
+    std::string listed;
+    for (size_t i = 0; i < std::min(problems.size(), kMaxListedProblems); ++i) listed += "\n  " + problems[i];
+    if (problems.size() > kMaxListedProblems)
+      listed += fmt::format("\n  ... and {} more", problems.size() - kMaxListedProblems);
+    fail("--load {} --reset-head: the tensors outside the classifier head do not match --model {}:{}",
+         path.string(), layout.spec(), listed);
+  }
+  const std::optional<TensorChecksums> checksums = read_checksums(reader);
+  std::vector<std::byte> staging;
+  for (const PlannedRead& read : reads) {
+    float* destination = read.buffer + read.slot->offset;
+    staging.resize(read.entry->nbytes());
+    reader.read_bytes(*read.entry, staging.data());
+    if (checksums) verify_tensor_checksum(reader, *checksums, *read.entry, staging.data());
+    convert_to_float32(read.entry->dtype, staging.data(), read.slot->numel, destination);
+  }
+  return skipped;
 }
 
 void save_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, const float* params,

@@ -51,4 +51,13 @@ void save_params_safetensors(const std::filesystem::path& path, const FlatLayout
 // layout.buffer_size() floats.
 void load_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, float* params);
 
+// --load W --reset-head: every tensor but the classifier head (model/classifier_head.hpp) is read as
+// load_params_safetensors reads it (same checks, same errors); the head's slots keep what `params` held (the
+// family's initialization) whatever the file has there (another class count, or no head at all). Returns one line per
+// head tensor left, saying why ("heads.head.weight: the file's [1000, 768] is not --model's [10, 768]"). A file that
+// holds fewer than half of the model's other tensors is another model family: an error naming --reset-head, the
+// file and the --model, before anything is written.
+std::vector<std::string> load_params_except_head(const std::filesystem::path& path, const FlatLayout& layout,
+                                                 float* params);
+
 }  // namespace ddpx

@@ -49,7 +49,8 @@ double LrSchedule::rate_at(double base_lr, int64_t step) const {
 std::string LrSchedule::describe() const {
   std::string text(lr_schedule_name(kind));
   if (kind == LrScheduleKind::step) text += fmt::format(" every {} steps x{}", step_every, step_gamma);
-  if (kind == LrScheduleKind::cosine || kind == LrScheduleKind::linear) text += fmt::format(" to {}", min_lr);
+  if (kind == LrScheduleKind::cosine || kind == LrScheduleKind::linear)
+    text += fmt::format(" to {} at step {}", min_lr, total_steps);
   if (warmup_steps > 0) text += fmt::format(", warm-up {} steps from {}x", warmup_steps, warmup_start_factor);
   return text;
 }

@@ -4,6 +4,13 @@
 #include <fmt/format.h>
 
 namespace ddpx::predict {
+
+std::string lossy_hook_warning() {
+  return "it compresses the gradients (fp16/bf16 round them, PowerSGD keeps a low rank), which can cost accuracy; "
+         "docs/results.md's table of the hooks' accuracy (issue 39) measures it on Fashion-MNIST, and "
+         "`ddpx train --val SOURCE --eval-every N` measures it on your data";
+}
+
 namespace {
 
 std::string cap_text(double mb) { return fmt::format("{:g}", mb); }
@@ -18,6 +25,8 @@ std::string recommendation_line(const Prediction& p, const Recommendation& rec) 
     line += fmt::format("; without compression: --bucket-mb {} ({:.2f} steps/s, {:.0f}%)",
                         cap_text(lossless.bucket_cap_mb), lossless.steps_per_s, 100 * lossless.scaling_efficiency);
   }
+  if (best.hook.kind != HookKind::allreduce)
+    line += fmt::format("\n#   {} is lossy: {}", best.hook.name(), lossy_hook_warning());
   return line + "\n";
 }
 

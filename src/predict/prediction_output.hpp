@@ -11,6 +11,11 @@
 
 namespace ddpx::predict {
 
+// What a recommendation of a lossy hook (fp16, bf16, PowerSGD) adds, in `ddpx predict` and `ddpx tune`: that it is
+// lossy and where its accuracy is measured.
+std::string lossy_hook_warning();
+
+
 std::string format_prediction(const PredictionRequest& request, const Prediction& prediction);
 nlohmann::json prediction_json(const PredictionRequest& request, const Prediction& prediction);
 

@@ -30,6 +30,9 @@ PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, 
   ckpt.step = step;
   ckpt.extra = {{"seed", options.seed}, {"data", options.data.text()}, {"batch", options.batch},
                 {"grad_accum", options.grad_accum}};
+  // The schedule is a function of the absolute step, so a resume continues it exactly, with the same flags.
+  if (options.optimizer.schedule.varies())
+    ckpt.extra["lr_schedule"] = options.optimizer.schedule.describe();
   return prepare_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
 }
 
@@ -47,6 +50,13 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
     same("batch", "--batch", options.batch, "; resume with the same batch so the data stream continues");
     same("seed", "--seed", options.seed, "");
     same("data", "--data", options.data.text(), "; resume on the same data");
+    if (ckpt.extra.contains("lr_schedule") || options.optimizer.schedule.varies())
+      DDPX_REQUIRE(ckpt.extra.value("lr_schedule", std::string("constant")) ==
+                       (options.optimizer.schedule.varies() ? options.optimizer.schedule.describe() : "constant"),
+                   "--resume {}: the checkpoint was trained with --lr-schedule {}, this run has {}; resume with the "
+                   "same --lr-schedule, --lr-warmup-steps, --lr-warmup-start, --min-lr and --steps so the rate "
+                   "continues", dir.string(), ckpt.extra.value("lr_schedule", std::string("constant")),
+                   options.optimizer.schedule.varies() ? options.optimizer.schedule.describe() : "constant");
     same("grad_accum", "--grad-accum", options.grad_accum,
          "; resume with the same accumulation so the data stream continues");
   }

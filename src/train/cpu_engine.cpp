@@ -15,7 +15,10 @@
 #include "dist/bootstrap.hpp"
 #include "model/blas_threads.hpp"
 #include "model/cross_entropy.hpp"
+#include "model/no_decay.hpp"
+#include "optim/grad_clip.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/weight_average.hpp"
 #include "train/step_engine.hpp"
 
 namespace ddpx {
@@ -30,6 +33,7 @@ class CpuEngine : public StepEngine {
       : layout_(model.layout()),
         classes_(model.num_classes()),
         image_numel_(model.input_shape().numel()),
+        input_shape_(model.input_shape()),
         options_(options),
         model_(model.make_cpu(options.batch)),
         params_(layout_.buffer_size(), 0.f),
@@ -38,6 +42,18 @@ class CpuEngine : public StepEngine {
         dlogits_(logits_.size()),
         numerics_(options.divergence_ratio) {
     options.optimizer.validate();
+    const RecipeOptions& recipe = options.recipe;
+    recipe.validate(Device::cpu);
+    if (recipe.no_decay) {
+      no_decay_ = no_decay_spans(layout_);
+      undecayed_ = options.optimizer;
+      undecayed_.weight_decay = 0.f;
+    }
+    if (recipe.ema_decay != 0) weight_average_.emplace(recipe.ema_decay, layout_.buffer_size());
+    if (recipe.mix.enabled()) {
+      mixed_images_.resize(static_cast<size_t>(options.batch * image_numel_));
+      mixed_labels_.resize(static_cast<size_t>(options.batch));
+    }
     for (const std::string& name : options.optimizer.state_names())
       state_.buffers.push_back({name, std::vector<float>(layout_.buffer_size(), 0.f)});
     const BlasThreadChoice choice = choose_blas_threads(
@@ -80,9 +96,27 @@ class CpuEngine : public StepEngine {
   void forward_backward(float grad_scale, const ReadyFn& on_ready) override {
     DDPX_INTERNAL_ASSERT(batch_ != nullptr, "forward_backward without a batch");
     auto t0 = Clock::now();
-    model_->forward(params_.data(), batch_->images, batch_->batch, logits_.data());
-    loss_ = softmax_cross_entropy<float>(logits_.data(), batch_->labels, batch_->batch, classes_, dlogits_.data(),
-                                         grad_scale);
+    const RecipeOptions& recipe = options_.recipe;
+    const float* images = batch_->images;
+    ClassTargets targets{.labels = batch_->labels, .label_smoothing = recipe.label_smoothing};
+    if (recipe.mix.enabled()) {
+      // One draw per batch, from the batch's index: every rank mixes alike, and a resumed run draws the same.
+      Rng rng(options_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(batch_->step) + 1);
+      const InputShape shape = input_shape_;
+      const MixDraw draw = draw_mix(rng, recipe.mix, shape.image_size, shape.image_size);
+      std::copy(batch_->images, batch_->images + batch_->batch * image_numel_, mixed_images_.begin());
+      apply_mix(mixed_images_.data(), batch_->labels, mixed_labels_.data(), batch_->batch, shape.channels,
+                shape.image_size, shape.image_size, draw);
+      images = mixed_images_.data();
+      targets.mixed_labels = draw.kind == MixKind::none ? nullptr : mixed_labels_.data();
+      targets.mix = draw.lambda;
+    }
+    model_->forward(params_.data(), images, batch_->batch, logits_.data());
+    loss_ = targets.mixed_labels == nullptr && targets.label_smoothing == 0
+                ? softmax_cross_entropy<float>(logits_.data(), batch_->labels, batch_->batch, classes_,
+                                               dlogits_.data(), grad_scale)
+                : softmax_cross_entropy<float>(logits_.data(), targets, batch_->batch, classes_, dlogits_.data(),
+                                               grad_scale);
     times_.forward = ms_since(t0);
     auto t1 = Clock::now();
     model_->backward(params_.data(), dlogits_.data(), grads_.data(), on_ready);
@@ -95,7 +129,11 @@ class CpuEngine : public StepEngine {
     // applied, so the weights stay those of the last good step.
     numerics_.observe(step, loss_, grads_);
     if (numerics_.first_problem()) return;
+    // After the reduction (the trainer calls this once the buckets are averaged): every rank clips alike.
+    if (options_.recipe.clip_grad_norm != 0)
+      grad_norm_ = clip_grad_norm_cpu(grads_.data(), grads_.size(), static_cast<float>(options_.recipe.clip_grad_norm));
     update(step, 0, params_.size());
+    if (weight_average_) weight_average_->update(params_.data(), params_.size());
     state_.step = step;
     times_.optimizer = ms_since(t0) + zero_ms_;
   }
@@ -111,6 +149,7 @@ class CpuEngine : public StepEngine {
     // The spans are applied already: a bad step is noted here, the run stops at the trainer's next check, and
     // nothing non-finite is ever saved (io/tensor_integrity.hpp).
     numerics_.observe(span_step_, loss_, grads_);
+    if (weight_average_) weight_average_->update(params_.data(), params_.size());
     state_.step = span_step_;
     times_.optimizer = zero_ms_;
   }
@@ -119,26 +158,48 @@ class CpuEngine : public StepEngine {
   std::optional<NumericsProblem> numerics_problem() override { return numerics_.first_problem(); }
 
   std::vector<float> eval_logits(const float* images, int64_t batch) override {
-    std::vector<float> logits(static_cast<size_t>(batch * classes_));
-    for (int64_t start = 0; start < batch; start += options_.batch) {
-      const int64_t n = std::min(options_.batch, batch - start);
-      model_->forward(params_.data(), images + start * image_numel_, n, logits.data() + start * classes_);
-    }
-    return logits;
+    return logits_with(params_.data(), images, batch);
+  }
+  std::optional<std::vector<float>> weight_average_logits(const float* images, int64_t batch) override {
+    if (!weight_average_) return std::nullopt;
+    return logits_with(weight_average_->values().data(), images, batch);
+  }
+  std::optional<std::vector<float>> weight_average() override {
+    if (!weight_average_) return std::nullopt;
+    return weight_average_->values();
+  }
+  std::optional<float> last_grad_norm() override {
+    return options_.recipe.clip_grad_norm != 0 ? std::optional<float>(grad_norm_) : std::nullopt;
   }
 
   EnginePhaseTimes last_phase_times() override { return times_; }
 
  private:
-  // The step's update of elements [begin, end): element-wise, so spans of one step equal the whole step.
+  std::vector<float> logits_with(const float* params, const float* images, int64_t batch) {
+    std::vector<float> logits(static_cast<size_t>(batch * classes_));
+    for (int64_t start = 0; start < batch; start += options_.batch) {
+      const int64_t n = std::min(options_.batch, batch - start);
+      model_->forward(params, images + start * image_numel_, n, logits.data() + start * classes_);
+    }
+    return logits;
+  }
+
+  // The step's update of elements [begin, end): element-wise, so spans of one step equal the whole step. With
+  // --no-decay the exempt tensors' runs are updated with weight decay 0 (model/no_decay.hpp).
   void update(int64_t step, size_t begin, size_t end) {
-    std::vector<float*> state;
-    for (auto& [name, values] : state_.buffers) state.push_back(values.data() + begin);
-    optimizer_step_cpu(options_.optimizer, params_.data() + begin, grads_.data() + begin, state, end - begin, step);
+    const auto update_run = [&](size_t run_begin, size_t run_end, bool decay) {
+      std::vector<float*> state;
+      for (auto& [name, values] : state_.buffers) state.push_back(values.data() + run_begin);
+      optimizer_step_cpu(decay ? options_.optimizer : undecayed_, params_.data() + run_begin,
+                         grads_.data() + run_begin, state, run_end - run_begin, step);
+    };
+    if (!options_.recipe.no_decay) return update_run(begin, end, true);
+    for_each_decay_run(begin, end, no_decay_, update_run);
   }
 
   const FlatLayout& layout_;
   int64_t classes_, image_numel_;
+  InputShape input_shape_;
   EngineOptions options_;
   std::unique_ptr<CpuModel> model_;
   std::vector<float> params_, grads_, logits_, dlogits_;
@@ -149,6 +210,13 @@ class CpuEngine : public StepEngine {
   EnginePhaseTimes times_;
   double zero_ms_ = 0;  // the last zero_grads()
   int64_t span_step_ = 0;  // the step begin_span_updates() opened
+  // the recipe (train/recipe_options.hpp): exempt spans and the spec without decay, the weight EMA, mixing buffers
+  std::vector<BufferSpan> no_decay_;
+  OptimizerSpec undecayed_;
+  std::optional<WeightAverage> weight_average_;
+  std::vector<float> mixed_images_;
+  std::vector<int32_t> mixed_labels_;
+  float grad_norm_ = 0;
   std::string blas_;  // "OpenBLAS, 1 thread: 2 hardware threads / 2 ranks on this node"
 };
 

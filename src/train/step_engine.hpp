@@ -19,6 +19,7 @@
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
 #include "train/numerics_guard.hpp"
+#include "train/recipe_options.hpp"
 #include "train/run_modes.hpp"
 #include "train/train_options.hpp"
 
@@ -38,6 +39,7 @@ struct EngineOptions {
   // model_cuda/cuda_model.hpp); then grad_buffer() holds that mixed form, so no reducer that reads its buckets may
   // be attached (CommHook::reads_bucket).
   bool bf16_weight_grads = false;
+  RecipeOptions recipe;  // regularization beyond the optimizer (train/recipe_options.hpp)
   // Throws ddpx::Error naming the flag: --precision against --device, --batch, --cpu-threads, the optimizer.
   void validate() const;
 };
@@ -113,6 +115,12 @@ class StepEngine {
   virtual std::optional<NumericsProblem> numerics_problem() = 0;
   // Logits of images (host, NCHW) for evaluation.
   virtual std::vector<float> eval_logits(const float* images, int64_t batch) = 0;
+  // --ema-decay: the same with the weight average, and the average itself (host, the layout's buffer); nullopt
+  // without one.
+  virtual std::optional<std::vector<float>> weight_average_logits(const float*, int64_t) { return std::nullopt; }
+  virtual std::optional<std::vector<float>> weight_average() { return std::nullopt; }
+  // --clip-grad-norm: the global norm of the last step's averaged gradients before clipping; nullopt without it.
+  virtual std::optional<float> last_grad_norm() { return std::nullopt; }
   // Phase times of a step completed earlier (CUDA: one step late, so that reading never stalls the pipeline; CPU:
   // the last step).
   virtual EnginePhaseTimes last_phase_times() = 0;

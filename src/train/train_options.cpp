@@ -1,5 +1,6 @@
 // Validation of TrainOptions; every message names the flag and the accepted range.
 #include "train/train_options.hpp"
+#include "train/run_evaluation.hpp"
 
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ void TrainOptions::require_distinct_paths() const {
   add(outputs, "--save", save);
   add(outputs, "--report", report);
   add(outputs, "--trace", trace);
+  add(outputs, "--metrics", metrics);
   require_distinct_files(inputs, outputs);
   if (checkpoint_dir.empty()) return;
   // --resume D --checkpoint-dir D is how a run continues: the checkpoint is read in full before the first one is
@@ -69,6 +71,11 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(std::isfinite(divergence_ratio) && (divergence_ratio == 0 || divergence_ratio >= 1),
                "--divergence-ratio must be 0 (off) or at least 1, got {}", divergence_ratio);
   DDPX_REQUIRE(grad_accum >= 1, "--grad-accum must be >= 1, got {}", grad_accum);
+  DDPX_REQUIRE(!optimizer.schedule.varies() || optimizer.schedule.total_steps == steps,
+               "--lr-schedule: the schedule's horizon {} is not --steps {}", optimizer.schedule.total_steps, steps);
+  DDPX_REQUIRE(recipe.clip_grad_norm == 0 || optimizer_overlap != OverlapPolicy::on,
+               "--clip-grad-norm {} with --optimizer-overlap on: clipping needs the whole step's gradient norm before "
+               "any parameter is updated; use --optimizer-overlap auto or off", recipe.clip_grad_norm);
   // Bucket caps between 4 bytes (one fp32 gradient) and 1 TB; checked here, also without --ddp, so that a typo
   // never waits for the run that would use it (and the cast to bytes can never overflow).
   constexpr double kMinBucketMb = 4.0 / (1 << 20), kMaxBucketMb = 1e6;
@@ -91,6 +98,11 @@ void TrainOptions::validate() const {
   require_writable_file(save, "--save");
   require_writable_file(report, "--report");
   require_writable_file(trace, "--trace");
+  require_writable_file(metrics, "--metrics");
+  DDPX_REQUIRE(eval_every.empty() || val,
+               "--eval-every {} needs --val SOURCE, the held-out data it evaluates (e.g. --val "
+               "idx:/usr/share/datasets/fashion-mnist:test)", eval_every);
+  if (!eval_every.empty()) (void)parse_eval_every(eval_every);
   if (!checkpoint_dir.empty()) {
     DDPX_REQUIRE(!std::filesystem::exists(checkpoint_dir) || std::filesystem::is_directory(checkpoint_dir),
                  "--checkpoint-dir {}: that is a file, not a folder; give a folder path", checkpoint_dir);
@@ -101,6 +113,8 @@ void TrainOptions::validate() const {
                "--report {} needs steps past the warm-up (only those are measured): --steps {} is not more than "
                "--warmup {}; raise --steps or lower --warmup", report, steps, warmup_steps);
   DDPX_REQUIRE(images.empty() == labels.empty(), "--images and --labels must be given together");
+  DDPX_REQUIRE(!reset_head || !load.empty(),
+               "--reset-head needs --load W (it loads every tensor of W but the classifier head)");
   DDPX_REQUIRE(load.empty() || resume.empty(),
                "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
                "--load starts a new one from weights: give one", load, resume);
@@ -134,7 +148,8 @@ EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gra
           .seed = options.seed,
           .cpu_threads = options.cpu_threads,
           .divergence_ratio = options.divergence_ratio,
-          .bf16_weight_grads = weight_grads_in_bf16(options, reducer_reads_gradients)};
+          .bf16_weight_grads = weight_grads_in_bf16(options, reducer_reads_gradients),
+          .recipe = options.recipe};
 }
 
 void EngineOptions::validate() const {
@@ -149,6 +164,7 @@ void EngineOptions::validate() const {
                        "bf16 weight gradients asked of a {} engine in {}", device == Device::cuda ? "CUDA" : "CPU",
                        precision_name(precision));
   optimizer.validate();
+  recipe.validate(device);
 }
 
 }  // namespace ddpx

@@ -19,6 +19,7 @@
 #include "dist/backend_registry.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
+#include "train/recipe_options.hpp"
 #include "train/run_modes.hpp"
 
 namespace ddpx {
@@ -47,13 +48,15 @@ struct TrainOptions {
   // directly). Not a flag.
   std::vector<std::string> command_line;
   // optimizer: --optimizer and its hyperparameter flags, parsed once (parse_optimizer_spec)
-  OptimizerSpec optimizer;
+  OptimizerSpec optimizer;  // its schedule's total_steps is --steps (cli/recipe_flags.cpp)
+  RecipeOptions recipe;     // --label-smoothing, --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix
   // the optimizer span by span during backward (on; automatic: only with a reducer) or after it
   OverlapPolicy optimizer_overlap = OverlapPolicy::automatic;
   // the weight-gradient GEMMs' output type (weight_grads_in_bf16)
   WeightGradPolicy weight_grads = WeightGradPolicy::automatic;
   // weights and checkpoints
   std::string load, save, checkpoint_dir, resume;
+  bool reset_head = false;  // --reset-head: --load all but the classifier head (io/param_safetensors.hpp)
   int64_t checkpoint_every = 0;
   int keep_checkpoints = 2;  // the newest K checkpoints stay in --checkpoint-dir (train/checkpointing.hpp)
   // numerics: stop when the loss exceeds this x max(first loss, 1) (train/numerics_guard.hpp); 0: never
@@ -71,6 +74,8 @@ struct TrainOptions {
   GraphPolicy cuda_graph = GraphPolicy::automatic;
   std::string profile_steps;  // "A:B": cudaProfilerStart/Stop window for nsys
   std::string report, trace;
+  std::string eval_every;  // --eval-every N|epoch on --val (train/run_evaluation.hpp); empty: at the end only
+  std::string metrics;  // --metrics FILE: JSON Lines as the run goes (train/metrics_log.hpp)
   int64_t log_every = 10;
   bool quiet = false;
   std::vector<std::string> config_files;  // --config files read: inputs no output may overwrite

@@ -26,6 +26,8 @@
 #include "train/checkpointing.hpp"
 #include "model/model_registry.hpp"
 #include "train/dist_setup.hpp"
+#include "train/metrics_log.hpp"
+#include "train/run_evaluation.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
 #include "train/step_graphs.hpp"
@@ -54,6 +56,7 @@ struct StartState {
   std::vector<float> params;
   int64_t step = 0;  // optimizer steps already done
   std::optional<HostOptimizerState> optimizer;
+  std::vector<std::string> head_reset;  // --reset-head: the head tensors left at their initialization, and why
 };
 
 DatasetContext data_context(const TrainOptions& options, const Model& model) {
@@ -74,7 +77,10 @@ StartState initial_state(const Model& model, const TrainOptions& options) {
     start.optimizer = std::move(ckpt.optimizer);
     return start;
   }
-  if (!options.load.empty()) {
+  if (!options.load.empty() && options.reset_head) {
+    model.init_params(start.params.data(), options.seed);
+    start.head_reset = load_params_except_head(options.load, layout, start.params.data());
+  } else if (!options.load.empty()) {
     load_params_safetensors(options.load, layout, start.params.data());
   } else {
     model.init_params(start.params.data(), options.seed);
@@ -132,6 +138,28 @@ TrainSummary run_training(const TrainOptions& options) {
   loader_options.deallocate = [&](void* p) { engine->free_host_batch(p); };
   const int64_t micro_per_step = options.grad_accum;
   BatchLoader loader(*dataset, dist.rank, dist.world, options.batch, start.step * micro_per_step, loader_options);
+  // --val: evaluated at the last step, and every --eval-every (train/run_evaluation.hpp). Its labels must be classes
+  // of the model: a source that names more classes than the model has is refused now, before any step.
+  std::optional<RunEvaluator> evaluator;
+  if (val_dataset) {
+    const std::vector<std::string> val_classes = val_dataset->class_names();
+    DDPX_REQUIRE(val_classes.empty() || static_cast<int64_t>(val_classes.size()) == model->num_classes(),
+                 "--val {} has {} classes but --model {} has {}; give a validation set of the training classes (or "
+                 "a model with classes={})", options.val->text(), val_classes.size(), options.model,
+                 model->num_classes(), val_classes.size());
+    evaluator.emplace(*val_dataset, options.eval_every.empty() ? EvalEvery{} : parse_eval_every(options.eval_every),
+                      dataset->batches_per_epoch(dist.world, options.batch) / micro_per_step, options.steps,
+                      model->input_shape().numel(), model->num_classes(), options.batch);
+  }
+  // --metrics: rank 0 writes it; a resumed run appends to it.
+  std::unique_ptr<MetricsLog> metrics =
+      options.metrics.empty() || dist.rank != 0 ? nullptr : std::make_unique<MetricsLog>(options.metrics, start.step > 0);
+  const int64_t steps_per_epoch = dataset->batches_per_epoch(dist.world, options.batch) / micro_per_step;
+  const auto epoch_at = [&](int64_t step) {
+    return steps_per_epoch > 0 ? std::optional<double>(static_cast<double>(step) / steps_per_epoch) : std::nullopt;
+  };
+  std::optional<EvalResult> last_eval;
+  int64_t last_eval_step = 0;
 
   log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}{}",
                   layout.spec(), engine->describe(), layout.num_params(), options.batch, dist.world,
@@ -143,6 +171,10 @@ TrainSummary run_training(const TrainOptions& options) {
                   engine_settings.bf16_weight_grads ? "| bf16 weight gradients " : "",
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
+  for (const std::string& line : start.head_reset) log(fmt::format("--reset-head: {}", line));
+  if (options.optimizer.schedule.varies() || options.recipe.any())
+    log(fmt::format("recipe: lr {} {}{}", options.optimizer.lr, options.optimizer.schedule.describe(),
+                    options.recipe.any() ? " | " + options.recipe.describe() : ""));
 
   RunRecorder recorder(options, dist, layout);
   recorder.set_device_name(engine->device_name());
@@ -175,7 +207,9 @@ TrainSummary run_training(const TrainOptions& options) {
   if (!calibration.shortfall.empty()) log("calibration: " + calibration.shortfall);
   // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
   // attach_reducer().
-  const bool overlap_optimizer = optimizer_overlaps(options.optimizer_overlap, dist.reducer != nullptr);
+  // Clipping needs the whole step's gradient norm before any update: no span updates (validate() refuses "on").
+  const bool overlap_optimizer =
+      optimizer_overlaps(options.optimizer_overlap, dist.reducer != nullptr) && options.recipe.clip_grad_norm == 0;
   auto finish_optimizer = [&](int64_t step) {
     if (overlap_optimizer) {
       engine->finish_span_updates();
@@ -219,6 +253,11 @@ TrainSummary run_training(const TrainOptions& options) {
     engine->download_params(params.data());
     save_params_safetensors(options.save, layout, params.data(),
                             {{"ddpx.model", layout.spec()}, {"ddpx.step", std::to_string(step)}}, "--save");
+    if (const std::optional<std::vector<float>> average = engine->weight_average())
+      save_params_safetensors(weight_average_path(options.save), layout, average->data(),
+                              {{"ddpx.model", layout.spec()}, {"ddpx.step", std::to_string(step)},
+                               {"ddpx.ema_decay", fmt::format("{}", options.recipe.ema_decay)}},
+                              "--save (--ema-decay)");
   };
 
   // Note [Deferred checkpoint commit]
@@ -386,8 +425,17 @@ TrainSummary run_training(const TrainOptions& options) {
       summary.final_loss = loss;
       const double elapsed = seconds_since(interval_start);
       const double rate = interval_steps / std::max(elapsed, 1e-9);
-      log(fmt::format("step {:>6}/{} | loss {:.4f} | {:8.2f} steps/s | {:9.1f} images/s", step, options.steps, loss,
-                      rate, rate * options.batch * micro_per_step * dist.world));
+      const std::optional<float> grad_norm = engine->last_grad_norm();
+      log(fmt::format("step {:>6}/{} | loss {:.4f}{}{} | {:8.2f} steps/s | {:9.1f} images/s", step, options.steps,
+                      loss,
+                      options.optimizer.schedule.varies()
+                          ? fmt::format(" | lr {:.4g}", options.optimizer.lr_at(step)) : "",
+                      grad_norm ? fmt::format(" | grad norm {:.3f}", *grad_norm) : "", rate,
+                      rate * options.batch * micro_per_step * dist.world));
+      if (metrics)
+        metrics->step(step, epoch_at(step), options.optimizer.lr_at(step), loss,
+                      grad_norm ? std::optional<double>(*grad_norm) : std::nullopt,
+                      rate * options.batch * micro_per_step * dist.world);
       interval_start = Clock::now();
       interval_steps = 0;
     }
@@ -420,6 +468,18 @@ TrainSummary run_training(const TrainOptions& options) {
              options.save, step);
       }
     }
+    // Every rank evaluates its shard of --val (the totals are all-gathered): the same result on every rank.
+    if (evaluator && evaluator->due(step)) {
+      require_good_numerics();
+      for (const bool average : {false, true}) {
+        if (average && !engine->weight_average()) continue;
+        const EvalResult result = evaluator->evaluate(*engine, average, dist.communicator.get(), dist.rank,
+                                                      dist.world);
+        log(fmt::format("eval   {:>6}/{} | {}{}", step, options.steps, result.describe(), average ? " (EMA)" : ""));
+        if (metrics) metrics->eval(step, epoch_at(step), result, average ? "ema" : "model");
+        if (!average) last_eval = result, last_eval_step = step;
+      }
+    }
   }
   engine->synchronize();
   require_good_numerics();
@@ -447,6 +507,9 @@ TrainSummary run_training(const TrainOptions& options) {
     log(fmt::format("peak device memory {:.2f} GiB (allocations after context creation, cudaMemGetInfo)",
                     engine->device_memory_gib()));
   recorder.finish(summary, lead);
+  if (last_eval)
+    log(fmt::format("accuracy: {} at step {} on --val {}", last_eval->describe(), last_eval_step,
+                    options.val->text()));
   return summary;
 }
 

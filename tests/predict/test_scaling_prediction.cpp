@@ -118,6 +118,9 @@ TEST(ScalingPrediction, EachHookIsPricedFromItsOwnReportAndRecommended) {
   EXPECT_EQ(p.rows[p.recommendations[0].fastest_lossless].hook.name(), "allreduce");
   const std::string table = format_prediction(r, p);
   EXPECT_NE(table.find("# recommended at 2 ranks: --comm-hook bf16"), std::string::npos) << table;
+  // A lossy recommendation says so and where its accuracy is measured (issue 39 item 8).
+  EXPECT_NE(table.find("#   bf16 is lossy: it compresses the gradients"), std::string::npos) << table;
+  EXPECT_NE(table.find("--eval-every"), std::string::npos) << table;
   EXPECT_NE(table.find("[hook cost not measured]"), std::string::npos) << table;
   EXPECT_NE(table.find("note: hook powersgd:1"), std::string::npos) << table;
   const nlohmann::json j = prediction_json(r, p);

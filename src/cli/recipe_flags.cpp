@@ -1,0 +1,73 @@
+// `ddpx train`'s recipe flags (see recipe_flags.hpp).
+#include "cli/recipe_flags.hpp"
+
+#include "core/error.hpp"
+#include "optim/lr_schedule.hpp"
+
+namespace ddpx::cli {
+
+void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
+  auto* group = "Schedule and regularization";
+  cmd->add_option("--lr-schedule", flags.lr_schedule,
+                  "constant | cosine | linear | step:EVERY[:GAMMA] after the warm-up, torch.optim.lr_scheduler's "
+                  "CosineAnnealingLR(T_max = the steps after the warm-up, eta_min = --min-lr), LinearLR down to "
+                  "--min-lr, StepLR(EVERY, GAMMA = 0.1); on CUDA a varying rate steps without CUDA graphs")
+      ->group(group);
+  cmd->add_option("--lr-warmup-steps", flags.lr_warmup_steps,
+                  "linear warm-up over the first N optimizer steps from --lr-warmup-start x --lr to --lr "
+                  "(LinearLR in a SequentialLR; not --warmup, which only leaves steps unmeasured)")
+      ->group(group);
+  cmd->add_option("--lr-warmup-start", flags.lr_warmup_start,
+                  "the warm-up's first rate as a fraction of --lr (torchvision's --lr-warmup-decay)")
+      ->group(group);
+  cmd->add_option("--min-lr", flags.min_lr, "the rate cosine and linear end at")->group(group);
+  cmd->add_option("--label-smoothing", flags.recipe.label_smoothing,
+                  "targets (1 - E) onehot + E / classes, torch's cross_entropy(label_smoothing=E)")
+      ->group(group);
+  cmd->add_option("--clip-grad-norm", flags.recipe.clip_grad_norm,
+                  "scale the averaged gradients so their global L2 norm is at most N (clip_grad_norm_ after the "
+                  "all-reduce, so every rank agrees); the norm is in progress lines and --metrics")
+      ->group(group);
+  cmd->add_flag("--no-decay", flags.recipe.no_decay,
+                "no weight decay on biases, norm weights, the position embedding and the class token "
+                "(torchvision's --norm-weight-decay 0 --bias-weight-decay 0 --transformer-embedding-decay 0)")
+      ->group(group);
+  cmd->add_option("--ema-decay", flags.recipe.ema_decay,
+                  "keep an exponential moving average of the weights (avg = D avg + (1 - D) w each step, "
+                  "torchvision's --model-ema), evaluated beside them and saved as <--save>.ema.safetensors")
+      ->group(group);
+  cmd->add_option("--eval-every", flags.eval_every,
+                  "N | epoch: evaluate on --val every N steps or at each epoch's end, and at the last step: loss, "
+                  "top-1 and top-5 over the whole set, sharded exactly across ranks (with --ema-decay, the average "
+                  "too); in progress lines, --metrics, the run report and the verdict")
+      ->group(group);
+  cmd->add_option("--metrics", flags.metrics,
+                  "write JSON Lines as the run goes (rank 0, flushed at each progress line): step, lr, loss, grad "
+                  "norm, images/s, and each evaluation; `ddpx report --metrics FILE` draws them")
+      ->group(group);
+  cmd->add_flag("--reset-head", flags.reset_head,
+                "with --load W: load every tensor but the classifier head, which starts from --seed's "
+                "initialization (fine-tuning on another number of classes; the skipped tensors are listed)")
+      ->group(group);
+  cmd->add_option("--mixup", flags.recipe.mix.mixup_alpha, "mixup with lambda ~ Beta(A, A) (0: off)")->group(group);
+  cmd->add_option("--cutmix", flags.recipe.mix.cutmix_alpha,
+                  "cutmix with lambda ~ Beta(B, B) (0: off); with --mixup each batch picks one")
+      ->group(group);
+}
+
+void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options) {
+  LrSchedule schedule = parse_lr_schedule(flags.lr_schedule);
+  schedule.warmup_steps = flags.lr_warmup_steps;
+  schedule.warmup_start_factor = flags.lr_warmup_start;
+  schedule.min_lr = flags.min_lr;
+  schedule.total_steps = options.steps;
+  options.optimizer.schedule = schedule;
+  options.optimizer.validate();  // the schedule's checks name --lr-warmup-steps, --min-lr, ...
+  options.recipe = flags.recipe;
+  options.reset_head = flags.reset_head;
+  options.metrics = flags.metrics;
+  options.eval_every = flags.eval_every;
+  options.recipe.validate(options.device);
+}
+
+}  // namespace ddpx::cli

@@ -1,0 +1,27 @@
+// The training recipe's flags of `ddpx train` (--lr-schedule and its warm-up, --label-smoothing,
+// --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix): registered in one group, parsed once into the
+// OptimizerSpec's LrSchedule and TrainOptions::recipe.
+// Guarantee: apply_recipe_flags() validates what it sets and throws ddpx::Error naming the flag and value before
+// any training starts (a warm-up not shorter than --steps, a non-finite or negative value, --min-lr above --lr).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "train/train_options.hpp"
+
+namespace ddpx::cli {
+
+struct RecipeFlags {
+  std::string lr_schedule = "constant";
+  int64_t lr_warmup_steps = 0;
+  double lr_warmup_start = 0.01, min_lr = 0;
+  RecipeOptions recipe;
+  bool reset_head = false;
+  std::string metrics, eval_every;
+};
+
+void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags);
+// Sets options.optimizer.schedule (horizon: options.steps) and options.recipe; call after the optimizer is parsed.
+void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options);
+
+}  // namespace ddpx::cli

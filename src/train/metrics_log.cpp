@@ -1,0 +1,42 @@
+// --metrics JSON Lines (see metrics_log.hpp).
+#include "train/metrics_log.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace ddpx {
+namespace {
+
+nlohmann::json optional_number(std::optional<double> value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& path, bool append)
+    : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
+  DDPX_REQUIRE(out_.good(), "--metrics {}: cannot open it for writing; give a writable file path", path);
+}
+
+void MetricsLog::write(const std::string& line) {
+  out_ << line << '\n';
+  out_.flush();
+  DDPX_REQUIRE(out_.good(), "--metrics {}: writing failed (disk full?)", path_);
+}
+
+void MetricsLog::step(int64_t step, std::optional<double> epoch, double lr, double loss,
+                      std::optional<double> grad_norm, double images_per_s) {
+  write(nlohmann::json{{"kind", "step"}, {"step", step}, {"epoch", optional_number(epoch)}, {"lr", lr},
+                       {"loss", loss}, {"grad_norm", optional_number(grad_norm)}, {"images_per_s", images_per_s}}
+            .dump());
+}
+
+void MetricsLog::eval(int64_t step, std::optional<double> epoch, const EvalResult& result,
+                      const std::string& weights) {
+  write(nlohmann::json{{"kind", "eval"}, {"step", step}, {"epoch", optional_number(epoch)}, {"loss", result.loss},
+                       {"top1", result.top1}, {"top5", result.top5}, {"count", result.count}, {"weights", weights}}
+            .dump());
+}
+
+}  // namespace ddpx

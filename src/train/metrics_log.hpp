@@ -1,0 +1,32 @@
+// MetricsLog: --metrics FILE, one JSON object per line, written and flushed as the run goes (rank 0), so a crashed
+// or running job's curves can be read at any time (`ddpx report --metrics FILE` draws them).
+// Lines: {"kind": "step", "step", "epoch", "lr", "loss", "grad_norm" (with --clip-grad-norm), "images_per_s"} at
+// every progress line, and {"kind": "eval", "step", "epoch", "loss", "top1", "top5", "count", "weights": "model" |
+// "ema"} at every evaluation; "epoch" is the fraction of the training set seen (steps x global batch / its size),
+// null when the source has no size.
+// Guarantees: each line is complete when flushed (a reader never sees half an object); the file is truncated at
+// the start of a run and a resumed run appends (its steps continue); a write error is a ddpx::Error naming --metrics.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "train/evaluation.hpp"
+
+namespace ddpx {
+
+class MetricsLog {
+ public:
+  MetricsLog(const std::string& path, bool append);
+  void step(int64_t step, std::optional<double> epoch, double lr, double loss, std::optional<double> grad_norm,
+            double images_per_s);
+  void eval(int64_t step, std::optional<double> epoch, const EvalResult& result, const std::string& weights);
+
+ private:
+  void write(const std::string& line);
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace ddpx

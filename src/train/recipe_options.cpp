@@ -1,0 +1,55 @@
+// The recipe's regularization options (see recipe_options.hpp).
+#include "train/recipe_options.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "optim/grad_clip.hpp"
+#include "optim/weight_average.hpp"
+
+namespace ddpx {
+
+std::string RecipeOptions::describe() const {
+  std::vector<std::string> parts;
+  if (label_smoothing != 0) parts.push_back(fmt::format("label smoothing {}", label_smoothing));
+  if (clip_grad_norm != 0) parts.push_back(fmt::format("clip grad norm {}", clip_grad_norm));
+  if (no_decay) parts.push_back("no decay on biases, norms, embeddings");
+  if (ema_decay != 0) parts.push_back(fmt::format("EMA {}", ema_decay));
+  if (mix.mixup_alpha != 0) parts.push_back(fmt::format("mixup {}", mix.mixup_alpha));
+  if (mix.cutmix_alpha != 0) parts.push_back(fmt::format("cutmix {}", mix.cutmix_alpha));
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : ", ") + part;
+  return text;
+}
+
+std::string weight_average_path(const std::string& save) {
+  constexpr std::string_view suffix = ".safetensors";
+  if (save.size() > suffix.size() && save.compare(save.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return save.substr(0, save.size() - suffix.size()) + ".ema" + std::string(suffix);
+  return save + ".ema";
+}
+
+void RecipeOptions::validate(Device device) const {
+  DDPX_REQUIRE(std::isfinite(label_smoothing) && label_smoothing >= 0 && label_smoothing < 1,
+               "--label-smoothing must be in [0, 1) (the share of each target spread over all classes; torchvision's "
+               "ViT recipe uses 0.11), got {}", label_smoothing);
+  if (clip_grad_norm != 0) validate_clip_grad_norm(clip_grad_norm);
+  if (ema_decay != 0) validate_ema_decay(ema_decay);
+  mix.validate();
+  if (device == Device::cuda) {
+    DDPX_REQUIRE(!any(),
+                 "{} on --device cuda: the CUDA forms (kernels/recipe.hpp) are written and tested against the CPU "
+                 "but not yet verified on a GPU, so the CUDA engine does not run them yet; train with --device cpu, "
+                 "or leave the flag out (--lr-schedule and its warm-up work on both engines)",
+                 label_smoothing != 0  ? "--label-smoothing"
+                 : clip_grad_norm != 0 ? "--clip-grad-norm"
+                 : no_decay            ? "--no-decay"
+                 : ema_decay != 0      ? "--ema-decay"
+                                       : "--mixup/--cutmix");
+  }
+}
+
+}  // namespace ddpx
