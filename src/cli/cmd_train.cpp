@@ -31,7 +31,7 @@ struct ModeFlags {
   std::string device = "cpu", precision = "fp32", data = "synthetic", optimizer = "sgd";
   std::string optimizer_overlap = "auto", backend = "auto", comm_hook = "allreduce", cuda_graph = "auto";
   std::string weight_grads = "auto";
-  std::string val, augment = "auto", mean, std;  // image sources (data/data_spec.hpp parses them)
+  std::string val, augment = "auto", mean, std, normalize = "host";  // image sources
   int64_t powersgd_start = 2;
 };
 
@@ -101,6 +101,12 @@ Command add_train_command(CLI::App& app) {
       ->group(what);
   cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
   cmd->add_option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)")->group(what);
+  cmd->add_option("--epochs", o->epochs,
+                  "image sources: train N epochs instead of --steps (N x the batches each rank runs per epoch / "
+                  "--grad-accum). Epochs follow DistributedSampler: the order is shuffled from (seed, epoch), padded "
+                  "by repeating its first samples to a multiple of the ranks, each rank takes every world-th, and "
+                  "each rank's last partial batch is dropped, so every rank runs the same number of batches")
+      ->group(what);
   cmd->add_option("--warmup", o->warmup_steps, "steps excluded from throughput and the breakdown")->group(what);
   cmd->add_option("--calibrate-steps", o->calibrate_steps,
                   "with DDP: up to N of the warm-up's last steps run without the reducer during backward (their "
@@ -129,6 +135,11 @@ Command add_train_command(CLI::App& app) {
       ->group(data);
   cmd->add_option("--std", modes->std,
                   "image sources: per-channel std of Normalize (default 0.229,0.224,0.225; one-channel models 0.226)")
+      ->group(data);
+  cmd->add_option("--normalize", modes->normalize,
+                  "image sources with --device cuda: host (the loader threads normalize to float32 and the float "
+                  "batch is copied, the default) | device (the uint8 batch is copied, a quarter of the bytes, and "
+                  "normalized by a kernel on the copy stream)")
       ->group(data);
   cmd->add_option("--max-pixels", o->image_pipeline.max_pixels,
                   "image sources: refuse an image whose header claims more pixels (a decompression bomb) before "
@@ -241,7 +252,7 @@ Command add_train_command(CLI::App& app) {
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
                            "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--lr-warmup-steps",
                            "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
-                           "--ranks-per-gpu", "--max-pixels"}) {
+                           "--ranks-per-gpu", "--max-pixels", "--epochs"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
@@ -252,8 +263,14 @@ Command add_train_command(CLI::App& app) {
             o->device = parse_device(modes->device);
             o->precision = parse_precision(modes->precision);
             o->data = parse_data_spec(modes->data, "--data");
+            DDPX_REQUIRE(o->epochs == 0 || cmd->get_option("--steps")->count() == 0,
+                         "--epochs {} and --steps {}: give one (--epochs sets the steps from the data's size)",
+                         o->epochs, o->steps);
             if (!modes->val.empty()) o->val = parse_data_spec(modes->val, "--val");
             o->image_pipeline.augmentation = parse_augmentation(modes->augment);
+            DDPX_REQUIRE(modes->normalize == "host" || modes->normalize == "device",
+                         "--normalize '{}' is not known; choose host or device", modes->normalize);
+            o->normalize_on = modes->normalize == "device" ? NormalizeOn::device : NormalizeOn::host;
             if (!modes->mean.empty()) o->image_pipeline.normalization.mean = parse_float_list(modes->mean, "--mean");
             if (!modes->std.empty()) o->image_pipeline.normalization.std = parse_float_list(modes->std, "--std");
             o->optimizer = optimizer_spec_of(cmd, modes->optimizer);

@@ -6,18 +6,21 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "dist/bootstrap.hpp"
 #include "io/checkpoint.hpp"
 
 namespace ddpx {
 
 void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
-                              const TrainOptions& options, const HostOptimizerState& state, int64_t step) {
-  prepare_training_checkpoint(dir, layout, params, options, state, step).commit();
+                              const TrainOptions& options, const HostOptimizerState& state, int64_t step,
+                              const DataPosition& position) {
+  prepare_training_checkpoint(dir, layout, params, options, state, step, position).commit();
 }
 
 PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
                                               const float* params, const TrainOptions& options,
-                                              const HostOptimizerState& state, int64_t step) {
+                                              const HostOptimizerState& state, int64_t step,
+                                              const DataPosition& position) {
   auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   for (const auto& [name, values] : state.buffers) {
     auto target = optimizer->state(name);
@@ -33,6 +36,12 @@ PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, 
   // The schedule is a function of the absolute step, so a resume continues it exactly, with the same flags.
   if (options.optimizer.schedule.varies())
     ckpt.extra["lr_schedule"] = options.optimizer.schedule.describe();
+  ckpt.data_position = {{"micro_batch", position.micro_batch}, {"world", position.world}};
+  if (position.batches_per_epoch > 0) {
+    ckpt.data_position["batches_per_epoch"] = position.batches_per_epoch;
+    ckpt.data_position["epoch"] = position.micro_batch / position.batches_per_epoch;
+    ckpt.data_position["batch_in_epoch"] = position.micro_batch % position.batches_per_epoch;
+  }
   return prepare_checkpoint(dir, layout, params, *optimizer, ckpt, options.keep_checkpoints);
 }
 
@@ -59,6 +68,16 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
                    options.optimizer.schedule.varies() ? options.optimizer.schedule.describe() : "constant");
     same("grad_accum", "--grad-accum", options.grad_accum,
          "; resume with the same accumulation so the data stream continues");
+  }
+  // An image source's epochs are cut per world size: the same stream continues only with as many ranks.
+  const nlohmann::json& position = ckpt.data_position;
+  if (position.is_object() && position.contains("batches_per_epoch") && position.contains("world")) {
+    const int world = detect_world().world_size;
+    DDPX_REQUIRE(position["world"] == world,
+                 "--resume {}: the checkpoint stopped at epoch {}, batch {} of {} with {} rank(s); this run has {}: "
+                 "resume with {} rank(s) so every rank continues its own share of the epoch",
+                 dir.string(), position.value("epoch", 0), position.value("batch_in_epoch", 0),
+                 position.value("batches_per_epoch", 0), position["world"].dump(), world, position["world"].dump());
   }
   LoadedCheckpoint loaded;
   loaded.step = ckpt.step;

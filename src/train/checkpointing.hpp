@@ -15,12 +15,25 @@
 
 namespace ddpx {
 
+// Where the data stream stands at a checkpoint (CheckpointState::data_position): micro-batch m = step x
+// grad_accum of the run, and for image sources its epoch m / B and batch m mod B of B batches per epoch at this
+// world size (Note [Epochs and the sampler], data/epoch_sampler.hpp). A batch is a pure function of (seed, m,
+// rank, world), so --resume continues mid-epoch with exactly the batches an uninterrupted run would have seen;
+// resuming with another world size would cut the epochs differently and is refused.
+struct DataPosition {
+  int64_t micro_batch = 0;
+  int64_t batches_per_epoch = 0;  // 0: the source has no epochs (synthetic, npy)
+  int world = 1;
+};
+
 void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
-                              const TrainOptions& options, const HostOptimizerState& state, int64_t step);
+                              const TrainOptions& options, const HostOptimizerState& state, int64_t step,
+                              const DataPosition& position = {});
 // The same, written but not yet committed (io/checkpoint.hpp: PendingCheckpoint).
 PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
                                               const float* params, const TrainOptions& options,
-                                              const HostOptimizerState& state, int64_t step);
+                                              const HostOptimizerState& state, int64_t step,
+                                              const DataPosition& position = {});
 
 struct LoadedCheckpoint {
   int64_t step = 0;

@@ -14,6 +14,7 @@
 
 #include "data/batch_loader.hpp"
 #include "data/data_spec.hpp"
+#include "data/dataset.hpp"
 #include "ddp/wire_gradients.hpp"
 #include "model/model.hpp"
 #include "model/precision.hpp"
@@ -33,6 +34,10 @@ struct EngineOptions {
   OptimizerSpec optimizer;
   DataSource data = DataSource::synthetic;  // synthetic_device: the CUDA engine generates the batches
   uint64_t seed = 0;                        // for DataSource::synthetic_device
+  // CUDA, image sources (--normalize device): batches arrive as uint8 (HostBatch::pixels), are copied as such
+  // and normalized on the device (kernels/normalize_pixels.hpp) with these values.
+  bool device_normalization = false;
+  PixelNormalization normalization;
   int cpu_threads = 0;                      // Device::cpu: BLAS threads (0: the node's cores / its ranks)
   double divergence_ratio = 1e4;            // train/numerics_guard.hpp
   // CUDA bf16: the weight-gradient GEMMs write bf16 (Note [bf16 weight gradients in their fp32 slots],
@@ -46,6 +51,8 @@ struct EngineOptions {
 // reducer_reads_gradients: the run attaches a reducer that reads the engine's gradients (train/train_options.hpp
 // reducer_reads_gradients, weight_grads_in_bf16).
 EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gradients);
+// CUDA with an image source and --normalize device: uint8 batches, normalized by the engine on the device.
+bool normalizes_on_device(const TrainOptions& options);
 
 // Optimizer state as host vectors (for checkpoints): name -> flat buffer of the layout's size.
 struct HostOptimizerState {

@@ -115,6 +115,8 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(images.empty() == labels.empty(), "--images and --labels must be given together");
   DDPX_REQUIRE(!reset_head || !load.empty(),
                "--reset-head needs --load W (it loads every tensor of W but the classifier head)");
+  DDPX_REQUIRE(epochs >= 0, "--epochs {}: must be 0 (use --steps) or more", epochs);
+  DDPX_REQUIRE(image_pipeline.max_pixels > 0, "--max-pixels {}: must be positive", image_pipeline.max_pixels);
   DDPX_REQUIRE(load.empty() || resume.empty(),
                "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
                "--load starts a new one from weights: give one", load, resume);
@@ -139,6 +141,11 @@ bool reducer_reads_gradients(const TrainOptions& options, bool with_communicator
   return with_communicator && make_comm_hook(options.comm_hook)->reads_bucket(world);
 }
 
+bool normalizes_on_device(const TrainOptions& options) {
+  return options.device == Device::cuda && options.data.is_image_source() &&
+         options.normalize_on == NormalizeOn::device;
+}
+
 EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gradients) {
   return {.device = options.device,
           .precision = options.precision,
@@ -146,6 +153,8 @@ EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gra
           .optimizer = options.optimizer,
           .data = options.data.source,
           .seed = options.seed,
+          .device_normalization = normalizes_on_device(options),
+          .normalization = options.image_pipeline.normalization,
           .cpu_threads = options.cpu_threads,
           .divergence_ratio = options.divergence_ratio,
           .bf16_weight_grads = weight_grads_in_bf16(options, reducer_reads_gradients),

@@ -24,6 +24,8 @@
 
 namespace ddpx {
 
+enum class NormalizeOn { host, device };  // --normalize host | device
+
 struct TrainOptions {
   // what to train
   Device device = Device::cpu;
@@ -31,6 +33,7 @@ struct TrainOptions {
   Precision precision = Precision::fp32;  // tf32 and bf16 need Device::cuda
   int64_t batch = 32;                     // per rank, per micro-batch
   int64_t steps = 100;                    // optimizer steps
+  int64_t epochs = 0;  // --epochs N (image sources): steps = N x batches per epoch / grad_accum; 0: --steps
   int64_t warmup_steps = 5;               // excluded from the throughput figures
   // --calibrate-steps N: with a reducer, up to N warm-up steps run without it during backward, to measure the
   // plain step DDP's cost is taken against (Note [Calibration steps], train/calibration.hpp); 0: off
@@ -40,6 +43,7 @@ struct TrainOptions {
   DataSpec data;              // --data, parsed once (data/data_spec.hpp); synthetic_device needs Device::cuda
   std::optional<DataSpec> val;  // --val: the held-out source (no shuffle, the eval transform)
   ImagePipelineSettings image_pipeline;  // --augment, --mean, --std, --max-pixels (image sources)
+  NormalizeOn normalize_on = NormalizeOn::host;  // --normalize: where a CUDA run normalizes uint8 batches
   std::string images, labels;  // .npy input, taken in order (also in data.images/labels when data is npy)
   int workers = 0;      // loader threads; 0: chosen per rank (data/loader_workers.hpp)
   int cpu_threads = 0;  // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)

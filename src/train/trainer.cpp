@@ -28,6 +28,7 @@
 #include "train/dist_setup.hpp"
 #include "train/metrics_log.hpp"
 #include "train/run_evaluation.hpp"
+#include "dist/bootstrap.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
 #include "train/step_graphs.hpp"
@@ -67,6 +68,23 @@ DatasetContext data_context(const TrainOptions& options, const Model& model) {
   return context;
 }
 
+// --epochs N as --steps: N x the batches every rank runs per epoch at this world size (Note [Epochs and the
+// sampler]), over --grad-accum micro-batches per step. The dataset is opened here to count its samples.
+TrainOptions with_epochs_as_steps(const TrainOptions& requested) {
+  TrainOptions options = requested;
+  if (requested.epochs <= 0) return options;
+  DDPX_REQUIRE(requested.data.is_image_source(),
+               "--epochs {} needs an image source (idx:, folder:, pack:, wds:), which has epochs; --data {} is "
+               "endless: give --steps", requested.epochs, requested.data.text());
+  const std::unique_ptr<Model> model = make_model(requested.model);
+  const std::unique_ptr<Dataset> dataset = make_dataset(requested.data, data_context(requested, *model));
+  const int64_t micro_batches = requested.epochs * dataset->batches_per_epoch(detect_world().world_size, requested.batch);
+  options.steps = micro_batches / std::max<int64_t>(requested.grad_accum, 1);
+  DDPX_REQUIRE(options.steps >= 1, "--epochs {}: {} micro-batches do not make one step of --grad-accum {}",
+               requested.epochs, micro_batches, requested.grad_accum);
+  return options;
+}
+
 StartState initial_state(const Model& model, const TrainOptions& options) {
   const FlatLayout& layout = model.layout();
   StartState start;
@@ -90,7 +108,8 @@ StartState initial_state(const Model& model, const TrainOptions& options) {
 
 }  // namespace
 
-TrainSummary run_training(const TrainOptions& options) {
+TrainSummary run_training(const TrainOptions& requested) {
+  const TrainOptions options = with_epochs_as_steps(requested);  // --epochs N: the steps of N epochs
   options.validate();
   const std::unique_ptr<Model> model = make_model(options.model);
   const FlatLayout& layout = model->layout();
@@ -128,12 +147,14 @@ TrainSummary run_training(const TrainOptions& options) {
   // --val is opened and checked against the training data now (files, labels, class names), before any step.
   const std::unique_ptr<Dataset> val_dataset =
       options.val ? make_val_dataset(*options.val, *dataset, options.data, data_context(options, *model)) : nullptr;
+  const int64_t batches_per_epoch = dataset->batches_per_epoch(dist.world, options.batch);
   BatchLoader::Options loader_options;
   const LoaderWorkerChoice workers =
       choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), dist.local_world);
   loader_options.workers = workers.workers;
   // Each filling worker holds a slot: fewer slots than workers would leave workers idle.
   loader_options.depth = options.prefetch > 0 ? options.prefetch : workers.workers + 2;
+  loader_options.pixel_batches = engine_settings.device_normalization;  // uint8 batches, normalized on the GPU
   loader_options.allocate = [&](size_t bytes) { return engine->allocate_host_batch(bytes); };
   loader_options.deallocate = [&](void* p) { engine->free_host_batch(p); };
   const int64_t micro_per_step = options.grad_accum;
@@ -454,7 +475,8 @@ TrainSummary run_training(const TrainOptions& options) {
       engine->download_params(params.data());
       try {
         pending_checkpoint = prepare_training_checkpoint(options.checkpoint_dir, layout, params.data(), options,
-                                                         engine->download_optimizer_state(), step);
+                                                         engine->download_optimizer_state(), step,
+                                                         DataPosition{step * micro_per_step, batches_per_epoch, dist.world});
         if (last) commit_checkpoint();  // no later step to check it: the run ends with this state anyway
       } catch (const Error& checkpoint_error) {
         // The checkpoint and --save are independent outputs: a failing checkpoint must not lose the weights.
