@@ -47,9 +47,10 @@ TEST(ImageTraining, KilledMidEpochAndResumedEqualsTheUninterruptedRun) {
   fs::remove_all(ckpt);
   const testing::CliResult a = run_ddpx(common + " --steps 14 --save " + full.string());
   ASSERT_EQ(a.status, 0) << a.output;
-  // Killed (SIGKILL) at step 13, after the checkpoint of step 12: epoch 1, batch 2 of 10.
+  // Killed (SIGKILL) as step 14 begins: the checkpoint of step 12 (epoch 1, batch 2 of 10) was committed when step
+  // 13's loss passed (Note [Deferred checkpoint commit]).
   const testing::CliResult killed = run_ddpx(common + " --steps 14 --checkpoint-dir " + ckpt.string() +
-                                             " --checkpoint-every 4", "DDPX_TEST_FAULT=step-13:0:kill");
+                                             " --checkpoint-every 4", "DDPX_TEST_FAULT=step-14:0:kill");
   ASSERT_NE(killed.status, 0) << killed.output;
   const CheckpointState state = read_checkpoint_info(ckpt).state;
   EXPECT_EQ(state.step, 12);
