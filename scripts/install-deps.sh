@@ -58,6 +58,7 @@ TEST_REQUIREMENTS=(
   "cmd:ccache|ccache (the fuzzers' own build reuses objects)|ccache"
   "file:/usr/lib/python3/dist-packages/torchvision/__init__.py|Debian's torchvision (tools/make_transform_fixtures.py, the data tests' PIL fixtures)|python3-torchvision"
   "file:/usr/lib/python3/dist-packages/skimage/__init__.py|scikit-image's sample photographs (the data tests' JPEGs)|python3-skimage"
+  "cmd:chromium|Chromium, headless, for the report --html screenshot test|chromium"
 )
 
 HEADER_DIRS=(/usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/x86_64-linux-gnu/openblas-openmp

@@ -46,7 +46,26 @@ struct AllreduceFlags {
   std::string json_out;
   int ranks_per_gpu = 0;  // 0: one rank per GPU
   NodeFlags nodes;
+  // nccl-tests' own spellings of the sweep (-b MIN -e MAX -f FACTOR) and of the correctness check (-c 0|1)
+  std::string min_bytes, max_bytes;
+  int step_factor = 0;
+  int check = 1;
 };
+
+// The sweep: --sizes, or nccl-tests' -b/-e/-f (missing ends default to the other end, the factor to 2, as in
+// all_reduce_perf), never both.
+std::string size_sweep(const AllreduceFlags& f, bool on_gpus) {
+  const bool nccl_style = !f.min_bytes.empty() || !f.max_bytes.empty() || f.step_factor != 0;
+  DDPX_REQUIRE(!nccl_style || f.sizes.empty(),
+               "--sizes {} and -b/-e/-f both give the sizes: use one (-b 8 -e 1G -f 2 is --sizes 8:1G:2)", f.sizes);
+  if (!nccl_style) return f.sizes.empty() ? (on_gpus ? "1K:1G" : "1K:16M") : f.sizes;
+  DDPX_REQUIRE(f.step_factor == 0 || f.step_factor >= 2, "-f {}: the step factor must be 2 or more", f.step_factor);
+  const std::string min = f.min_bytes.empty() ? f.max_bytes : f.min_bytes;
+  const std::string max = f.max_bytes.empty() ? f.min_bytes : f.max_bytes;
+  DDPX_REQUIRE(!min.empty(), "-f {} needs -b MIN and/or -e MAX", f.step_factor);
+  if (parse_byte_size(min, "-b") == parse_byte_size(max, "-e")) return min;
+  return fmt::format("{}:{}:{}", min, max, f.step_factor == 0 ? 2 : f.step_factor);
+}
 
 struct DtypeChoice {
   CommDType dtype;
@@ -55,7 +74,7 @@ struct DtypeChoice {
 
 DtypeChoice parse_dtype(const std::string& name) {
   if (name == "f32" || name == "fp32" || name == "float") return {CommDType::f32, "float"};
-  if (name == "bf16") return {CommDType::bf16, "bfloat16"};
+  if (name == "bf16" || name == "bfloat16") return {CommDType::bf16, "bfloat16"};
   if (name == "f16" || name == "fp16" || name == "half") return {CommDType::f16, "half"};
   fail("--dtype {}: expected f32, bf16 or f16", name);
 }
@@ -100,8 +119,8 @@ int run_allreduce(const AllreduceFlags& f) {
   DDPX_REQUIRE(f.iters >= 1, "--iters {}: at least 1 timed iteration is needed", f.iters);
   DDPX_REQUIRE(f.warmup >= 0, "--warmup {}: must be 0 or more", f.warmup);
   const RankTimeAggregate aggregate = parse_rank_time_aggregate(f.average);
-  const std::vector<int64_t> sizes =
-      parse_size_sweep(f.sizes.empty() ? (on_gpus ? "1K:1G" : "1K:16M") : f.sizes, "--sizes");
+  DDPX_REQUIRE(f.check == 0 || f.check == 1, "-c {}: expected 0 or 1 (ddpx checks every result either way)", f.check);
+  const std::vector<int64_t> sizes = parse_size_sweep(size_sweep(f, on_gpus), "--sizes");
   const size_t element = comm_dtype_size(dtype.dtype);
   DDPX_REQUIRE(sizes.front() >= static_cast<int64_t>(element), "--sizes: {} bytes is smaller than one {} element",
                sizes.front(), f.dtype);
@@ -211,7 +230,8 @@ int run_allreduce(const AllreduceFlags& f) {
     j["time_over_ranks"] = rank_time_aggregate_name(aggregate);
     j["rows"] = rows;
     write_output_text(f.json_out, "--json", j.dump(1) + "\n");
-    fmt::print("wrote {} (peak table, as profile/comm_stats.hpp load_peak_table reads it)\n", f.json_out);
+    // A comment line, like everything after the footer: parsers of nccl-tests' output stop at none.
+    fmt::print("# wrote {} (peak table for ddpx report --peak and ddpx predict --link)\n", f.json_out);
   }
   return 0;
 }
@@ -230,9 +250,13 @@ Command add_allreduce_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--sizes", f->sizes,
                   "MIN:MAX (doubling), MIN:MAX:FACTOR or a list (4K,1M,256M); default 1K:1G on cuda, 1K:16M on cpu");
-  cmd->add_option("--dtype", f->dtype, "f32 | bf16 | f16");
-  cmd->add_option("--iters", f->iters, "timed all-reduces per size");
-  cmd->add_option("--warmup", f->warmup, "untimed all-reduces per size before timing");
+  cmd->add_option("-b,--minbytes", f->min_bytes, "nccl-tests' spelling: smallest size (with -e and -f, instead of --sizes)");
+  cmd->add_option("-e,--maxbytes", f->max_bytes, "nccl-tests' spelling: largest size");
+  cmd->add_option("-f,--stepfactor", f->step_factor, "nccl-tests' spelling: size multiplier between rows (default 2)");
+  cmd->add_option("-d,--dtype,--datatype", f->dtype, "f32 | bf16 | f16 (nccl-tests' float, bfloat16, half too)");
+  cmd->add_option("-n,--iters", f->iters, "timed all-reduces per size");
+  cmd->add_option("-w,--warmup,--warmup_iters", f->warmup, "untimed all-reduces per size before timing");
+  cmd->add_option("-c,--check", f->check, "nccl-tests' correctness check, 0 or 1: ddpx checks every result either way");
   cmd->add_option("--average,-a", f->average,
                   "a row's time over the ranks, as nccl-tests' -a: 0 rank 0's, 1 the mean, 2 the fastest, 3 the slowest");
   cmd->add_option("--device", f->device, "cuda (NCCL) | cpu (MPI)");

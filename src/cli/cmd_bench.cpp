@@ -251,6 +251,16 @@ int run_bench(BenchFlags f) {
     std::vector<std::string> all_notes = notes;
     if (rows_planned > runs.size())
       all_notes.push_back(fmt::format("in progress: {} of {} rows run so far", runs.size(), rows_planned));
+    // CPU ranks share one node's cores: efficiency over 100% compares thread counts, not scaling.
+    for (size_t i = 0; i < rows.size() && !on_gpus; ++i)
+      if (const std::optional<double> e = scaling_efficiency(rows, i); e && *e > 1.0) {
+        all_notes.push_back(fmt::format(
+            "scaling efficiency above 100% ({:.0f}% for {}): CPU ranks share this node's cores, and the 1-rank row's "
+            "threads (--cpu-threads 0: all of them) differ from each rank's share at N ranks; it compares thread "
+            "counts, not data-parallel scaling",
+            100 * *e, rows[i].config));
+        break;
+      }
     if (!all_notes.empty()) {
       markdown += "\nNotes:\n";
       for (const std::string& note : all_notes) markdown += "- " + note + "\n";
@@ -301,6 +311,8 @@ int run_bench(BenchFlags f) {
     }
     BenchRow row{spec.config, spec.precision, spec.world, *result.steps_per_s, std::nullopt, spec.model};
     row.images_per_s = result.images_per_s;
+    if (spec.ddp) row.hook = spec.hook, row.bucket_mb = spec.bucket_mb;
+    row.p2p_off = spec.p2p_off;
     // MFU per GPU: the model's training FLOPs (3 x forward) per image against the GPU's dense bf16 peak.
     if (const std::optional<double> peak = on_gpus ? dense_bf16_peak_flops(result.device_name) : std::nullopt;
         peak && row.images_per_s)

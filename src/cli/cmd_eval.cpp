@@ -1,6 +1,8 @@
 // `ddpx eval`: logits of a batch of images for given weights, and the mean cross-entropy when labels are given.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -14,6 +16,7 @@
 #include "model/cross_entropy.hpp"
 #include "model/model_registry.hpp"
 #include "train/evaluation.hpp"
+#include "train/progress_line.hpp"
 #include "train/step_engine.hpp"
 
 namespace ddpx::cli {
@@ -34,11 +37,18 @@ int run_eval(const EvalOptions& e) {
   const std::vector<FileRole> outputs = {{"--out", e.out}};
   if (!e.out.empty()) (void)check_output_path(e.out, "--out");
   require_distinct_files(inputs, outputs);
+  // Progress on stderr (stdout stays the result): reading a large model or image file takes seconds.
+  const auto eval_start = std::chrono::steady_clock::now();
+  const auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
+  };
+  fmt::print(stderr, "eval: reading --weights {} ({} parameters)\n", e.weights, layout.num_params());
   std::vector<float> params(layout.buffer_size(), 0.f);
   load_params_safetensors(e.weights, layout, params.data());
   if (const uint64_t bad = first_nonfinite(params); bad != ~0ull)
     fail("--weights {}: the weights hold {} in {}; they come from a diverged run or a damaged file, and the logits "
          "would not be finite", e.weights, params[bad], tensor_at(layout, bad));
+  fmt::print(stderr, "eval: reading --images {} ({} elapsed)\n", e.images, short_duration(elapsed_s()));
   std::vector<float> pixels = read_npy_images(e.images, shape);  // float32, finite: the policy train uses
   const int64_t n = static_cast<int64_t>(pixels.size() / static_cast<size_t>(shape.image_numel()));
   // Labels are checked (count, range, dtype) before anything runs or is written: a bad label file must not leave
@@ -65,7 +75,23 @@ int run_eval(const EvalOptions& e) {
       break;
   }
   engine->upload_params(params.data());
-  std::vector<float> logits = engine->eval_logits(pixels.data(), n);
+  // In about ten parts, each a progress line with elapsed time and ETA (one part when it fits one batch).
+  // Parts are whole batches, so every image sees the batching it would in one call.
+  const int64_t tenth = (n + 9) / 10;
+  const int64_t part = (tenth + engine_options.batch - 1) / engine_options.batch * engine_options.batch;
+  std::vector<float> logits;
+  logits.reserve(static_cast<size_t>(n * classes));
+  const auto forward_start = elapsed_s();
+  for (int64_t first = 0; first < n; first += part) {
+    const int64_t count = std::min(part, n - first);
+    const std::vector<float> chunk =
+        engine->eval_logits(pixels.data() + first * shape.image_numel(), count);
+    logits.insert(logits.end(), chunk.begin(), chunk.end());
+    const double spent = elapsed_s() - forward_start;
+    const int64_t done = first + count;
+    fmt::print(stderr, "eval: {}/{} images ({:.0f}%), {} elapsed, ETA {}\n", done, n, 100.0 * done / n,
+               short_duration(elapsed_s()), short_duration(spent / done * (n - done)));
+  }
 
   if (!e.out.empty()) {
     const HostTensor tensor = HostTensor::from_values<float>({n, classes}, logits);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "io/same_file.hpp"
 #include "profile/curve_chart.hpp"
 #include "profile/comm_stats.hpp"
+#include "profile/report_html.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
 #include "profile/torch_trace.hpp"
@@ -100,7 +102,7 @@ int check_trace_command(const std::string& path) {
 
 Command add_report_command(CLI::App& app) {
   struct Flags {
-    std::string report, peak, trace, check_trace, metrics, curves;
+    std::string report, peak, trace, check_trace, metrics, curves, html;
     bool json = false;
     std::vector<std::string> torch_profile;
     int64_t torch_batch = 1, torch_gradients = 0;
@@ -114,6 +116,9 @@ Command add_report_command(CLI::App& app) {
   cmd->add_option("--peak", f->peak, "peak bus bandwidth by size from `ddpx allreduce --json` (for % of peak)");
   cmd->add_option("--trace", f->trace, "also write a Chrome/Perfetto trace of the recorded steps here");
   cmd->add_flag("--json", f->json, "print breakdown and verdict as JSON instead of tables");
+  cmd->add_option("--html", f->html,
+                  "also write the run as one HTML page: verdict, breakdown chart and table, communication, each "
+                  "rank's step, what made the run, and a link to --trace's file");
   cmd->add_option("--check-trace", f->check_trace,
                   "check a Chrome/Perfetto trace (from --trace): every track well nested (no partly overlapping "
                   "slices), in time order, steps in order; exits 1 when it is not (runs after --trace, so it can "
@@ -162,17 +167,20 @@ Command add_report_command(CLI::App& app) {
             DDPX_REQUIRE(have_run || !f->check_trace.empty(),
                          "ddpx report: give a run report (ddpx report run.json) or a trace to check (ddpx report "
                          "--check-trace run.trace.json)");
-            DDPX_REQUIRE(have_run || (f->trace.empty() && f->peak.empty() && !f->json),
-                         "ddpx report: --trace, --peak and --json need a run report (ddpx report run.json ...)");
+            DDPX_REQUIRE(have_run || (f->trace.empty() && f->peak.empty() && !f->json && f->html.empty()),
+                         "ddpx report: --trace, --peak, --json and --html need a run report (ddpx report run.json ...)");
             DDPX_REQUIRE(!f->json || f->check_trace.empty(),
                          "ddpx report: --check-trace prints text, which would break --json's output; check the "
                          "trace in a second call (ddpx report --check-trace FILE)");
             if (!have_run) return check_trace_command(f->check_trace);
-            if (!f->trace.empty()) {
-              (void)check_output_path(f->trace, "--trace");
+            if (!f->trace.empty() || !f->html.empty()) {
+              if (!f->trace.empty()) (void)check_output_path(f->trace, "--trace");
+              if (!f->html.empty()) (void)check_output_path(f->html, "--html");
               std::vector<FileRole> inputs = {{"report", f->report}, {"--peak", f->peak}};
               for (const std::string& path : f->torch_profile) inputs.push_back({"--torch-profile", path});
-              const std::vector<FileRole> outputs = {{"--trace", f->trace}};
+              std::vector<FileRole> outputs;
+              if (!f->trace.empty()) outputs.push_back({"--trace", f->trace});
+              if (!f->html.empty()) outputs.push_back({"--html", f->html});
               require_distinct_files(inputs, outputs);
             }
             RunReport report;
@@ -200,12 +208,16 @@ Command add_report_command(CLI::App& app) {
               to_json(j["breakdown"], breakdown);
               to_json(j["verdict"], verdict);
               fmt::print("{}\n", j.dump(1));
-            } else {
+            }
+            const std::string link = report.ranks.empty() ? "" : report.ranks.front().info.transport;
+            const std::string comm_text =
+                report.config.world > 1 || report.config.ddp
+                    ? format_comm_stats(run_comm_stats(report, peak_ptr), report.config.world, link)
+                    : "";
+            if (!f->json) {
               fmt::print("{}\n", provenance_block(report));
               fmt::print("{}\n", format_breakdown(breakdown));
-              const std::string link = report.ranks.empty() ? "" : report.ranks.front().info.transport;
-              if (report.config.world > 1 || report.config.ddp)
-                fmt::print("{}\n", format_comm_stats(run_comm_stats(report, peak_ptr), report.config.world, link));
+              if (!comm_text.empty()) fmt::print("{}\n", comm_text);
               fmt::print("verdict: {}\n", verdict.text());
             }
             if (!f->trace.empty()) {
@@ -213,6 +225,23 @@ Command add_report_command(CLI::App& app) {
               trace.add_report(report);
               trace.write(f->trace);
               fmt::print("trace: {} (open it in Perfetto or chrome://tracing)\n", f->trace);
+            }
+            if (!f->html.empty()) {
+              ReportPage page;
+              page.title = fmt::format("ddpx run: {} {}, batch {} x {} rank{}", report.config.model,
+                                       report.config.precision, report.config.batch, report.config.world,
+                                       report.config.world == 1 ? "" : "s");
+              page.provenance = provenance_block(report);
+              page.breakdown = format_breakdown(breakdown);
+              page.comm_stats = comm_text;
+              // The link as the page will find it: relative when the trace sits in the page's folder.
+              if (!f->trace.empty()) {
+                const std::filesystem::path trace_path(f->trace), html_path(f->html);
+                page.trace_link = trace_path.parent_path() == html_path.parent_path()
+                                      ? trace_path.filename().string() : std::filesystem::absolute(trace_path).string();
+              }
+              write_output_text(f->html, "--html", report_html(report, breakdown, verdict, page));
+              if (!f->json) fmt::print("html: {}\n", f->html);
             }
             if (!f->check_trace.empty()) return check_trace_command(f->check_trace);
             return 0;

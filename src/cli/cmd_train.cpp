@@ -38,23 +38,21 @@ struct ModeFlags {
 // The hyperparameter flags, registered without a variable of their own: parse_optimizer_spec asks which were
 // given (on the command line or in a --config file). Defaults shown are the spec's.
 void add_optimizer_flags(CLI::App* cmd, const char* group) {
-  const OptimizerSpec defaults;
-  const auto add = [&](const char* flag, float value, const char* help) {
+  const OptimizerSpec sgd = optimizer_defaults(OptimizerKind::sgd), adamw = optimizer_defaults(OptimizerKind::adamw);
+  const auto add = [&](const char* flag, const std::string& help) {
     const std::string description = help;  // CLI11 takes a const description (a non-const one is a variable)
-    cmd->add_option(flag, description)
-        ->check(CLI::Validator(CLI::Number).description(""))
-        ->type_name("FLOAT")
-        ->default_str(fmt::format("{}", value))
-        ->group(group);
+    cmd->add_option(flag, description)->check(CLI::Validator(CLI::Number).description(""))->type_name("FLOAT")->group(group);
   };
-  add("--lr", defaults.lr, "learning rate");
-  add("--momentum", defaults.momentum, "SGD momentum (0: the seed's plain SGD)");
+  add("--lr", fmt::format("learning rate (default: adamw {}, as PyTorch's AdamW; sgd {}, which ddpx's recipes and tests "
+                          "were tuned with, where PyTorch's SGD has 1e-3)", adamw.lr, sgd.lr));
+  add("--momentum", fmt::format("SGD momentum (default {}: plain SGD, as PyTorch's)", sgd.momentum));
   const std::string nesterov = "SGD Nesterov momentum";
   cmd->add_flag("--nesterov", nesterov)->group(group);
-  add("--weight-decay", defaults.weight_decay, "SGD L2 / AdamW decoupled weight decay");
-  add("--beta1", defaults.beta1, "AdamW beta1");
-  add("--beta2", defaults.beta2, "AdamW beta2");
-  add("--eps", defaults.eps, "AdamW epsilon");
+  add("--weight-decay", fmt::format("SGD L2 / AdamW decoupled weight decay (default: sgd {}, adamw {}: PyTorch's)",
+                                    sgd.weight_decay, adamw.weight_decay));
+  add("--beta1", fmt::format("AdamW beta1 (default {})", adamw.beta1));
+  add("--beta2", fmt::format("AdamW beta2 (default {})", adamw.beta2));
+  add("--eps", fmt::format("AdamW epsilon (default {})", adamw.eps));
 }
 
 OptimizerSpec optimizer_spec_of(CLI::App* cmd, const std::string& name) {
@@ -88,16 +86,13 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--model", o->model, model_names_help() + "; any name can take overrides (NAME:key=value,...)")
       ->group(what);
   cmd->add_option("--precision", modes->precision,
-                  "fp32 (true fp32, the seed's setting) | tf32 (TF32 matrix units, attention included) | bf16 (bf16 compute, fp32 "
-                  "master weights and gradients, like autocast); cuda only")
+                  "fp32 (true fp32) | tf32 (TF32 matrix units, attention included) | bf16 (bf16 compute, fp32 master "
+                  "weights and gradients, like autocast); tf32 and bf16 need --device cuda")
       ->group(what);
   cmd->add_option("--weight-grads", modes->weight_grads,
-                  "auto | fp32: the type the weight-gradient GEMMs write. auto: with --precision bf16, without "
-                  "--grad-accum and without a reducer that reads the gradients (DDP past one rank; at one rank the "
-                  "cast and PowerSGD hooks, not allreduce, which issues nothing there), bf16 as PyTorch autocast "
-                  "rounds them (the optimizer widens them; biases, LayerNorm and embeddings stay fp32): 4 of the 18 "
-                  "bytes each weight moves per step saved, ViT-L/32 bf16 on one H200 115.9-116.2 instead of "
-                  "112.4-113.4 steps/s; elsewhere fp32. fp32: always fp32, more precise than autocast")
+                  "auto | fp32: the type the weight-gradient GEMMs write. auto: bf16 (as autocast rounds them) with "
+                  "--precision bf16 when no reducer reads the gradients and without --grad-accum, else fp32 "
+                  "(docs/cli.md says when and what it gains). fp32: always, more precise than autocast")
       ->group(what);
   cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
   cmd->add_option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)")->group(what);
@@ -109,10 +104,9 @@ Command add_train_command(CLI::App& app) {
       ->group(what);
   cmd->add_option("--warmup", o->warmup_steps, "steps excluded from throughput and the breakdown")->group(what);
   cmd->add_option("--calibrate-steps", o->calibrate_steps,
-                  "with DDP: up to N of the warm-up's last steps run without the reducer during backward (their "
-                  "gradients are reduced after it, so the weights are the same) to time the plain step that DDP's "
-                  "cost in the breakdown and verdict is measured against (default 3, an odd count: the median is one "
-                  "step; with CUDA graphs they need --warmup 9, and a shorter warm-up says so; 0: off)")
+                  "with DDP: the last N warm-up steps reduce after the backward instead of during it (same weights), "
+                  "to time the plain step DDP's cost is measured against (odd, so the median is one step; CUDA "
+                  "graphs need --warmup 9; 0: off)")
       ->group(what);
   cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
 
@@ -161,11 +155,10 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--optimizer", modes->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);
   add_optimizer_flags(cmd, opt);
   cmd->add_option("--optimizer-overlap", modes->optimizer_overlap,
-                  "auto | on | off: update each block's parameters as soon as its gradients are final (no DDP) or "
-                  "reduced (DDP), during the backward pass, instead of all of them after it. Same weights bit for "
-                  "bit. With DDP it hides the update behind communication (ViT-L/32 bf16 on one H200: 99.2 instead "
-                  "of 97.8 steps/s); without DDP it gained nothing in CUDA graphs and cost eager steps 8%, so auto "
-                  "(the default) overlaps only with DDP; off shows the optimizer as a phase of its own")
+                  "auto | on | off: update each block's parameters during the backward pass, as soon as its "
+                  "gradients are final (reduced, with DDP), instead of all after it; same weights bit for bit. auto: "
+                  "only with DDP, where it hides the update behind communication (docs/cli.md has the measurements); "
+                  "off shows the optimizer as a phase of its own")
       ->group(opt);
 
   add_recipe_flags(cmd, *recipe);
@@ -173,26 +166,21 @@ Command add_train_command(CLI::App& app) {
   auto* ckpt = "Weights and checkpoints";
   cmd->add_option("--load", o->load, "start from these weights (.safetensors with torchvision names)")->group(ckpt);
   cmd->add_option("--save", o->save,
-                  "write the final weights here (.safetensors, torchvision names, a CRC-32 per tensor). Every output "
-                  "(--save, checkpoints, --report, --trace) replaces a regular file atomically, writes the file a "
-                  "symlink points to (never the link), writes a character device such as /dev/null in place, and "
-                  "refuses block devices, FIFOs, sockets and any path that is also an input or another output")
+                  "write the final weights here (.safetensors, torchvision names, a CRC-32 per tensor; written "
+                  "atomically, like every output: see the end of this help)")
       ->group(ckpt);
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
-                  "folder for resumable checkpoints: created and probed before training, locked against a second "
-                  "run; written atomically, only from finite state, with a CRC-32 per tensor and one of the header "
-                  "(step, RNG states). ddpx owns the names inside: a symlink there is replaced, never followed, and a "
-                  "folder other users can write is refused unless it is sticky (chmod 1777) and yours. A checkpoint "
-                  "is committed once the next step's loss passed the numerics check")
+                  "folder for resumable checkpoints (created, checked and locked against a second run before "
+                  "training; docs/cli.md says how checkpoints are written and committed)")
       ->group(ckpt);
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint every K steps (and at the end)")->group(ckpt);
   cmd->add_option("--keep-checkpoints", o->keep_checkpoints,
-                  "keep the newest K checkpoints (default 2: the newest and the one before, so a damaged newest "
-                  "still leaves one to resume from); with K > 1 each is checkpoint-<step>.safetensors and "
-                  "checkpoint.safetensors is the newest")
+                  "keep the newest K checkpoints (2: a damaged newest still leaves one to resume from)")
       ->group(ckpt);
   cmd->add_option("--resume", o->resume,
-                  "continue from the checkpoint in this folder (or from one file: D/checkpoint-<step>.safetensors)")
+                  "continue from the checkpoint in this folder (or one file: D/checkpoint-<step>.safetensors); auto: "
+                  "from --checkpoint-dir's newest if it has one, else from step 0 (for torchrun --max_restarts, "
+                  "Slurm requeue)")
       ->group(ckpt);
 
   auto* dp = "Data parallelism";
@@ -214,7 +202,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--bucket-mb", o->bucket_mb, "gradient bucket cap in MB (smaller buckets overlap backward more)")
       ->group(dp);
   cmd->add_option("--first-bucket-mb", o->first_bucket_mb, "cap of the first bucket (launched earliest)")->group(dp);
-  cmd->add_flag("--no-overlap", o->no_overlap, "reduce everything after the backward pass (the seed's 2 GB bucket)")
+  cmd->add_flag("--no-overlap", o->no_overlap, "reduce everything after the backward pass, in one bucket")
       ->group(dp);
   cmd->add_option("--grad-accum", o->grad_accum, "micro-batches per optimizer step; no communication on the first K-1")
       ->group(dp);
@@ -246,7 +234,7 @@ Command add_train_command(CLI::App& app) {
                   "stops the run at any R; every step is checked (CUDA: on the device, read at progress lines, "
                   "checkpoints and the end)")
       ->group(an);
-  cmd->add_flag("--quiet", o->quiet, "no progress lines")->group(an);
+  cmd->add_flag("--quiet", o->quiet, "no progress lines (the summary, breakdown and verdict still print)")->group(an);
 
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",

@@ -20,7 +20,10 @@
 #include "cli/train_trial.hpp"
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
+#include "ddp/bucket_plan.hpp"
+#include "model/model_registry.hpp"
 #include "profile/tuner.hpp"
+#include "train/train_options.hpp"
 
 namespace ddpx::cli {
 namespace {
@@ -29,6 +32,7 @@ namespace fs = std::filesystem;
 
 struct TuneFlags {
   int trial_steps = 20;
+  int repeats = 3;
   int warmup = -1;  // -1: a quarter of the trial, at most 5
   std::string bucket_mb = "5,25,100";
   std::string first_bucket_mb = "1,5";
@@ -70,12 +74,36 @@ int run_tune(const TuneFlags& f) {
       candidate_grid(parse_number_list(f.bucket_mb, "--bucket-mb"),
                      parse_number_list(f.first_bucket_mb, "--first-bucket-mb"), hooks);
 
+  // Two configurations make the same run when they cut the model's gradients into the same buckets and use the
+  // same hook (--bucket-mb 25 and 100 on a model smaller than 25 MB; anything under --no-overlap).
+  const std::string model = find_flag_value(f.train_flags, "--model").value_or(TrainOptions{}.model);
+  std::vector<GradTensor> tensors;
+  const std::unique_ptr<Model> layout_model = make_model(model);
+  for (const TensorSlot& slot : layout_model->layout().tensors())
+    tensors.push_back(GradTensor{slot.name, slot.offset, slot.numel, slot.shape});
+  const bool no_overlap = has_flag(f.train_flags, "--no-overlap");
+  TuneOptions options;
+  options.repeats = f.repeats;
+  options.same_run = [tensors, no_overlap](const TrialConfig& c) {
+    BucketPlanOptions plan;
+    plan.cap_bytes = static_cast<size_t>(c.bucket_mb * 1024 * 1024);
+    plan.first_bucket_cap_bytes = static_cast<size_t>(c.first_bucket_mb * 1024 * 1024);
+    std::string buckets = no_overlap ? "after backward" : "";  // the buckets' spans, not the caps that cut them
+    if (!no_overlap) {
+      const BucketPlan cut(tensors, plan);
+      for (const Bucket& b : cut.buckets()) buckets += fmt::format("{}-{} ", b.begin, b.end);
+    }
+    return buckets + "| " + c.comm_hook;
+  };
+
   const fs::path trials_dir = fs::path(f.out).string() + ".trials";
   create_output_dir(trials_dir, "--out (its trial logs go to OUT.trials)");
   const std::string executable = f.executable.empty() ? this_executable() : f.executable;
-  const size_t others = static_cast<size_t>(
-      std::count_if(candidates.begin(), candidates.end(), [](const TrialConfig& c) { return !(c == TrialConfig{}); }));
-  const size_t total = others + 1;  // the default runs once, also when it is a candidate
+  std::vector<std::string> runs = {options.same_run(TrialConfig{})};
+  for (const TrialConfig& c : candidates)
+    if (std::find(runs.begin(), runs.end(), options.same_run(c)) == runs.end()) runs.push_back(options.same_run(c));
+  const size_t others = runs.size() - 1;
+  const size_t total = runs.size() * static_cast<size_t>(f.repeats);  // the default's run, then the others
   int trial_number = 0;
   const TrialRunner run_trial = [&](const TrialConfig& config) {
     ++trial_number;
@@ -100,9 +128,10 @@ int run_tune(const TuneFlags& f) {
     std::fflush(stdout);
     return *result.steps_per_s;
   };
-  fmt::print("# ddpx tune: the default and {} other configuration(s), {} steps each ({} warm-up); logs in {}\n",
-             others, f.trial_steps, warmup, trials_dir.string());
-  const TuneResult result = tune(TrialConfig{}, candidates, run_trial);
+  fmt::print("# ddpx tune: the default and {} other distinct run(s) of {} configuration(s), {} time(s) each, {} steps "
+             "each ({} warm-up); logs in {}\n",
+             others, candidates.size(), f.repeats, f.trial_steps, warmup, trials_dir.string());
+  const TuneResult result = tune(TrialConfig{}, candidates, run_trial, options);
   fmt::print("\n{}", result.summary());
 
   write_trial_config(result.best.config, f.out);
@@ -111,9 +140,12 @@ int run_tune(const TuneFlags& f) {
   std::string extra;
   for (const std::string& flag : f.train_flags) extra += " " + flag;
   fmt::print("wrote {}: {}\nuse it with: ddpx train --config {}{}\n", f.out, result.best.config.flags(), f.out, extra);
-  fmt::print("speedup over the default: {:.2f}x ({:.3f} -> {:.3f} steps/s)\n", result.speedup,
-             result.baseline.steps_per_s, result.best.steps_per_s);
-  if (result.best.config.comm_hook != "allreduce")
+  if (result.gain_beyond_spread)
+    fmt::print("speedup over the default: {:.2f}x ({:.3f} -> {:.3f} steps/s, medians of {} runs)\n", result.speedup,
+               result.baseline.steps_per_s, result.best.steps_per_s, f.repeats);
+  else
+    fmt::print("no speedup beyond the spread of {} runs: the file holds the default\n", f.repeats);
+  if (result.gain_beyond_spread && result.best.config.comm_hook != "allreduce")
     fmt::print("note: the winner's hook is lossy: {}\n", predict::lossy_hook_warning());
   return 0;
 }
@@ -129,6 +161,9 @@ Command add_tune_command(CLI::App& app) {
       "several ranks, e.g. --nproc-per-node 2, or use --ddp).");
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--trials-steps", f->trial_steps, "training steps per trial, warm-up included");
+  cmd->add_option("--repeats", f->repeats,
+                  "runs of each distinct configuration, in rounds; a trial wins only when its slowest run beats the "
+                  "default's fastest");
   cmd->add_option("--warmup", f->warmup, "steps of each trial excluded from steps/s (-1: a quarter, at most 5)");
   cmd->add_option("--bucket-mb", f->bucket_mb, "comma list of bucket caps in MB to try");
   cmd->add_option("--first-bucket-mb", f->first_bucket_mb, "comma list of first-bucket caps in MB to try");

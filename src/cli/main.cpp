@@ -12,9 +12,13 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/cuda_devices.hpp"
+#include "cli/help_format.hpp"
 #include "cli/launch.hpp"
+#include "cli/suggest.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/exit_status.hpp"
@@ -79,10 +83,14 @@ int main(int argc, char** argv) {
       "One process per GPU, gradients all-reduced in buckets that overlap the backward pass, compression hooks,\n"
       "and a per-step breakdown that says where the time goes and what to change."};
   app.require_subcommand(1);
-  // "ddpx 0.1 (commit e933e79)": the same version and commit every run report records.
-  app.set_version_flag("--version",
-                       "ddpx " + ddpx::ddpx_version() + " (commit " + ddpx::ddpx_commit() + ")",
-                       "print the version and the git commit this binary was built from, then exit");
+  // "ddpx 0.1 (commit e933e79)": the same version and commit every run report records; then the devices this
+  // binary can train on here (scripts/run.sh picks --device from it, not from nvidia-smi).
+  app.set_version_flag(
+      "--version",
+      [] {
+        return "ddpx " + ddpx::ddpx_version() + " (commit " + ddpx::ddpx_commit() + ")\n" + ddpx::cli::devices_line();
+      },
+      "print the version, the git commit this binary was built from and the devices it can use here, then exit");
   app.footer(
       "Examples:\n"
       "  ddpx model --model vit_l_32                         tensor table and parameter count\n"
@@ -96,7 +104,7 @@ int main(int argc, char** argv) {
       "  ddpx report --check-trace run.trace.json            every track of a trace well nested and in order\n"
       "  ddpx topo                                           GPU links and the NCCL transport per pair\n"
       "  ddpx allreduce --nproc-per-node 2 --sizes 1K:1G     nccl-tests-like bus bandwidth table\n"
-      "  ddpx bench --precisions fp32,bf16 --hooks allreduce,bf16 --gpus 1,2   the seed's table in one command\n"
+      "  ddpx bench --precisions fp32,bf16 --hooks allreduce,bf16 --gpus 1,2   throughput table and chart\n"
       "  ddpx tune --out best.cfg -- --model vit_l_32 --device cuda   then: ddpx train --config best.cfg\n"
       "  ddpx predict run.json --link pcie-shm --ranks 2,4,8   scaling per hook and bucket cap, before renting GPUs\n"
       "Run 'ddpx <command> --help' for the flags of one command.\n"
@@ -109,9 +117,15 @@ int main(int argc, char** argv) {
   });
   ddpx::cli::remember_command_line(argc, argv);
   ddpx::cli::CommandSet commands = ddpx::cli::register_commands(app);
+  ddpx::cli::apply_help_format(app);  // 120-column help, plain type names, each command's own examples
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A mistyped command or flag, or a unit after a number, named with its fix (cli/suggest.hpp).
+    if (const auto message = ddpx::cli::explain_parse_error(app, {argv + 1, argv + argc}, e)) {
+      fmt::print(stderr, "ddpx: error: {}\n", *message);
+      return ddpx::exit_status::user_error;
+    }
     return app.exit(e) == 0 ? ddpx::exit_status::success : ddpx::exit_status::user_error;
   } catch (const ddpx::Error& e) {  // a flag's own check may raise ddpx's error
     fmt::print(stderr, "ddpx: error: {}\n", e.what());

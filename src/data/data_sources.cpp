@@ -45,7 +45,7 @@ std::unique_ptr<SampleSource> open_wds(const DataSpec& spec) { return std::make_
 
 const std::vector<DataSourceRow>& data_source_rows() {
   static const std::vector<DataSourceRow> rows = {
-      {DataSource::synthetic, "synthetic", "synthetic", "the seed's: normal random images, random labels", false,
+      {DataSource::synthetic, "synthetic", "synthetic", "normal random images, random labels", false,
        make_synthetic, nullptr},
       {DataSource::learnable, "learnable", "learnable", "random images whose labels a ViT can learn, for convergence "
        "checks", false, make_learnable, nullptr},

@@ -109,9 +109,15 @@ std::vector<std::string_view> optimizer_flag_names() {
   return names;
 }
 
-OptimizerSpec parse_optimizer_spec(std::string_view name, const GivenFlag& given) {
+OptimizerSpec optimizer_defaults(OptimizerKind kind) {
   OptimizerSpec spec;
-  spec.kind = parse_optimizer_kind(name);
+  spec.kind = kind;
+  if (kind == OptimizerKind::adamw) spec.lr = 1e-3f, spec.weight_decay = 1e-2f;  // torch.optim.AdamW's
+  return spec;
+}
+
+OptimizerSpec parse_optimizer_spec(std::string_view name, const GivenFlag& given) {
+  OptimizerSpec spec = optimizer_defaults(parse_optimizer_kind(name));
   for (const HyperparameterFlag& f : hyperparameter_flags()) {
     const std::optional<double> value = given(f.flag);
     if (!value) continue;

@@ -4,7 +4,9 @@
 // derived from it (optim/sgd.hpp, optim/adamw.hpp) are computed in one place for both engines.
 // Guarantees: parse_optimizer_spec() and validate() throw ddpx::Error naming the flag (--optimizer, --lr,
 // --momentum, ...) and the accepted values; a spec that passed validate() gives finite, in-range fp32 scalars.
-// The defaults are `ddpx train`'s (lr 0.01, momentum 0, weight decay 0, betas 0.9/0.999, eps 1e-8).
+// The defaults per kind (optimizer_defaults): AdamW's are PyTorch's torch.optim.AdamW (lr 1e-3, weight decay 1e-2,
+// betas 0.9/0.999, eps 1e-8); SGD keeps the seed article's lr 0.01 (PyTorch's SGD defaults to 1e-3 since 2.x, which
+// the seed's recipe did not use), momentum 0, weight decay 0.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -52,6 +54,8 @@ struct OptimizerSpec {
 };
 
 std::vector<std::string> optimizer_names();  // the accepted --optimizer values
+// The hyperparameters a run of this kind gets for the flags it does not give (see the header).
+OptimizerSpec optimizer_defaults(OptimizerKind kind);
 // "sgd" or "adamw"; anything else is an error naming --optimizer and the choices.
 OptimizerKind parse_optimizer_kind(std::string_view name);
 

@@ -1,6 +1,10 @@
 // Link presets and measured link files (see link_sources.hpp).
 #include "predict/link_sources.hpp"
 
+#include <optional>
+
+#include "profile/nccl_tests_log.hpp"
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -128,6 +132,19 @@ MeasuredCurve fit_measured_curve(const PeakTable& table, int world) {
 LinkModel load_link_file(const std::string& path) {
   const std::string text = read_small_file(path);
   nlohmann::json j;
+  if (std::optional<PeakTable> table = peak_table_from_nccl_tests(text, "--link " + path)) {
+    // nccl-tests' own output: the same fit as a ddpx allreduce table.
+    LinkModel link;
+    link.intra.name = "measured by nccl-tests";
+    link.intra.measured = fit_measured_curve(*table, table->world());
+    link.intra.busbw_GBps = link.intra.measured->peak_busbw_GBps;
+    link.ranks_per_node = table->world();
+    link.description = fmt::format("measured: {} (nccl-tests all_reduce_perf, {} ranks, fitted {:.2f} GB/s peak busbw, "
+                                   "{:.2f} us per hop)", path, table->world(), link.intra.measured->peak_busbw_GBps,
+                                   link.intra.measured->hop_latency_us);
+    link.sources = {fmt::format("{} (nccl-tests all_reduce_perf)", path)};
+    return link;
+  }
   try {
     std::istringstream in(text);
     j = parse_json(in, "the file");

@@ -15,11 +15,26 @@ namespace {
 
 std::string cap_text(double mb) { return fmt::format("{:g}", mb); }
 
+// " [same buckets at 100, 2000 MB]" for a row that stands for other caps too.
+std::string same_caps_text(const PredictedRow& row) {
+  if (row.same_plan_caps.empty()) return "";
+  std::string caps;
+  for (double cap : row.same_plan_caps) caps += (caps.empty() ? "" : ", ") + cap_text(cap);
+  return " [same buckets at " + caps + " MB]";
+}
+
 std::string recommendation_line(const Prediction& p, const Recommendation& rec) {
-  const PredictedRow& best = p.rows[rec.fastest];
+  const PredictedRow& best = p.rows[rec.recommended];
   std::string line = fmt::format("# recommended at {} ranks: --comm-hook {} --bucket-mb {} ({:.2f} steps/s, {:.0f}%)",
                                  rec.ranks, best.hook.name(), cap_text(best.bucket_cap_mb), best.steps_per_s,
                                  100 * best.scaling_efficiency);
+  if (rec.tie_to_lossless) {
+    const PredictedRow& lossy = p.rows[rec.fastest];
+    return line + fmt::format("; {} predicts {:+.2f}% ({:.2f} steps/s{}), within the model's {:.0f}% margin: a tie "
+                              "goes to the lossless hook, which computes what training without DDP computes\n",
+                              lossy.hook.name(), 100 * (lossy.steps_per_s / best.steps_per_s - 1), lossy.steps_per_s,
+                              lossy.hook_cost_measured ? "" : ", its own cost not measured", 100 * kLossyMargin);
+  }
   if (rec.fastest_lossless >= 0 && rec.fastest_lossless != rec.fastest) {
     const PredictedRow& lossless = p.rows[rec.fastest_lossless];
     line += fmt::format("; without compression: --bucket-mb {} ({:.2f} steps/s, {:.0f}%)",
@@ -48,10 +63,11 @@ std::string format_prediction(const PredictionRequest& r, const Prediction& p) {
   out += fmt::format("# {:>5} {:>11} {:>7} {:>7} {:>9} {:>8} {:>6} {:>9} {:>9}\n", "", "", "(MB)", "", "(ms)", "",
                      "(%)", "(ms)", "(ms)");
   for (const PredictedRow& row : p.rows)
-    out += fmt::format("  {:>5} {:>11} {:>7} {:>7} {:>9.2f} {:>8.2f} {:>6.1f} {:>9.2f} {:>9.2f}  {}{}\n", row.ranks,
+    out += fmt::format("  {:>5} {:>11} {:>7} {:>7} {:>9.2f} {:>8.2f} {:>6.1f} {:>9.2f} {:>9.2f}  {}{}{}\n", row.ranks,
                        row.hook.name(), cap_text(row.bucket_cap_mb), row.buckets, row.step_ms, row.steps_per_s,
                        100 * row.scaling_efficiency, row.comm_busy_ms, row.exposed_comm_ms, row.verdict,
-                       row.hook_cost_measured || row.hook.kind == HookKind::allreduce ? "" : " [hook cost not measured]");
+                       row.hook_cost_measured || row.hook.kind == HookKind::allreduce ? "" : " [hook cost not measured]",
+                       same_caps_text(row));
   for (const Recommendation& rec : p.recommendations) out += recommendation_line(p, rec);
   for (const std::string& note : p.notes) out += "# note: " + note + "\n";
   return out;
@@ -96,6 +112,7 @@ nlohmann::json prediction_json(const PredictionRequest& r, const Prediction& p) 
                     {"comm_bandwidth_ms", row.comm_bandwidth_ms},
                     {"hook_own_ms", row.hook_own_ms},
                     {"hook_cost_measured", row.hook_cost_measured},
+                    {"same_plan_caps_mb", row.same_plan_caps},
                     {"phases_from", row.phases_from},
                     {"bound", row.bound},
                     {"verdict", row.verdict}});
@@ -108,7 +125,8 @@ nlohmann::json prediction_json(const PredictionRequest& r, const Prediction& p) 
                   {"scaling_efficiency", row.scaling_efficiency}};
     };
     recommendations.push_back({{"ranks", rec.ranks}, {"fastest", pick(rec.fastest)},
-                               {"fastest_lossless", pick(rec.fastest_lossless)}});
+                               {"fastest_lossless", pick(rec.fastest_lossless)},
+                               {"recommended", pick(rec.recommended)}, {"tie_to_lossless", rec.tie_to_lossless}});
   }
   return json{{"tool", "ddpx predict"},
               {"version", 1},

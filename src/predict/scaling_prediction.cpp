@@ -167,13 +167,33 @@ Prediction predict_scaling(const PredictionRequest& r) {
     if (m.steps_per_s > p.baseline_steps_per_s) p.baseline_steps_per_s = m.steps_per_s, p.baseline_from = m.file;
   DDPX_REQUIRE(p.baseline_steps_per_s > 0, "report {}: no throughput (no measured steps with time)",
                r.reports.front().file);
+  // Caps that cut the same buckets make the same row: keep the first, name the others.
+  std::vector<std::vector<TensorRange>> plans;
+  std::vector<size_t> first_cap_with_plan;
+  for (size_t c = 0; c < r.bucket_caps_mb.size(); ++c) {
+    const std::vector<TensorRange> plan =
+        cut_buckets(r.reports.front().tensors, r.bucket_caps_mb[c], r.first_bucket_mb);
+    const auto same = std::find(plans.begin(), plans.end(), plan);
+    first_cap_with_plan.push_back(same == plans.end() ? c : static_cast<size_t>(same - plans.begin()));
+    plans.push_back(plan);
+  }
   for (int ranks : r.ranks)
-    for (const HookSpec& hook : r.hooks)
-      for (double cap : r.bucket_caps_mb) {
-        PredictedRow row = simulate_row(r, ranks, hook, cap);
+    for (const HookSpec& hook : r.hooks) {
+      const size_t first_row = p.rows.size();
+      std::vector<size_t> row_of_cap(r.bucket_caps_mb.size());
+      for (size_t c = 0; c < r.bucket_caps_mb.size(); ++c) {
+        if (first_cap_with_plan[c] != c) {
+          p.rows[row_of_cap[first_cap_with_plan[c]]].same_plan_caps.push_back(r.bucket_caps_mb[c]);
+          row_of_cap[c] = row_of_cap[first_cap_with_plan[c]];
+          continue;
+        }
+        PredictedRow row = simulate_row(r, ranks, hook, r.bucket_caps_mb[c]);
         row.scaling_efficiency = row.steps_per_s / p.baseline_steps_per_s;
+        row_of_cap[c] = p.rows.size();
         p.rows.push_back(std::move(row));
       }
+      (void)first_row;
+    }
   for (int ranks : r.ranks) {
     Recommendation rec;
     rec.ranks = ranks;
@@ -185,8 +205,21 @@ Prediction predict_scaling(const PredictionRequest& r) {
           (rec.fastest_lossless < 0 || row.steps_per_s > p.rows[rec.fastest_lossless].steps_per_s))
         rec.fastest_lossless = static_cast<int>(k);
     }
+    rec.recommended = rec.fastest;
+    const bool fastest_lossy = rec.fastest >= 0 && p.rows[rec.fastest].hook.kind != HookKind::allreduce;
+    if (fastest_lossy && rec.fastest_lossless >= 0 &&
+        p.rows[rec.fastest].steps_per_s <= p.rows[rec.fastest_lossless].steps_per_s * (1 + kLossyMargin)) {
+      rec.recommended = rec.fastest_lossless;
+      rec.tie_to_lossless = true;
+    }
     p.recommendations.push_back(rec);
   }
+  const MeasuredStep& first = r.reports.front();
+  if (first.device == "cpu" && r.link.device.empty() && !r.link.intra.measured)
+    p.notes.push_back(fmt::format("{} was measured on the CPU, and --link is a GPU preset ({}): the rows combine a "
+                                  "CPU's compute with a GPU link; for CPU ranks measure the link with `ddpx "
+                                  "allreduce --device cpu --nproc-per-node 2 --json link.json`, for GPUs give a GPU "
+                                  "report", first.file, r.link.intra.name));
   const MeasuredStep& base = r.reports.front();
   if (!base.ready_times_measured)
     p.notes.push_back(fmt::format("{} has no bucket ready times (a run without --ddp, or --no-overlap): gradients "

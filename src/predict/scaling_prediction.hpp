@@ -12,8 +12,13 @@
 //    measured steps/s (a run without --ddp when one is given): per-rank batch fixed, as in the seed.
 //  - The verdict names what bounds the row: compute (exposed < 5% of the step), per-message latency, the hook's
 //    own work, or link bandwidth, with the figures.
+//  - Caps that cut the report's tensors into the same buckets give the same row: one row is kept (the first cap),
+//    listing the others in same_plan_caps.
 //  - Recommendations: per N the fastest row, and the fastest lossless one (allreduce: fp16/bf16 and PowerSGD
-//    change what training computes, as the seed warns).
+//    change what training computes, as the seed warns). The recommendation is the lossless row unless a lossy one
+//    is faster by more than kLossyMargin (the model's own precision; a hook whose own work was not measured
+//    included): a tie goes to the lossless hook, and the line says so.
+//  - A CPU report priced on a GPU link preset gets a note saying that the compute is a CPU's and the link a GPU's.
 //  - Inputs that do not fit are errors naming the file or flag (see check_inputs in the .cpp).
 #pragma once
 #include <string>
@@ -48,15 +53,21 @@ struct PredictedRow {
   int64_t wire_bytes = 0;      // bytes handed to all-reduce calls per step
   int ring_calls = 0, tree_calls = 0;
   bool hook_cost_measured = false;
+  std::vector<double> same_plan_caps;  // other caps that cut the same buckets (folded into this row)
   std::string phases_from;     // the report file whose phases the row uses
   std::string bound;           // "compute", "latency", "hook", "bandwidth"
   std::string verdict;
 };
 
+// A lossy hook is recommended over the fastest lossless row only when faster than it by more than this.
+inline constexpr double kLossyMargin = 0.02;
+
 struct Recommendation {
   int ranks = 0;
   int fastest = -1;           // index into Prediction::rows
   int fastest_lossless = -1;  // allreduce rows only; -1 when none was asked for
+  int recommended = -1;       // fastest, or fastest_lossless when the lossy fastest is within kLossyMargin of it
+  bool tie_to_lossless = false;  // the fastest is lossy but within the margin: recommended is the lossless row
 };
 
 struct Prediction {

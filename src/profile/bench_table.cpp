@@ -87,10 +87,13 @@ std::string bench_markdown(const std::vector<BenchRow>& rows, const std::string&
 
 std::string bench_csv(const std::vector<BenchRow>& rows) {
   validate_bench_rows(rows);
-  std::string out = "config,gpus,precision,ddpx_steps_per_s,pytorch_steps_per_s,ratio,scaling_efficiency,images_per_s,mfu\n";
+  std::string out = "config,model,gpus,precision,hook,bucket_mb,p2p_off,ddpx_steps_per_s,pytorch_steps_per_s,ratio,"
+                    "scaling_efficiency,images_per_s,mfu\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
-    out += fmt::format("{},{},{},{:.4f},{},{},{},{},{}\n", csv_field(r.config), r.world, csv_field(r.precision),
+    out += fmt::format("{},{},{},{},{},{},{},{:.4f},{},{},{},{},{}\n", csv_field(r.config), csv_field(r.model),
+                       r.world, csv_field(r.precision), csv_field(r.hook), optional_number(r.bucket_mb, "{:g}", ""),
+                       r.p2p_off ? 1 : 0,
                        r.ddpx_steps_per_s, optional_number(r.pytorch_steps_per_s, "{:.4f}", ""),
                        optional_number(pytorch_ratio(r), "{:.4f}", ""),
                        optional_number(scaling_efficiency(rows, i), "{:.4f}", ""),
@@ -106,8 +109,12 @@ json bench_json(const std::vector<BenchRow>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
     out.push_back(json{{"config", r.config},
+                       {"model", r.model},
                        {"gpus", r.world},
                        {"precision", r.precision},
+                       {"hook", r.hook.empty() ? json(nullptr) : json(r.hook)},
+                       {"bucket_mb", nullable(r.bucket_mb)},
+                       {"p2p_off", r.p2p_off},
                        {"ddpx_steps_per_s", r.ddpx_steps_per_s},
                        {"pytorch_steps_per_s", nullable(r.pytorch_steps_per_s)},
                        {"ratio", nullable(pytorch_ratio(r))},
@@ -144,10 +151,24 @@ BarChart bench_chart(const std::vector<BenchRow>& rows, const std::string& title
   std::set<int> rank_counts;
   for (const BenchRow& r : rows) rank_counts.insert(r.world);
   if (rank_counts.size() > 1) {
+    // One line per configuration (a row's name: model, precision, hook, bucket). A one-rank row without DDP is
+    // the start of every line of its model and precision that has more ranks; it stands alone otherwise.
     ScalingView view;
     view.rank_unit = rank_unit;
-    for (size_t i = 0; i < rows.size(); ++i)
-      view.points.push_back({rows[i].world, rows[i].ddpx_steps_per_s, scaling_efficiency(rows, i)});
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const BenchRow& r = rows[i];
+      const bool baseline = r.world == 1 && r.hook.empty();
+      bool joined = false;
+      if (baseline)
+        for (const BenchRow& other : rows)
+          if (other.world > 1 && other.model == r.model && other.precision == r.precision &&
+              std::none_of(view.points.begin(), view.points.end(),
+                           [&](const ScalingPoint& p) { return p.line == other.config && p.ranks == 1; })) {
+            view.points.push_back({1, r.ddpx_steps_per_s, std::nullopt, other.config});
+            joined = true;
+          }
+      if (!joined) view.points.push_back({r.world, r.ddpx_steps_per_s, scaling_efficiency(rows, i), r.config});
+    }
     chart.scaling = std::move(view);
   }
   return chart;

@@ -7,7 +7,8 @@
 //  - images/s and MFU (per GPU: images/s x the model's training FLOPs per image / N / the GPU's dense bf16 peak)
 //    are columns of their own, "-" where unknown (CPU ranks, an unknown GPU).
 //  - Every row appears in every format, in the given order; missing values print "-" (Markdown), "" (CSV) and
-//    null (JSON).
+//    null (JSON). CSV and JSON give model, precision, hook, bucket cap and P2P as columns of their own (the
+//    "config" column keeps the row's readable name), so a spreadsheet or pandas can group by each.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,9 @@ struct BenchRow {
   std::string model;      // scaling efficiency compares rows of the same model and precision
   std::optional<double> images_per_s;  // ddpx's, all ranks together
   std::optional<double> mfu;           // model FLOP utilization per GPU (profile/gpu_peaks.hpp), when the GPU is known
+  std::string hook;                    // --comm-hook of a DDP row; "" without DDP
+  std::optional<double> bucket_mb;     // --bucket-mb of a DDP row
+  bool p2p_off = false;                // NCCL_P2P_DISABLE=1
   bool operator==(const BenchRow&) const = default;
 };
 

@@ -1,6 +1,11 @@
 // Bandwidth arithmetic and peak comparison (see comm_stats.hpp).
 #include "profile/comm_stats.hpp"
 
+#include <optional>
+#include <sstream>
+
+#include "profile/nccl_tests_log.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -113,8 +118,14 @@ void from_json(const json& j, PeakTable& table) {
 PeakTable load_peak_table(const std::string& path) {
   std::ifstream in(path);
   DDPX_REQUIRE(in.good(), "cannot open peak table '{}': write one with `ddpx allreduce --json {}`", path, path);
+  std::stringstream text;
+  text << in.rdbuf();
+  // nccl-tests' own text or -J JSON (profile/nccl_tests_log.hpp), else ddpx's peak table.
+  if (std::optional<PeakTable> table = peak_table_from_nccl_tests(text.str(), "peak table '" + path + "'"))
+    return *table;
   try {
-    return parse_json(in, "the file").get<PeakTable>();
+    std::istringstream json_text(text.str());
+    return parse_json(json_text, "the file").get<PeakTable>();
   } catch (const json::exception& e) {
     fail("peak table '{}' is not valid JSON: {}", path, e.what());
   } catch (const Error& e) {

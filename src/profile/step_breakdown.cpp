@@ -109,11 +109,15 @@ std::string format_ddp_cost(const std::optional<DdpCost>& cost) {
                         "the comm phase above is then only its exposed part)\n");
   return fmt::format(
       "# DDP cost: {:.3f} ms ({:.1f}% of the step) = exposed comm {:.3f} + compute slowed by DDP's work beside it "
-      "{:.3f}\n"
+      "{}\n"
       "{}"
       "#   measured DDP step {:.3f} ms - calibrated plain step {:.3f} ms ({} calibration step{} per rank: no "
       "reducer during backward)\n",
-      d.cost_ms, 100.0 * d.fraction(), d.exposed_comm_ms, d.hidden_ms(), hooks, d.measured_step_ms, d.plain_step_ms,
+      d.cost_ms, 100.0 * d.fraction(), d.exposed_comm_ms,
+      // A negative slowdown is the steps' noise, not a speed-up: said so, not printed as "-0.01".
+      d.hidden_ms() >= 0 ? fmt::format("{:.3f}", d.hidden_ms())
+                         : fmt::format("{:.3f} (none measurable: the steps' noise)", d.hidden_ms()),
+      hooks, d.measured_step_ms, d.plain_step_ms,
       d.calibration_steps, d.calibration_steps == 1 ? "" : "s");
 }
 
@@ -184,8 +188,11 @@ std::string format_breakdown(const StepBreakdown& b) {
   out += fmt::format("# straggler: {}, median step {:.3f} ms\n", b.straggler, b.step_ms);
   out += fmt::format("# steps/s: {:.3f}   images/s: {:.1f}   ({} images per step)\n", b.steps_per_s,
                      b.images_per_s, c.images_per_step());
-  out += fmt::format("# parts add up: {} (serial phases differ from the total by {:.1f}% on the worst rank; "
-                     "tolerance {:.0f}%)\n",
+  // Two figures, said as two: "other" above is the difference of the medians, this one the median of each
+  // step's own difference (robust to a phase's slow steps), which the check uses.
+  out += fmt::format("# parts add up: {} (step by step, the serial phases differ from the step's total by {:.1f}% "
+                     "(median) on the worst rank; tolerance {:.0f}%; 'other' above is the same gap between the "
+                     "phases' medians)\n",
                      b.parts_add_up ? "yes" : "NO, some time is not measured", 100.0 * b.parts_mismatch,
                      100.0 * StepBreakdown::kPartsTolerance);
   if (c.ddp) out += format_ddp_cost(b.ddp_cost);

@@ -318,6 +318,9 @@ void to_json(json& j, const RunConfig& v) {
            {"world", v.world},         {"ddp", v.ddp},
            {"workers", v.workers}};
   if (!v.weight_grads.empty()) j["weight_grads"] = v.weight_grads;
+  if (!v.backend.empty()) j["backend"] = v.backend;
+  if (v.steps > 0) j["seed"] = v.seed, j["steps"] = v.steps, j["warmup"] = v.warmup;
+  if (!v.data.empty()) j["data"] = v.data;
   if (!v.ddpx_version.empty()) j["ddpx_version"] = v.ddpx_version;
   if (!v.ddpx_commit.empty()) j["ddpx_commit"] = v.ddpx_commit;
   if (!v.started_utc.empty()) j["started_utc"] = v.started_utc;
@@ -340,6 +343,11 @@ void from_json(const json& j, RunConfig& v) {
   jf::require(j, record, "world", v.world);
   jf::optional(j, record, "ddp", v.ddp);
   jf::optional(j, record, "workers", v.workers);
+  jf::optional(j, record, "backend", v.backend);
+  jf::optional(j, record, "seed", v.seed);
+  jf::optional(j, record, "steps", v.steps);
+  jf::optional(j, record, "warmup", v.warmup);
+  jf::optional(j, record, "data", v.data);
   jf::optional(j, record, "ddpx_version", v.ddpx_version);
   jf::optional(j, record, "ddpx_commit", v.ddpx_commit);
   jf::optional(j, record, "started_utc", v.started_utc);
@@ -416,9 +424,20 @@ RunReport load_run_report(const std::string& path) {
   } catch (const Error& e) {
     fail("cannot open run report '{}': check the path (written by `ddpx train --report FILE`): {}", path, e.what());
   }
+  json parsed;
+  try {
+    parsed = parse_json(text, "the file");
+  } catch (const json::exception& e) {
+    fail("run report '{}' is not valid JSON: {}", path, e.what());
+  } catch (const Error& e) {
+    fail("run report '{}': {}", path, e.what());
+  }
+  // A Chrome/Perfetto trace (an object with traceEvents, or the bare array form) is the commonest wrong file.
+  DDPX_REQUIRE(!(parsed.is_array() || (parsed.is_object() && parsed.contains("traceEvents") && !parsed.contains("config"))),
+               "'{}' is a Chrome/Perfetto trace, not a run report: check it with `ddpx report --check-trace {}`, or "
+               "give the run report (`ddpx train --report FILE`)", path, path);
   RunReport report;
   try {
-    const json parsed = parse_json(text, "the file");
     text = std::string();  // the text is no longer needed: half the peak memory of a large report
     // The report's own size bound, before anything is built from it (issue 37 item 7: 100,000 ranks ran out of
     // memory in the analysis).

@@ -174,6 +174,13 @@ struct RunConfig {
   int world = 1;
   bool ddp = true;  // false for the plain single-GPU run (no reducer at all)
   int workers = 8;  // loader worker threads
+  // How the run was set up, as fields of their own ("" / 0 in reports written before they were recorded): the
+  // communication backend ("nccl", "gloo", "mpi", "self"; "" without a communicator), --seed, --steps, --warmup,
+  // and the data source (--data, or "npy" for --images/--labels).
+  std::string backend;
+  uint64_t seed = 0;
+  int64_t steps = 0, warmup = 0;
+  std::string data;
   // What made the run ("" / empty in reports written before they were recorded).
   std::string ddpx_version;               // "0.1"
   std::string ddpx_commit;                // "e933e79", "e933e79-dirty", "unknown"

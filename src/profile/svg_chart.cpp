@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -99,35 +100,60 @@ std::vector<std::string> wrap_words(const std::string& text, double max_width, d
 struct PlotPoint {
   int ranks;
   double value;
+  size_t line;  // index into the view's lines
 };
 
-// One scatter plot against rank count in the box (x, y, w, h): round y ticks, rank counts evenly spaced on x,
-// a dot per point, the best point per count joined by a line, an optional dashed reference at `reference`.
-std::string scatter_plot(double x, double y, double w, double h, const std::string& heading,
-                         const std::string& rank_unit, const std::vector<PlotPoint>& points, const std::string& suffix,
-                         const char* color, std::optional<double> reference) {
-  double max_value = reference.value_or(0);
-  std::map<int, double> best;
+// Log-scale ticks 1, 2, 5 x 10^k covering [low, high] (both > 0).
+std::vector<double> log_ticks(double low, double high) {
+  std::vector<double> ticks;
+  for (double decade = std::pow(10.0, std::floor(std::log10(low))); decade <= high * 10; decade *= 10)
+    for (const double m : {1.0, 2.0, 5.0})
+      if (m * decade >= low / 1.0001 && m * decade <= high * 1.0001) ticks.push_back(m * decade);
+  return ticks;
+}
+
+// One plot against rank count in the box (x, y, w, h): y ticks (round steps, or 1-2-5 on a log axis when the
+// values span more than 20x), rank counts evenly spaced on x, each line's points joined in rank order in its own
+// colour, an optional dashed reference at `reference`.
+std::string line_plot(double x, double y, double w, double h, const std::string& heading, const std::string& rank_unit,
+                      const std::vector<PlotPoint>& points, const std::string& suffix, std::optional<double> reference,
+                      bool allow_log) {
+  double max_value = reference.value_or(0), min_positive = reference.value_or(0);
+  std::set<int> ranks;
   for (const PlotPoint& p : points) {
     max_value = std::max(max_value, p.value);
-    best[p.ranks] = std::max(best.count(p.ranks) ? best[p.ranks] : 0.0, p.value);
+    if (p.value > 0) min_positive = min_positive > 0 ? std::min(min_positive, p.value) : p.value;
+    ranks.insert(p.ranks);
   }
-  const AxisTicks ticks = nice_ticks(max_value, 4);
+  const bool log_axis = allow_log && min_positive > 0 && max_value / min_positive > 20;
+  std::vector<double> tick_values;
+  std::vector<std::string> tick_labels;
+  double axis_min = 0, axis_max = 1;
+  if (log_axis) {
+    tick_values = log_ticks(min_positive, max_value);
+    axis_min = std::min(tick_values.front(), min_positive);
+    axis_max = std::max(tick_values.back(), max_value);
+    for (double v : tick_values) tick_labels.push_back(number(v));
+  } else {
+    const AxisTicks ticks = nice_ticks(max_value, 4);
+    tick_values = ticks.values, tick_labels = ticks.labels, axis_max = ticks.axis_max;
+  }
   std::map<int, double> x_of;
   size_t index = 0;
-  for (const auto& entry : best) {
-    x_of[entry.first] = x + w * (static_cast<double>(index) + 0.5) / static_cast<double>(best.size());
-    ++index;
-  }
-  auto y_of = [&](double value) { return y + h - h * value / ticks.axis_max; };
-  std::string svg = fmt::format("<g class=\"plot\">\n<text x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n",
-                                x, y - 12, escape_xml(heading));
-  for (size_t i = 0; i < ticks.values.size(); ++i) {
-    const double ty = y_of(ticks.values[i]);
+  for (const int r : ranks) x_of[r] = x + w * (static_cast<double>(index++) + 0.5) / static_cast<double>(ranks.size());
+  auto y_of = [&](double value) {
+    if (!log_axis) return y + h - h * value / axis_max;
+    const double v = std::max(value, axis_min);
+    return y + h - h * (std::log(v) - std::log(axis_min)) / (std::log(axis_max) - std::log(axis_min));
+  };
+  std::string svg = fmt::format("<g class=\"plot\">\n<text x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">{}{}</text>\n",
+                                x, y - 12, escape_xml(heading), log_axis ? " (log scale)" : "");
+  for (size_t i = 0; i < tick_values.size(); ++i) {
+    const double ty = y_of(tick_values[i]);
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", x, ty,
                        x + w, ty);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#555\">{}</text>\n", x - 6, ty + 4,
-                       escape_xml(ticks.labels[i] + suffix));
+                       escape_xml(tick_labels[i] + suffix));
   }
   svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x, y, x,
                      y + h);
@@ -137,20 +163,25 @@ std::string scatter_plot(double x, double y, double w, double h, const std::stri
     svg += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n", x,
         y_of(*reference), x + w, y_of(*reference));
-  for (const auto& [ranks, px] : x_of)
+  for (const auto& [r, px] : x_of)
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", px,
-                       y + h + 16, ranks);
+                       y + h + 16, r);
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", x + w / 2,
                      y + h + 34, escape_xml(rank_unit));
-  if (best.size() > 1) {
-    std::string path;
-    for (const auto& [ranks, value] : best) path += fmt::format("{:.1f},{:.1f} ", x_of[ranks], y_of(value));
-    path.pop_back();
-    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, color);
+  std::map<size_t, std::map<int, double>> by_line;
+  for (const PlotPoint& p : points) by_line[p.line][p.ranks] = p.value;
+  for (const auto& [line, line_points] : by_line) {
+    const char* color = kColors[line % std::size(kColors)];
+    if (line_points.size() > 1) {
+      std::string path;
+      for (const auto& [r, value] : line_points) path += fmt::format("{:.1f},{:.1f} ", x_of[r], y_of(value));
+      path.pop_back();
+      svg += fmt::format("<polyline class=\"line-{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                         line, path, color);
+    }
+    for (const auto& [r, value] : line_points)
+      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x_of[r], y_of(value), color);
   }
-  for (const PlotPoint& p : points)
-    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x_of[p.ranks], y_of(p.value),
-                       color);
   return svg + "</g>\n";
 }
 
@@ -192,7 +223,11 @@ std::string render_svg(const BarChart& chart) {
   legend_width += 16 + estimate_text_width(chart.value_label, kFont);
   double width = std::max({left + kBarArea + kRight, left + legend_width + kMargin,
                            2 * kMargin + estimate_text_width(chart.note_legend, kFont)});
-  if (chart.scaling) width = std::max(width, 2 * (kPlotGap + 200) + kMargin);
+  if (chart.scaling) {
+    width = std::max(width, 2 * (kPlotGap + 200) + kMargin);
+    for (const ScalingPoint& p : chart.scaling->points)
+      width = std::max(width, 2 * kMargin + 30 + estimate_text_width(p.line, kFont));
+  }
 
   // Title: wrapped at spaces to the picture's width, shrunk when its widest line (one long word) still overflows.
   const double title_room = width - 2 * kMargin;
@@ -208,7 +243,12 @@ std::string render_svg(const BarChart& chart) {
   const double group_height = static_cast<double>(chart.series.size()) * (kBarHeight + kBarGap) - kBarGap;
   const double axis_bottom = top + static_cast<double>(n) * (group_height + kGroupGap);
   const double scaling_top = axis_bottom + 64;
-  const double height = chart.scaling ? scaling_top + 30 + kPlotHeight + 50 : axis_bottom + 30;
+  std::vector<std::string> lines;  // the scaling view's configurations, in order of first appearance
+  if (chart.scaling)
+    for (const ScalingPoint& p : chart.scaling->points)
+      if (std::find(lines.begin(), lines.end(), p.line) == lines.end()) lines.push_back(p.line);
+  const double height = chart.scaling ? scaling_top + 30 + kPlotHeight + 56 + 18 * static_cast<double>(lines.size())
+                                      : axis_bottom + 30;
 
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   svg += fmt::format(
@@ -273,19 +313,31 @@ std::string render_svg(const BarChart& chart) {
     const ScalingView& view = *chart.scaling;
     std::vector<PlotPoint> throughput, efficiency;
     for (const ScalingPoint& p : view.points) {
-      throughput.push_back({p.ranks, p.steps_per_s});
-      if (p.efficiency) efficiency.push_back({p.ranks, 100 * *p.efficiency});
+      const size_t line = static_cast<size_t>(
+          std::find(lines.begin(), lines.end(), p.line) - lines.begin());
+      throughput.push_back({p.ranks, p.steps_per_s, line});
+      if (p.efficiency) efficiency.push_back({p.ranks, 100 * *p.efficiency, line});
     }
     const double plot_width = (width - 2 * kPlotGap - 2 * kMargin) / 2;
     const std::string unit = view.rank_unit + "s";
     svg += fmt::format("<g id=\"scaling\">\n<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"14\" font-weight=\"bold\">"
                        "Scaling against {} count</text>\n",
                        kMargin, scaling_top - 8, escape_xml(view.rank_unit));
-    svg += scatter_plot(kPlotGap, scaling_top + 30, plot_width, kPlotHeight, "steps/s", unit, throughput, "",
-                        kColors[0], std::nullopt);
-    svg += scatter_plot(2 * kPlotGap + plot_width, scaling_top + 30, plot_width, kPlotHeight,
-                        "scaling efficiency (dashed: 100%)", unit, efficiency, "%", kColors[2], 100.0);
-    svg += "</g>\n";
+    svg += line_plot(kPlotGap, scaling_top + 30, plot_width, kPlotHeight, "steps/s", unit, throughput, "",
+                     std::nullopt, /*allow_log=*/true);
+    svg += line_plot(2 * kPlotGap + plot_width, scaling_top + 30, plot_width, kPlotHeight,
+                     "scaling efficiency (dashed: 100%)", unit, efficiency, "%", 100.0, /*allow_log=*/false);
+    // The legend: one swatch and name per line, one line of the legend each.
+    const double legend_top = scaling_top + 30 + kPlotHeight + 56;
+    svg += "<g id=\"scaling-legend\">\n";
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const double ly = legend_top + 18 * static_cast<double>(i);
+      svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\"/>"
+                         "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                         kMargin, ly - 4, kMargin + 24, ly - 4, kColors[i % std::size(kColors)], kMargin + 30, ly,
+                         escape_xml(lines[i].empty() ? "ddpx" : lines[i]));
+    }
+    svg += "</g>\n</g>\n";
   }
   svg += "</svg>\n";
   return svg;

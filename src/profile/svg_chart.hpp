@@ -9,8 +9,10 @@
 // picture is widened for the legend. Axis tick labels come from nice_ticks: round steps (1, 2 or 5 times a power
 // of ten) and one number format (the same count of decimals) for every label of an axis.
 // The scaling view (BarChart::scaling, drawn only when set) is a second panel with two plots against rank count:
-// steps/s (one dot per row, the best row per count joined by a line) and scaling efficiency in percent (dots,
-// the best per count joined, a dashed reference line at 100%).
+// steps/s and scaling efficiency in percent (a dashed reference line at 100%). Each configuration is one line
+// (its points joined in rank order, its own colour), named in a legend under the plots; steps/s uses a
+// logarithmic axis (ticks 1, 2, 5 x 10^k) when the values span more than 20x, so a slow and a fast model both
+// read.
 // Missing values (std::nullopt) draw no bar and print "n/a".
 #pragma once
 #include <optional>
@@ -30,6 +32,7 @@ struct ScalingPoint {
   int ranks = 1;                     // GPUs (or CPU ranks), >= 1
   double steps_per_s = 0;            // >= 0
   std::optional<double> efficiency;  // fraction (0.93 for 93%), absent for 1-rank rows or without a baseline
+  std::string line;                  // the configuration this point belongs to (the legend's label)
 };
 
 struct ScalingView {

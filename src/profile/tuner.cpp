@@ -45,32 +45,82 @@ void validate(const TrialConfig& c, const std::string& where) {
 }  // namespace
 
 TuneResult tune(const TrialConfig& default_config, const std::vector<TrialConfig>& candidates,
-                const TrialRunner& run_trial) {
+                const TrialRunner& run_trial, const TuneOptions& options) {
   DDPX_REQUIRE(static_cast<bool>(run_trial), "tune: no trial runner given");
+  DDPX_REQUIRE(options.repeats >= 1 && options.repeats <= 1000, "tune: --repeats must be 1 to 1000, got {}",
+               options.repeats);
   validate(default_config, "tune: the default configuration");
+  const auto key = [&](const TrialConfig& c) { return options.same_run ? options.same_run(c) : c.flags(); };
   TuneResult result;
-  result.baseline = TrialResult{default_config, measure(default_config, run_trial)};
-  result.trials.push_back(result.baseline);
+  result.repeats = options.repeats;
+  std::vector<std::string> keys;
+  const auto add = [&](const TrialConfig& c) {
+    const std::string k = key(c);
+    const auto at = std::find(keys.begin(), keys.end(), k);
+    if (at == keys.end()) {
+      keys.push_back(k);
+      result.trials.push_back(TrialResult{c, {}, {}, 0, 0, 0});
+      return;
+    }
+    TrialResult& trial = result.trials[static_cast<size_t>(at - keys.begin())];
+    if (!(trial.config == c) &&
+        std::find(trial.same_run.begin(), trial.same_run.end(), c) == trial.same_run.end())
+      trial.same_run.push_back(c);
+  };
+  add(default_config);
   for (const TrialConfig& candidate : candidates) {
     validate(candidate, fmt::format("tune: candidate {}", candidate.flags()));
-    const bool seen = std::any_of(result.trials.begin(), result.trials.end(),
-                                  [&](const TrialResult& t) { return t.config == candidate; });
-    if (!seen) result.trials.push_back(TrialResult{candidate, measure(candidate, run_trial)});
+    add(candidate);
   }
-  result.best = result.trials.front();
-  for (const TrialResult& trial : result.trials)
-    if (trial.steps_per_s > result.best.steps_per_s) result.best = trial;
+  for (int round = 0; round < options.repeats; ++round)
+    for (TrialResult& trial : result.trials) trial.samples.push_back(measure(trial.config, run_trial));
+  for (TrialResult& trial : result.trials) {
+    std::vector<double> sorted = trial.samples;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    trial.steps_per_s = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    trial.min_steps_per_s = sorted.front();
+    trial.max_steps_per_s = sorted.back();
+  }
+  result.baseline = result.trials.front();
+  result.best = result.baseline;
+  for (const TrialResult& trial : result.trials) {
+    const bool beyond_spread = trial.min_steps_per_s > result.baseline.max_steps_per_s;
+    if (beyond_spread && trial.steps_per_s > result.best.steps_per_s) result.best = trial;
+  }
+  result.gain_beyond_spread = !(result.best.config == result.baseline.config);
   result.speedup = result.best.steps_per_s / result.baseline.steps_per_s;
   return result;
 }
 
 std::string TuneResult::summary() const {
-  std::string out = fmt::format("# {:>10}  {}\n", "steps/s", "configuration");
-  for (const TrialResult& t : trials)
-    out += fmt::format("  {:>10.3f}  {}{}{}\n", t.steps_per_s, t.config.flags(),
-                       t.config == baseline.config ? "  (default)" : "", t.config == best.config ? "  <- fastest" : "");
-  out += fmt::format("# best: {} at {:.3f} steps/s, {:.2f}x the default ({:.3f} steps/s)\n", best.config.flags(),
-                     best.steps_per_s, speedup, baseline.steps_per_s);
+  std::string out = fmt::format("# {:>10}  {:>21}  {}\n", "steps/s", repeats > 1 ? fmt::format("min..max of {} runs", repeats) : "",
+                                "configuration (median of the runs)");
+  for (const TrialResult& t : trials) {
+    std::string also;
+    for (const TrialConfig& c : t.same_run) also += (also.empty() ? "  (same run as: " : "; ") + c.flags();
+    if (!also.empty()) also += ")";
+    out += fmt::format("  {:>10.3f}  {:>21}  {}{}{}{}\n", t.steps_per_s,
+                       repeats > 1 ? fmt::format("{:.3f}..{:.3f}", t.min_steps_per_s, t.max_steps_per_s) : "",
+                       t.config.flags(), t.config == baseline.config ? "  (default)" : "",
+                       t.config == best.config && gain_beyond_spread ? "  <- fastest beyond the spread" : "", also);
+  }
+  if (gain_beyond_spread) {
+    out += fmt::format("# best: {} at {:.3f} steps/s (median), {:.2f}x the default ({:.3f}); its slowest run ({:.3f}) "
+                       "beat the default's fastest ({:.3f})\n",
+                       best.config.flags(), best.steps_per_s, speedup, baseline.steps_per_s, best.min_steps_per_s,
+                       baseline.max_steps_per_s);
+  } else {
+    const auto fastest = std::max_element(trials.begin(), trials.end(), [](const TrialResult& a, const TrialResult& b) {
+      return a.steps_per_s < b.steps_per_s;
+    });
+    out += fmt::format("# best: the default ({}): no configuration was faster beyond the spread of {} run{} each",
+                       baseline.config.flags(), repeats, repeats == 1 ? "" : "s");
+    if (fastest != trials.end() && !(fastest->config == baseline.config))
+      out += fmt::format(" (the fastest median, {} at {:.3f} against {:.3f}, is within the noise)",
+                         fastest->config.flags(), fastest->steps_per_s, baseline.steps_per_s);
+    out += "\n";
+  }
   return out;
 }
 

@@ -100,7 +100,9 @@ std::string cost_sentence(const DdpCost& d) {
   return fmt::format("{} of the step ({} of {} ms: exposed communication {} + compute slowed by DDP's work beside it "
                      "{}; {}; calibrated plain step {} ms)",
                      pct(d.fraction()), ms(d.cost_ms), ms(d.measured_step_ms), ms(d.exposed_comm_ms),
-                     ms(d.hidden_ms()), hooks, ms(d.plain_step_ms));
+                     d.hidden_ms() >= 0 ? ms(d.hidden_ms())
+                                        : ms(d.hidden_ms()) + " (none measurable: the steps' noise)",
+                     hooks, ms(d.plain_step_ms));
 }
 
 // What DDP on one GPU (one CPU rank) costs: the calibrated cost when there is one, else only the exposed part,

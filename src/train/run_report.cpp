@@ -49,7 +49,9 @@ double now_ms() {
 // (NVLink or PCIe P2P) between GPUs of one node. MPI runs on host memory.
 std::string link_description(const TrainOptions& options, const DistContext& dist) {
   if (!dist.communicator || dist.world == 1) return "";
-  if (options.device == Device::cpu) return "MPI (host memory)";
+  // The backend that carries the gradients: a Gloo run is not an MPI one.
+  if (options.device == Device::cpu)
+    return dist.communicator->backend_name() == "gloo" ? "Gloo (TCP, host memory)" : "MPI (host memory)";
   const char* p2p_disabled = std::getenv("NCCL_P2P_DISABLE");
   if (p2p_disabled && std::string(p2p_disabled) == "1") return "SHM/direct/direct (NCCL_P2P_DISABLE=1)";
   return "P2P (NCCL peer-to-peer, predicted)";
@@ -127,6 +129,11 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   config_.world = dist.world;
   config_.ddp = dist.reducer != nullptr;
   config_.workers = options.workers;
+  config_.backend = dist.communicator ? std::string(dist.communicator->backend_name()) : "";
+  config_.seed = options.seed;
+  config_.steps = options.steps;
+  config_.warmup = options.warmup_steps;
+  config_.data = options.data.text();
   config_.ddpx_version = ddpx_version();
   config_.ddpx_commit = ddpx_commit();
   config_.started_utc = utc_now_iso8601();

@@ -39,7 +39,7 @@ void TrainOptions::require_distinct_paths() const {
   add(inputs, "--labels", labels);
   // --resume D --checkpoint-dir D is the way to continue a run: the checkpoint is read in full before the first
   // one is written, so the resumed file only counts as an input against the other outputs.
-  if (!resume.empty()) add(inputs, "--resume", checkpoint_file(resume).string());
+  if (!resume.empty() && resume != "auto") add(inputs, "--resume", checkpoint_file(resume).string());
   for (const std::string& file : config_files) add(inputs, "--config", file);
   add(outputs, "--save", save);
   add(outputs, "--report", report);
@@ -117,6 +117,18 @@ void TrainOptions::validate() const {
                "--reset-head needs --load W (it loads every tensor of W but the classifier head)");
   DDPX_REQUIRE(epochs >= 0, "--epochs {}: must be 0 (use --steps) or more", epochs);
   DDPX_REQUIRE(image_pipeline.max_pixels > 0, "--max-pixels {}: must be positive", image_pipeline.max_pixels);
+  for (const auto& [flag, path] : {std::pair{"--images", images}, {"--labels", labels}, {"--load", load}})
+    DDPX_REQUIRE(path.empty() || std::filesystem::exists(path), "{} {}: no such file; check the path", flag, path);
+  if (resume == "auto") {
+    DDPX_REQUIRE(!checkpoint_dir.empty(),
+                 "--resume auto needs --checkpoint-dir DIR: it continues from DIR's newest checkpoint when there is "
+                 "one and starts at step 0 when there is none");
+  } else if (!resume.empty()) {
+    DDPX_REQUIRE(checkpoint_exists(resume),
+                 "--resume {}: no checkpoint there ({} does not exist); give the --checkpoint-dir of an earlier run, "
+                 "or --resume auto --checkpoint-dir DIR to continue when DIR holds one and start afresh when not",
+                 resume, checkpoint_file(resume).string());
+  }
   DDPX_REQUIRE(load.empty() || resume.empty(),
                "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
                "--load starts a new one from weights: give one", load, resume);
@@ -126,6 +138,11 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", ranks_per_gpu);
   DDPX_REQUIRE(ranks_per_gpu <= 1 || device == Device::cuda,
                "--ranks-per-gpu {} applies to --device cuda (CPU ranks share the cores already)", ranks_per_gpu);
+}
+
+std::string resume_checkpoint(const TrainOptions& options) {
+  if (options.resume != "auto") return options.resume;
+  return checkpoint_exists(options.checkpoint_dir) ? options.checkpoint_dir : "";
 }
 
 bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer) {

@@ -58,7 +58,7 @@ struct TrainOptions {
   OverlapPolicy optimizer_overlap = OverlapPolicy::automatic;
   // the weight-gradient GEMMs' output type (weight_grads_in_bf16)
   WeightGradPolicy weight_grads = WeightGradPolicy::automatic;
-  // weights and checkpoints
+  // weights and checkpoints. resume: a checkpoint folder or file, or "auto" (see resume_checkpoint)
   std::string load, save, checkpoint_dir, resume;
   bool reset_head = false;  // --reset-head: --load all but the classifier head (io/param_safetensors.hpp)
   int64_t checkpoint_every = 0;
@@ -96,6 +96,12 @@ struct TrainOptions {
 // 2026-12-01): with a reducer it saves the optimizer's time behind the buckets' communication (DDP at world 1
 // 99.2 against 97.8 steps/s); without one it gains nothing in graph replays (99.3 against 99.4) and costs eager
 // steps 8% (two more launches per block), hence auto.
+// What --resume loads: "" for a fresh start, else a folder or file for io/checkpoint. --resume auto (which needs
+// --checkpoint-dir D) is D when D holds a checkpoint (its newest: checkpoint.safetensors) and "" otherwise, so one
+// command line serves the first start and every restart (torchrun --max_restarts, Slurm requeue). Every rank asks
+// before its first step, when no rank can have written a checkpoint of this attempt yet.
+std::string resume_checkpoint(const TrainOptions& options);
+
 bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer);
 
 // Whether the weight-gradient GEMMs write bf16, as PyTorch autocast's do (Note [bf16 weight gradients in their fp32

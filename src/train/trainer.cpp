@@ -29,6 +29,7 @@
 #include "train/metrics_log.hpp"
 #include "train/run_evaluation.hpp"
 #include "dist/bootstrap.hpp"
+#include "train/progress_line.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
 #include "train/step_graphs.hpp"
@@ -85,12 +86,12 @@ TrainOptions with_epochs_as_steps(const TrainOptions& requested) {
   return options;
 }
 
-StartState initial_state(const Model& model, const TrainOptions& options) {
+StartState initial_state(const Model& model, const TrainOptions& options, const std::string& resume_from) {
   const FlatLayout& layout = model.layout();
   StartState start;
   start.params.assign(layout.buffer_size(), 0.f);
-  if (!options.resume.empty()) {
-    LoadedCheckpoint ckpt = load_training_checkpoint(options.resume, layout, options, start.params.data());
+  if (!resume_from.empty()) {
+    LoadedCheckpoint ckpt = load_training_checkpoint(resume_from, layout, options, start.params.data());
     start.step = ckpt.step;
     start.optimizer = std::move(ckpt.optimizer);
     return start;
@@ -115,8 +116,14 @@ TrainSummary run_training(const TrainOptions& requested) {
   const FlatLayout& layout = model->layout();
   const InputShape input = model->input_shape();
   DistContext dist = setup_distributed(dist_options(options));
-  const bool lead = dist.rank == 0 && !options.quiet;
+  // Rank 0 prints. --quiet drops the progress (start-up, step, checkpoint and save lines), never the summary,
+  // breakdown and verdict.
+  const bool lead = dist.rank == 0;
+  const bool progress = lead && !options.quiet;
   auto log = [&](const std::string& line) {
+    if (progress) fmt::print("{}\n", line), std::fflush(stdout);
+  };
+  auto result = [&](const std::string& line) {
     if (lead) fmt::print("{}\n", line), std::fflush(stdout);
   };
   // Rank 0 writes the checkpoints: it proves the folder writable and takes it for this run before any work, so a
@@ -132,15 +139,20 @@ TrainSummary run_training(const TrainOptions& requested) {
   // gradients are bf16; the start-up line and the run report repeat what they say.
   const EngineOptions engine_settings =
       engine_options(options, reducer_reads_gradients(options, dist.communicator != nullptr, dist.world));
+  // A large model takes seconds to place and initialize (vit_h_14: 632 M parameters): say so before, not after.
+  log(fmt::format("ddpx train: preparing {} ({} parameters, {:.1f} GB of fp32 weights){}", layout.spec(),
+                  layout.num_params(), static_cast<double>(layout.num_params()) * 4 / 1e9,
+                  resume_checkpoint(options).empty() ? "" : "; reading the checkpoint"));
   std::unique_ptr<StepEngine> engine =
       make_engine(*model, engine_settings, dist.cuda_device, dist.rank, dist.local_world);
-  StartState start = initial_state(*model, options);
+  const std::string resume_from = resume_checkpoint(options);  // --resume auto: the newest checkpoint, if any
+  StartState start = initial_state(*model, options, resume_from);
   if (dist.communicator) broadcast_initial_parameters(dist, options, layout, start.step, start.params.data());
   engine->upload_params(start.params.data());
   if (start.optimizer) engine->upload_optimizer_state(*start.optimizer);
   DDPX_REQUIRE(start.step < options.steps,
                "--resume {}: the checkpoint is at step {}, which is not below --steps {}; raise --steps",
-               options.resume, start.step, options.steps);
+               resume_from, start.step, options.steps);
   if (dist.communicator) attach_reducer(dist, dist_options(options), layout, *engine);
 
   std::unique_ptr<Dataset> dataset = make_dataset(options.data, data_context(options, *model));
@@ -191,7 +203,9 @@ TrainSummary run_training(const TrainOptions& requested) {
                   options.optimizer.name(),
                   engine_settings.bf16_weight_grads ? "| bf16 weight gradients " : "",
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
-  if (start.step > 0) log(fmt::format("resumed from {} at step {}", options.resume, start.step));
+  if (start.step > 0) log(fmt::format("resumed from {} at step {}", resume_from, start.step));
+  if (options.resume == "auto" && resume_from.empty())
+    log(fmt::format("--resume auto: no checkpoint in {} yet; starting at step 0", options.checkpoint_dir));
   for (const std::string& line : start.head_reset) log(fmt::format("--reset-head: {}", line));
   if (options.optimizer.schedule.varies() || options.recipe.any())
     log(fmt::format("recipe: lr {} {}{}", options.optimizer.lr, options.optimizer.schedule.describe(),
@@ -447,12 +461,15 @@ TrainSummary run_training(const TrainOptions& requested) {
       const double elapsed = seconds_since(interval_start);
       const double rate = interval_steps / std::max(elapsed, 1e-9);
       const std::optional<float> grad_norm = engine->last_grad_norm();
-      log(fmt::format("step {:>6}/{} | loss {:.4f}{}{} | {:8.2f} steps/s | {:9.1f} images/s", step, options.steps,
-                      loss,
-                      options.optimizer.schedule.varies()
-                          ? fmt::format(" | lr {:.4g}", options.optimizer.lr_at(step)) : "",
-                      grad_norm ? fmt::format(" | grad norm {:.3f}", *grad_norm) : "", rate,
-                      rate * options.batch * micro_per_step * dist.world));
+      log(progress_line({.step = step,
+                         .total_steps = options.steps,
+                         .start_step = start.step,
+                         .loss = loss,
+                         .lr = options.optimizer.lr_at(step),
+                         .steps_per_s = rate,
+                         .images_per_step = static_cast<double>(options.batch * micro_per_step * dist.world),
+                         .elapsed_s = seconds_since(run_start)}) +
+          (grad_norm ? fmt::format(" | grad norm {:.3f}", *grad_norm) : ""));
       if (metrics)
         metrics->step(step, epoch_at(step), options.optimizer.lr_at(step), loss,
                       grad_norm ? std::optional<double>(*grad_norm) : std::nullopt,
@@ -516,17 +533,19 @@ TrainSummary run_training(const TrainOptions& requested) {
   summary.data_wait_fraction = measured_wait / std::max(measured_seconds, 1e-9);
 
   if (!options.save.empty() && dist.rank == 0) {
+    log(fmt::format("saving weights to {} ({:.1f} GB)", options.save,
+                    static_cast<double>(layout.num_params()) * 4 / 1e9));
     save_weights(options.steps);
     log(fmt::format("saved weights: {}", options.save));
   }
-  log(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s ({}) | "
+  result(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s ({}) | "
                   "loss {:.4f} -> {:.4f} | data wait {:.1f}% of the step",
                   summary.steps_run, summary.seconds, summary.steps_per_s, summary.images_per_s,
                   all_warmup ? fmt::format("over all steps: none ran past --warmup {}", options.warmup_steps)
                              : fmt::format("after {} warm-up steps", options.warmup_steps),
                   summary.first_loss, summary.final_loss, summary.data_wait_fraction * 100));
   if (engine->is_cuda())
-    log(fmt::format("peak device memory {:.2f} GiB (allocations after context creation, cudaMemGetInfo)",
+    result(fmt::format("peak device memory {:.2f} GiB (allocations after context creation, cudaMemGetInfo)",
                     engine->device_memory_gib()));
   recorder.finish(summary, lead);
   if (last_eval)

@@ -57,6 +57,15 @@ TEST(Bench, CpuMatrixWritesAllFourFilesNamingEveryRow) {
     EXPECT_EQ(report.config.world, worlds[i]);
     EXPECT_EQ(report.ranks.size(), static_cast<size_t>(worlds[i]));
     if (worlds[i] > 1) EXPECT_EQ(report.config.hook, i == 1 ? "allreduce" : "bf16");
+    // The settings as columns of their own.
+    EXPECT_EQ(json["rows"][i]["model"], "vit_tiny_test");
+    EXPECT_EQ(json["rows"][i]["precision"], "fp32");
+    if (worlds[i] > 1) {
+      EXPECT_EQ(json["rows"][i]["hook"], i == 1 ? "allreduce" : "bf16");
+      EXPECT_EQ(json["rows"][i]["bucket_mb"].get<double>(), 25);
+    } else {
+      EXPECT_TRUE(json["rows"][i]["hook"].is_null());
+    }
   }
   EXPECT_TRUE(json["rows"][0]["scaling_efficiency"].is_null());  // 1-rank rows have none
   EXPECT_FALSE(json["rows"][1]["scaling_efficiency"].is_null());
@@ -112,17 +121,22 @@ TEST(Tune, PicksTheClearlyFasterConfigurationAndTrainAppliesTheFile) {
   // The trials run the real `ddpx train` on the CPU backend (one rank, --ddp) through a wrapper that raises the
   // batch from 4 to 64 in every allreduce trial: those compute 16x the images per step, so bf16 trials run many
   // times the steps/s (asserted: > 2x; on a loaded 2-core CI machine single trials vary up to 3.5x, hence the
-  // 16x contrast, one BLAS thread and 200 steps per trial).
+  // 16x contrast, one BLAS thread, and two runs of 100 steps per configuration, whose spreads must not overlap).
   const fs::path dir = fresh_dir("tune");
   const fs::path config = dir / "best.cfg";
   ::setenv("DDPX_REAL", DDPX_BINARY, 1);
   const auto r = run_ddpx(std::string("tune --ddpx ") + DDPX_CLI_TEST_DIR + "/train_slowed_by_batch.sh " +
-                          "--trials-steps 200 --warmup 10 --bucket-mb 25 --first-bucket-mb 1 --hooks allreduce,bf16 "
+                          "--trials-steps 100 --repeats 2 --warmup 10 --bucket-mb 25 --first-bucket-mb 1 "
+                          "--hooks allreduce,bf16 "
                           "--out " + config.string() +
                           " -- --device cpu --model vit_tiny_test --batch 4 --workers 1 --cpu-threads 1 --ddp");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("trial 2/2: --bucket-mb 25 --first-bucket-mb 1 --comm-hook bf16"), std::string::npos)
+  // Two rounds of the two distinct runs: the default's, then bf16's, twice.
+  EXPECT_NE(r.output.find("trial 2/4: --bucket-mb 25 --first-bucket-mb 1 --comm-hook bf16"), std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("trial 4/4: --bucket-mb 25 --first-bucket-mb 1 --comm-hook bf16"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("<- fastest beyond the spread"), std::string::npos) << r.output;
   EXPECT_EQ(read_trial_config(config.string()), (TrialConfig{25, 1, "bf16"})) << r.output;
   const size_t at = r.output.find("speedup over the default: ");
   ASSERT_NE(at, std::string::npos) << r.output;
@@ -143,6 +157,24 @@ TEST(Tune, PicksTheClearlyFasterConfigurationAndTrainAppliesTheFile) {
                                    " --device cpu --model vit_tiny_test --batch 2 --steps 2 --workers 1 --ddp");
   ASSERT_EQ(overridden.status, 0) << overridden.output;
   EXPECT_NE(overridden.output.find("hook fp16"), std::string::npos) << overridden.output;
+  fs::remove_all(dir);
+}
+
+TEST(Tune, CapsThatCutTheSameBucketsAreOneTrial) {
+  // vit_tiny_test's gradients are a few KB: every cap of 1 MB and more gives the same buckets, so 25 and 100 MB
+  // (and either first-bucket cap) are one run, measured once per round.
+  const fs::path dir = fresh_dir("tune_fold");
+  const auto r = run_ddpx("tune --trials-steps 4 --warmup 1 --repeats 1 --bucket-mb 25,100 --first-bucket-mb 1,5 "
+                          "--hooks allreduce --out " + (dir / "best.cfg").string() +
+                          " -- --device cpu --model vit_tiny_test --batch 2 --workers 1 --cpu-threads 1 --ddp");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("the default and 0 other distinct run(s) of 4 configuration(s)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("trial 1/1: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(same run as: --bucket-mb 25 --first-bucket-mb 5 --comm-hook allreduce; --bucket-mb 100 "
+                          "--first-bucket-mb 1 --comm-hook allreduce; --bucket-mb 100 --first-bucket-mb 5"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(read_trial_config((dir / "best.cfg").string()), TrialConfig{}) << r.output;
   fs::remove_all(dir);
 }
 

@@ -91,6 +91,15 @@ TEST_F(PredictCli, ItsJsonMayNotBeTheReportItReads) {
   EXPECT_EQ(testing::read_text(*report_), before);
 }
 
+TEST_F(PredictCli, ReadsNcclTestsOwnOutputAsTheLink) {
+  // A cluster's existing all_reduce_perf logs, text or -J JSON, price the link.
+  for (const char* file : {"nccl_tests_all_reduce_2xh200.txt", "nccl_tests_all_reduce_2xh200.json"}) {
+    const auto r = run_ddpx("predict " + *report_ + " --link " + testing::recorded(file) + " --hooks allreduce");
+    ASSERT_EQ(r.status, 0) << file << "\n" << r.output;
+    EXPECT_NE(r.output.find("(nccl-tests all_reduce_perf, 2 ranks, fitted "), std::string::npos) << r.output;
+  }
+}
+
 TEST_F(PredictCli, BadInputIsRefusedNamingWhatAndWhy) {
   expect_refused(*report_ + " --link nvlink9", {"--link nvlink9", "unknown preset"});
   expect_refused(*report_ + " --link nvlink4 --network roce", {"--network roce"});

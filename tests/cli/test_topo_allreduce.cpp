@@ -3,6 +3,8 @@
 // that load_peak_table reads.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <algorithm>
 #include <regex>
 
@@ -99,6 +101,12 @@ TEST(Allreduce, CpuTwoRanksPrintsCheckedRowsAndAPeakTable) {
   std::smatch avg;
   ASSERT_TRUE(std::regex_search(r.output, avg, std::regex(R"(Avg bus bandwidth\s*:\s*([\d.]+))"))) << r.output;
   EXPECT_GT(std::stod(avg[1]), 0) << r.output;
+  // Parsers of nccl-tests' output read to the end: after the table every line is a comment.
+  const size_t footer = r.output.find("# Out of bounds values");
+  std::istringstream after(r.output.substr(footer));
+  for (std::string line; std::getline(after, line);)
+    EXPECT_TRUE(line.empty() || line[0] == '#') << "a non-comment line after the footer: " << line;
+  EXPECT_NE(r.output.find("# wrote " + file.string()), std::string::npos) << r.output;
 
   const PeakTable peak = load_peak_table(file.string());
   EXPECT_EQ(peak.world(), 2);
@@ -125,6 +133,21 @@ TEST(Allreduce, CpuTwoRanksPrintsCheckedRowsAndAPeakTable) {
     EXPECT_NEAR(row["algbw_GBps"].get<double>(), expected_algbw, 1e-9 * expected_algbw);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(Allreduce, AcceptsNcclTestsShortFlags) {
+  // all_reduce_perf -b 1K -e 4K -f 2 -n 2 -w 1 -c 1 -d float, as a cluster's scripts spell it.
+  const auto r = run_ddpx("allreduce --device cpu --nproc-per-node 2 -b 1K -e 4K -f 2 -n 2 -w 1 -c 1 -d float");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 1 iters: 2"),
+            std::string::npos)
+      << r.output;
+  for (const int64_t bytes : {1024, 2048, 4096})
+    EXPECT_NE(r.output.find(fmt::format("{:>12}  {:>12}     float     sum      -1", bytes, bytes / 4)), std::string::npos)
+        << bytes << "\n" << r.output;
+  const auto both = run_ddpx("allreduce --device cpu --sizes 1K -b 1K -e 4K");
+  EXPECT_EQ(both.status, 2) << both.output;
+  EXPECT_NE(both.output.find("-b/-e/-f both give the sizes"), std::string::npos) << both.output;
 }
 
 TEST(Allreduce, HalfPrecisionCountsElementsOfTwoBytes) {

@@ -14,6 +14,10 @@
 #                     attempt's exchange must pass on its own (its keys are apart from the first attempt's)
 #   train-cpu N       `ddpx train --device cpu --model vit_tiny_test --steps 2` under --standalone (PROGRAM: ddpx);
 #                     must finish both steps; with N >= 2 over --backend gloo (skipped in a build without Gloo)
+#   train-resume-auto N   `ddpx train --resume auto --checkpoint-dir D --checkpoint-every 2 --steps 6` twice: once
+#                     whole, once under --max_restarts 1 with the last rank killed (SIGKILL) at its 5th step, after
+#                     the checkpoint at step 4: the restart must resume at step 4 and --save the same bytes as the
+#                     whole run; the first attempt must say it starts at step 0 (the folder had no checkpoint)
 #   train-cpu-refused N   the same with N >= 2 ranks and --backend mpi: must fail at once with the message naming
 #                     mpirun (MPI's ranks cannot come from torchrun)
 # The torchrun is $DDPX_TORCHRUN (default: torchrun on PATH). Flags are spelled with underscores, which every
@@ -142,6 +146,29 @@ case "$mode" in
     ((status == 0)) || fail "torchrun + ddpx train exited with status $status"
     grep -q 'step *2/2' "$work/train.log" || fail "ddpx train did not report step 2/2"
     echo "PASS: torchrun started ddpx train --device cpu with $nproc rank(s); it ran both steps" ;;
+  train-resume-auto)
+    # --ddp at one rank: the fault point counts synchronized (reducer) steps.
+    backend=(--ddp); ((nproc > 1)) && backend=(--backend gloo)
+    run=(train --device cpu --model vit_tiny_test --data learnable --batch 2 --steps 6 --warmup 0 --workers 1
+         --cpu-threads 1 --checkpoint-every 2 --resume auto "${backend[@]}")
+    timeout -k 5 150 "$torchrun" "${common[@]}" --standalone "$program" "${run[@]}" --checkpoint-dir "$work/whole" \
+      --save "$work/whole.safetensors" >"$work/whole.log" 2>&1
+    status=$?
+    if grep -q "backend 'gloo' is not available" "$work/whole.log"; then
+      echo "SKIP: this ddpx was built without Gloo"; exit 77
+    fi
+    ((status == 0)) || fail "the uninterrupted run exited with status $status"
+    DDPX_TEST_FAULT="step-5:$((nproc - 1)):kill" timeout -k 5 150 "$torchrun" "${common[@]}" --max_restarts 1 \
+      --standalone "$program" "${run[@]}" --checkpoint-dir "$work/restarted" --save "$work/restarted.safetensors" \
+      >"$work/restarted.log" 2>&1 || fail "torchrun --max_restarts 1 exited with status $? (the restart should finish)"
+    grep -q "no checkpoint in $work/restarted yet; starting at step 0" "$work/restarted.log" ||
+      fail "the first attempt did not say it starts at step 0"
+    grep -q "resumed from $work/restarted at step 4" "$work/restarted.log" || fail "the restart did not resume at step 4"
+    grep -q 'step *6/6' "$work/restarted.log" || fail "the restarted run did not reach step 6"
+    cmp "$work/whole.safetensors" "$work/restarted.safetensors" ||
+      fail "the restarted job's weights differ from the uninterrupted run's"
+    echo "PASS: killed after the step-4 checkpoint, the job restarted under torchrun, resumed at step 4 and ended" \
+      "with the uninterrupted run's weights ($nproc rank(s))" ;;
   train-cpu-refused)
     timeout -k 5 100 "$torchrun" "${common[@]}" --standalone "$program" train --device cpu --backend mpi \
       --model vit_tiny_test --steps 2 >"$work/train.log" 2>&1

@@ -279,6 +279,26 @@ TEST(OptimizerSpec, ParsesTheFlagsOnceWithTrainsDefaults) {
   EXPECT_EQ(asked, flags);
 }
 
+TEST(OptimizerSpec, DefaultsPerKindAdamWAsPyTorch) {
+  // torch.optim.AdamW(params): lr 1e-3, weight_decay 1e-2, betas (0.9, 0.999), eps 1e-8.
+  const OptimizerSpec adamw = parsed("adamw", {});
+  EXPECT_EQ(adamw.lr, 1e-3f);
+  EXPECT_EQ(adamw.weight_decay, 1e-2f);
+  EXPECT_EQ(adamw.beta1, 0.9f);
+  EXPECT_EQ(adamw.beta2, 0.999f);
+  EXPECT_EQ(adamw.eps, 1e-8f);
+  // A flag given replaces only its own default.
+  const OptimizerSpec adamw_lr = parsed("adamw", {{"--lr", 0.05}});
+  EXPECT_EQ(adamw_lr.lr, 0.05f);
+  EXPECT_EQ(adamw_lr.weight_decay, 1e-2f);
+  EXPECT_EQ(parsed("adamw", {{"--weight-decay", 0}}).weight_decay, 0.f);
+  // SGD keeps the seed's lr 0.01 and no weight decay (train --help says why).
+  const OptimizerSpec sgd = parsed("sgd", {});
+  EXPECT_EQ(sgd.lr, 0.01f);
+  EXPECT_EQ(sgd.weight_decay, 0.f);
+  EXPECT_EQ(sgd.momentum, 0.f);
+}
+
 TEST(OptimizerSpec, ParseErrorsNameTheFlagAndTheChoices) {
   expect_error([] { parsed("lamb", {}); }, {"--optimizer", "lamb", "sgd, adamw"});
   expect_error([] { parsed("adamw", {{"--momentum", 0.9}}); },

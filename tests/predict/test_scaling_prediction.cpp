@@ -130,6 +130,65 @@ TEST(ScalingPrediction, EachHookIsPricedFromItsOwnReportAndRecommended) {
   EXPECT_EQ(j["rows"][0]["exposed_comm_ms"].get<double>(), p.rows[0].exposed_comm_ms);
 }
 
+// Issue 40: powersgd:1 (its own cost not measured) was recommended over the lossless all-reduce on a 0.01%
+// difference. A tie within the margin goes to the lossless hook and says so; a clear lead still wins.
+TEST(ScalingPrediction, ATieGoesToTheLosslessHook) {
+  // bf16 without a report of its own is priced with allreduce's phases and half the bytes: on this link (1 ms a
+  // call, 1 us a byte) that is a fraction of a percent faster, within the margin.
+  PredictionRequest r = request_for({measure_step(synthetic_one_rank_report(true), "a.json")}, slow_link());
+  r.hooks = {{HookKind::allreduce, 0}, {HookKind::bf16, 0}};
+  const Prediction p = predict_scaling(r);
+  ASSERT_EQ(p.rows.size(), 2u);
+  const Recommendation& rec = p.recommendations.at(0);
+  EXPECT_EQ(p.rows[rec.fastest].hook.name(), "bf16");
+  const double lead = p.rows[rec.fastest].steps_per_s / p.rows[rec.fastest_lossless].steps_per_s - 1;
+  ASSERT_GT(lead, 0);
+  ASSERT_LT(lead, kLossyMargin);
+  EXPECT_TRUE(rec.tie_to_lossless);
+  EXPECT_EQ(p.rows[rec.recommended].hook.name(), "allreduce");
+  const std::string table = format_prediction(r, p);
+  EXPECT_NE(table.find("# recommended at 2 ranks: --comm-hook allreduce"), std::string::npos) << table;
+  EXPECT_NE(table.find("bf16 predicts +"), std::string::npos) << table;
+  EXPECT_NE(table.find("its own cost not measured"), std::string::npos) << table;
+  EXPECT_NE(table.find("a tie goes to the lossless hook"), std::string::npos) << table;
+  EXPECT_EQ(prediction_json(r, p)["recommendations"][0]["recommended"]["hook"], "allreduce");
+  // A clear lead (the bf16 report's buckets cost nothing) still wins.
+  RunReport bf16 = synthetic_one_rank_report(true, "bf16");
+  for (StepRecord& s : bf16.ranks[0].steps)
+    for (BucketRecord& b : s.buckets) b.end_ms = b.start_ms;
+  r.reports.push_back(measure_step(bf16, "b.json"));
+  r.bucket_caps_mb = {2000};
+  r.first_bucket_mb = 2000;
+  const Prediction clear = predict_scaling(r);
+  const Recommendation& won = clear.recommendations.at(0);
+  ASSERT_GT(clear.rows[won.fastest].steps_per_s, clear.rows[won.fastest_lossless].steps_per_s * (1 + kLossyMargin));
+  EXPECT_FALSE(won.tie_to_lossless);
+  EXPECT_EQ(clear.rows[won.recommended].hook.name(), "bf16");
+}
+
+TEST(ScalingPrediction, CapsThatCutTheSameBucketsAreOneRow) {
+  PredictionRequest r = request_for({measure_step(synthetic_one_rank_report(true), "a.json")}, slow_link());
+  r.bucket_caps_mb = {0.0004, 25, 100, 2000};  // the report's tensors are a few KB: 25, 100 and 2000 cut alike
+  const Prediction p = predict_scaling(r);
+  ASSERT_EQ(p.rows.size(), 2u) << format_prediction(r, p);
+  EXPECT_EQ(p.rows[1].bucket_cap_mb, 25);
+  EXPECT_EQ(p.rows[1].same_plan_caps, (std::vector<double>{100, 2000}));
+  EXPECT_NE(format_prediction(r, p).find("[same buckets at 100, 2000 MB]"), std::string::npos) << format_prediction(r, p);
+}
+
+TEST(ScalingPrediction, ACpuReportOnAGpuPresetIsNoted) {
+  PredictionRequest r = request_for({measure_step(synthetic_one_rank_report(true), "cpu.json")}, link_preset("nvlink4"));
+  r.reports[0].device = "cpu";
+  r.ranks = {2};
+  const Prediction p = predict_scaling(r);
+  bool noted = false;
+  for (const std::string& note : p.notes)
+    noted = noted || (note.find("cpu.json was measured on the CPU, and --link is a GPU preset") != std::string::npos);
+  EXPECT_TRUE(noted);
+  r.reports[0].device = "NVIDIA H200";
+  for (const std::string& note : predict_scaling(r).notes) EXPECT_EQ(note.find("GPU preset"), std::string::npos) << note;
+}
+
 TEST(ScalingPrediction, DefaultRanksArePowersOfTwoUpToTheLink) {
   EXPECT_EQ(default_ranks(link_preset("nvlink4")), (std::vector<int>{2, 4, 8}));
   LinkModel joined = link_preset("nvlink4");

@@ -40,9 +40,26 @@ TEST(BenchTable, Markdown) {
 TEST(BenchTable, CsvQuotesAndLeavesMissingEmpty) {
   const std::string csv = bench_csv(rows());
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "config,gpus,precision,ddpx_steps_per_s,pytorch_steps_per_s,ratio,scaling_efficiency,images_per_s,mfu");
-  EXPECT_NE(csv.find("\"fp32, bucket 2000 MB\",2,fp32,11.2500,11.0600,1.0172,0.9000,,\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\"bf16, hook bf16, bucket 25 MB\",2,bf16,14.0000,,,,,\n"), std::string::npos) << csv;
+            "config,model,gpus,precision,hook,bucket_mb,p2p_off,ddpx_steps_per_s,pytorch_steps_per_s,ratio,"
+            "scaling_efficiency,images_per_s,mfu");
+  EXPECT_NE(csv.find("\"fp32, bucket 2000 MB\",,2,fp32,,,0,11.2500,11.0600,1.0172,0.9000,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"bf16, hook bf16, bucket 25 MB\",,2,bf16,,,0,14.0000,,,,,\n"), std::string::npos) << csv;
+}
+
+// Model, precision, hook, bucket cap and P2P are columns of their own (a spreadsheet groups by them), not only
+// parts of the packed "config" name.
+TEST(BenchTable, CsvAndJsonGiveEachSettingItsOwnColumn) {
+  std::vector<BenchRow> r = rows();
+  r[3].model = "vit_l_32", r[3].hook = "bf16", r[3].bucket_mb = 25, r[3].p2p_off = true;
+  EXPECT_NE(bench_csv(r).find("\"bf16, hook bf16, bucket 25 MB\",vit_l_32,2,bf16,bf16,25,1,14.0000,"), std::string::npos)
+      << bench_csv(r);
+  const nlohmann::json j = bench_json(r);
+  EXPECT_EQ(j[3]["model"], "vit_l_32");
+  EXPECT_EQ(j[3]["hook"], "bf16");
+  EXPECT_EQ(j[3]["bucket_mb"].get<double>(), 25);
+  EXPECT_EQ(j[3]["p2p_off"], true);
+  EXPECT_EQ(j[0]["hook"], nullptr);  // no DDP: no hook, no bucket
+  EXPECT_EQ(j[0]["bucket_mb"], nullptr);
 }
 
 // images/s and MFU are columns of their own in every format, "-" / empty / null where unknown; a non-positive
@@ -53,7 +70,7 @@ TEST(BenchTable, ImagesPerSecondAndMfuColumns) {
   const std::string md = bench_markdown(r);
   EXPECT_NE(md.find("| fp32, no DDP | 1 | fp32 | 12.50 | 11.90 | 1.05x | - | 3293 | 30.7% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| fp32, DDP | 1 | fp32 | 12.40 | 11.60 | 1.07x | - | - | - |"), std::string::npos) << md;
-  EXPECT_NE(bench_csv(r).find("\"fp32, no DDP\",1,fp32,12.5000,11.9000,1.0504,,3293.00,0.3070\n"),
+  EXPECT_NE(bench_csv(r).find("\"fp32, no DDP\",,1,fp32,,,0,12.5000,11.9000,1.0504,,3293.00,0.3070\n"),
             std::string::npos) << bench_csv(r);
   const nlohmann::json j = bench_json(r);
   EXPECT_DOUBLE_EQ(j[0]["mfu"].get<double>(), 0.307);

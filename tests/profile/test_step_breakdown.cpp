@@ -139,3 +139,24 @@ TEST(StepBreakdown, RejectsEmptyRanksAndZeroTotals) {
 
 }  // namespace
 }  // namespace ddpx
+
+namespace ddpx {
+namespace {
+
+// Issue 40: "compute slowed by DDP's work beside it -0.01" read as a speed-up; a negative slowdown is the noise.
+TEST(StepBreakdown, ANegativeSlowdownIsSaidToBeNoise) {
+  DdpCost cost;
+  cost.measured_step_ms = 10.00;
+  cost.plain_step_ms = 9.90;
+  cost.cost_ms = 0.10;
+  cost.exposed_comm_ms = 0.11;  // hidden part -0.01
+  cost.calibration_steps = 3;
+  const std::string text = format_ddp_cost(cost);
+  EXPECT_NE(text.find("compute slowed by DDP's work beside it -0.010 (none measurable: the steps' noise)"),
+            std::string::npos) << text;
+  cost.exposed_comm_ms = 0.05;
+  EXPECT_EQ(format_ddp_cost(cost).find("noise"), std::string::npos) << format_ddp_cost(cost);
+}
+
+}  // namespace
+}  // namespace ddpx

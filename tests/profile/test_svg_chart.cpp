@@ -163,5 +163,31 @@ TEST(SvgChart, NoteLegendAndScalingPanelOnlyWhenGiven) {
   EXPECT_THROW(render_svg(chart), Error);
 }
 
+TEST(SvgChart, ScalingViewDrawsOneLabelledLinePerConfigurationOnALogAxisWhenSpeedsDiffer) {
+  BarChart chart;
+  chart.title = "t";
+  chart.categories = {"a"};
+  chart.series = {{"ddpx", {2.0}}};
+  // A fast and a slow model: 100x apart in steps/s.
+  chart.scaling = ScalingView{"GPU",
+                              {{1, 400.0, std::nullopt, "vit_tiny_test fp32, hook allreduce"},
+                               {2, 300.0, 0.75, "vit_tiny_test fp32, hook allreduce"},
+                               {1, 4.0, std::nullopt, "vit_l_32 fp32, hook allreduce"},
+                               {2, 3.6, 0.9, "vit_l_32 fp32, hook allreduce"},
+                               {4, 3.2, 0.8, "vit_l_32 fp32, hook allreduce"}}};
+  const std::string svg = render_svg(chart);
+  const testing::XmlCheck check = testing::check_xml(svg);
+  ASSERT_EQ(check.problem, "") << svg;
+  EXPECT_TRUE(has_text(check, "vit_tiny_test fp32, hook allreduce")) << "legend";
+  EXPECT_TRUE(has_text(check, "vit_l_32 fp32, hook allreduce")) << "legend";
+  EXPECT_TRUE(has_text(check, "steps/s (log scale)"));
+  EXPECT_TRUE(has_text(check, "scaling efficiency (dashed: 100%)"));  // percentages stay linear
+  // Each line joined in both plots: line-0 and line-1 twice each (the tiny model's efficiency has one point).
+  EXPECT_EQ(check.tag_counts.at("polyline"), 3);
+  EXPECT_NE(svg.find("class=\"line-0\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"line-1\""), std::string::npos);
+  EXPECT_EQ(check.tag_counts.at("circle"), 5 + 3);
+}
+
 }  // namespace
 }  // namespace ddpx

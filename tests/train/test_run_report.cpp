@@ -42,6 +42,12 @@ TEST(RunReport, RunTrainingRecordsWhatMadeTheRunWithoutACommandLine) {
   EXPECT_EQ(report.config.weight_grads, "fp32");  // a CPU run (bf16 needs --precision bf16 on cuda)
   EXPECT_EQ(report.config.started_utc.size(), std::string("2026-12-01T09:37:00Z").size());
   EXPECT_TRUE(report.config.command_line.empty());
+  // How the run was set up, as fields of their own.
+  EXPECT_EQ(report.config.backend, "");  // one process without DDP: no communicator
+  EXPECT_EQ(report.config.seed, o.seed);
+  EXPECT_EQ(report.config.steps, 7);
+  EXPECT_EQ(report.config.warmup, 2);
+  EXPECT_EQ(report.config.data, "learnable");
   EXPECT_EQ(report.config.optimizer, (OptimizerInfo{"adamw", 2e-3, 0, 0.01, 0.8, 0.99, 1e-7, false}));
   char host[256] = {};
   ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
