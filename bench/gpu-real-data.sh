@@ -4,7 +4,8 @@
 # longer side 256) and from the JPEG folder itself, against the same run on synthetic-device data (made on the GPU:
 # the input costs nothing), each under `taskset -c $CORES` (8 cores by default, the target's budget per GPU).
 # The table (bench/summarize.py) gives steps/s, images/s and the data wait's share of the step per row; the target
-# is the packed JPEG row at 95% or more of the synthetic-device row's images/s.
+# is the packed JPEG row at 95% or more of the synthetic-device row's images/s. The row pack_jpeg_device_norm copies
+# uint8 batches and normalizes them on the GPU (--normalize device, opt-in until this run verifies it).
 # Usage (GPU machine, repo root): bash bench/gpu-real-data.sh   [IMAGES=6400 STEPS=400 CORES=0-7 WORKERS=7]
 # Dry run on a CPU (the same files and commands, a small model, no figure that means anything):
 #   DEVICE=cpu PRECISION=fp32 MODEL=vit_tiny_test SYNTHETIC=synthetic IMAGES=200 STEPS=3 bash bench/gpu-real-data.sh
@@ -43,18 +44,20 @@ for store in jpeg:90 raw; do
 done
 nproc_set=$(taskset -c "$CORES" nproc)
 echo "[real-data] cores: $CORES ($nproc_set), loader workers $WORKERS"
-row() {  # name, --data value
+row() {  # name, --data value, extra flags...
   local name=$1 data=$2
+  shift 2
   echo "[real-data] $name: --data $data"
   timeout 300 taskset -c "$CORES" "$DDPX" train --device "$DEVICE" --model "$MODEL:classes=100" --precision "$PRECISION" --batch 32 \
     --steps "$STEPS" --warmup "$WARMUP" --data "$data" --workers "$WORKERS" --log-every 100 \
-    --report "$OUT/ddpx_$name.json" >"$OUT/ddpx_$name.log" 2>&1
+    --report "$OUT/ddpx_$name.json" "$@" >"$OUT/ddpx_$name.log" 2>&1
   local rc=$?
   grep -E "summary|verdict|data wait|error" "$OUT/ddpx_$name.log" | sed "s/^/    /" | head -8
   [[ $rc -ne 0 ]] && tail -5 "$OUT/ddpx_$name.log"
 }
 row synthetic_device "$SYNTHETIC"
 row pack_jpeg "pack:$DATA/train-jpeg.pack"
+row pack_jpeg_device_norm "pack:$DATA/train-jpeg.pack" --normalize device
 row pack_raw "pack:$DATA/train-raw.pack"
 row folder_jpeg "folder:$DATA/folder"
 "$PYTHON" bench/summarize.py "$OUT" | tee "$OUT/real-data-table.md"
@@ -67,7 +70,7 @@ def ips(name):
     except (OSError, ValueError, KeyError):
         return None
 base = ips("synthetic_device")
-for name in ("pack_jpeg", "pack_raw", "folder_jpeg"):
+for name in ("pack_jpeg", "pack_jpeg_device_norm", "pack_raw", "folder_jpeg"):
     value = ips(name)
     if base and value:
         print(f"{name}: {value:.0f} images/s = {100 * value / base:.1f}% of synthetic-device ({base:.0f})")
