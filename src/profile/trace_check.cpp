@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -25,7 +26,19 @@ constexpr double kSlackUs = 1e-3;  // 1 ns: TraceWriter prints ts/dur from whole
 constexpr uint64_t kMaxTraceBytes = uint64_t{4} << 30;
 constexpr size_t kMaxListedProblems = 10000;  // a trace of a million bad events lists these, then a count
 
-using Track = std::pair<int64_t, int64_t>;  // pid, tid
+// A pid or a tid. The Trace Event Format allows integers and strings (PyTorch's profiler writes strings such as
+// "Spans"); an integer and a string never name the same track, and integers print as they always did.
+struct TrackId {
+  std::optional<int64_t> number;  // when an integer
+  std::string text;               // when a string
+  auto operator<=>(const TrackId&) const = default;
+};
+
+std::string format_id(const TrackId& id) {
+  return id.number ? fmt::format("{}", *id.number) : fmt::format("\"{}\"", id.text);
+}
+
+using Track = std::pair<TrackId, TrackId>;  // pid, tid
 
 struct Slice {
   double start = 0, end = 0;
@@ -59,7 +72,7 @@ std::optional<int64_t> batch_number(const std::string& name) {
 struct EventFields {
   bool is_object = false;
   std::optional<std::string> ph;             // when a string
-  std::optional<int64_t> pid, tid;           // when integers
+  std::optional<TrackId> pid, tid;           // when integers or strings
   bool has_name = false;
   std::optional<std::string> name;           // when a string
   std::optional<double> ts, dur;             // when numbers
@@ -71,8 +84,14 @@ EventFields fields_of(const json& e) {
   f.is_object = e.is_object();
   if (!f.is_object) return f;
   if (e.contains("ph") && e["ph"].is_string()) f.ph = e["ph"].get<std::string>();
-  if (e.contains("pid") && e["pid"].is_number_integer()) f.pid = e["pid"].get<int64_t>();
-  if (e.contains("tid") && e["tid"].is_number_integer()) f.tid = e["tid"].get<int64_t>();
+  const auto id_of = [&](const char* key) -> std::optional<TrackId> {
+    if (!e.contains(key)) return std::nullopt;
+    if (e[key].is_number_integer()) return TrackId{e[key].get<int64_t>(), {}};
+    if (e[key].is_string()) return TrackId{std::nullopt, e[key].get<std::string>()};
+    return std::nullopt;
+  };
+  f.pid = id_of("pid");
+  f.tid = id_of("tid");
   f.has_name = e.contains("name");
   if (f.has_name && e["name"].is_string()) f.name = e["name"].get<std::string>();
   if (e.contains("ts") && e["ts"].is_number()) f.ts = e["ts"].get<double>();
@@ -91,7 +110,7 @@ class TraceChecker {
       return;
     }
     if (!e.pid || !e.tid) {
-      problem(where + " has no integer \"pid\" and \"tid\"");
+      problem(where + " has no integer or string \"pid\" and \"tid\"");
       return;
     }
     const Track track{*e.pid, *e.tid};
@@ -111,7 +130,9 @@ class TraceChecker {
     by_track_[track].push_back(Slice{*e.ts, *e.ts + *e.dur, e.name ? *e.name : std::string("?")});
   }
 
-  void fail_structure() { problem("the trace is not an object with a \"traceEvents\" array"); }
+  void fail_structure() {
+    problem("the trace is neither an object with a \"traceEvents\" array nor an array of events");
+  }
 
   TraceCheck finish() {
     check_tracks();
@@ -132,13 +153,14 @@ class TraceChecker {
     const auto process = process_names_.find(track.first);
     const auto thread = thread_names_.find(track);
     if (process == process_names_.end() && thread == thread_names_.end())
-      return fmt::format("pid {}, tid {}", track.first, track.second);
+      return fmt::format("pid {}, tid {}", format_id(track.first), format_id(track.second));
     return fmt::format("{} / {} (pid {}, tid {})", process == process_names_.end() ? "?" : process->second,
-                       thread == thread_names_.end() ? "?" : thread->second, track.first, track.second);
+                       thread == thread_names_.end() ? "?" : thread->second, format_id(track.first),
+                       format_id(track.second));
   }
 
   void check_tracks() {
-    std::set<int64_t> pids;
+    std::set<TrackId> pids;
     for (auto& [track, slices] : by_track_) {
       const std::string where = track_name(track);
       pids.insert(track.first);
@@ -192,14 +214,15 @@ class TraceChecker {
   size_t index_ = 0;
   size_t unlisted_ = 0;
   std::map<Track, std::vector<Slice>> by_track_;  // in file order
-  std::map<int64_t, std::string> process_names_;
+  std::map<TrackId, std::string> process_names_;
   std::map<Track, std::string> thread_names_;
 };
 
 // Note [Streaming trace check]: `report --check-trace` on a trace of 1M events ran past 60 s, nearly all of it in
 // building the whole document (nlohmann's DOM, with a parser callback). The file reader now streams: a SAX handler
 // keeps only the fields the checks read, one event at a time, so time and memory grow with the events' slices,
-// not with the document. Depth is bounded as parse_json() bounds it.
+// not with the document. Depth is bounded as parse_json() bounds it. The events sit one level below their array:
+// depth 3 in the object form ({"traceEvents": [...]}), depth 2 in the array form ([...]), which the format allows.
 class TraceSax : public nlohmann::json_sax<json> {
  public:
   explicit TraceSax(TraceChecker& checker) : checker_(checker) {}
@@ -217,40 +240,42 @@ class TraceSax : public nlohmann::json_sax<json> {
   bool binary(binary_t&) override { return scalar(Value{}); }
 
   bool start_object(std::size_t) override {
-    if (depth_ == 3 && in_event_array()) scalar(Value{});  // a container where a field's value goes: not its type
+    if (depth_ == event_depth() && in_event_array()) scalar(Value{});  // a container as a field's value: not its type
     if (!enter()) return false;
     if (depth_ == 1) top_is_object_ = true;
-    if (in_event_array() && depth_ == 3) {
+    if (in_event_array() && depth_ == event_depth()) {
       event_ = EventFields{};
       event_.is_object = true;
     }
-    if (depth_ == 4 && event_open() && key_ == "args") in_args_ = true;
+    if (depth_ == event_depth() + 1 && event_open() && key_ == "args") in_args_ = true;
     return true;
   }
   bool end_object() override {
-    if (depth_ == 3 && in_event_array()) checker_.add(event_);
-    if (depth_ == 4) in_args_ = false;
+    if (depth_ == event_depth() && in_event_array()) checker_.add(event_);
+    if (depth_ == event_depth() + 1) in_args_ = false;
     --depth_;
     return true;
   }
   bool start_array(std::size_t) override {
-    if (depth_ == 3 && in_event_array()) scalar(Value{});
+    if (depth_ == event_depth() && in_event_array()) scalar(Value{});
     if (!enter()) return false;
-    if (depth_ == 2 && top_is_object_ && key_ == "traceEvents") {
+    if (depth_ == 1 || (depth_ == 2 && top_is_object_ && key_ == "traceEvents")) {
       events_array_ = true;
       saw_events_ = true;
-    } else if (depth_ == 3 && in_event_array()) {
+      events_depth_ = depth_;
+    } else if (depth_ == event_depth() && in_event_array()) {
       checker_.add(EventFields{});  // an array is not an event
     }
     return true;
   }
   bool end_array() override {
-    if (depth_ == 2) events_array_ = false;
+    if (depth_ == events_depth_) events_array_ = false;
     --depth_;
     return true;
   }
   bool key(string_t& value) override {
-    if (depth_ == 1 || (depth_ == 3 && in_event_array()) || (depth_ == 4 && in_args_)) key_ = value;
+    if (depth_ == 1 || (depth_ == event_depth() && in_event_array()) || (depth_ == event_depth() + 1 && in_args_))
+      key_ = value;
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& error) override {
@@ -278,19 +303,21 @@ class TraceSax : public nlohmann::json_sax<json> {
     return true;
   }
   bool in_event_array() const { return events_array_; }
-  bool event_open() const { return in_event_array() && depth_ >= 3; }
+  int event_depth() const { return events_depth_ + 1; }
+  bool event_open() const { return in_event_array() && depth_ >= event_depth(); }
 
   bool scalar(Value value) {
-    if (depth_ == 2 && in_event_array()) {
+    if (depth_ == events_depth_ && in_event_array()) {
       checker_.add(EventFields{});  // a scalar is not an event
-    } else if (depth_ == 3 && in_event_array()) {
+    } else if (depth_ == event_depth() && in_event_array()) {
       const bool number = value.kind == Kind::integer || value.kind == Kind::floating;
       const double as_double = value.kind == Kind::integer ? static_cast<double>(value.integer) : value.floating;
       if (key_ == "ph") event_.ph = value.kind == Kind::text ? std::optional<std::string>(value.text) : std::nullopt;
-      const std::optional<int64_t> integer =
-          value.kind == Kind::integer ? std::optional<int64_t>(value.integer) : std::nullopt;
-      if (key_ == "pid") event_.pid = integer;
-      if (key_ == "tid") event_.tid = integer;
+      std::optional<TrackId> id;
+      if (value.kind == Kind::integer) id = TrackId{value.integer, {}};
+      if (value.kind == Kind::text) id = TrackId{std::nullopt, value.text};
+      if (key_ == "pid") event_.pid = id;
+      if (key_ == "tid") event_.tid = id;
       if (key_ == "name") {
         event_.has_name = true;
         event_.name = value.kind == Kind::text ? std::optional<std::string>(value.text) : std::nullopt;
@@ -298,7 +325,7 @@ class TraceSax : public nlohmann::json_sax<json> {
       if (key_ == "ts") event_.ts = number ? std::optional<double>(as_double) : std::nullopt;
       if (key_ == "dur") event_.dur = number ? std::optional<double>(as_double) : std::nullopt;
       if (key_ == "args") event_.metadata_name.reset();
-    } else if (depth_ == 4 && in_args_ && key_ == "name") {
+    } else if (depth_ == event_depth() + 1 && in_args_ && key_ == "name") {
       event_.metadata_name = value.kind == Kind::text ? std::optional<std::string>(value.text) : std::nullopt;
     }
     return true;
@@ -308,6 +335,7 @@ class TraceSax : public nlohmann::json_sax<json> {
   int depth_ = 0;
   bool top_is_object_ = false;
   bool events_array_ = false;
+  int events_depth_ = 2;  // the events array's depth: 2 in the object form, 1 in the array form
   bool saw_events_ = false;
   bool in_args_ = false;
   std::string key_;
@@ -319,11 +347,12 @@ class TraceSax : public nlohmann::json_sax<json> {
 
 TraceCheck check_trace_events(const json& trace) {
   TraceChecker checker;
-  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
+  const bool object_form = trace.is_object() && trace.contains("traceEvents") && trace["traceEvents"].is_array();
+  if (!object_form && !trace.is_array()) {
     checker.fail_structure();
     return checker.finish();
   }
-  for (const json& e : trace["traceEvents"]) checker.add(fields_of(e));
+  for (const json& e : object_form ? trace["traceEvents"] : trace) checker.add(fields_of(e));
   return checker.finish();
 }
 

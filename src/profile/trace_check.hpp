@@ -1,8 +1,9 @@
 // The trace checker: whether a Chrome-trace / Perfetto JSON file is a timeline the viewers draw as written, for
 // traces that ddpx wrote (TraceWriter, `ddpx train --trace`, `ddpx report --trace`) and any other in that format.
 // Guarantees:
-//  - Checks: a top-level object with a "traceEvents" array; every event has a string "ph" and integer "pid" and
-//    "tid"; every "X" (complete) event has a string "name", numeric "ts" and "dur" >= 0. Then, on every track
+//  - Checks: a top-level object with a "traceEvents" array, or a top-level array of events (the Trace Event
+//    Format's two forms; PyTorch's legacy profiler writes the second); every event has a string "ph" and an
+//    integer or string "pid" and "tid" (PyTorch writes strings such as "Spans"); every "X" (complete) event has a string "name", numeric "ts" and "dur" >= 0. Then, on every track
 //    (one pid and tid): slices are well nested (one that starts inside another ends inside it: no two slices of
 //    one track partly overlap, which Perfetto does not draw), they appear in the file in time order
 //    (monotonic "ts"), and slices named "Batch N" follow each other in increasing N.

@@ -152,5 +152,44 @@ TEST(TraceCheck, TheStreamingFileCheckSaysWhatTheParsedCheckSays) {
   std::filesystem::remove(path);
 }
 
+// Issue 40 point 5: the Trace Event Format's array form (PyTorch's legacy profiler writes it) and string pids and
+// tids (PyTorch's profiler writes "Spans" and the like) are accepted, streamed and parsed alike; a string names its
+// track quoted, and never the same track as an integer.
+TEST(TraceCheck, TheArrayFormAndStringPidsAndTidsAreAccepted) {
+  const auto string_slice = [](const std::string& name, const std::string& pid, const std::string& tid, double ts,
+                               double dur) {
+    return json{{"ph", "X"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
+  };
+  const json good = json::array({string_slice("ProfilerStep#2", "Spans", "PyTorch Profiler", 0, 100),
+                                 string_slice("forward", "Spans", "PyTorch Profiler", 10, 20),
+                                 slice("aten::mm", 7, 7, 5, 50), slice("aten::add", 7, 7, 60, 5)});
+  const json bad = json::array({string_slice("a", "Spans", "x", 0, 10), string_slice("b", "Spans", "x", 5, 10),
+                                slice("c", 7, 7, 0, 10)});
+  const std::string path = ::testing::TempDir() + "ddpx_trace_array_form.json";
+  for (const json& trace : {good, bad}) {
+    std::ofstream(path) << trace.dump();
+    const TraceCheck streamed = check_trace_file(path);
+    const TraceCheck parsed = check_trace_events(trace);
+    EXPECT_EQ(streamed.problems, parsed.problems);
+    EXPECT_EQ(streamed.slices, parsed.slices);
+    EXPECT_EQ(streamed.tracks, parsed.tracks);
+    EXPECT_EQ(streamed.processes, parsed.processes);
+  }
+  const TraceCheck good_check = check_trace_events(good);
+  EXPECT_TRUE(good_check.ok()) << good_check.problems.front();
+  EXPECT_EQ(good_check.slices, 4u);
+  EXPECT_EQ(good_check.tracks, 2u);
+  EXPECT_EQ(good_check.processes, 2u);
+  const std::vector<std::string> problems = check_trace(bad);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rfind("pid \"Spans\", tid \"x\": \"b\"", 0), 0u) << problems[0];
+  // Neither form, and a pid that is neither an integer nor a string, are still named.
+  EXPECT_NE(check_trace(json{{"events", json::array()}}).front().find("nor an array of events"), std::string::npos);
+  const std::vector<std::string> float_pid = check_trace(json::array({{{"ph", "X"}, {"pid", 1.5}, {"tid", 1}}}));
+  ASSERT_EQ(float_pid.size(), 1u);
+  EXPECT_NE(float_pid[0].find("integer or string \"pid\""), std::string::npos) << float_pid[0];
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace ddpx
