@@ -211,7 +211,7 @@ Command add_train_command(CLI::App& app) {
                       "START of --comm-hook powersgd:R (plain all-reduce before this step, PowerSGD's warm-up); an "
                       "explicit powersgd:R:START wins. Default: the first step after --lr-warmup-steps, as PyTorch's "
                       "PowerSGD documentation advises (compress only after the learning-rate warm-up), and step 2 "
-                      "(the seed's) in a run without one")
+                      "in a run without one")
           ->group(dp);
   cmd->add_option("--comm-timeout", o->comm_timeout_s,
                   "seconds any rank may wait in one collective, from start-up (communicator creation, agreement, "

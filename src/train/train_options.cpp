@@ -117,6 +117,10 @@ void TrainOptions::validate() const {
                "--reset-head needs --load W (it loads every tensor of W but the classifier head)");
   DDPX_REQUIRE(epochs >= 0, "--epochs {}: must be 0 (use --steps) or more", epochs);
   DDPX_REQUIRE(image_pipeline.max_pixels > 0, "--max-pixels {}: must be positive", image_pipeline.max_pixels);
+  // Flags that contradict each other first: a missing file is not the mistake to report when both are given.
+  DDPX_REQUIRE(load.empty() || resume.empty(),
+               "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
+               "--load starts a new one from weights: give one", load, resume);
   for (const auto& [flag, path] : {std::pair{"--images", images}, {"--labels", labels}, {"--load", load}})
     DDPX_REQUIRE(path.empty() || std::filesystem::exists(path), "{} {}: no such file; check the path", flag, path);
   if (resume == "auto") {
@@ -129,9 +133,6 @@ void TrainOptions::validate() const {
                  "or --resume auto --checkpoint-dir DIR to continue when DIR holds one and start afresh when not",
                  resume, checkpoint_file(resume).string());
   }
-  DDPX_REQUIRE(load.empty() || resume.empty(),
-               "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "
-               "--load starts a new one from weights: give one", load, resume);
   DDPX_REQUIRE(data.source != DataSource::synthetic_device || device == Device::cuda,
                "--data synthetic-device needs --device cuda");
   require_serves(backend, device);  // the backend registry's device rule and message

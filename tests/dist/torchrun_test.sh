@@ -15,8 +15,9 @@
 #   train-cpu N       `ddpx train --device cpu --model vit_tiny_test --steps 2` under --standalone (PROGRAM: ddpx);
 #                     must finish both steps; with N >= 2 over --backend gloo (skipped in a build without Gloo)
 #   train-resume-auto N   `ddpx train --resume auto --checkpoint-dir D --checkpoint-every 2 --steps 6` twice: once
-#                     whole, once under --max_restarts 1 with the last rank killed (SIGKILL) at its 5th step, after
-#                     the checkpoint at step 4: the restart must resume at step 4 and --save the same bytes as the
+#                     whole, once under --max_restarts 1 with the last rank killed (SIGKILL) at its 6th step, after
+#                     the checkpoint at step 4 is committed (once step 5 passed): the restart must resume at
+#                     step 4 and --save the same bytes as the
 #                     whole run; the first attempt must say it starts at step 0 (the folder had no checkpoint)
 #   train-cpu-refused N   the same with N >= 2 ranks and --backend mpi: must fail at once with the message naming
 #                     mpirun (MPI's ranks cannot come from torchrun)
@@ -158,7 +159,7 @@ case "$mode" in
       echo "SKIP: this ddpx was built without Gloo"; exit 77
     fi
     ((status == 0)) || fail "the uninterrupted run exited with status $status"
-    DDPX_TEST_FAULT="step-5:$((nproc - 1)):kill" timeout -k 5 150 "$torchrun" "${common[@]}" --max_restarts 1 \
+    DDPX_TEST_FAULT="step-6:$((nproc - 1)):kill" timeout -k 5 150 "$torchrun" "${common[@]}" --max_restarts 1 \
       --standalone "$program" "${run[@]}" --checkpoint-dir "$work/restarted" --save "$work/restarted.safetensors" \
       >"$work/restarted.log" 2>&1 || fail "torchrun --max_restarts 1 exited with status $? (the restart should finish)"
     grep -q "no checkpoint in $work/restarted yet; starting at step 0" "$work/restarted.log" ||

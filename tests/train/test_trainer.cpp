@@ -184,7 +184,7 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
       // Whole numbers only, never clamped or wrapped by the flag parser.
       {"train --model vit_tiny_test --seed -1", "ddpx: error: --seed: '-1' is not a whole number"},
       {"train --model vit_tiny_test --steps 99999999999999999999", "--steps: '99999999999999999999'"},
-      {"train --model vit_tiny_test --batch 4.5", "--batch: '4.5' is not a whole number"},
+      {"train --model vit_tiny_test --batch 4.5", "--batch: '4.5' is not a decimal integer"},
       {"eval --model vit_tiny_test --weights /nonexistent/w.safetensors --images x.npy", "/nonexistent/w.safetensors"},
       {"model --model custom:image=30,patch=8", "not divisible"},
       {"train --comm-hook zip --model vit_tiny_test --ddp", "--comm-hook"},
