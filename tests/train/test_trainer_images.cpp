@@ -38,6 +38,9 @@ const char* const kFashion = "/usr/share/datasets/fashion-mnist";
 const std::string kModel = "mlp:image=28,channels=1,layers=1,width=32,classes=10";
 
 TEST(ImageTraining, KilledMidEpochAndResumedEqualsTheUninterruptedRun) {
+#ifndef DDPX_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo (libgloo-dev): this CPU run of several ranks needs --backend gloo";
+#endif
   if (!fs::exists(fs::path(kFashion) / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
   // t10k: 10,000 images, batch 1000 -> 10 batches per epoch; 14 steps cross the first epoch's end.
   const std::string common = "train --device cpu --model " + kModel + " --data idx:" + std::string(kFashion) +
@@ -83,6 +86,9 @@ TEST(ImageTraining, EpochsSetTheStepsFromTheBatchesEveryRankRuns) {
 }
 
 TEST(ImageTraining, TwoRanksOfBatchBEqualOneRankOfTwoB) {
+#ifndef DDPX_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo (libgloo-dev): this CPU run of several ranks needs --backend gloo";
+#endif
   if (!fs::exists(fs::path(kFashion) / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
   // A raw pack of the test split, with crop-flip augmentation: the samples a folder of the same images gives, bit
   // for bit (tests/data/test_folder_pack.cpp), through the path folder: and pack: share.
