@@ -82,6 +82,17 @@ TEST(TraceCheck, AZeroLengthStepAndTheNextStartingWithItMayBeListedEitherWay) {
   EXPECT_EQ(check_trace(named_trace({slice("Batch 5", 0, 1, 0, 50), slice("Batch 5", 0, 1, 50, 50)})).size(), 1u);
 }
 
+// Writes `trace` to `path`, checks it streamed (check_trace_file) and parsed (check_trace_events): the same answer.
+void expect_streamed_check_equals_parsed(const json& trace, const std::string& path) {
+  std::ofstream(path) << trace.dump();
+  const TraceCheck streamed = check_trace_file(path);
+  const TraceCheck parsed = check_trace_events(trace);
+  EXPECT_EQ(streamed.problems, parsed.problems);
+  EXPECT_EQ(streamed.slices, parsed.slices);
+  EXPECT_EQ(streamed.tracks, parsed.tracks);
+  EXPECT_EQ(streamed.processes, parsed.processes);
+}
+
 TEST(TraceCheck, TracksWithoutMetadataAreNamedByPidAndTid) {
   const json trace = {{"traceEvents", {slice("a", 4, 9, 0, 10), slice("b", 4, 9, 5, 10)}}};
   const std::vector<std::string> problems = check_trace(trace);
@@ -129,13 +140,7 @@ TEST(TraceCheck, TheStreamingFileCheckSaysWhatTheParsedCheckSays) {
   for (const json& trace : {named_trace({slice("Batch 1", 0, 1, 0, 10), slice("forward", 0, 1, 1, 3)}), odd,
                             json{{"traceEvents", 3}}, json::array(), json{{"other", json::array()}}}) {
     SCOPED_TRACE(trace.dump().substr(0, 200));
-    std::ofstream(path) << trace.dump();
-    const TraceCheck streamed = check_trace_file(path);
-    const TraceCheck parsed = check_trace_events(trace);
-    EXPECT_EQ(streamed.problems, parsed.problems);
-    EXPECT_EQ(streamed.slices, parsed.slices);
-    EXPECT_EQ(streamed.tracks, parsed.tracks);
-    EXPECT_EQ(streamed.processes, parsed.processes);
+    expect_streamed_check_equals_parsed(trace, path);
   }
   {
     std::ofstream out(path);
@@ -167,13 +172,7 @@ TEST(TraceCheck, TheArrayFormAndStringPidsAndTidsAreAccepted) {
                                 slice("c", 7, 7, 0, 10)});
   const std::string path = ::testing::TempDir() + "ddpx_trace_array_form.json";
   for (const json& trace : {good, bad}) {
-    std::ofstream(path) << trace.dump();
-    const TraceCheck streamed = check_trace_file(path);
-    const TraceCheck parsed = check_trace_events(trace);
-    EXPECT_EQ(streamed.problems, parsed.problems);
-    EXPECT_EQ(streamed.slices, parsed.slices);
-    EXPECT_EQ(streamed.tracks, parsed.tracks);
-    EXPECT_EQ(streamed.processes, parsed.processes);
+    expect_streamed_check_equals_parsed(trace, path);
   }
   const TraceCheck good_check = check_trace_events(good);
   EXPECT_TRUE(good_check.ok()) << good_check.problems.front();
