@@ -5,6 +5,12 @@ the same order, with the same schedule and regularization, and compares the loss
 
     /usr/bin/python3 bench/recipe_torch_compare.py --ddpx build/src/cli/ddpx --model mlp --work /tmp/cmp
     /usr/bin/python3 bench/recipe_torch_compare.py --ddpx build/src/cli/ddpx --model vit --work /tmp/cmp
+    python3 bench/recipe_torch_compare.py --ddpx build/src/cli/ddpx --model vit --device cuda --work /tmp/cmp
+
+--device cuda (issue 42 step 3) trains ddpx with --precision bf16 and PyTorch under torch.autocast(bfloat16) on the
+GPU, fp32 master weights on both sides, and evaluates both in fp32 on the CPU. Its recipe is the part the CUDA
+engine runs today: SGD momentum 0.9, weight decay 5e-4 on every tensor, linear warm-up then cosine; label smoothing,
+clipping and --no-decay stay CPU-only until kernels/recipe.cu is wired into the CUDA engine.
 
 What is the same on both sides:
   - data: /usr/share/datasets/fashion-mnist (dataset-fashion-mnist), pixels / 255 normalized by the training set's
@@ -20,6 +26,7 @@ gap in loss (mean over windows of 50 steps) and top-1 is to be read against the 
 Prints a Markdown table and writes <work>/<model>_compare.json.
 """
 import argparse
+import contextlib
 import warnings
 import gzip
 import json
@@ -44,7 +51,10 @@ MODELS = {
     "vit": dict(spec="custom:image=28,patch=7,layers=2,hidden=64,heads=4,mlp=128,classes=10,channels=1", batch=64,
                 steps=900, lr=0.05, warmup=90),
 }
-RECIPE = dict(momentum=0.9, weight_decay=5e-4, label_smoothing=0.1, clip=1.0, warmup_start=0.1, min_lr=0.0)
+RECIPE = dict(momentum=0.9, weight_decay=5e-4, label_smoothing=0.1, clip=1.0, warmup_start=0.1, min_lr=0.0,
+              no_decay=True)
+# What --device cuda runs (see the header): the regularization the CUDA engine does not run yet is off on both sides.
+CUDA_RECIPE = dict(RECIPE, label_smoothing=0.0, clip=0.0, no_decay=False)
 
 
 def read_idx(name):
@@ -110,36 +120,42 @@ def exempt(name, tensor):  # model/no_decay.hpp's rule
     return tensor.dim() <= 1 or name.endswith("pos_embedding") or name.endswith("class_token")
 
 
-def train_torch(kind, init, data, cfg, log_every):
+def train_torch(kind, init, data, cfg, log_every, device="cpu", recipe=RECIPE):
     torch.set_num_threads(1)
     model = torch_model(kind)
     state = read_safetensors(init)
     model.load_state_dict(state, strict=True)
-    decay = [p for n, p in model.named_parameters() if not exempt(n, p)]
-    no_decay = [p for n, p in model.named_parameters() if exempt(n, p)]
-    opt = torch.optim.SGD([{"params": decay, "weight_decay": RECIPE["weight_decay"]},
-                           {"params": no_decay, "weight_decay": 0.0}], lr=cfg["lr"], momentum=RECIPE["momentum"])
-    warm = torch.optim.lr_scheduler.LinearLR(opt, start_factor=RECIPE["warmup_start"], end_factor=1.0,
+    model.to(device)
+    exempt_from_decay = exempt if recipe["no_decay"] else (lambda name, tensor: False)
+    decay = [p for n, p in model.named_parameters() if not exempt_from_decay(n, p)]
+    no_decay = [p for n, p in model.named_parameters() if exempt_from_decay(n, p)]
+    opt = torch.optim.SGD([{"params": decay, "weight_decay": recipe["weight_decay"]},
+                           {"params": no_decay, "weight_decay": 0.0}], lr=cfg["lr"], momentum=recipe["momentum"])
+    warm = torch.optim.lr_scheduler.LinearLR(opt, start_factor=recipe["warmup_start"], end_factor=1.0,
                                              total_iters=cfg["warmup"])
     cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg["steps"] - cfg["warmup"],
-                                                        eta_min=RECIPE["min_lr"])
+                                                        eta_min=recipe["min_lr"])
     sched = torch.optim.lr_scheduler.SequentialLR(opt, [warm, cosine], milestones=[cfg["warmup"]])
-    images = torch.from_numpy(np.array(np.load(data["train_images"], mmap_mode="r")))
-    labels = torch.from_numpy(np.load(data["train_labels"]))
+    images = torch.from_numpy(np.array(np.load(data["train_images"], mmap_mode="r"))).to(device)
+    labels = torch.from_numpy(np.load(data["train_labels"])).to(device)
     n, b = images.shape[0], cfg["batch"]
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
     losses = {}
     start = time.time()
     for step in range(1, cfg["steps"] + 1):
-        rows = torch.arange((step - 1) * b, step * b) % n
-        loss = F.cross_entropy(model(images[rows]), labels[rows], label_smoothing=RECIPE["label_smoothing"])
+        rows = torch.arange((step - 1) * b, step * b, device=device) % n
+        with autocast:
+            loss = F.cross_entropy(model(images[rows]), labels[rows], label_smoothing=recipe["label_smoothing"])
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), RECIPE["clip"])
+        if recipe["clip"]:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["clip"])
         opt.step()
         sched.step()
         if step % log_every == 0 or step == 1:
             losses[step] = loss.item()
     seconds = time.time() - start
+    model.cpu()
     with torch.no_grad():
         test = torch.from_numpy(np.load(data["test_images"]))
         test_labels = torch.from_numpy(np.load(data["test_labels"]))
@@ -155,16 +171,23 @@ def run(cmd):
     return result.stdout
 
 
-def train_ddpx(ddpx, kind, init, data, cfg, work, log_every):
-    out = work / f"{kind}_ddpx.safetensors"
-    cmd = [ddpx, "train", "--device", "cpu", "--cpu-threads", "1", "--workers", "1", "--model", cfg["spec"],
+def train_ddpx(ddpx, kind, init, data, cfg, work, log_every, device="cpu", recipe=RECIPE):
+    out = work / f"{kind}_ddpx_{device}.safetensors"
+    engine = ["--device", "cpu", "--cpu-threads", "1"] if device == "cpu" else ["--device", "cuda", "--precision",
+                                                                                 "bf16"]
+    cmd = [ddpx, "train", *engine, "--workers", "1", "--model", cfg["spec"],
            "--images", str(data["train_images"]), "--labels", str(data["train_labels"]), "--load", str(init),
            "--batch", str(cfg["batch"]), "--steps", str(cfg["steps"]), "--warmup", "0", "--optimizer", "sgd",
-           "--lr", str(cfg["lr"]), "--momentum", str(RECIPE["momentum"]),
-           "--weight-decay", str(RECIPE["weight_decay"]), "--no-decay", "--lr-schedule", "cosine",
-           "--lr-warmup-steps", str(cfg["warmup"]), "--lr-warmup-start", str(RECIPE["warmup_start"]),
-           "--label-smoothing", str(RECIPE["label_smoothing"]), "--clip-grad-norm", str(RECIPE["clip"]),
+           "--lr", str(cfg["lr"]), "--momentum", str(recipe["momentum"]),
+           "--weight-decay", str(recipe["weight_decay"]), "--lr-schedule", "cosine",
+           "--lr-warmup-steps", str(cfg["warmup"]), "--lr-warmup-start", str(recipe["warmup_start"]),
            "--log-every", str(log_every), "--save", str(out)]
+    if recipe["no_decay"]:
+        cmd.append("--no-decay")
+    if recipe["label_smoothing"]:
+        cmd += ["--label-smoothing", str(recipe["label_smoothing"])]
+    if recipe["clip"]:
+        cmd += ["--clip-grad-norm", str(recipe["clip"])]
     start = time.time()
     stdout = run(cmd)
     seconds = time.time() - start
@@ -196,7 +219,10 @@ def main():
     parser.add_argument("--model", choices=sorted(MODELS), default="mlp")
     parser.add_argument("--work", default="/tmp/ddpx-recipe-compare")
     parser.add_argument("--steps", type=int, help="override the model's step count")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: ddpx --precision bf16 against PyTorch autocast bf16 (see the header)")
     args = parser.parse_args()
+    recipe = RECIPE if args.device == "cpu" else CUDA_RECIPE
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cfg = dict(MODELS[args.model])
@@ -209,12 +235,14 @@ def main():
         inits[seed] = work / f"{args.model}_init{seed}.safetensors"
         run([args.ddpx, "model", "--brief", "--model", cfg["spec"], "--init", str(inits[seed]), "--seed", str(seed)])
     log_every = 1
-    ddpx = train_ddpx(args.ddpx, args.model, inits[0], data, cfg, work, log_every)
-    torch_runs = {seed: train_torch(args.model, inits[seed], data, cfg, log_every) for seed in (0, 1, 2)}
+    ddpx = train_ddpx(args.ddpx, args.model, inits[0], data, cfg, work, log_every, args.device, recipe)
+    torch_runs = {seed: train_torch(args.model, inits[seed], data, cfg, log_every, args.device, recipe)
+                  for seed in (0, 1, 2)}
     window = 50
     result = dict(
         date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), model=args.model, spec=cfg["spec"], config=cfg,
-        recipe=RECIPE, torch=torch.__version__, ddpx_command=ddpx["command"],
+        device=args.device, precision="fp32" if args.device == "cpu" else "bf16 (ddpx) / autocast bf16 (PyTorch)",
+        recipe=recipe, torch=torch.__version__, ddpx_command=ddpx["command"],
         top1=dict(ddpx=ddpx["top1"], **{f"torch_seed{s}": r["top1"] for s, r in torch_runs.items()}),
         seconds=dict(ddpx=ddpx["seconds"], **{f"torch_seed{s}": r["seconds"] for s, r in torch_runs.items()}),
         loss_gap=dict(ddpx_vs_torch_same_init=max_gap(ddpx["losses"], torch_runs[0]["losses"], window),
@@ -224,8 +252,8 @@ def main():
                         **{f"torch_seed{s}": window_means(r["losses"], window)[-1] for s, r in torch_runs.items()}),
         curves=dict(ddpx=window_means(ddpx["losses"], window),
                     **{f"torch_seed{s}": window_means(r["losses"], window) for s, r in torch_runs.items()}))
-    (work / f"{args.model}_compare.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(f"| {args.model} ({cfg['steps']} steps, batch {cfg['batch']}) | test top-1 | last {window} steps' loss "
+    (work / f"{args.model}_{args.device}_compare.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(f"| {args.model} on {args.device} ({cfg['steps']} steps, batch {cfg['batch']}) | test top-1 | last {window} steps' loss "
           f"| max gap of {window}-step mean loss to PyTorch (same init) | s |")
     print("|---|---|---|---|---|")
     print(f"| ddpx | {ddpx['top1']:.2f} | {result['final_loss']['ddpx']:.4f} | "
