@@ -97,9 +97,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
   cmd->add_option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)")->group(what);
   cmd->add_option("--epochs", o->epochs,
-                  "image sources: train N epochs instead of --steps (N x the batches each rank runs per epoch / "
-                  "--grad-accum). Epochs follow DistributedSampler: the order is shuffled from (seed, epoch), padded "
-                  "by repeating its first samples to a multiple of the ranks, each rank takes every world-th, and "
+                  "image sources and --images: train N epochs instead of --steps (N x the batches each rank runs per "
+                  "epoch / --grad-accum). Epochs follow DistributedSampler: the order is shuffled from (seed, epoch), "
+                  "padded by repeating its first samples to a multiple of the ranks, each rank takes every world-th, and "
                   "each rank's last partial batch is dropped, so every rank runs the same number of batches")
       ->group(what);
   cmd->add_option("--warmup", o->warmup_steps, "steps excluded from throughput and the breakdown")->group(what);
@@ -139,7 +139,9 @@ Command add_train_command(CLI::App& app) {
                   "image sources: refuse an image whose header claims more pixels (a decompression bomb) before "
                   "allocating it (default 178956970, PIL's limit)")
       ->group(data);
-  cmd->add_option("--images", o->images, ".npy images [N, C, H, W] float32, taken in order (with --labels)")
+  cmd->add_option("--images", o->images,
+                  ".npy images [N, C, H, W] float32 (with --labels), in epochs as --epochs says but unshuffled; "
+                  "--batch at most N / ranks")
       ->group(data);
   cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);
   cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory (0, the default: GPU ranks use half of "

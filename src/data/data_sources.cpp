@@ -51,7 +51,7 @@ const std::vector<DataSourceRow>& data_source_rows() {
        "checks", false, make_learnable, nullptr},
       {DataSource::synthetic_device, "synthetic-device", "synthetic-device",
        "generated on the GPU, to separate input cost (--device cuda)", false, make_device_generated, nullptr},
-      {DataSource::npy, "npy", "npy", "float32 .npy arrays from --images and --labels, taken in order", false,
+      {DataSource::npy, "npy", "npy", "float32 .npy arrays from --images and --labels, taken in order, in epochs", false,
        make_npy, nullptr},
       {DataSource::idx, "idx", "idx:DIR[:train|test]",
        "MNIST/Fashion-MNIST idx files (train-* or t10k-*, .gz too) in DIR, e.g. "

@@ -28,6 +28,8 @@ bool DataSpec::is_image_source() const {
          source == DataSource::wds;
 }
 
+bool DataSpec::has_epochs() const { return is_image_source() || source == DataSource::npy; }
+
 std::string DataSpec::text() const {
   const std::string_view name = data_source_name(source);
   if (!data_source_row(source).takes_location) return std::string(name);

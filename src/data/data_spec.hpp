@@ -26,6 +26,7 @@ struct DataSpec {
 
   std::string text() const;
   bool is_image_source() const;  // idx, folder, pack, wds
+  bool has_epochs() const;       // image sources and npy: a known size, cut into epochs by EpochSampler
   bool operator==(const DataSpec&) const = default;
 };
 

@@ -74,4 +74,17 @@ void EpochSampler::pick(int64_t micro_batch, int rank, SamplePick* out) const {
   }
 }
 
+EpochSamplers::EpochSamplers(int64_t samples, uint64_t seed, bool shuffle, std::string what,
+                             std::vector<int64_t> groups)
+    : samples_(samples), seed_(seed), shuffle_(shuffle), what_(std::move(what)), groups_(std::move(groups)) {}
+
+const EpochSampler& EpochSamplers::get(int world, int64_t batch) const {
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < keys_.size(); ++i)
+    if (keys_[i] == std::pair<int, int64_t>{world, batch}) return *samplers_[i];
+  samplers_.push_back(std::make_unique<EpochSampler>(samples_, world, batch, seed_, shuffle_, what_, groups_));
+  keys_.emplace_back(world, batch);
+  return *samplers_.back();
+}
+
 }  // namespace ddpx

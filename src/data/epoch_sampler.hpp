@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace ddpx {
@@ -50,6 +51,25 @@ class EpochSampler {
   int64_t share_ = 0, batches_per_epoch_ = 0;
   mutable std::mutex cache_mutex_;
   mutable std::vector<std::pair<int64_t, std::shared_ptr<const std::vector<int64_t>>>> cache_;  // recent epochs
+};
+
+// The samplers of one dataset: one EpochSampler per (world, batch) asked for, made on first use and kept, so any
+// loader thread may ask. Used by every source with epochs (image sources and .npy).
+class EpochSamplers {
+ public:
+  EpochSamplers(int64_t samples, uint64_t seed, bool shuffle, std::string what, std::vector<int64_t> groups = {});
+  // Throws ddpx::Error as EpochSampler does when one rank's share is smaller than `batch`.
+  const EpochSampler& get(int world, int64_t batch) const;
+
+ private:
+  int64_t samples_;
+  uint64_t seed_;
+  bool shuffle_;
+  std::string what_;  // "--data idx:DIR:train", "--images x.npy": for messages
+  std::vector<int64_t> groups_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<EpochSampler>> samplers_;
+  mutable std::vector<std::pair<int, int64_t>> keys_;  // (world, batch) of samplers_[i]
 };
 
 }  // namespace ddpx

@@ -26,7 +26,8 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
       shape_(context.shape),
       seed_(context.seed),
       shuffle_(context.training),
-      flag_text_(flag_text) {
+      flag_text_(flag_text),
+      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups()) {
   DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
                "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
   DDPX_REQUIRE(source_->num_classes() <= shape_.num_classes,
@@ -60,24 +61,14 @@ std::string ImageDataset::describe() const {
                      shuffle_ ? ", shuffled per epoch" : "");
 }
 
-const EpochSampler& ImageDataset::sampler(int world, int64_t batch) const {
-  std::lock_guard lock(sampler_mutex_);
-  for (size_t i = 0; i < sampler_keys_.size(); ++i)
-    if (sampler_keys_[i] == std::pair<int, int64_t>{world, batch}) return *samplers_[i];
-  samplers_.push_back(std::make_unique<EpochSampler>(source_->size(), world, batch, seed_, shuffle_, flag_text_,
-                                                     source_->shuffle_groups()));
-  sampler_keys_.emplace_back(world, batch);
-  return *samplers_.back();
-}
-
 int64_t ImageDataset::batches_per_epoch(int world, int64_t batch) const {
-  return sampler(world, batch).batches_per_epoch();
+  return samplers_.get(world, batch).batches_per_epoch();
 }
 
 void ImageDataset::fill_pixels(int64_t step, int rank, int world, int64_t batch, uint8_t* pixels,
                                int32_t* labels) const {
   std::vector<SamplePick> picks(static_cast<size_t>(batch));
-  sampler(world, batch).pick(step, rank, picks.data());
+  samplers_.get(world, batch).pick(step, rank, picks.data());
   thread_local PipelineScratch scratch;
   const int64_t image_bytes = shape_.image_numel();
   for (int64_t t = 0; t < batch; ++t) {

@@ -8,7 +8,6 @@
 //  - Labels outside the model's classes are refused when the dataset is built, naming the source and both counts.
 #pragma once
 #include <memory>
-#include <mutex>
 
 #include "data/dataset.hpp"
 #include "data/epoch_sampler.hpp"
@@ -31,8 +30,6 @@ class ImageDataset : public Dataset {
   const TransformSpec& transform() const { return transform_; }
 
  private:
-  const EpochSampler& sampler(int world, int64_t batch) const;
-
   std::unique_ptr<SampleSource> source_;
   DataShape shape_;
   uint64_t seed_;
@@ -40,9 +37,7 @@ class ImageDataset : public Dataset {
   std::string flag_text_;  // "--data idx:DIR:train", for messages
   TransformSpec transform_;
   std::vector<float> mean_, std_;
-  mutable std::mutex sampler_mutex_;
-  mutable std::vector<std::unique_ptr<EpochSampler>> samplers_;  // one per (world, batch) asked for
-  mutable std::vector<std::pair<int, int64_t>> sampler_keys_;
+  EpochSamplers samplers_;
 };
 
 }  // namespace ddpx

@@ -50,21 +50,28 @@ std::vector<int32_t> read_npy_labels(const std::string& path, int64_t count, con
 }
 
 NpyDataset::NpyDataset(const std::string& images_path, const std::string& labels_path, const DataShape& shape)
-    : shape_(shape), images_path_(images_path) {
-  images_ = read_npy_images(images_path, shape);
-  count_ = static_cast<int64_t>(images_.size() / static_cast<size_t>(shape.channels * shape.image_size * shape.image_size));
-  labels_ = read_npy_labels(labels_path, count_, shape);
-}
+    : shape_(shape),
+      images_path_(images_path),
+      images_(read_npy_images(images_path, shape)),
+      count_(static_cast<int64_t>(images_.size()) / shape.image_numel()),
+      labels_(read_npy_labels(labels_path, count_, shape)),
+      samplers_(count_, /*seed=*/0, /*shuffle=*/false, "--images " + images_path) {}
 
 std::string NpyDataset::describe() const {
   return fmt::format("{} ({} images, in order)", images_path_, count_);
 }
 
+int64_t NpyDataset::batches_per_epoch(int world, int64_t batch) const {
+  return samplers_.get(world, batch).batches_per_epoch();
+}
+
 void NpyDataset::fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const {
+  thread_local std::vector<SamplePick> picks;
+  picks.resize(static_cast<size_t>(batch));
+  samplers_.get(world, batch).pick(step, rank, picks.data());
   const int64_t numel = shape_.image_numel();
-  const int64_t first = ((step * world + rank) * batch) % count_;
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t index = (first + b) % count_;
+    const int64_t index = picks[static_cast<size_t>(b)].index;
     std::memcpy(images + b * numel, images_.data() + index * numel, static_cast<size_t>(numel) * sizeof(float));
     labels[b] = labels_[static_cast<size_t>(index)];
   }

@@ -69,7 +69,7 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
     same("grad_accum", "--grad-accum", options.grad_accum,
          "; resume with the same accumulation so the data stream continues");
   }
-  // An image source's epochs are cut per world size: the same stream continues only with as many ranks.
+  // Epochs (image sources, npy) are cut per world size: the same stream continues only with as many ranks.
   const nlohmann::json& position = ckpt.data_position;
   if (position.is_object() && position.contains("batches_per_epoch") && position.contains("world")) {
     const int world = detect_world().world_size;

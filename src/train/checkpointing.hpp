@@ -16,13 +16,13 @@
 namespace ddpx {
 
 // Where the data stream stands at a checkpoint (CheckpointState::data_position): micro-batch m = step x
-// grad_accum of the run, and for image sources its epoch m / B and batch m mod B of B batches per epoch at this
-// world size (Note [Epochs and the sampler], data/epoch_sampler.hpp). A batch is a pure function of (seed, m,
+// grad_accum of the run, and for sources with epochs (image sources, npy) its epoch m / B and batch m mod B of B
+// batches per epoch at this world size (Note [Epochs and the sampler], data/epoch_sampler.hpp). A batch is a pure function of (seed, m,
 // rank, world), so --resume continues mid-epoch with exactly the batches an uninterrupted run would have seen;
 // resuming with another world size would cut the epochs differently and is refused.
 struct DataPosition {
   int64_t micro_batch = 0;
-  int64_t batches_per_epoch = 0;  // 0: the source has no epochs (synthetic, npy)
+  int64_t batches_per_epoch = 0;  // 0: the source has no epochs (synthetic, learnable, synthetic-device)
   int world = 1;
 };
 

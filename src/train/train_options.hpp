@@ -33,7 +33,7 @@ struct TrainOptions {
   Precision precision = Precision::fp32;  // tf32 and bf16 need Device::cuda
   int64_t batch = 32;                     // per rank, per micro-batch
   int64_t steps = 100;                    // optimizer steps
-  int64_t epochs = 0;  // --epochs N (image sources): steps = N x batches per epoch / grad_accum; 0: --steps
+  int64_t epochs = 0;  // --epochs N (image sources, npy): steps = N x batches per epoch / grad_accum; 0: --steps
   int64_t warmup_steps = 5;               // excluded from the throughput figures
   // --calibrate-steps N: with a reducer, up to N warm-up steps run without it during backward, to measure the
   // plain step DDP's cost is taken against (Note [Calibration steps], train/calibration.hpp); 0: off

@@ -74,8 +74,8 @@ DatasetContext data_context(const TrainOptions& options, const Model& model) {
 TrainOptions with_epochs_as_steps(const TrainOptions& requested) {
   TrainOptions options = requested;
   if (requested.epochs <= 0) return options;
-  DDPX_REQUIRE(requested.data.is_image_source(),
-               "--epochs {} needs an image source (idx:, folder:, pack:, wds:), which has epochs; --data {} is "
+  DDPX_REQUIRE(requested.data.has_epochs(),
+               "--epochs {} needs data with epochs (--images/--labels, idx:, folder:, pack:, wds:); --data {} is "
                "endless: give --steps", requested.epochs, requested.data.text());
   const std::unique_ptr<Model> model = make_model(requested.model);
   const std::unique_ptr<Dataset> dataset = make_dataset(requested.data, data_context(requested, *model));

@@ -282,6 +282,25 @@ TEST(DataSafety, ConfigsImagesAndHyperParametersFollowOnePolicy) {
 #ifdef DDPX_HAVE_MPI
 // Ctrl-C on a CPU multi-rank run (the launcher under mpirun gets SIGINT): before, the job exited 1 with no word;
 // now it says what stopped it and exits 130, as a shell reports an interrupted command. Every wait is bounded.
+// Issue 40: a --batch larger than the .npy data, or not dividing it, trained silently on repeated images. Now the
+// images are taken in epochs as the image sources take theirs (tests/data/test_npy_dataset.cpp checks the batches):
+// a batch larger than the data is refused naming --batch, the file and the sizes, and --epochs counts the batches.
+TEST(DataSafety, NpyDataRunsInEpochsAndRefusesABatchLargerThanTheData) {
+  const fs::path dir = fresh_dir("npy_epochs");
+  write_images(dir / "x.npy", 10, 0.f);
+  write_npy(dir / "y.npy", HostTensor::from_values<int64_t>({10}, std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  const std::string data = " --images " + (dir / "x.npy").string() + " --labels " + (dir / "y.npy").string();
+  CliResult r = run_ddpx("train --model vit_tiny_test --workers 1 --steps 1 --batch 16" + data);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(mentions(r, "--images " + (dir / "x.npy").string() + ": 10 samples over 1 rank(s)")) << r.output;
+  EXPECT_TRUE(mentions(r, "fewer than one --batch of 16; lower --batch to 10 or less")) << r.output;
+  // 10 images in batches of 4: 2 batches per epoch (images 8 and 9 dropped), so 3 epochs are 6 steps.
+  r = run_ddpx("train --model vit_tiny_test --workers 1 --warmup 0 --batch 4 --epochs 3" + data);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(mentions(r, "step      6/6")) << r.output;
+  fs::remove_all(dir);
+}
+
 // Issue 37 item 8: eval wrote its logits and then failed on an out-of-range label, leaving --out behind. Labels are
 // checked before anything runs or is written.
 TEST(DataSafety, EvalChecksLabelsBeforeWritingItsLogits) {

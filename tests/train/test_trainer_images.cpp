@@ -82,7 +82,7 @@ TEST(ImageTraining, EpochsSetTheStepsFromTheBatchesEveryRankRuns) {
                                            ":test --epochs 1 --steps 5");
   EXPECT_NE(both.output.find("--epochs 1 and --steps 5: give one"), std::string::npos) << both.output;
   const testing::CliResult endless = run_ddpx("train --device cpu --model " + kModel + " --data learnable --epochs 1");
-  EXPECT_NE(endless.output.find("--epochs 1 needs an image source"), std::string::npos) << endless.output;
+  EXPECT_NE(endless.output.find("--epochs 1 needs data with epochs"), std::string::npos) << endless.output;
 }
 
 TEST(ImageTraining, TwoRanksOfBatchBEqualOneRankOfTwoB) {
