@@ -29,6 +29,18 @@ std::vector<std::string> no_decay_names(const FlatLayout& layout) {
   return names;
 }
 
+std::vector<BufferSpan> widened_to_vectors(const std::vector<BufferSpan>& spans, size_t multiple) {
+  std::vector<BufferSpan> widened;
+  for (const BufferSpan& span : spans) {
+    const size_t begin = span.begin / multiple * multiple, end = (span.end + multiple - 1) / multiple * multiple;
+    if (!widened.empty() && widened.back().end >= begin)
+      widened.back().end = std::max(widened.back().end, end);
+    else
+      widened.push_back({begin, end});
+  }
+  return widened;
+}
+
 void for_each_decay_run(size_t begin, size_t end, const std::vector<BufferSpan>& no_decay,
                         const std::function<void(size_t, size_t, bool)>& fn) {
   size_t at = begin;

@@ -19,6 +19,10 @@ bool exempt_from_decay(const TensorSlot& tensor);
 std::vector<BufferSpan> no_decay_spans(const FlatLayout& layout);
 // The exempt tensors' names, for the start-up line ("12 tensors without weight decay: biases, norms, ...").
 std::vector<std::string> no_decay_names(const FlatLayout& layout);
+// The spans widened to whole `multiple`-element vectors (their ends rounded up, touching spans merged), for
+// kernels that update 4 elements a thread (the CUDA optimizer). Exact: a tensor's padding is zero and stays zero
+// with or without decay, and the next tensor starts at a multiple of `multiple` (FlatLayout's alignment).
+std::vector<BufferSpan> widened_to_vectors(const std::vector<BufferSpan>& spans, size_t multiple);
 void for_each_decay_run(size_t begin, size_t end, const std::vector<BufferSpan>& no_decay,
                         const std::function<void(size_t begin, size_t end, bool decay)>& fn);
 

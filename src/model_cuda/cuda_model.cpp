@@ -85,7 +85,7 @@ void CudaModel::forward_backward(const float* d_images, const int32_t* d_labels,
   DDPX_INTERNAL_ASSERT(!bf16_weight_gradients() || grads_are_zero_,
                        "a forward_backward would add into bf16 weight gradients (accumulation needs fp32 ones)");
   run_forward_backward(d_images, d_labels, batch, grad_scale, d_loss,
-                       GradWrite{.overwrite = grads_are_zero_, .bf16_weights = bf16_weight_gradients()}, on_ready);
+                       GradWrite{.overwrite = grads_are_zero_, .bf16_weights = bf16_weight_gradients(), .targets = targets_}, on_ready);
   grads_are_zero_ = false;
 }
 

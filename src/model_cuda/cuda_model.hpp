@@ -47,6 +47,8 @@
 
 #include "kernels/matmul.hpp"
 #include "kernels/optimizer.hpp"
+#include "kernels/recipe.hpp"
+#include "kernels/softmax_xent.hpp"
 #include "model/flat_layout.hpp"
 #include "model/precision.hpp"
 #include "model_cuda/device_buffer.hpp"
@@ -54,10 +56,33 @@
 
 namespace ddpx {
 
-// How one forward_backward writes the gradients (cuda_model.hpp's guarantees).
+// The targets of the loss, model/cross_entropy.hpp's ClassTargets on the device: label smoothing and, after mixup
+// or cutmix, each row's partner label (device, [batch] int32) with the weight `mix` of its own label. The default is
+// the hard labels (softmax_xent.hpp's loss, the kernels of every run without the recipe).
+struct DeviceClassTargets {
+  float label_smoothing = 0;
+  const int32_t* mixed_labels = nullptr;
+  float mix = 1;
+  bool hard() const { return label_smoothing == 0 && mixed_labels == nullptr; }
+};
+
+// The loss and its gradient for the families' forward_backward: the mean cross-entropy against `targets`
+// (softmax_xent.hpp's hard-label kernels when there are none, as in every run without the recipe).
+template <typename T>
+void class_cross_entropy(const DeviceClassTargets& targets, const float* logits, const int32_t* labels, int64_t batch,
+                         int64_t classes, float grad_scale, float* loss, T* dlogits, float* row_loss,
+                         cudaStream_t stream) {
+  if (targets.hard())
+    return softmax_cross_entropy<T>(logits, labels, batch, classes, grad_scale, loss, dlogits, row_loss, stream);
+  softmax_cross_entropy_soft<T>(logits, labels, targets.mixed_labels, targets.mix, targets.label_smoothing, batch,
+                                classes, grad_scale, loss, dlogits, row_loss, stream);
+}
+
+// How one forward_backward writes the gradients (cuda_model.hpp's guarantees), and against which targets.
 struct GradWrite {
   bool overwrite = false;     // the grads are zero: write every slot once instead of adding
   bool bf16_weights = false;  // Note [bf16 weight gradients in their fp32 slots] (only with overwrite)
+  DeviceClassTargets targets;  // CudaModel::set_class_targets
 };
 
 class CudaModel {
@@ -85,6 +110,8 @@ class CudaModel {
   // grad_scale * loss added into grads(). d_labels: [batch] int32 device, in [0, classes) (else the loss is NaN).
   void forward_backward(const float* d_images, const int32_t* d_labels, int64_t batch, float grad_scale,
                         float* d_loss, const std::function<void(size_t, size_t)>& on_ready = {});
+  // The targets the following forward_backward calls train towards (--label-smoothing, --mixup/--cutmix).
+  void set_class_targets(const DeviceClassTargets& targets) { targets_ = targets; }
 
   // The spec's fused update over the flat buffers (and the bf16 copy in bf16 mode); step is 1 on the first call.
   // The step's scalars are the CPU's (optim/sgd.hpp sgd_step_scalars, optim/adamw.hpp adamw_step_scalars).
@@ -129,6 +156,7 @@ class CudaModel {
   DeviceBuffer<float> params_, grads_;
   DeviceBuffer<__nv_bfloat16> low_precision_weights_;  // bf16 copy of params_ (bf16 mode only)
   DeviceBuffer<float> momentum_, exp_avg_, exp_avg_sq_;
+  DeviceClassTargets targets_;
   bool grads_are_zero_ = true;  // host view: no forward_backward enqueued since the last zeroing
   std::vector<PackedBf16Region> bf16_regions_host_;  // Note [bf16 weight gradients in their fp32 slots]
   DeviceBuffer<PackedBf16Region> bf16_regions_;

@@ -18,6 +18,11 @@
 //    optimizer); two graphs (plain, timed) per input parity; replay() launches one. Both variants of a parity
 //    record their phase events into the same events, so those hold the last replay of that parity. The optimizer's step number is frozen in the
 //    graph, so the trainer only captures where that is exact (OptimizerSpec::graph_replay_exact, after step 1).
+//  - The recipe (train/recipe_options.hpp; only with DDPX_CUDA_RECIPE=1 until verified on a GPU) runs the CPU
+//    engine's steps in the same order with kernels/recipe.hpp: mixup/cutmix drawn on the host from the batch's
+//    index and applied on the compute stream (so no graph replays such a step: step_graphs.hpp), the soft-target
+//    loss, the global-norm clip after the reduction and before the update (no host sync; the norm is read only
+//    when asked), the --no-decay tensors updated with weight decay 0, and the weight EMA after each update.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -34,7 +39,11 @@
 #include "kernels/normalize_pixels.hpp"
 #include "kernels/numerics_check.hpp"
 #include "kernels/optimizer.hpp"
+#include "kernels/recipe.hpp"
 #include "kernels/synthetic_data.hpp"
+#include "core/rng.hpp"
+#include "data/batch_mixing.hpp"
+#include "model/no_decay.hpp"
 #include "train/cuda_engine.hpp"
 
 namespace ddpx {
@@ -88,6 +97,7 @@ class CudaEngine : public CudaStepEngine {
       DDPX_CUDA_CHECK(cudaEventCreateWithFlags(&input_free_[p], cudaEventDisableTiming));
       DDPX_CUDA_CHECK(cudaEventRecord(input_free_[p], compute_));
     }
+    set_up_recipe(options.recipe);
     loss_ = DeviceBuffer<float>(1, "loss");
     numerics_ = DeviceBuffer<NumericsFlag>(1, "numerics flag");
     numerics_flag_reset(numerics_.get(), compute_);
@@ -174,6 +184,7 @@ class CudaEngine : public CudaStepEngine {
   void set_batch(const HostBatch& batch) override {
     parity_ = micro_counter_++ % 2;
     batch_size_ = batch.batch;
+    batch_index_ = batch.step;
     // The buffer of this parity is free once the step that read it two micro-batches ago has run its backward.
     DDPX_CUDA_CHECK(cudaStreamWaitEvent(copy_, input_free_[parity_], 0));
     if (options_.data == DataSource::synthetic_device) {
@@ -212,8 +223,9 @@ class CudaEngine : public CudaStepEngine {
     // Under capture the wait on the (uncaptured) copy stream is made by capture_begin()/replay() instead.
     if (!capturing_) DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, copy_done_[parity_], 0));
     record(kCopyDone);
+    const float* images = mixed_input();
     bool first_span = true;
-    model_->forward_backward(images_[parity_].get(), labels_[parity_].get(), batch_size_, grad_scale, loss_.get(),
+    model_->forward_backward(images, labels_[parity_].get(), batch_size_, grad_scale, loss_.get(),
                              [&](size_t begin, size_t end) {
                                if (first_span) record(kForwardEnd), first_span = false;
                                if (on_ready) on_ready(begin, end);
@@ -224,7 +236,14 @@ class CudaEngine : public CudaStepEngine {
 
   void optimizer_step(int64_t step) override {
     record(kOptimizerStart);
+    if (options_.recipe.clip_grad_norm != 0) {
+      // After the reduction (the trainer calls this once the buckets are averaged): every rank clips alike.
+      clip_grad_norm(model_->grads(), static_cast<int64_t>(layout_.buffer_size()),
+                     static_cast<float>(options_.recipe.clip_grad_norm), clip_partials_.get(), clip_scalars_.get(),
+                     clip_scalars_.get() + 1, compute_);
+    }
     update(step, 0, layout_.buffer_size(), compute_);
+    update_weight_average();
     numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
     record(kStepEnd);
     if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = step;
@@ -260,6 +279,9 @@ class CudaEngine : public CudaStepEngine {
     // Empty WireGradients: the hook left the average in the bucket after all (ddp/wire_gradients.hpp).
     if (wire == nullptr || wire->in_bucket())
       return update(span_step_, begin, end, target);
+    DDPX_INTERNAL_ASSERT(!options_.recipe.no_decay,
+                         "span [{}, {}): --no-decay with a hook's 16-bit wire (the trainer keeps the update apart)",
+                         begin, end);
     const WireGrads from_wire{wire->data, wire->format == WireFormat::fp16, wire->low_rank};
     model_->optimizer_span(options_.optimizer, span_step_, begin, end, target, &numerics_.get()->step_bad_offset,
                            &from_wire);
@@ -272,6 +294,7 @@ class CudaEngine : public CudaStepEngine {
       DDPX_CUDA_CHECK(cudaEventRecord(updates_done_, update_));
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, updates_done_, 0));
     }
+    update_weight_average();
     // After every span (the reducer's were joined by its finish_step): their kernels noted any bad gradient.
     numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
     record(kStepEnd);
@@ -314,6 +337,38 @@ class CudaEngine : public CudaStepEngine {
           cudaMemcpy(logits.data() + start * classes, d_logits.get(), n * classes * 4, cudaMemcpyDeviceToHost));
     }
     return logits;
+  }
+
+  std::optional<std::vector<float>> weight_average_logits(const float* images, int64_t batch) override {
+    if (!weight_average_.get()) return std::nullopt;
+    // The model computes with its own parameters: they are set aside, the average takes their place for the
+    // forward passes, and they come back (with the bf16 copy) before anything else runs on the stream.
+    DeviceBuffer<float> kept(layout_.buffer_size(), "parameters set aside for the EMA's evaluation");
+    const size_t bytes = layout_.buffer_size() * 4;
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(kept.get(), model_->params(), bytes, cudaMemcpyDeviceToDevice, compute_));
+    DDPX_CUDA_CHECK(
+        cudaMemcpyAsync(model_->params(), weight_average_.get(), bytes, cudaMemcpyDeviceToDevice, compute_));
+    model_->sync_low_precision_weights();
+    std::vector<float> logits = eval_logits(images, batch);
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(model_->params(), kept.get(), bytes, cudaMemcpyDeviceToDevice, compute_));
+    model_->sync_low_precision_weights();
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    return logits;
+  }
+  std::optional<std::vector<float>> weight_average() override {
+    if (!weight_average_.get()) return std::nullopt;
+    std::vector<float> values(layout_.buffer_size());
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(values.data(), weight_average_.get(), values.size() * 4, cudaMemcpyDeviceToHost,
+                                    compute_));
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    return values;
+  }
+  std::optional<float> last_grad_norm() override {
+    if (options_.recipe.clip_grad_norm == 0) return std::nullopt;
+    float norm = 0;
+    DDPX_CUDA_CHECK(cudaMemcpyAsync(&norm, clip_scalars_.get(), sizeof norm, cudaMemcpyDeviceToHost, compute_));
+    DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    return norm;
   }
 
   EnginePhaseTimes last_phase_times() override {
@@ -473,8 +528,73 @@ class CudaEngine : public CudaStepEngine {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
 
+  // The step's update of elements [begin, end); with --no-decay the exempt tensors' runs (widened to whole
+  // vectors of 4, model/no_decay.hpp) are updated with weight decay 0, as the CPU engine does.
   void update(int64_t step, size_t begin, size_t end, cudaStream_t stream) {
-    model_->optimizer_span(options_.optimizer, step, begin, end, stream, &numerics_.get()->step_bad_offset);
+    unsigned long long* bad = &numerics_.get()->step_bad_offset;
+    if (!options_.recipe.no_decay)
+      return model_->optimizer_span(options_.optimizer, step, begin, end, stream, bad);
+    for_each_decay_run(begin, end, no_decay_, [&](size_t run_begin, size_t run_end, bool decay) {
+      model_->optimizer_span(decay ? options_.optimizer : undecayed_, step, run_begin, run_end, stream, bad);
+    });
+  }
+
+  // The recipe's device state (train/recipe_options.hpp): clip scratch, the EMA, mixing buffers, exempt spans.
+  void set_up_recipe(const RecipeOptions& recipe) {
+    if (recipe.no_decay) {
+      no_decay_ = widened_to_vectors(no_decay_spans(layout_), 4);
+      undecayed_ = options_.optimizer;
+      undecayed_.weight_decay = 0.f;
+    }
+    if (recipe.clip_grad_norm != 0) {
+      clip_partials_ = DeviceBuffer<double>(static_cast<size_t>(clip_partials_count()), "clip partial sums");
+      clip_scalars_ = DeviceBuffer<float>(2, "clip norm and coefficient");
+      DDPX_CUDA_CHECK(cudaMemsetAsync(clip_scalars_.get(), 0, clip_scalars_.bytes(), compute_));
+    }
+    if (recipe.ema_decay != 0) {
+      weight_average_ = DeviceBuffer<float>(layout_.buffer_size(), "weight EMA (--ema-decay)");
+      ema_keep_ = static_cast<float>(recipe.ema_decay);
+      ema_blend_ = static_cast<float>(1.0 - recipe.ema_decay);
+    }
+    if (recipe.mix.enabled()) {
+      mixed_images_ = DeviceBuffer<float>(static_cast<size_t>(options_.batch * image_numel_), "mixed images");
+      mixed_labels_ = DeviceBuffer<int32_t>(static_cast<size_t>(options_.batch), "mixed labels");
+    }
+    model_->set_class_targets({.label_smoothing = static_cast<float>(recipe.label_smoothing)});
+  }
+
+  // --mixup/--cutmix: this batch's draw (from its index, as the CPU engine draws: every rank alike, a resumed run
+  // the same) applied on the compute stream into the mixing buffers, and the loss's targets set to match. Returns
+  // the images the forward reads.
+  const float* mixed_input() {
+    const RecipeOptions& recipe = options_.recipe;
+    if (!recipe.mix.enabled()) return images_[parity_].get();
+    DDPX_INTERNAL_ASSERT(!capturing_, "a mixed batch's draw cannot be captured (step_graphs.hpp keeps graphs off)");
+    Rng rng(options_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(batch_index_) + 1);
+    const MixDraw draw = draw_mix(rng, recipe.mix, input_shape_.image_size, input_shape_.image_size);
+    DeviceClassTargets targets{.label_smoothing = static_cast<float>(recipe.label_smoothing)};
+    if (draw.kind == MixKind::none) {
+      model_->set_class_targets(targets);
+      return images_[parity_].get();
+    }
+    const DeviceMixDraw device_draw{.kind = draw.kind == MixKind::mixup ? 1 : 2,
+                                    .own = static_cast<float>(draw.lambda),
+                                    .other = static_cast<float>(1.0 - draw.lambda),
+                                    .x1 = draw.x1, .y1 = draw.y1, .x2 = draw.x2, .y2 = draw.y2};
+    apply_mix(images_[parity_].get(), mixed_images_.get(), labels_[parity_].get(), mixed_labels_.get(), batch_size_,
+              input_shape_.channels, input_shape_.image_size, input_shape_.image_size, device_draw, compute_);
+    targets.mixed_labels = mixed_labels_.get();
+    targets.mix = static_cast<float>(draw.lambda);
+    model_->set_class_targets(targets);
+    return mixed_images_.get();
+  }
+
+  // --ema-decay: the first update copies the weights, every later one blends (optim/weight_average.hpp).
+  void update_weight_average() {
+    if (!weight_average_.get()) return;
+    weight_average_update(weight_average_.get(), model_->params(), static_cast<int64_t>(layout_.buffer_size()),
+                          ema_keep_, ema_blend_, ema_updates_ == 0, compute_);
+    ++ema_updates_;
   }
 
   void record(PhaseEvent which) {
@@ -516,6 +636,18 @@ class CudaEngine : public CudaStepEngine {
   int parity_ = 0;
   int64_t micro_counter_ = 0;
   int64_t batch_size_ = 0;
+  int64_t batch_index_ = 0;  // HostBatch::step of the staged batch (the mixing draw's seed)
+  // The recipe (set_up_recipe): exempt spans and the spec without decay, clip scratch and [norm, coefficient], the
+  // weight EMA and its update count, mixing buffers.
+  std::vector<BufferSpan> no_decay_;
+  OptimizerSpec undecayed_;
+  DeviceBuffer<double> clip_partials_;
+  DeviceBuffer<float> clip_scalars_;
+  DeviceBuffer<float> weight_average_;
+  float ema_keep_ = 0, ema_blend_ = 0;
+  int64_t ema_updates_ = 0;
+  DeviceBuffer<float> mixed_images_;
+  DeviceBuffer<int32_t> mixed_labels_;
   int64_t step_ = 0;
   bool capturing_ = false, graph_mode_ = false;
   std::array<std::array<cudaGraphExec_t, kGraphVariants>, 2> graphs_{};  // [input parity][GraphVariant]

@@ -71,7 +71,7 @@ DistOptions dist_options(const TrainOptions& options) {
           .bucket_mb = options.bucket_mb,
           .first_bucket_mb = options.first_bucket_mb,
           .overlap = !options.no_overlap,
-          .optimizer_overlap = options.optimizer_overlap,
+          .update_reduced_buckets = updates_overlap_backward(options, /*with_reducer=*/true),
           .comm_timeout_s = options.comm_timeout_s};
 }
 
@@ -147,7 +147,7 @@ void attach_reducer(DistContext& dist, const DistOptions& options, const FlatLay
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
   reducer_options.watchdog = dist.watchdog.get();
   // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each bucket is updated once reduced.
-  if (optimizer_overlaps(options.optimizer_overlap, /*with_reducer=*/true))
+  if (options.update_reduced_buckets)
     reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream, const WireGradients* wire) {
       engine.optimizer_span(begin, end, stream, wire);
     };

@@ -54,7 +54,8 @@ struct DistOptions {
   CommHookSpec comm_hook;
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
   bool overlap = true;  // buckets reduced during backward (not --no-overlap)
-  OverlapPolicy optimizer_overlap = OverlapPolicy::automatic;
+  // The reducer updates each bucket once reduced (train_options.hpp updates_overlap_backward, with a reducer).
+  bool update_reduced_buckets = true;
   double comm_timeout_s = 300;
 };
 DistOptions dist_options(const TrainOptions& options);

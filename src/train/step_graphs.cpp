@@ -16,7 +16,8 @@ StepGraphOptions step_graph_options(const TrainOptions& options) {
           .grad_accum = options.grad_accum,
           .optimizer = options.optimizer,
           .comm_hook = options.comm_hook,
-          .warmup_steps = options.warmup_steps};
+          .warmup_steps = options.warmup_steps,
+          .host_draw_per_batch = options.recipe.mix.enabled()};
 }
 
 StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
@@ -37,8 +38,11 @@ StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_en
                  "--cuda-graph on: a replayed step must equal the eager one, which holds only with --optimizer sgd "
                  "and --grad-accum 1 (got --optimizer {} --grad-accum {}); use --cuda-graph auto or off",
                  options.optimizer.name(), options.grad_accum);
+    DDPX_REQUIRE(!options.host_draw_per_batch,
+                 "--cuda-graph on: --mixup/--cutmix draw each batch's mix on the host, which a replayed graph would "
+                 "repeat; use --cuda-graph auto (it leaves graphs off for such runs) or off");
   }
-  schedule.enabled = exact && hook_capturable;
+  schedule.enabled = exact && hook_capturable && !options.host_draw_per_batch;
   if (!schedule.enabled) return schedule;
   schedule.timed_variants = timed_variants;
   // Captured at trainer step start_step + after, i.e. synchronized step after - 1: at least 1 (one eager step

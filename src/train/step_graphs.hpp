@@ -2,6 +2,7 @@
 // replay decision per step. Graphs are used only where replay is exactly the eager step: CUDA engine, one
 // micro-batch per step (no accumulation), an optimizer whose replay is exact (OptimizerSpec::graph_replay_exact:
 // SGD's step number only matters at step 1; AdamW's bias correction changes every step), after the warm-up, and
+// no draw made on the host per batch (--mixup/--cutmix: the CUDA engine applies each batch's own draw), and
 // only once the communication hook enqueues the same work every step
 // (CommHook::capturable_from_step(): PowerSGD's first compressed step allocates, so it is never the captured one).
 // Step numbers: trainer steps are 1-based; the reducer counts synchronized steps from 0 at the first step this
@@ -25,6 +26,7 @@ struct StepGraphOptions {
   OptimizerSpec optimizer;  // graph_replay_exact() decides
   CommHookSpec comm_hook;   // named in --cuda-graph on's refusal
   int64_t warmup_steps = 5;
+  bool host_draw_per_batch = false;  // --mixup/--cutmix
 };
 StepGraphOptions step_graph_options(const TrainOptions& options);
 

@@ -150,9 +150,15 @@ bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer) {
   return policy == OverlapPolicy::on || (policy == OverlapPolicy::automatic && with_reducer);
 }
 
+bool updates_overlap_backward(const TrainOptions& options, bool with_reducer) {
+  return optimizer_overlaps(options.optimizer_overlap, with_reducer) && options.recipe.clip_grad_norm == 0 &&
+         !(options.device == Device::cuda && options.recipe.no_decay);
+}
+
 bool weight_grads_in_bf16(const TrainOptions& options, bool reducer_reads_gradients) {
   return options.weight_grads == WeightGradPolicy::automatic && options.device == Device::cuda &&
-         options.precision == Precision::bf16 && !reducer_reads_gradients && options.grad_accum == 1;
+         options.precision == Precision::bf16 && !reducer_reads_gradients && options.grad_accum == 1 &&
+         options.recipe.clip_grad_norm == 0;  // the clip's norm reads every gradient as fp32
 }
 
 bool reducer_reads_gradients(const TrainOptions& options, bool with_communicator, int world) {

@@ -103,6 +103,11 @@ struct TrainOptions {
 std::string resume_checkpoint(const TrainOptions& options);
 
 bool optimizer_overlaps(OverlapPolicy policy, bool with_reducer);
+// Whether this run's updates overlap the backward (Note [Optimizer overlapped with backward]): the policy's answer,
+// except with --clip-grad-norm (clipping needs the whole step's norm before any update) and, on CUDA, --no-decay
+// (a cast hook's 16-bit wire is one update the decay runs cannot split). The trainer and the reducer's set-up ask
+// this one function, so a reducer never updates spans of a step the trainer then updates again.
+bool updates_overlap_backward(const TrainOptions& options, bool with_reducer);
 
 // Whether the weight-gradient GEMMs write bf16, as PyTorch autocast's do (Note [bf16 weight gradients in their fp32
 // slots], model_cuda/cuda_model.hpp): --weight-grads auto with --precision bf16 on --device cuda, no reducer that

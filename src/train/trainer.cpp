@@ -242,9 +242,7 @@ TrainSummary run_training(const TrainOptions& requested) {
   if (!calibration.shortfall.empty()) log("calibration: " + calibration.shortfall);
   // See Note [Optimizer overlapped with backward] (train/step_engine.hpp); the reducer's part is set up by
   // attach_reducer().
-  // Clipping needs the whole step's gradient norm before any update: no span updates (validate() refuses "on").
-  const bool overlap_optimizer =
-      optimizer_overlaps(options.optimizer_overlap, dist.reducer != nullptr) && options.recipe.clip_grad_norm == 0;
+  const bool overlap_optimizer = updates_overlap_backward(options, dist.reducer != nullptr);
   auto finish_optimizer = [&](int64_t step) {
     if (overlap_optimizer) {
       engine->finish_span_updates();

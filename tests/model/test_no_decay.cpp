@@ -44,5 +44,25 @@ TEST(NoDecay, RunsCoverTheRangeInOrder) {
   EXPECT_EQ(runs, (std::vector<std::tuple<size_t, size_t, bool>>{{20, 30, true}}));
 }
 
+TEST(NoDecay, SpansWidenedToVectorsCoverTheExemptAndNoDecayedTensor) {
+  EXPECT_EQ(widened_to_vectors({{10, 21}, {22, 25}, {40, 41}}, 4),
+            (std::vector<BufferSpan>{{8, 28}, {40, 44}}));
+  for (const char* spec : {"vit_tiny_test", "mlp_tiny_test", "mlp:image=28,channels=1,layers=2,width=6,classes=10"}) {
+    SCOPED_TRACE(spec);
+    const auto model = make_model(spec);
+    const FlatLayout& layout = model->layout();
+    const std::vector<BufferSpan> widened = widened_to_vectors(no_decay_spans(layout), 4);
+    for (const BufferSpan& span : widened) EXPECT_TRUE(span.begin % 4 == 0 && span.end % 4 == 0);
+    auto covered = [&](size_t at) {
+      return std::any_of(widened.begin(), widened.end(), [&](const BufferSpan& s) { return s.begin <= at && at < s.end; });
+    };
+    for (const TensorSlot& tensor : layout.tensors()) {
+      const bool exempt = exempt_from_decay(tensor);
+      for (size_t at = tensor.offset; at < tensor.offset + tensor.numel; ++at)
+        ASSERT_EQ(covered(at), exempt) << tensor.name << " element " << at - tensor.offset;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ddpx

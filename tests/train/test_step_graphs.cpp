@@ -69,6 +69,16 @@ TEST(StepGraphs, TimedGraphsReplayOnlyWhereBucketTimesAreRead) {
   EXPECT_EQ(choose_graph_variant(plain, 20, true), GraphVariant::plain);
 }
 
+TEST(StepGraphs, MixingRunsReplayNoGraph) {
+  // --mixup/--cutmix draw each batch's mix on the host: a replay would repeat the captured draw.
+  StepGraphOptions mixing = graph_run("allreduce", 5);
+  mixing.host_draw_per_batch = true;
+  EXPECT_FALSE(plan_step_graphs(mixing, true, 0, 0).enabled);
+  mixing.cuda_graph = GraphPolicy::on;
+  const std::string error = error_of(mixing, true, 0);
+  EXPECT_NE(error.find("--cuda-graph on: --mixup/--cutmix"), std::string::npos) << error;
+}
+
 TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
   // Trainer step s is synchronized step s - 1; PowerSGD with START 2 compresses (and allocates) first at
   // synchronized step 2 = trainer step 3, so the capture may come at trainer step 4 at the earliest.

@@ -100,8 +100,8 @@ class MlpNetwork final : public CudaNetwork {
     bf16_weight_grads_ = write.bf16_weights && !std::is_same_v<T, float>;
     forward(images, batch, logits_.get());
     const int64_t C = config_.num_classes;
-    softmax_cross_entropy<T>(logits_.get(), labels, batch, C, grad_scale, loss, dlogits_.get(), row_loss_.get(),
-                             stream_);
+    class_cross_entropy<T>(write.targets, logits_.get(), labels, batch, C, grad_scale, loss, dlogits_.get(),
+                           row_loss_.get(), stream_);
     const std::vector<BufferSpan>& spans = layout_.ready_spans();
     auto ready = [&](size_t span) {
       if (on_ready) on_ready(spans[span].begin, spans[span].end);

@@ -127,7 +127,7 @@ class VitCudaModel final : public CudaNetwork {
     bf16_weight_grads_ = write.bf16_weights && !std::is_same_v<T, float>;
     forward(images, batch, logits_);
     const int64_t D = config_.hidden_dim, S = config_.seq_len(), C = config_.num_classes, rows = batch * S;
-    softmax_cross_entropy<T>(logits_, labels, batch, C, grad_scale, loss, dlogits_, row_loss_, stream_);
+    class_cross_entropy<T>(write.targets, logits_, labels, batch, C, grad_scale, loss, dlogits_, row_loss_, stream_);
     auto ready = [&](size_t begin, size_t end) {
       if (on_ready) on_ready(begin, end);
     };

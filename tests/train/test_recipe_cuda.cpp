@@ -1,0 +1,160 @@
+// The recipe's CUDA forms through the trainer, against the CPU engine. Until these run green on a GPU the CUDA
+// engine runs them only with DDPX_CUDA_RECIPE=1 (train/recipe_options.hpp), which the GPU tests set themselves.
+// On every machine: the gate refuses by name without the opt-in and lets it through with it; mixing runs never
+// replay graphs. On a GPU (GPU-labelled, they skip without one): each feature alone, then all of them, trains
+// vit_tiny_test and mlp_tiny_test in fp32 to the CPU engine's weights (and EMA) within the fp32 tolerance of
+// CudaTraining.MatchesTheCpuEngineInFp32; a replayed graph of a recipe step equals the eager step bit for bit.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "error_expect.hpp"
+#include "gpu_guard.hpp"
+#include "io/param_safetensors.hpp"
+#include "model/model_registry.hpp"
+#include "train/recipe_options.hpp"
+#include "train/step_graphs.hpp"
+#include "train/trainer.hpp"
+
+namespace ddpx {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("ddpx_test_recipe_cuda_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+std::vector<float> weights(const std::string& path, const std::string& model) {
+  const std::unique_ptr<Model> m = make_model(model);
+  std::vector<float> params(m->layout().buffer_size());
+  load_params_safetensors(path, m->layout(), params.data());
+  return params;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]));
+  return worst;
+}
+
+// Sets DDPX_CUDA_RECIPE for one scope and restores what was there.
+class RecipeOptIn {
+ public:
+  explicit RecipeOptIn(const char* value) {
+    if (const char* old = std::getenv("DDPX_CUDA_RECIPE")) saved_ = old, had_ = true;
+    if (value) ::setenv("DDPX_CUDA_RECIPE", value, 1); else ::unsetenv("DDPX_CUDA_RECIPE");
+  }
+  ~RecipeOptIn() {
+    if (had_) ::setenv("DDPX_CUDA_RECIPE", saved_.c_str(), 1); else ::unsetenv("DDPX_CUDA_RECIPE");
+  }
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+
+TEST(CudaRecipe, RefusedByNameUnlessTheEnvironmentOptsIn) {
+  RecipeOptions smoothing;
+  smoothing.label_smoothing = 0.1;
+  {
+    RecipeOptIn off(nullptr);
+    EXPECT_FALSE(cuda_recipe_opted_in());
+    testing::expect_error([&] { smoothing.validate(Device::cuda); },
+                          {"--label-smoothing on --device cuda", "DDPX_CUDA_RECIPE=1"});
+    smoothing.validate(Device::cpu);  // the CPU engine runs it either way
+  }
+  {
+    RecipeOptIn other("yes");  // only "1" opts in
+    testing::expect_error([&] { smoothing.validate(Device::cuda); }, {"DDPX_CUDA_RECIPE=1"});
+  }
+  {
+    RecipeOptIn on("1");
+    EXPECT_TRUE(cuda_recipe_opted_in());
+    smoothing.validate(Device::cuda);
+    RecipeOptions bad = smoothing;
+    bad.label_smoothing = 1.5;  // the value checks still hold
+    testing::expect_error([&] { bad.validate(Device::cuda); }, {"--label-smoothing"});
+  }
+}
+
+TEST(CudaRecipe, OverlappedUpdatesStopWhereTheRecipeNeedsTheWholeStep) {
+  TrainOptions o;
+  o.optimizer_overlap = OverlapPolicy::automatic;
+  EXPECT_TRUE(updates_overlap_backward(o, /*with_reducer=*/true));
+  EXPECT_FALSE(updates_overlap_backward(o, /*with_reducer=*/false));
+  o.recipe.clip_grad_norm = 1;
+  EXPECT_FALSE(updates_overlap_backward(o, true));  // the norm needs every bucket first
+  o.recipe.clip_grad_norm = 0;
+  o.recipe.no_decay = true;
+  EXPECT_TRUE(updates_overlap_backward(o, true));  // the CPU engine splits any span into decay runs
+  o.device = Device::cuda;
+  EXPECT_FALSE(updates_overlap_backward(o, true));  // a cast hook's 16-bit wire is one update
+}
+
+TrainOptions recipe_case(Device device, const std::string& model, const std::string& feature) {
+  TrainOptions o;
+  o.device = device;
+  o.model = model;
+  o.batch = 8;
+  o.steps = 6;
+  o.warmup_steps = 2;
+  o.data = DataSource::learnable;
+  o.optimizer = OptimizerSpec{.kind = OptimizerKind::sgd, .lr = 0.05f, .weight_decay = 0.05f, .momentum = 0.9f};
+  o.workers = 2;
+  o.quiet = true;
+  o.seed = 5;
+  o.cuda_graph = GraphPolicy::off;
+  const bool all = feature == "all";
+  if (all || feature == "smoothing") o.recipe.label_smoothing = 0.1;
+  if (all || feature == "clip") o.recipe.clip_grad_norm = 0.5;
+  if (all || feature == "no_decay") o.recipe.no_decay = true;
+  if (all || feature == "ema") o.recipe.ema_decay = 0.8;
+  if (all || feature == "mix") o.recipe.mix = MixSettings{.mixup_alpha = 0.2, .cutmix_alpha = 1.0};
+  o.save = scratch(model + "_" + feature + (device == Device::cuda ? "_cuda" : "_cpu") + ".safetensors").string();
+  return o;
+}
+
+TEST(CudaRecipe, EachFeatureTrainsAsTheCpuEngine) {
+  DDPX_REQUIRE_GPU();
+  RecipeOptIn on("1");
+  for (const std::string model : {"vit_tiny_test", "mlp_tiny_test"}) {
+    for (const std::string feature : {"smoothing", "clip", "no_decay", "ema", "mix", "all"}) {
+      SCOPED_TRACE(model + " " + feature);
+      TrainOptions gpu = recipe_case(Device::cuda, model, feature), cpu = recipe_case(Device::cpu, model, feature);
+      run_training(gpu);
+      run_training(cpu);
+      EXPECT_LT(max_abs_diff(weights(gpu.save, model), weights(cpu.save, model)), 2e-4);
+      if (gpu.recipe.ema_decay != 0)
+        EXPECT_LT(max_abs_diff(weights(weight_average_path(gpu.save), model),
+                               weights(weight_average_path(cpu.save), model)), 2e-4);
+    }
+  }
+}
+
+TEST(CudaRecipe, ReplayedRecipeStepsEqualEagerSteps) {
+  DDPX_REQUIRE_GPU();
+  RecipeOptIn on("1");
+  // Everything a graph can hold (mixing cannot: its draw is per batch): smoothing, clipping, no-decay, EMA.
+  TrainOptions eager = recipe_case(Device::cuda, "vit_tiny_test", "all"), graphed = eager;
+  eager.recipe.mix = graphed.recipe.mix = MixSettings{};
+  eager.steps = graphed.steps = 10;
+  graphed.cuda_graph = GraphPolicy::on;
+  graphed.save = scratch("graphed_all_cuda.safetensors").string();
+  run_training(eager);
+  run_training(graphed);
+  EXPECT_EQ(max_abs_diff(weights(eager.save, eager.model), weights(graphed.save, eager.model)), 0.0);
+  EXPECT_EQ(max_abs_diff(weights(weight_average_path(eager.save), eager.model),
+                         weights(weight_average_path(graphed.save), eager.model)), 0.0);
+}
+
+}  // namespace
+}  // namespace ddpx
