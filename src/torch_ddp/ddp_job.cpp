@@ -2,16 +2,12 @@
 #include "torch_ddp/ddp_job.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
-#include <cstring>
-#include <ctime>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
-#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/test_fault.hpp"
 #include "dist/backend_registry.hpp"
@@ -19,30 +15,17 @@
 #include "dist/bootstrap_exchange.hpp"
 #include "dist/clock_offset.hpp"
 #include "dist/heartbeat.hpp"
+#include "dist/gather_strings.hpp"
 #include "dist/host_collectives.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
+#include "profile/rank_reports.hpp"
 
 namespace ddpx::torch {
 namespace {
 
 double steady_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32] = {};
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
 }
 
 const BackendEntry& backend_for(const DdpJobOptions& options, const WorldInfo& world) {
@@ -97,17 +80,8 @@ double DdpJob::now_ms() const {
 
 std::vector<std::string> DdpJob::gather_strings(const std::string& mine) {
   std::vector<std::string> result;
-  watchdog_->run_watched("a gather of every rank's text", [&] {
-    const int n = communicator_->size();
-    int64_t length = static_cast<int64_t>(mine.size());
-    std::vector<int64_t> lengths(static_cast<size_t>(n));
-    all_gather_host(*communicator_, &length, lengths.data(), sizeof(int64_t));
-    const size_t longest = std::max<size_t>(1, static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end())));
-    std::vector<char> padded(longest, 0), all(longest * static_cast<size_t>(n));
-    std::memcpy(padded.data(), mine.data(), mine.size());
-    all_gather_host(*communicator_, padded.data(), all.data(), longest);
-    for (int r = 0; r < n; ++r) result.emplace_back(all.data() + r * longest, static_cast<size_t>(lengths[r]));
-  });
+  watchdog_->run_watched("a gather of every rank's text",
+                         [&] { result = ddpx::gather_strings(*communicator_, mine); });
   return result;
 }
 
@@ -153,16 +127,14 @@ void DdpJob::write_report(const std::string& path, RunConfig config, const std::
   run.steps = steps;
   DDPX_REQUIRE(!steps.empty(), "rank {}: write_report('{}'): no step was recorded after the warm-up steps "
                "(DdpOptions::report_warmup_steps); train more steps before writing the report", rank_, path);
-  const std::vector<std::string> runs = gather_strings(nlohmann::json(run).dump());
+  std::vector<RankRun> runs = gather_rank_runs(run, [&](const std::string& mine) { return gather_strings(mine); });
   if (rank_ != 0) return;
   RunReport report;
   config.world = world_;
   config.ddp = true;
-  config.ddpx_version = ddpx_version();
-  config.ddpx_commit = ddpx_commit();
-  config.started_utc = utc_now_iso8601();
+  stamp_run_start(config);
   report.config = std::move(config);
-  for (const std::string& text : runs) report.ranks.push_back(nlohmann::json::parse(text).get<RankRun>());
+  report.ranks = std::move(runs);
   save_run_report(report, path);
 }
 

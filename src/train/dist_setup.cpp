@@ -18,12 +18,12 @@
 #include "dist/bootstrap.hpp"
 #include "dist/bootstrap_exchange.hpp"
 #include "dist/communicator.hpp"
+#include "dist/gather_strings.hpp"
 #include "dist/gpu_selection.hpp"
 #include "dist/heartbeat.hpp"
 #include "dist/host_collectives.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
-#include "train/gather_strings.hpp"
 #include "train/startup_settings.hpp"
 #include "train/step_engine.hpp"
 

@@ -2,21 +2,19 @@
 #include "train/run_report.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <string>
 
-#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/clock_offset.hpp"
 #include "optim/hyperparameter.hpp"
 #include "dist/communicator.hpp"
 #include "profile/ddp_cost.hpp"
+#include "profile/rank_reports.hpp"
 #include "dist/host_collectives.hpp"
 #include "dist/watchdog.hpp"
 #include "profile/step_breakdown.hpp"
@@ -55,22 +53,6 @@ std::string link_description(const TrainOptions& options, const DistContext& dis
   const char* p2p_disabled = std::getenv("NCCL_P2P_DISABLE");
   if (p2p_disabled && std::string(p2p_disabled) == "1") return "SHM/direct/direct (NCCL_P2P_DISABLE=1)";
   return "P2P (NCCL peer-to-peer, predicted)";
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
-}
-
-// Now, as ISO 8601 UTC to the second: "2026-12-01T09:37:00Z".
-std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32] = {};
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 OptimizerInfo optimizer_info(const TrainOptions& options) {
@@ -134,9 +116,7 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   config_.steps = options.steps;
   config_.warmup = options.warmup_steps;
   config_.data = options.data.text();
-  config_.ddpx_version = ddpx_version();
-  config_.ddpx_commit = ddpx_commit();
-  config_.started_utc = utc_now_iso8601();
+  stamp_run_start(config_);
   config_.command_line = options.command_line;
   config_.optimizer = optimizer_info(options);
   run_.info.host = host_name();
@@ -251,17 +231,9 @@ void RunRecorder::finish(const TrainSummary& summary, bool print) {
   report.config = config_;
   if (summary.steps_per_s > 0 && summary.images_per_s > 0)
     report.throughput = RunThroughput{summary.steps_per_s, summary.images_per_s};
-  if (dist_.communicator && dist_.world > 1) {
-    nlohmann::json mine;
-    to_json(mine, run_);
-    for (const std::string& text : dist_.gather_strings(mine.dump())) {
-      RankRun r;
-      from_json(nlohmann::json::parse(text), r);
-      report.ranks.push_back(std::move(r));
-    }
-  } else {
-    report.ranks.push_back(run_);
-  }
+  StringGather gather;
+  if (dist_.communicator && dist_.world > 1) gather = [&](const std::string& mine) { return dist_.gather_strings(mine); };
+  report.ranks = gather_rank_runs(run_, gather);
   if (dist_.rank != 0) return;
   const bool have_steps_for_cost = std::all_of(report.ranks.begin(), report.ranks.end(),
                                                [](const RankRun& r) { return !r.steps.empty(); });

@@ -1,4 +1,4 @@
-// gather_strings (train/gather_strings.hpp) over a host communicator of one rank: the string comes back whole,
+// gather_strings (dist/gather_strings.hpp) over a host communicator of one rank: the string comes back whole,
 // empty and embedded-NUL strings included (lengths travel first, so padding never leaks into a result). The
 // multi-rank path is the run report's gather in the multi-rank train tests; device staging is
 // dist/host_collectives' (GPU machine).
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dist/self_communicator.hpp"
-#include "train/gather_strings.hpp"
+#include "dist/gather_strings.hpp"
 
 namespace ddpx {
 namespace {

@@ -1,5 +1,6 @@
 // gather_strings: every rank's string, on every rank, through the job's communicator (dist/host_collectives: host
-// buffers for MPI and Gloo, device staging for NCCL). Used once per run for reports; never in the step.
+// buffers for MPI and Gloo, device staging for NCCL). Used once per run for reports (the trainer's and the LibTorch
+// adapter's); never in the step. Not watched: callers run it under their watchdog.
 #pragma once
 #include <string>
 #include <vector>
