@@ -25,39 +25,28 @@ namespace {
 
 using namespace std::chrono_literals;
 
-RendezvousConfig config_for(int port, int rank, int world, std::string token = "job-a") {
-  return RendezvousConfig{"127.0.0.1", port, rank, world, std::move(token), 5s};
+// Rank `rank` of `world` meeting rank 0 at 127.0.0.1:port under `token`, waiting at most `timeout`.
+RendezvousConfig config_for(int port, int rank, int world, std::string token = "job-a",
+                            std::chrono::milliseconds timeout = 5s) {
+  return RendezvousConfig{"127.0.0.1", port, rank, world, std::move(token), timeout};
+}
+RendezvousConfig config_for(int port, int rank, int world, std::chrono::milliseconds timeout) {
+  return config_for(port, rank, world, "job-a", timeout);
+}
+
+// A rank in a thread of its own (the test's thread is another rank, or a hand-made peer).
+std::future<std::vector<uint8_t>> broadcast_in_thread(const RendezvousConfig& config, std::vector<uint8_t> payload) {
+  return std::async(std::launch::async, [=] { return rendezvous_broadcast(config, payload); });
+}
+std::future<std::vector<std::vector<uint8_t>>> allgather_in_thread(const RendezvousConfig& config,
+                                                                   std::vector<uint8_t> payload) {
+  return std::async(std::launch::async, [=] { return rendezvous_allgather(config, payload); });
 }
 
 using testing::error_of;
 
-// A hand-made peer speaking the wire format of tcp_rendezvous.hpp: connects to 127.0.0.1:port (retrying for up to
-// 5 s while rank 0 starts), sends a hello and returns the connected socket (-1 if it never connected).
-int send_raw_hello(int port, uint32_t exchange, uint32_t rank, uint32_t world, const std::string& token) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-      std::vector<char> hello{'D', 'D', 'P', 'X', 'R', 'D', 'V', '2'};
-      for (uint32_t value : {exchange, rank, world, static_cast<uint32_t>(token.size())}) {
-        const char* bytes = reinterpret_cast<const char*>(&value);
-        hello.insert(hello.end(), bytes, bytes + sizeof value);
-      }
-      hello.insert(hello.end(), token.begin(), token.end());
-      hello.insert(hello.end(), 4, '\0');  // empty payload
-      EXPECT_EQ(::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hello.size()));
-      return fd;
-    }
-    ::close(fd);
-    std::this_thread::sleep_for(50ms);
-  }
-  return -1;
-}
-
-// A connection to 127.0.0.1:port that says nothing (-1 if it could not connect within 5 s).
+// A connection to 127.0.0.1:port that says nothing yet (-1 if it could not connect within 5 s, retrying while rank
+// 0 starts).
 int connect_silently(int port) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -74,6 +63,33 @@ int connect_silently(int port) {
   return -1;
 }
 
+// A hello in the wire format of tcp_rendezvous.hpp, up to its payload's length (the payload itself not included).
+std::vector<char> hello_header(uint32_t exchange, uint32_t rank, uint32_t world, const std::string& token,
+                               uint32_t payload_length) {
+  std::vector<char> hello{'D', 'D', 'P', 'X', 'R', 'D', 'V', '2'};
+  for (uint32_t value : {exchange, rank, world, static_cast<uint32_t>(token.size())}) {
+    const char* bytes = reinterpret_cast<const char*>(&value);
+    hello.insert(hello.end(), bytes, bytes + sizeof value);
+  }
+  hello.insert(hello.end(), token.begin(), token.end());
+  const char* length = reinterpret_cast<const char*>(&payload_length);
+  hello.insert(hello.end(), length, length + sizeof payload_length);
+  return hello;
+}
+
+// A hand-made peer: connects, sends `hello` whole, and returns the connected socket (-1 if it never connected).
+int connect_and_send(int port, const std::vector<char>& hello) {
+  const int fd = connect_silently(port);
+  if (fd >= 0)
+    EXPECT_EQ(::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hello.size()));
+  return fd;
+}
+
+// A hand-made peer sending a hello with an empty payload.
+int send_raw_hello(int port, uint32_t exchange, uint32_t rank, uint32_t world, const std::string& token) {
+  return connect_and_send(port, hello_header(exchange, rank, world, token, 0));
+}
+
 // Reads rank 0's status byte (waiting up to 5 s); -1 when the connection closed or nothing came.
 int read_status(int fd) {
   pollfd waiter{fd, POLLIN, 0};
@@ -87,8 +103,7 @@ TEST(TcpRendezvous, EveryRankGetsRankZerosPayload) {
   const std::vector<uint8_t> payload{1, 2, 3, 250};
   std::vector<std::future<std::vector<uint8_t>>> peers;
   for (int rank = 1; rank < 4; ++rank)  // peers start before rank 0 listens: they must retry
-    peers.push_back(std::async(std::launch::async,
-                               [=] { return rendezvous_broadcast(config_for(port, rank, 4), {}); }));
+    peers.push_back(broadcast_in_thread(config_for(port, rank, 4), {}));
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(rendezvous_broadcast(config_for(port, 0, 4), payload), payload);
   for (auto& peer : peers) EXPECT_EQ(peer.get(), payload);
@@ -96,7 +111,7 @@ TEST(TcpRendezvous, EveryRankGetsRankZerosPayload) {
 
 TEST(TcpRendezvous, PeerOfAnotherJobIsRejectedAndTheJobCompletes) {
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(config_for(port, 0, 2), {42}); });
+  auto root = broadcast_in_thread(config_for(port, 0, 2), {42});
   std::string stranger = error_of([&] { rendezvous_broadcast(config_for(port, 1, 2, "job-b"), {}); });
   EXPECT_NE(stranger.find("rank 1: rank 0 at MASTER_ADDR:MASTER_PORT = 127.0.0.1:" + std::to_string(port) +
                           " rejected this process: its job token differs"),
@@ -108,7 +123,7 @@ TEST(TcpRendezvous, PeerOfAnotherJobIsRejectedAndTheJobCompletes) {
 
 TEST(TcpRendezvous, WorldSizeMismatchIsRejected) {
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(config_for(port, 0, 2), {7}); });
+  auto root = broadcast_in_thread(config_for(port, 0, 2), {7});
   std::string error = error_of([&] { rendezvous_broadcast(config_for(port, 1, 3), {}); });
   EXPECT_NE(error.find("expects world size 3 but rank 0 has 2"), std::string::npos) << error;
   rendezvous_broadcast(config_for(port, 1, 2), {});
@@ -116,8 +131,7 @@ TEST(TcpRendezvous, WorldSizeMismatchIsRejected) {
 }
 
 TEST(TcpRendezvous, PeerTimesOutNamingTheAddressAndRank) {
-  RendezvousConfig config = config_for(find_free_port(), 2, 3);
-  config.timeout = 300ms;
+  const RendezvousConfig config = config_for(find_free_port(), 2, 3, 300ms);
   std::string error = error_of([&] { rendezvous_broadcast(config, {}); });
   EXPECT_NE(error.find("rank 2: could not reach rank 0 at MASTER_ADDR:MASTER_PORT = 127.0.0.1:" +
                        std::to_string(config.master_port)),
@@ -126,8 +140,7 @@ TEST(TcpRendezvous, PeerTimesOutNamingTheAddressAndRank) {
 }
 
 TEST(TcpRendezvous, RankZeroTimesOutListingMissingRanks) {
-  RendezvousConfig config = config_for(find_free_port(), 0, 3);
-  config.timeout = 300ms;
+  const RendezvousConfig config = config_for(find_free_port(), 0, 3, 300ms);
   std::string error = error_of([&] { rendezvous_broadcast(config, {1}); });
   EXPECT_NE(error.find("rank 0: timed out after 0 s waiting at MASTER_ADDR:MASTER_PORT = 127.0.0.1:"),
             std::string::npos)
@@ -139,7 +152,7 @@ TEST(TcpRendezvous, RankZeroTimesOutListingMissingRanks) {
 // as served, and the real rank never got the payload. It is rejected now and the real rank completes the job.
 TEST(TcpRendezvous, RankOfTwoToTheThirtyFirstIsRejected) {
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(config_for(port, 0, 2), {9}); });
+  auto root = broadcast_in_thread(config_for(port, 0, 2), {9});
   const int fd = send_raw_hello(port, 1, 0x80000001u, 2, "job-a");
   ASSERT_GE(fd, 0);
   EXPECT_EQ(read_status(fd), 1);  // rejected
@@ -152,7 +165,7 @@ TEST(TcpRendezvous, RankOfTwoToTheThirtyFirstIsRejected) {
 // (rank 0 returned, the real rank 1 could never join). A rank counts only once it acknowledged receipt.
 TEST(TcpRendezvous, APeerThatVanishesAfterItsHelloTakesNoRanksPlace) {
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(config_for(port, 0, 2), {5, 6}); });
+  auto root = broadcast_in_thread(config_for(port, 0, 2), {5, 6});
   const int fd = send_raw_hello(port, 1, 1, 2, "job-a");
   ASSERT_GE(fd, 0);
   ::close(fd);  // gone before the answer is read, so without acknowledging it
@@ -163,12 +176,12 @@ TEST(TcpRendezvous, APeerThatVanishesAfterItsHelloTakesNoRanksPlace) {
 // The same in an all-gather: a peer that disconnects while the others are still arriving frees its rank again.
 TEST(TcpRendezvous, AllGatherLetsTheRealRankInAfterAPeerVanished) {
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 0, 3), {0}); });
+  auto root = allgather_in_thread(config_for(port, 0, 3), {0});
   const int fd = send_raw_hello(port, 2, 1, 3, "job-a");
   ASSERT_GE(fd, 0);
   std::this_thread::sleep_for(100ms);  // rank 0 holds it as rank 1 ...
   ::close(fd);                         // ... until it leaves
-  auto two = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 2, 3), {2, 2}); });
+  auto two = allgather_in_thread(config_for(port, 2, 3), {2, 2});
   const std::vector<std::vector<uint8_t>> expected{{0}, {1}, {2, 2}};
   EXPECT_EQ(rendezvous_allgather(config_for(port, 1, 3), {1}), expected);
   EXPECT_EQ(two.get(), expected);
@@ -181,8 +194,7 @@ TEST(TcpRendezvous, AllGatherGivesEveryRankEveryPayloadInRankOrder) {
   std::vector<std::future<std::vector<std::vector<uint8_t>>>> ranks;
   for (int rank = world - 1; rank >= 0; --rank) {  // rank 0 last: the others retry until it listens
     std::vector<uint8_t> mine(static_cast<size_t>(rank) * 3, static_cast<uint8_t>(rank));  // rank 0's is empty
-    ranks.push_back(std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, rank, world),
-                                                                                     mine); }));
+    ranks.push_back(allgather_in_thread(config_for(port, rank, world), mine));
   }
   std::vector<std::vector<uint8_t>> expected;
   for (int rank = 0; rank < world; ++rank)
@@ -200,21 +212,20 @@ TEST(TcpRendezvous, HostHoldsThePortFromConstructionAndProbesDoNotDisturbIt) {
             std::string::npos);
   wait_for_rendezvous(config_for(port, 1, 3));
   wait_for_rendezvous(config_for(port, 2, 3));
-  auto one = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 1, 3), {1}); });
-  auto two = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 2, 3), {2}); });
+  auto one = allgather_in_thread(config_for(port, 1, 3), {1});
+  auto two = allgather_in_thread(config_for(port, 2, 3), {2});
   const std::vector<std::vector<uint8_t>> expected{{0}, {1}, {2}};
   EXPECT_EQ(host.allgather({0}), expected);
   EXPECT_EQ(one.get(), expected);
   EXPECT_EQ(two.get(), expected);
   EXPECT_THROW(host.allgather({0}), Error);  // one exchange per host
-  RendezvousConfig nobody = config_for(find_free_port(), 1, 2);
-  nobody.timeout = 200ms;
+  const RendezvousConfig nobody = config_for(find_free_port(), 1, 2, 200ms);
   EXPECT_NE(error_of([&] { wait_for_rendezvous(nobody); }).find("rank 1: could not reach rank 0"), std::string::npos);
 }
 
 TEST(TcpRendezvous, ABroadcastPeerIsRejectedByAnAllGather) {
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_allgather(config_for(port, 0, 2), {1}); });
+  auto root = allgather_in_thread(config_for(port, 0, 2), {1});
   std::string error = error_of([&] { rendezvous_broadcast(config_for(port, 1, 2), {}); });
   EXPECT_NE(error.find("it asks for a broadcast but rank 0 runs a all-gather"), std::string::npos) << error;
   EXPECT_EQ(rendezvous_allgather(config_for(port, 1, 2), {2}), (std::vector<std::vector<uint8_t>>{{1}, {2}}));
@@ -237,13 +248,12 @@ TEST(TcpRendezvous, NoTokenOffLoopbackIsRefusedUnlessAllowed) {
   }
   // Loopback without a token, and an explicit allowance, both run.
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(config_for(port, 0, 2, ""), {3}); });
+  auto root = broadcast_in_thread(config_for(port, 0, 2, ""), {3});
   EXPECT_EQ(rendezvous_broadcast(config_for(port, 1, 2, ""), {}), std::vector<uint8_t>{3});
   root.get();
-  RendezvousConfig allowed = config_for(find_free_port(), 1, 2, "");
+  RendezvousConfig allowed = config_for(find_free_port(), 1, 2, "", 200ms);
   allowed.master_addr = "0.0.0.0";
   allowed.allow_without_token = true;
-  allowed.timeout = 200ms;
   EXPECT_NE(error_of([&] { rendezvous_broadcast(allowed, {}); }).find("could not reach rank 0"), std::string::npos);
 }
 
@@ -251,15 +261,13 @@ TEST(TcpRendezvous, NoTokenOffLoopbackIsRefusedUnlessAllowed) {
 // job 15 s (here: past rank 0's 3 s timeout). Connections are served at once now, each with its own deadline.
 TEST(TcpRendezvous, SilentConnectionsDoNotHoldTheJob) {
   const int port = find_free_port();
-  RendezvousConfig root_config = config_for(port, 0, 2);
-  root_config.timeout = 3s;
-  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(root_config, {4}); });
+  const RendezvousConfig root_config = config_for(port, 0, 2, 3s);
+  auto root = broadcast_in_thread(root_config, {4});
   std::vector<int> silent;
   for (int i = 0; i < 3; ++i) silent.push_back(connect_silently(port));
   for (int fd : silent) ASSERT_GE(fd, 0);
   std::this_thread::sleep_for(100ms);  // rank 0 has accepted them before the real rank arrives
-  RendezvousConfig one = config_for(port, 1, 2);
-  one.timeout = 3s;
+  const RendezvousConfig one = config_for(port, 1, 2, 3s);
   EXPECT_EQ(rendezvous_broadcast(one, {}), std::vector<uint8_t>{4});
   EXPECT_EQ(root.get(), std::vector<uint8_t>{4});
   for (int fd : silent) ::close(fd);
@@ -269,20 +277,17 @@ TEST(TcpRendezvous, SilentConnectionsDoNotHoldTheJob) {
 // neither an all-gather nor its end.
 TEST(TcpRendezvous, HundredsOfIdleConnectionsDoNotFailTheAllGather) {
   const int port = find_free_port();
-  RendezvousConfig root_config = config_for(port, 0, 3);
-  root_config.timeout = 4s;
-  auto root = std::async(std::launch::async, [=] { return rendezvous_allgather(root_config, {0}); });
+  const RendezvousConfig root_config = config_for(port, 0, 3, 4s);
+  auto root = allgather_in_thread(root_config, {0});
   std::vector<int> idle;
   for (int i = 0; i < 300; ++i) {
     const int fd = connect_silently(port);
     ASSERT_GE(fd, 0);
     idle.push_back(fd);
   }
-  RendezvousConfig two = config_for(port, 2, 3);
-  two.timeout = 4s;
-  auto second = std::async(std::launch::async, [=] { return rendezvous_allgather(two, {2}); });
-  RendezvousConfig one = config_for(port, 1, 3);
-  one.timeout = 4s;
+  const RendezvousConfig two = config_for(port, 2, 3, 4s);
+  auto second = allgather_in_thread(two, {2});
+  const RendezvousConfig one = config_for(port, 1, 3, 4s);
   const std::vector<std::vector<uint8_t>> expected{{0}, {1}, {2}};
   EXPECT_EQ(rendezvous_allgather(one, {1}), expected);
   EXPECT_EQ(second.get(), expected);
@@ -295,18 +300,10 @@ TEST(TcpRendezvous, HundredsOfIdleConnectionsDoNotFailTheAllGather) {
 // a broadcast hello with any payload is refused the same way. The job completes.
 TEST(TcpRendezvous, APeerWithoutTheTokenIsRefusedBeforeItsPayloadIsRead) {
   const int port = find_free_port();
-  auto root = std::async(std::launch::async, [=] { return rendezvous_broadcast(config_for(port, 0, 2), {8}); });
+  auto root = broadcast_in_thread(config_for(port, 0, 2), {8});
   for (const std::string token : {"job-b", "job-a"}) {
-    const int fd = connect_silently(port);
+    const int fd = connect_and_send(port, hello_header(1, 1, 2, token, 1 << 20));
     ASSERT_GE(fd, 0);
-    std::vector<char> header{'D', 'D', 'P', 'X', 'R', 'D', 'V', '2'};
-    for (uint32_t value : {1u, 1u, 2u, static_cast<uint32_t>(token.size())})
-      header.insert(header.end(), reinterpret_cast<const char*>(&value), reinterpret_cast<const char*>(&value) + 4);
-    header.insert(header.end(), token.begin(), token.end());
-    const uint32_t payload_length = 1 << 20;
-    header.insert(header.end(), reinterpret_cast<const char*>(&payload_length),
-                  reinterpret_cast<const char*>(&payload_length) + 4);
-    ASSERT_EQ(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), static_cast<ssize_t>(header.size()));
     EXPECT_EQ(read_status(fd), 1) << token;  // refused, with nothing of the payload sent
     ::close(fd);
   }
