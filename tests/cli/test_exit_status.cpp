@@ -50,8 +50,11 @@ TEST(ExitStatus, HelpListsTheStatuses) {
 }
 
 // `ddpx ARGS` under an address-space limit of `kib` KiB (ulimit -v) and a 60 s timeout (status 124 if it hangs).
+// OpenBLAS starts one thread per core when the library loads, before main() and --cpu-threads: on the 16-core GPU
+// machine, under this limit, its 14th thread could not be created and OpenBLAS ended the process itself (status
+// 130, before ddpx ran). One BLAS thread keeps the test about ddpx's own out-of-memory path on any core count.
 testing::CliResult run_limited(const std::string& args, long kib) {
-  const std::string command = "bash -c 'ulimit -v " + std::to_string(kib) + "; exec timeout 60 " +
+  const std::string command = "bash -c 'ulimit -v " + std::to_string(kib) + "; OPENBLAS_NUM_THREADS=1 exec timeout 60 " +
                               std::string(DDPX_BINARY) + " " + args + "' 2>&1";
   testing::CliResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
