@@ -13,6 +13,7 @@
 
 #include "cli/arg_lists.hpp"
 #include "cli/commands.hpp"
+#include "cli/flag_group.hpp"
 #include "model/model_registry.hpp"
 #include "cli/launch.hpp"
 #include "cli/recipe_flags.hpp"
@@ -37,7 +38,7 @@ struct ModeFlags {
 
 // The hyperparameter flags, registered without a variable of their own: parse_optimizer_spec asks which were
 // given (on the command line or in a --config file). Defaults shown are the spec's.
-void add_optimizer_flags(CLI::App* cmd, const char* group) {
+void add_optimizer_flags(CLI::App* cmd, const std::string& group) {
   const OptimizerSpec sgd = optimizer_defaults(OptimizerKind::sgd), adamw = optimizer_defaults(OptimizerKind::adamw);
   const auto add = [&](const char* flag, const std::string& help) {
     const std::string description = help;  // CLI11 takes a const description (a non-const one is a variable)
@@ -81,162 +82,132 @@ Command add_train_command(CLI::App& app) {
   // A later flag overrides an earlier one (and a --config file), as users of scripts expect.
   cmd->option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
-  auto* what = "What to train";
-  cmd->add_option("--device", modes->device, "cpu (fp32 reference engine, OpenBLAS) or cuda")->group(what);
-  cmd->add_option("--model", o->model, model_names_help() + "; any name can take overrides (NAME:key=value,...)")
-      ->group(what);
-  cmd->add_option("--precision", modes->precision,
-                  "fp32 (true fp32) | tf32 (TF32 matrix units, attention included) | bf16 (bf16 compute, fp32 master "
-                  "weights and gradients, like autocast); tf32 and bf16 need --device cuda")
-      ->group(what);
-  cmd->add_option("--weight-grads", modes->weight_grads,
-                  "auto | fp32: the type the weight-gradient GEMMs write. auto: bf16 (as autocast rounds them) with "
-                  "--precision bf16 when no reducer reads the gradients and without --grad-accum, else fp32 "
-                  "(docs/cli.md says when and what it gains). fp32: always, more precise than autocast")
-      ->group(what);
-  cmd->add_option("--batch", o->batch, "images per rank per micro-batch")->group(what);
-  cmd->add_option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)")->group(what);
-  cmd->add_option("--epochs", o->epochs,
-                  "image sources and --images: train N epochs instead of --steps (N x the batches each rank runs per "
-                  "epoch / --grad-accum). Epochs follow DistributedSampler: the order is shuffled from (seed, epoch), "
-                  "padded by repeating its first samples to a multiple of the ranks, each rank takes every world-th, and "
-                  "each rank's last partial batch is dropped, so every rank runs the same number of batches")
-      ->group(what);
-  cmd->add_option("--warmup", o->warmup_steps, "steps excluded from throughput and the breakdown")->group(what);
-  cmd->add_option("--calibrate-steps", o->calibrate_steps,
-                  "with DDP: the last N warm-up steps reduce after the backward instead of during it (same weights), "
-                  "to time the plain step DDP's cost is measured against (odd, so the median is one step; CUDA "
-                  "graphs need --warmup 9; 0: off)")
-      ->group(what);
-  cmd->add_option("--seed", o->seed, "seed for initialization and synthetic data")->group(what);
+  const FlagGroup what(cmd, "What to train");
+  what.option("--device", modes->device, "cpu (fp32 reference engine, OpenBLAS) or cuda");
+  what.option("--model", o->model, model_names_help() + "; any name can take overrides (NAME:key=value,...)");
+  what.option("--precision", modes->precision,
+              "fp32 (true fp32) | tf32 (TF32 matrix units, attention included) | bf16 (bf16 compute, fp32 master "
+              "weights and gradients, like autocast); tf32 and bf16 need --device cuda");
+  what.option("--weight-grads", modes->weight_grads,
+              "auto | fp32: the type the weight-gradient GEMMs write. auto: bf16 (as autocast rounds them) with "
+              "--precision bf16 when no reducer reads the gradients and without --grad-accum, else fp32 "
+              "(docs/cli.md says when and what it gains). fp32: always, more precise than autocast");
+  what.option("--batch", o->batch, "images per rank per micro-batch");
+  what.option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)");
+  what.option("--epochs", o->epochs,
+              "image sources and --images: train N epochs instead of --steps (N x the batches each rank runs per "
+              "epoch / --grad-accum). Epochs follow DistributedSampler: the order is shuffled from (seed, epoch), "
+              "padded by repeating its first samples to a multiple of the ranks, each rank takes every world-th, and "
+              "each rank's last partial batch is dropped, so every rank runs the same number of batches");
+  what.option("--warmup", o->warmup_steps, "steps excluded from throughput and the breakdown");
+  what.option("--calibrate-steps", o->calibrate_steps,
+              "with DDP: the last N warm-up steps reduce after the backward instead of during it (same weights), "
+              "to time the plain step DDP's cost is measured against (odd, so the median is one step; CUDA "
+              "graphs need --warmup 9; 0: off)");
+  what.option("--seed", o->seed, "seed for initialization and synthetic data");
 
-  auto* data = "Data";
-  CLI::Option* data_flag =
-      cmd->add_option("--data", modes->data, data_sources_help())
-          ->group(data);
-  cmd->add_option("--val", modes->val,
-                  "held-out data, any --data source (e.g. idx:/usr/share/datasets/fashion-mnist:test, folder:DIR/val): "
-                  "in order, no shuffle, resize + center crop")
-      ->group(data);
-  cmd->add_option("--augment", modes->augment,
-                  "image sources: auto (crop-flip for folder photographs, resize for idx) | crop-flip (torchvision's "
-                  "RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip) | resize (Resize "
-                  "to size/0.875 for photographs, to size for idx, + CenterCrop(size)); antialiased bilinear")
-      ->group(data);
-  cmd->add_option("--mean", modes->mean,
-                  "image sources: per-channel mean of torchvision's Normalize, comma-separated (default ImageNet's "
-                  "0.485,0.456,0.406; one-channel models 0.449)")
-      ->group(data);
-  cmd->add_option("--std", modes->std,
-                  "image sources: per-channel std of Normalize (default 0.229,0.224,0.225; one-channel models 0.226)")
-      ->group(data);
-  cmd->add_option("--normalize", modes->normalize,
-                  "image sources with --device cuda: host (the loader threads normalize to float32 and the float "
-                  "batch is copied, the default) | device (the uint8 batch is copied, a quarter of the bytes, and "
-                  "normalized by a kernel on the copy stream)")
-      ->group(data);
-  cmd->add_option("--max-pixels", o->image_pipeline.max_pixels,
-                  "image sources: refuse an image whose header claims more pixels (a decompression bomb) before "
-                  "allocating it (default 178956970, PIL's limit)")
-      ->group(data);
-  cmd->add_option("--images", o->images,
-                  ".npy images [N, C, H, W] float32 (with --labels), in epochs as --epochs says but unshuffled; "
-                  "--batch at most N / ranks")
-      ->group(data);
-  cmd->add_option("--labels", o->labels, ".npy labels [N] int64/int32")->group(data);
-  cmd->add_option("--workers", o->workers, "loader threads producing batches into pinned host memory (0, the default: GPU ranks use half of "
-                  "their share of the node's CPUs, 1 to 16; CPU ranks use 2)")->group(data);
-  cmd->add_option("--prefetch", o->prefetch, "pinned batches in the loader ring (0: workers + 2, so every worker has a slot)")->group(data);
+  const FlagGroup data(cmd, "Data");
+  CLI::Option* data_flag = data.option("--data", modes->data, data_sources_help());
+  data.option("--val", modes->val,
+              "held-out data, any --data source (e.g. idx:/usr/share/datasets/fashion-mnist:test, folder:DIR/val): "
+              "in order, no shuffle, resize + center crop");
+  data.option("--augment", modes->augment,
+              "image sources: auto (crop-flip for folder photographs, resize for idx) | crop-flip (torchvision's "
+              "RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip) | resize (Resize "
+              "to size/0.875 for photographs, to size for idx, + CenterCrop(size)); antialiased bilinear");
+  data.option("--mean", modes->mean,
+              "image sources: per-channel mean of torchvision's Normalize, comma-separated (default ImageNet's "
+              "0.485,0.456,0.406; one-channel models 0.449)");
+  data.option("--std", modes->std,
+              "image sources: per-channel std of Normalize (default 0.229,0.224,0.225; one-channel models 0.226)");
+  data.option("--normalize", modes->normalize,
+              "image sources with --device cuda: host (the loader threads normalize to float32 and the float "
+              "batch is copied, the default) | device (the uint8 batch is copied, a quarter of the bytes, and "
+              "normalized by a kernel on the copy stream)");
+  data.option("--max-pixels", o->image_pipeline.max_pixels,
+              "image sources: refuse an image whose header claims more pixels (a decompression bomb) before "
+              "allocating it (default 178956970, PIL's limit)");
+  data.option("--images", o->images,
+              ".npy images [N, C, H, W] float32 (with --labels), in epochs as --epochs says but unshuffled; "
+              "--batch at most N / ranks");
+  data.option("--labels", o->labels, ".npy labels [N] int64/int32");
+  data.option("--workers", o->workers,
+              "loader threads producing batches into pinned host memory (0, the default: GPU ranks use half of "
+              "their share of the node's CPUs, 1 to 16; CPU ranks use 2)");
+  data.option("--prefetch", o->prefetch,
+              "pinned batches in the loader ring (0: workers + 2, so every worker has a slot)");
 
-  cmd->add_option("--cpu-threads", o->cpu_threads,
-                  "--device cpu: OpenBLAS threads per rank (0: the node's hardware threads shared out by the ranks "
-                  "on it, unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set)")
-      ->group(what);
+  what.option("--cpu-threads", o->cpu_threads,
+              "--device cpu: OpenBLAS threads per rank (0: the node's hardware threads shared out by the ranks "
+              "on it, unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set)");
 
-  auto* opt = "Optimizer";
-  cmd->add_option("--optimizer", modes->optimizer, "sgd | adamw (fused over the flat parameter buffer)")->group(opt);
-  add_optimizer_flags(cmd, opt);
-  cmd->add_option("--optimizer-overlap", modes->optimizer_overlap,
-                  "auto | on | off: update each block's parameters during the backward pass, as soon as its "
-                  "gradients are final (reduced, with DDP), instead of all after it; same weights bit for bit. auto: "
-                  "only with DDP, where it hides the update behind communication (docs/cli.md has the measurements); "
-                  "off shows the optimizer as a phase of its own")
-      ->group(opt);
+  const FlagGroup opt(cmd, "Optimizer");
+  opt.option("--optimizer", modes->optimizer, "sgd | adamw (fused over the flat parameter buffer)");
+  add_optimizer_flags(cmd, opt.name());
+  opt.option("--optimizer-overlap", modes->optimizer_overlap,
+             "auto | on | off: update each block's parameters during the backward pass, as soon as its "
+             "gradients are final (reduced, with DDP), instead of all after it; same weights bit for bit. auto: "
+             "only with DDP, where it hides the update behind communication (docs/cli.md has the measurements); "
+             "off shows the optimizer as a phase of its own");
 
   add_recipe_flags(cmd, *recipe);
 
-  auto* ckpt = "Weights and checkpoints";
-  cmd->add_option("--load", o->load, "start from these weights (.safetensors with torchvision names)")->group(ckpt);
-  cmd->add_option("--save", o->save,
-                  "write the final weights here (.safetensors, torchvision names, a CRC-32 per tensor; written "
-                  "atomically, like every output: see the end of this help)")
-      ->group(ckpt);
-  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
-                  "folder for resumable checkpoints (created, checked and locked against a second run before "
-                  "training; docs/cli.md says how checkpoints are written and committed)")
-      ->group(ckpt);
-  cmd->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint every K steps (and at the end)")->group(ckpt);
-  cmd->add_option("--keep-checkpoints", o->keep_checkpoints,
-                  "keep the newest K checkpoints (2: a damaged newest still leaves one to resume from)")
-      ->group(ckpt);
-  cmd->add_option("--resume", o->resume,
-                  "continue from the checkpoint in this folder (or one file: D/checkpoint-<step>.safetensors); auto: "
-                  "from --checkpoint-dir's newest if it has one, else from step 0 (for torchrun --max_restarts, "
-                  "Slurm requeue)")
-      ->group(ckpt);
+  const FlagGroup ckpt(cmd, "Weights and checkpoints");
+  ckpt.option("--load", o->load, "start from these weights (.safetensors with torchvision names)");
+  ckpt.option("--save", o->save,
+              "write the final weights here (.safetensors, torchvision names, a CRC-32 per tensor; written "
+              "atomically, like every output: see the end of this help)");
+  ckpt.option("--checkpoint-dir", o->checkpoint_dir,
+              "folder for resumable checkpoints (created, checked and locked against a second run before "
+              "training; docs/cli.md says how checkpoints are written and committed)");
+  ckpt.option("--checkpoint-every", o->checkpoint_every, "checkpoint every K steps (and at the end)");
+  ckpt.option("--keep-checkpoints", o->keep_checkpoints,
+              "keep the newest K checkpoints (2: a damaged newest still leaves one to resume from)");
+  ckpt.option("--resume", o->resume,
+              "continue from the checkpoint in this folder (or one file: D/checkpoint-<step>.safetensors); auto: "
+              "from --checkpoint-dir's newest if it has one, else from step 0 (for torchrun --max_restarts, "
+              "Slurm requeue)");
 
-  auto* dp = "Data parallelism";
-  cmd->add_option("--nproc-per-node,--nproc_per_node", *nproc, "start this many worker processes on this node (one per GPU)")
-      ->check(CLI::Range(1, 1024))
-      ->group(dp);
-  add_node_flags(cmd, *nodes, dp);
-  cmd->add_flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)")
-      ->group(dp);
-  cmd->add_option("--backend", modes->backend, backend_help())->group(dp);  // from dist/backend_registry
-  cmd->add_option("--ranks-per-gpu", o->ranks_per_gpu,
-                  "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
-                  "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU")
-      ->group(dp);
+  const FlagGroup dp(cmd, "Data parallelism");
+  dp.option("--nproc-per-node,--nproc_per_node", *nproc, "start this many worker processes on this node (one per GPU)")
+      ->check(CLI::Range(1, 1024));
+  add_node_flags(cmd, *nodes, dp.name());
+  dp.flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)");
+  dp.option("--backend", modes->backend, backend_help());  // from dist/backend_registry
+  dp.option("--ranks-per-gpu", o->ranks_per_gpu,
+            "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
+            "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU");
   std::string hook_help;
   for (const CommHookEntry& hook : comm_hooks())
     hook_help += fmt::format("{}{}: {}", hook_help.empty() ? "" : " | ", hook.syntax, hook.help);
-  cmd->add_option("--comm-hook", modes->comm_hook, hook_help)->group(dp);
-  cmd->add_option("--bucket-mb", o->bucket_mb, "gradient bucket cap in MB (smaller buckets overlap backward more)")
-      ->group(dp);
-  cmd->add_option("--first-bucket-mb", o->first_bucket_mb, "cap of the first bucket (launched earliest)")->group(dp);
-  cmd->add_flag("--no-overlap", o->no_overlap, "reduce everything after the backward pass, in one bucket")
-      ->group(dp);
-  cmd->add_option("--grad-accum", o->grad_accum, "micro-batches per optimizer step; no communication on the first K-1")
-      ->group(dp);
+  dp.option("--comm-hook", modes->comm_hook, hook_help);
+  dp.option("--bucket-mb", o->bucket_mb, "gradient bucket cap in MB (smaller buckets overlap backward more)");
+  dp.option("--first-bucket-mb", o->first_bucket_mb, "cap of the first bucket (launched earliest)");
+  dp.flag("--no-overlap", o->no_overlap, "reduce everything after the backward pass, in one bucket");
+  dp.option("--grad-accum", o->grad_accum, "micro-batches per optimizer step; no communication on the first K-1");
   CLI::Option* powersgd_start_flag =
-      cmd->add_option("--powersgd-start", modes->powersgd_start,
-                      "START of --comm-hook powersgd:R (plain all-reduce before this step, PowerSGD's warm-up); an "
-                      "explicit powersgd:R:START wins. Default: the first step after --lr-warmup-steps, as PyTorch's "
-                      "PowerSGD documentation advises (compress only after the learning-rate warm-up), and step 2 "
-                      "in a run without one")
-          ->group(dp);
-  cmd->add_option("--comm-timeout", o->comm_timeout_s,
-                  "seconds any rank may wait in one collective, from start-up (communicator creation, agreement, "
-                  "broadcast) to the end (report gather, MPI_Finalize), before the job is aborted naming the rank(s) "
-                  "that did not arrive")
-      ->group(dp);
+      dp.option("--powersgd-start", modes->powersgd_start,
+                "START of --comm-hook powersgd:R (plain all-reduce before this step, PowerSGD's warm-up); an "
+                "explicit powersgd:R:START wins. Default: the first step after --lr-warmup-steps, as PyTorch's "
+                "PowerSGD documentation advises (compress only after the learning-rate warm-up), and step 2 "
+                "in a run without one");
+  dp.option("--comm-timeout", o->comm_timeout_s,
+            "seconds any rank may wait in one collective, from start-up (communicator creation, agreement, "
+            "broadcast) to the end (report gather, MPI_Finalize), before the job is aborted naming the rank(s) "
+            "that did not arrive");
 
-  auto* an = "Execution and analysis";
-  cmd->add_option("--cuda-graph", modes->cuda_graph, "auto | on | off: capture the whole step after warm-up")
-      ->group(an);
-  cmd->add_option("--profile-steps", o->profile_steps,
-                  "A:B: cudaProfilerStart/Stop around steps A..B (nsys --capture-range=cudaProfilerApi)")
-      ->group(an);
-  cmd->add_option("--report", o->report, "write the run report (config, per-step breakdown, buckets) as JSON")
-      ->group(an);
-  cmd->add_option("--trace", o->trace, "write a Chrome-trace/Perfetto timeline (all ranks merged)")->group(an);
-  cmd->add_option("--log-every", o->log_every, "progress line every K steps")->group(an);
-  cmd->add_option("--divergence-ratio", o->divergence_ratio,
-                  "stop when the loss exceeds R x max(first loss, 1) (0: never). A non-finite loss or gradient "
-                  "stops the run at any R; every step is checked (CUDA: on the device, read at progress lines, "
-                  "checkpoints and the end)")
-      ->group(an);
-  cmd->add_flag("--quiet", o->quiet, "no progress lines (the summary, breakdown and verdict still print)")->group(an);
+  const FlagGroup an(cmd, "Execution and analysis");
+  an.option("--cuda-graph", modes->cuda_graph, "auto | on | off: capture the whole step after warm-up");
+  an.option("--profile-steps", o->profile_steps,
+            "A:B: cudaProfilerStart/Stop around steps A..B (nsys --capture-range=cudaProfilerApi)");
+  an.option("--report", o->report, "write the run report (config, per-step breakdown, buckets) as JSON");
+  an.option("--trace", o->trace, "write a Chrome-trace/Perfetto timeline (all ranks merged)");
+  an.option("--log-every", o->log_every, "progress line every K steps");
+  an.option("--divergence-ratio", o->divergence_ratio,
+            "stop when the loss exceeds R x max(first loss, 1) (0: never). A non-finite loss or gradient "
+            "stops the run at any R; every step is checked (CUDA: on the device, read at progress lines, "
+            "checkpoints and the end)");
+  an.flag("--quiet", o->quiet, "no progress lines (the summary, breakdown and verdict still print)");
 
   // Integer flags take whole numbers only: CLI11 would clamp 1e20-style digit strings and wrap --seed -1.
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
