@@ -20,6 +20,7 @@
 #include "model/vit/vit_config.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
+#include "saved_weights.hpp"
 #include "train/calibration.hpp"
 #include "train/step_graphs.hpp"
 
@@ -27,6 +28,7 @@ namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::saved_weights;
 using testing::run_ddpx;
 
 CalibrationRequest request(int64_t steps, int64_t warmup, int64_t lag = 0) {
@@ -112,13 +114,6 @@ TEST(CalibrationSchedule, CudaGraphCapturesMoveEarlierToLeaveRoomForCalibration)
 
 // ---- end to end, through the ddpx executable ----
 
-std::vector<float> weights_of(const fs::path& path) {
-  const VitLayout layout(parse_vit_spec("vit_tiny_test"));
-  std::vector<float> params(layout.buffer_size());
-  load_params_safetensors(path.string(), layout, params.data());
-  return params;
-}
-
 // SGD with momentum unless `extra` chooses AdamW (whose runs may not name --momentum).
 std::string train_args(const std::string& extra) {
   const bool adamw = extra.find("--optimizer adamw") != std::string::npos;
@@ -175,7 +170,7 @@ TEST_P(CalibratedOneRank, SameWeightsAndACostWhosePartsAddUp) {
   const testing::CliResult plain =
       run_ddpx(train_args(flags + " --calibrate-steps 0 --save " + (dir / "uncalibrated.safetensors").string()));
   ASSERT_EQ(plain.status, 0) << plain.output;
-  EXPECT_EQ(weights_of(dir / "calibrated.safetensors"), weights_of(dir / "uncalibrated.safetensors"));
+  EXPECT_EQ(saved_weights(dir / "calibrated.safetensors"), saved_weights(dir / "uncalibrated.safetensors"));
   const RunReport report = load_run_report((dir / "run.json").string());
   expect_cost_adds_up(report, 2);
   EXPECT_EQ(report.ranks.front().calibration.front().step, 4);
@@ -201,7 +196,7 @@ TEST(CalibratedRun, TwoCpuRanksEndWithTheWeightsOfAnUncalibratedRun) {
   const testing::CliResult plain = run_ddpx(
       train_args("--nproc-per-node 2 --calibrate-steps 0 --save " + (dir / "uncalibrated.safetensors").string()));
   ASSERT_EQ(plain.status, 0) << plain.output;
-  EXPECT_EQ(weights_of(dir / "calibrated.safetensors"), weights_of(dir / "uncalibrated.safetensors"));
+  EXPECT_EQ(saved_weights(dir / "calibrated.safetensors"), saved_weights(dir / "uncalibrated.safetensors"));
   const RunReport report = load_run_report((dir / "run.json").string());
   ASSERT_EQ(report.ranks.size(), 2u);
   expect_cost_adds_up(report, 3);
@@ -233,7 +228,7 @@ TEST(CalibratedCudaRun, GraphAndEagerCalibrationKeepTheWeightsAndTheCostAddsUp) 
       const testing::CliResult plain = run_ddpx(
           args + " --calibrate-steps 0 --save " + (dir / "uncalibrated.safetensors").string(), same_algorithms);
       ASSERT_EQ(plain.status, 0) << plain.output;
-      EXPECT_EQ(weights_of(dir / "calibrated.safetensors"), weights_of(dir / "uncalibrated.safetensors"))
+      EXPECT_EQ(saved_weights(dir / "calibrated.safetensors"), saved_weights(dir / "uncalibrated.safetensors"))
           << graph << " " << hook;
       const RunReport report = load_run_report((dir / "run.json").string());
       expect_cost_adds_up(report, 3, 9);

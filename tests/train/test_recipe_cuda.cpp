@@ -18,6 +18,7 @@
 #include "gpu_guard.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
+#include "saved_weights.hpp"
 #include "train/recipe_options.hpp"
 #include "train/step_graphs.hpp"
 #include "train/trainer.hpp"
@@ -26,6 +27,8 @@ namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::saved_weights;
+using testing::max_abs_diff;
 
 fs::path scratch(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("ddpx_test_recipe_cuda_" + std::to_string(::getpid()));
@@ -33,18 +36,6 @@ fs::path scratch(const std::string& name) {
   return dir / name;
 }
 
-std::vector<float> weights(const std::string& path, const std::string& model) {
-  const std::unique_ptr<Model> m = make_model(model);
-  std::vector<float> params(m->layout().buffer_size());
-  load_params_safetensors(path, m->layout(), params.data());
-  return params;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-  return worst;
-}
 
 // Sets DDPX_CUDA_RECIPE for one scope and restores what was there.
 class RecipeOptIn {
@@ -132,10 +123,10 @@ TEST(CudaRecipe, EachFeatureTrainsAsTheCpuEngine) {
       TrainOptions gpu = recipe_case(Device::cuda, model, feature), cpu = recipe_case(Device::cpu, model, feature);
       run_training(gpu);
       run_training(cpu);
-      EXPECT_LT(max_abs_diff(weights(gpu.save, model), weights(cpu.save, model)), 2e-4);
+      EXPECT_LT(max_abs_diff(saved_weights(gpu.save, model), saved_weights(cpu.save, model)), 2e-4);
       if (gpu.recipe.ema_decay != 0)
-        EXPECT_LT(max_abs_diff(weights(weight_average_path(gpu.save), model),
-                               weights(weight_average_path(cpu.save), model)), 2e-4);
+        EXPECT_LT(max_abs_diff(saved_weights(weight_average_path(gpu.save), model),
+                               saved_weights(weight_average_path(cpu.save), model)), 2e-4);
     }
   }
 }
@@ -151,9 +142,9 @@ TEST(CudaRecipe, ReplayedRecipeStepsEqualEagerSteps) {
   graphed.save = scratch("graphed_all_cuda.safetensors").string();
   run_training(eager);
   run_training(graphed);
-  EXPECT_EQ(max_abs_diff(weights(eager.save, eager.model), weights(graphed.save, eager.model)), 0.0);
-  EXPECT_EQ(max_abs_diff(weights(weight_average_path(eager.save), eager.model),
-                         weights(weight_average_path(graphed.save), eager.model)), 0.0);
+  EXPECT_EQ(max_abs_diff(saved_weights(eager.save, eager.model), saved_weights(graphed.save, eager.model)), 0.0);
+  EXPECT_EQ(max_abs_diff(saved_weights(weight_average_path(eager.save), eager.model),
+                         saved_weights(weight_average_path(graphed.save), eager.model)), 0.0);
 }
 
 }  // namespace

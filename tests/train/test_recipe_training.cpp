@@ -15,12 +15,14 @@
 #include "error_expect.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
+#include "saved_weights.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::saved_weights;
 constexpr const char* kModel = "mlp_tiny_test";
 
 fs::path scratch(const std::string& name) {
@@ -53,13 +55,6 @@ TrainOptions recipe_run(int64_t steps) {
   return o;
 }
 
-std::vector<float> weights(const std::string& path, const std::string& model = kModel) {
-  const std::unique_ptr<Model> m = make_model(model);
-  std::vector<float> params(m->layout().buffer_size());
-  load_params_safetensors(path, m->layout(), params.data());
-  return params;
-}
-
 TEST(RecipeTraining, FullRecipeLearnsAndSavesTheAverageBesideTheWeights) {
   TrainOptions o = recipe_run(60);
   o.recipe.mix = MixSettings{};  // mixing's soft targets keep the loss high; learning is judged without it
@@ -67,7 +62,8 @@ TEST(RecipeTraining, FullRecipeLearnsAndSavesTheAverageBesideTheWeights) {
   o.save = scratch("full.safetensors").string();
   const TrainSummary s = run_training(o);
   EXPECT_LT(s.final_loss, 0.6 * s.first_loss) << s.first_loss << " -> " << s.final_loss;
-  const std::vector<float> w = weights(o.save), ema = weights(scratch("full.ema.safetensors").string());
+  const std::vector<float> w = saved_weights(o.save, kModel);
+  const std::vector<float> ema = saved_weights(scratch("full.ema.safetensors"), kModel);
   EXPECT_NE(w, ema);
   double diff = 0, norm = 0;
   for (size_t i = 0; i < w.size(); ++i) diff += (w[i] - ema[i]) * (w[i] - ema[i]), norm += w[i] * w[i];
@@ -86,7 +82,7 @@ TEST(RecipeTraining, ResumeWithScheduleClippingAndMixingIsBitIdentical) {
   resumed.resume = (fs::path(first.checkpoint_dir) / "checkpoint-5.safetensors").string();
   resumed.save = scratch("resumed.safetensors").string();
   run_training(resumed);
-  EXPECT_EQ(weights(full.save), weights(resumed.save));
+  EXPECT_EQ(saved_weights(full.save, kModel), saved_weights(resumed.save, kModel));
   TrainOptions other = recipe_run(8);
   other.optimizer.schedule = parse_lr_schedule("linear");
   other.optimizer.schedule.total_steps = 8;
@@ -173,7 +169,7 @@ TEST(RecipeTraining, TwoRanksWithClippingEqualOneRankWithTheWholeBatch) {
   r = testing::run_ddpx(common + " --batch 4 --nproc-per-node 2 --save " + two);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("grad norm"), std::string::npos) << r.output;
-  const std::vector<float> a = weights(one, model), b = weights(two, model);
+  const std::vector<float> a = saved_weights(one, model), b = saved_weights(two, model);
   double worst = 0, moved = 0;
   const std::unique_ptr<Model> m = make_model(model);
   std::vector<float> initial(m->layout().buffer_size());

@@ -15,12 +15,14 @@
 #include "io/param_safetensors.hpp"
 #include "model/vit/vit_config.hpp"
 #include "model/vit/vit_layout.hpp"
+#include "saved_weights.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::saved_weights;
 
 fs::path fresh_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("ddpx_test_train_" + name + "_" + std::to_string(::getpid()));
@@ -44,13 +46,6 @@ TrainOptions tiny_run(const std::string& optimizer) {
   return o;
 }
 
-std::vector<float> load_weights(const fs::path& path) {
-  VitLayout layout(parse_vit_spec("vit_tiny_test"));
-  std::vector<float> params(layout.buffer_size());
-  load_params_safetensors(path, layout, params.data());
-  return params;
-}
-
 class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ResumeTest, ResumedRunEqualsUninterruptedRunBitForBit) {
@@ -72,7 +67,7 @@ TEST_P(ResumeTest, ResumedRunEqualsUninterruptedRunBitForBit) {
   resumed.save = (dir / "resumed.safetensors").string();
   run_training(resumed);
 
-  const auto a = load_weights(full.save), b = load_weights(resumed.save);
+  const auto a = saved_weights(full.save), b = saved_weights(resumed.save);
   ASSERT_EQ(a.size(), b.size());
   size_t differing = 0;
   for (size_t i = 0; i < a.size(); ++i) differing += a[i] != b[i];
@@ -100,7 +95,7 @@ TEST(Training, GradientAccumulationWithDdpRunsAndMatchesPlainAccumulation) {
   ddp.save = (dir / "ddp.safetensors").string();
   run_training(plain);
   run_training(ddp);
-  EXPECT_EQ(load_weights(plain.save), load_weights(ddp.save));
+  EXPECT_EQ(saved_weights(plain.save), saved_weights(ddp.save));
   fs::remove_all(dir);
 }
 
@@ -135,7 +130,7 @@ TEST_P(OptimizerOverlapTest, OverlappedUpdatesEqualTheUpdateAfterBackwardBitForB
   after.save = (dir / "after.safetensors").string();
   run_training(overlapped);
   run_training(after);
-  EXPECT_EQ(load_weights(overlapped.save), load_weights(after.save));
+  EXPECT_EQ(saved_weights(overlapped.save), saved_weights(after.save));
   fs::remove_all(dir);
 }
 

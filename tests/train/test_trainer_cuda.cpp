@@ -27,12 +27,15 @@
 #include "model/vit/vit_init.hpp"
 #include "model/vit/vit_layout.hpp"
 #include "profile/step_record.hpp"
+#include "saved_weights.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::saved_weights;
+using testing::max_abs_diff;
 
 fs::path scratch(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("ddpx_test_cuda_train_" + std::to_string(::getpid()));
@@ -55,21 +58,8 @@ TrainOptions gpu_run(const std::string& model = "vit_tiny_test") {
   return o;
 }
 
-std::vector<float> weights(const std::string& path, const std::string& model = "vit_tiny_test") {
-  VitLayout layout(parse_vit_spec(model));
-  std::vector<float> params(layout.buffer_size());
-  load_params_safetensors(path, layout, params.data());
-  return params;
-}
-
 using testing::CliResult;
 CliResult run_cli(const std::string& args) { return testing::run_ddpx(args); }
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-  return worst;
-}
 
 TEST(CudaTraining, GraphReplayedStepsEqualEagerSteps) {
   DDPX_REQUIRE_GPU();
@@ -83,7 +73,7 @@ TEST(CudaTraining, GraphReplayedStepsEqualEagerSteps) {
     run_training(eager);
     run_training(graphed);
     // Same kernels in the same order: bit-identical is expected; allow nothing.
-    EXPECT_EQ(max_abs_diff(weights(eager.save), weights(graphed.save)), 0.0) << precision;
+    EXPECT_EQ(max_abs_diff(saved_weights(eager.save), saved_weights(graphed.save)), 0.0) << precision;
   }
 }
 
@@ -98,7 +88,7 @@ TEST(CudaTraining, MatchesTheCpuEngineInFp32) {
   run_training(gpu);
   run_training(cpu);
   // 5 SGD steps of lr 0.05 on fp32 with different summation orders: weights agree to ~1e-5 absolute.
-  EXPECT_LT(max_abs_diff(weights(gpu.save), weights(cpu.save)), 2e-4);
+  EXPECT_LT(max_abs_diff(saved_weights(gpu.save), saved_weights(cpu.save)), 2e-4);
 }
 
 TEST(CudaTraining, LearnableDataConvergesInEveryPrecision) {
@@ -135,7 +125,8 @@ TEST(CudaTraining, DdpWithOneRankEqualsPlainTraining) {
       ddp.report = scratch("ddp.json").string();
       run_training(plain);
       run_training(ddp);
-      EXPECT_EQ(max_abs_diff(weights(plain.save), weights(ddp.save)), 0.0) << precision << ", graph " << graph;
+      EXPECT_EQ(max_abs_diff(saved_weights(plain.save), saved_weights(ddp.save)), 0.0)
+          << precision << ", graph " << graph;
       const std::string expected = std::string(precision) == "bf16" ? "bf16" : "fp32";
       EXPECT_EQ(load_run_report(ddp.report).config.weight_grads, expected) << precision << ", graph " << graph;
       EXPECT_EQ(load_run_report(plain.report).config.weight_grads, expected) << precision << ", graph " << graph;
@@ -193,7 +184,7 @@ TEST(CudaTraining, OverlappedOptimizerEqualsTheUpdateAfterBackward) {
     after.save = scratch(std::string("after.safetensors")).string();
     run_training(overlapped);
     run_training(after);
-    EXPECT_EQ(max_abs_diff(weights(overlapped.save), weights(after.save)), 0.0) << c.name;
+    EXPECT_EQ(max_abs_diff(saved_weights(overlapped.save), saved_weights(after.save)), 0.0) << c.name;
   }
 }
 
@@ -214,7 +205,7 @@ TEST(CudaTraining, DdpGraphsTimeBucketsAtProgressLinesOnlyAndEqualEager) {
   graphed.report = scratch("ddp_graphed.json").string();
   run_training(eager);
   run_training(graphed);
-  EXPECT_EQ(max_abs_diff(weights(eager.save), weights(graphed.save)), 0.0);
+  EXPECT_EQ(max_abs_diff(saved_weights(eager.save), saved_weights(graphed.save)), 0.0);
   const RunReport report = load_run_report(graphed.report);
   ASSERT_EQ(report.ranks.size(), 1u);
   // Warm-up 2: step 1 is eager, steps 2 and 3 capture the plain graphs, 4 and 5 the timed ones; measured steps
@@ -261,7 +252,7 @@ void expect_two_ranks_equal_one(const std::string& device, const std::string& ba
   const CliResult pair = run_cli(common + " --batch 4 --nproc-per-node 2 --save " + two + backend_flags);
   ASSERT_EQ(pair.status, 0) << pair.output;
   if (!backend_flags.empty()) EXPECT_NE(pair.output.find("gloo, 2 rank(s)"), std::string::npos) << pair.output;
-  const std::vector<float> a = weights(one), b = weights(two);
+  const std::vector<float> a = saved_weights(one), b = saved_weights(two);
   // Per-rank means then their average vs one mean over 8: fp32 rounding only, after 6 steps.
   EXPECT_LT(max_abs_diff(a, b), 2e-5);
   std::vector<float> initial(a.size());
@@ -451,7 +442,7 @@ TEST(CudaTraining, ResumeOnTheGpuContinuesTheRun) {
   run_training(first);
   run_training(resumed);
   // Deterministic kernels (no atomics in the reductions): bit-identical is expected.
-  EXPECT_EQ(max_abs_diff(weights(full.save), weights(resumed.save)), 0.0);
+  EXPECT_EQ(max_abs_diff(saved_weights(full.save), saved_weights(resumed.save)), 0.0);
 }
 
 }  // namespace

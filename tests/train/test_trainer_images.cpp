@@ -13,24 +13,19 @@
 #include "io/checkpoint.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
+#include "saved_weights.hpp"
 
 namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::saved_weights;
 using testing::run_ddpx;
 
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("ddpx_train_images_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir / name;
-}
-
-std::vector<float> weights(const std::string& model, const fs::path& path) {
-  const std::unique_ptr<Model> m = make_model(model);
-  std::vector<float> params(m->layout().buffer_size());
-  load_params_safetensors(path, m->layout(), params.data());
-  return params;
 }
 
 // Fashion-MNIST's test split (10,000 real images) through idx: and a pack of it: image sources with epochs.
@@ -62,7 +57,7 @@ TEST(ImageTraining, KilledMidEpochAndResumedEqualsTheUninterruptedRun) {
   EXPECT_EQ(state.data_position["batches_per_epoch"], 10);
   const testing::CliResult b = run_ddpx(common + " --steps 14 --resume " + ckpt.string() + " --save " + resumed.string());
   ASSERT_EQ(b.status, 0) << b.output;
-  EXPECT_EQ(weights(kModel, full), weights(kModel, resumed)) << "resumed mid-epoch, the weights differ";
+  EXPECT_EQ(saved_weights(full, kModel), saved_weights(resumed, kModel)) << "resumed mid-epoch, the weights differ";
   // Another world size would cut the epoch differently.
   const testing::CliResult other =
       run_ddpx(common + " --steps 14 --resume " + ckpt.string() + " --nproc-per-node 2 --backend gloo --comm-timeout 60");
@@ -103,7 +98,7 @@ TEST(ImageTraining, TwoRanksOfBatchBEqualOneRankOfTwoB) {
   ASSERT_EQ(single.status, 0) << single.output;
   const testing::CliResult pair = run_ddpx(common + " --batch 32 --nproc-per-node 2 --backend gloo --save " + two.string());
   ASSERT_EQ(pair.status, 0) << pair.output;
-  const std::vector<float> a = weights(kModel, one), b = weights(kModel, two);
+  const std::vector<float> a = saved_weights(one, kModel), b = saved_weights(two, kModel);
   ASSERT_EQ(a.size(), b.size());
   double worst = 0, moved = 0;
   const std::unique_ptr<Model> m = make_model(kModel);
@@ -130,7 +125,7 @@ TEST(ImageTraining, DeviceNormalizationTrainsAsHostNormalization) {
   ASSERT_EQ(a.status, 0) << a.output;
   const testing::CliResult b = run_ddpx(common + " --normalize device --save " + device.string());
   ASSERT_EQ(b.status, 0) << b.output;
-  const std::vector<float> x = weights(kModel, host), y = weights(kModel, device);
+  const std::vector<float> x = saved_weights(host, kModel), y = saved_weights(device, kModel);
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::fabs(x[i] - y[i])));
   EXPECT_LT(worst, 1e-4);

@@ -21,12 +21,15 @@
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
+#include "saved_weights.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::saved_weights;
+using testing::max_abs_diff;
 constexpr const char* kModel = "mlp_tiny_test";
 
 fs::path scratch(const std::string& name) {
@@ -53,18 +56,6 @@ TrainOptions mlp_run(Device device, const std::string& optimizer = "sgd") {
   return o;
 }
 
-std::vector<float> weights(const std::string& path) {
-  const std::unique_ptr<Model> model = make_model(kModel);
-  std::vector<float> params(model->layout().buffer_size());
-  load_params_safetensors(path, model->layout(), params.data());
-  return params;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-  return worst;
-}
 
 testing::CliResult run_cli(const std::string& args) { return testing::run_ddpx(args); }
 
@@ -92,7 +83,7 @@ TEST_P(MlpResumeTest, ResumedRunEqualsUninterruptedRunBitForBit) {
   resumed.resume = first.checkpoint_dir;
   resumed.save = scratch("resumed_" + GetParam() + ".safetensors").string();
   run_training(resumed);
-  EXPECT_EQ(weights(full.save), weights(resumed.save));
+  EXPECT_EQ(saved_weights(full.save, kModel), saved_weights(resumed.save, kModel));
   // The checkpoint records the MLP's spec: resuming it as another model is refused naming both.
   TrainOptions other = resumed;
   other.model = "mlp_tiny_test:width=16";
@@ -117,7 +108,8 @@ TEST(MlpTraining, OverlappedOptimizerEqualsTheUpdateAfterBackwardWithAndWithoutD
     after.save = scratch(fmt::format("after_{}.safetensors", ddp)).string();
     run_training(overlapped);
     run_training(after);
-    EXPECT_EQ(weights(overlapped.save), weights(after.save)) << (ddp ? "with" : "without") << " --ddp";
+    EXPECT_EQ(saved_weights(overlapped.save, kModel), saved_weights(after.save, kModel))
+        << (ddp ? "with" : "without") << " --ddp";
   }
 }
 
@@ -161,7 +153,7 @@ void expect_two_ranks_equal_one(const std::string& backend_flags) {
   const testing::CliResult pair = run_cli(common + " --batch 4 --nproc-per-node 2 --save " + two + backend_flags);
   ASSERT_EQ(pair.status, 0) << pair.output;
   EXPECT_NE(pair.output.find("2 rank(s)"), std::string::npos) << pair.output;
-  const std::vector<float> a = weights(one), b = weights(two);
+  const std::vector<float> a = saved_weights(one, kModel), b = saved_weights(two, kModel);
   EXPECT_LT(max_abs_diff(a, b), 2e-5);  // per-rank means then their average vs one mean: fp32 rounding only
   std::vector<float> initial(a.size());
   make_model(kModel)->init_params(initial.data(), 0);
@@ -212,14 +204,16 @@ TEST(MlpCudaTraining, GraphStepsEqualEagerStepsAndDdpAtWorldOneEqualsPlain) {
     graphed_fp32_grads.save = scratch(std::string("cuda_graph_fp32_grads_") + precision + ".safetensors").string();
     ddp_fp32_grads.save = scratch(std::string("cuda_ddp_fp32_grads_") + precision + ".safetensors").string();
     for (const TrainOptions* o : {&eager, &graphed, &ddp, &graphed_fp32_grads, &ddp_fp32_grads}) run_training(*o);
-    EXPECT_EQ(max_abs_diff(weights(eager.save), weights(graphed.save)), 0.0) << precision;
-    EXPECT_EQ(max_abs_diff(weights(graphed.save), weights(ddp.save)), 0.0) << precision;
-    EXPECT_EQ(max_abs_diff(weights(graphed_fp32_grads.save), weights(ddp_fp32_grads.save)), 0.0) << precision;
+    EXPECT_EQ(max_abs_diff(saved_weights(eager.save, kModel), saved_weights(graphed.save, kModel)), 0.0) << precision;
+    EXPECT_EQ(max_abs_diff(saved_weights(graphed.save, kModel), saved_weights(ddp.save, kModel)), 0.0) << precision;
+    EXPECT_EQ(max_abs_diff(saved_weights(graphed_fp32_grads.save, kModel), saved_weights(ddp_fp32_grads.save, kModel)),
+              0.0)
+        << precision;
     if (std::string(precision) == "fp32") {
-      EXPECT_EQ(max_abs_diff(weights(graphed.save), weights(graphed_fp32_grads.save)), 0.0)
+      EXPECT_EQ(max_abs_diff(saved_weights(graphed.save, kModel), saved_weights(graphed_fp32_grads.save, kModel)), 0.0)
           << "fp32 ignores --weight-grads";
     } else {
-      EXPECT_GT(max_abs_diff(weights(graphed.save), weights(graphed_fp32_grads.save)), 0.0)
+      EXPECT_GT(max_abs_diff(saved_weights(graphed.save, kModel), saved_weights(graphed_fp32_grads.save, kModel)), 0.0)
           << "bf16: the default rounds the weight gradients as autocast does";
     }
   }
@@ -234,7 +228,7 @@ TEST(MlpCudaTraining, MatchesTheCpuEngineInFp32) {
   cpu.save = scratch("cpu_fp32.safetensors").string();
   run_training(gpu);
   run_training(cpu);
-  EXPECT_LT(max_abs_diff(weights(gpu.save), weights(cpu.save)), 2e-4);
+  EXPECT_LT(max_abs_diff(saved_weights(gpu.save, kModel), saved_weights(cpu.save, kModel)), 2e-4);
 }
 
 }  // namespace
