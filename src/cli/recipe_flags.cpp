@@ -34,7 +34,8 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
       ->group(group);
   cmd->add_option("--ema-decay", flags.recipe.ema_decay,
                   "keep an exponential moving average of the weights (avg = D avg + (1 - D) w each step, "
-                  "torchvision's --model-ema), evaluated beside them and saved as <--save>.ema.safetensors")
+                  "torchvision's --model-ema), evaluated beside them, saved as <--save>.ema.safetensors and in checkpoints "
+                  "(--resume continues it with the same D)")
       ->group(group);
   cmd->add_option("--eval-every", flags.eval_every,
                   "N | epoch: evaluate on --val every N steps or at each epoch's end, and at the last step: loss, "

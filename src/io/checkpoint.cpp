@@ -132,6 +132,16 @@ CheckpointInfo parse_info(const SafetensorsReader& reader) {
   for (size_t i = 0; i < rng_states.size(); ++i) info.state.rng_states.push_back(metadata.rng(rng_states[i], i));
   info.state.data_position = metadata.json("data_position");
   info.state.extra = metadata.json("extra");
+  if (reader.metadata().contains("buffers")) {
+    const nlohmann::json buffers = metadata.json("buffers");
+    DDPX_REQUIRE(buffers.is_array(), "checkpoint '{}': metadata 'buffers' must be a JSON array, got {}",
+                 reader.path().string(), buffers.dump());
+    for (const auto& name : buffers) {
+      DDPX_REQUIRE(name.is_string(), "checkpoint '{}': metadata 'buffers' must hold strings, got {}",
+                   reader.path().string(), buffers.dump());
+      info.state.buffers.push_back({name.get<std::string>(), {}});
+    }
+  }
   return info;
 }
 
@@ -225,6 +235,14 @@ PendingCheckpoint prepare_checkpoint(const std::filesystem::path& dir, const Fla
   require_optimizer_size(layout, optimizer);
   nlohmann::json rng_states = nlohmann::json::array();
   for (const Rng::State& rng : state.rng_states) rng_states.push_back(rng_to_json(rng));
+  nlohmann::json buffer_names = nlohmann::json::array();
+  for (const auto& [name, values] : state.buffers) {
+    DDPX_INTERNAL_ASSERT(!name.empty() && name.find('.') == std::string::npos && name != "optimizer",
+                         "checkpoint buffer name '{}'", name);
+    DDPX_INTERNAL_ASSERT(values.size() == layout.buffer_size(), "checkpoint buffer '{}' has {} elements, not {}",
+                         name, values.size(), layout.buffer_size());
+    buffer_names.push_back(name);
+  }
   TensorMetadata metadata = {
       {"format", "pt"},
       {"ddpx_checkpoint_version", std::string(kVersion)},
@@ -238,10 +256,15 @@ PendingCheckpoint prepare_checkpoint(const std::filesystem::path& dir, const Fla
       {"data_position", state.data_position.dump()},
       {"extra", state.extra.dump()},
   };
+  if (!state.buffers.empty()) metadata["buffers"] = buffer_names.dump();
   std::vector<TensorView> views = layout_tensor_views(layout, "", params);
   for (const std::string& name : optimizer.state_names()) {
     std::vector<TensorView> state_views = layout_tensor_views(layout, state_prefix(name), optimizer.state(name).data());
     views.insert(views.end(), state_views.begin(), state_views.end());
+  }
+  for (const auto& [buffer, values] : state.buffers) {
+    std::vector<TensorView> buffer_views = layout_tensor_views(layout, buffer + ".", values.data());
+    views.insert(views.end(), buffer_views.begin(), buffer_views.end());
   }
   const std::string name = keep == 1 ? kLatestName : numbered_name(state.step);
   const std::filesystem::path target = dir / name;
@@ -292,6 +315,13 @@ CheckpointState load_checkpoint(const std::filesystem::path& dir, const FlatLayo
   std::vector<LayoutBufferTarget> targets = {{"", params}};
   for (const std::string& name : optimizer.state_names())
     targets.push_back({state_prefix(name), optimizer.state(name).data()});
+  for (auto& [name, values] : info.state.buffers) {
+    DDPX_REQUIRE(!name.empty() && name.find('.') == std::string::npos && name != "optimizer",
+                 "checkpoint '{}': metadata 'buffers' names '{}', which is not a buffer name; the file is damaged",
+                 where, name);
+    values.assign(layout.buffer_size(), 0.f);
+    targets.push_back({name + ".", values.data()});
+  }
   read_layout_buffers(reader, layout, targets, LoadDTypes::f32_only,
                       fmt::format("The checkpoint does not fit --model {}; resume with the model it was saved for or "
                                   "use another checkpoint directory.",

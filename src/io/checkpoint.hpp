@@ -1,13 +1,16 @@
 // Training checkpoints for resume: one safetensors file <dir>/checkpoint.safetensors holding
 //  - the parameters under the layout's names (F32; for the ViT the file loads as a torchvision state_dict after
-//    dropping the "optimizer." tensors),
+//    dropping the "optimizer." and "ema." tensors),
 //  - the optimizer state, one F32 tensor per parameter and state buffer: "optimizer.<state>.<tensor name>"
 //    (state: "momentum" for sgd, "exp_avg" / "exp_avg_sq" for adamw),
+//  - the trainer's other layout-shaped buffers (CheckpointState::buffers), "<buffer>.<tensor name>" (the weight
+//    average of --ema-decay: "ema.<tensor name>"),
 //  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "3", "model" (FlatLayout::spec()),
 //    "optimizer" (name), "optimizer_options" (JSON), "optimizer_state" (JSON array of state names),
 //    "optimizer_step" (decimal), "step" (decimal), "rng_states" (JSON array of {"state", "inc", "spare_bits"
-//    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON), "ddpx.crc32"
-//    (JSON: tensor name -> CRC-32 of its bytes; io/tensor_integrity.hpp; version 1 files lack it and load unchecked),
+//    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON), "buffers" (JSON
+//    array of the other buffers' names; files without it hold none), "ddpx.crc32" (JSON: tensor name -> CRC-32
+//    of its bytes; io/tensor_integrity.hpp; version 1 files lack it and load unchecked),
 //    "ddpx.header_crc32" (CRC-32 of all the other metadata and the tensors' names, dtypes and shapes; version 2
 //    files lack it, and their metadata loads unchecked).
 // With keep > 1 each save writes <dir>/checkpoint-<step>.safetensors and makes checkpoint.safetensors a hard link
@@ -43,6 +46,9 @@ struct CheckpointState {
   std::vector<Rng::State> rng_states;   // e.g. one per rank or per data worker, in the trainer's order
   nlohmann::json data_position;         // where the data loader resumes (free-form; null if unused)
   nlohmann::json extra;                 // anything else the trainer wants back (free-form; null if unused)
+  // More buffers of the layout's size, saved as "<name>.<tensor name>" and loaded back by name (e.g. {"ema", the
+  // weight average}). A name may not be empty, contain '.', or be "optimizer".
+  std::vector<std::pair<std::string, std::vector<float>>> buffers;
 };
 
 // Everything a checkpoint's metadata says, readable without loading tensors (for reports and option checks).

@@ -2,6 +2,8 @@
 // Optimizer is built from the run's optimizer spec, so the state names are the spec's.
 #include "train/checkpointing.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string_view>
 
@@ -10,6 +12,40 @@
 #include "io/checkpoint.hpp"
 
 namespace ddpx {
+namespace {
+
+constexpr std::string_view kWeightAverageBuffer = "ema";
+
+// The checkpoint's weight average into `loaded`, refused unless the run has the checkpoint's --ema-decay: an average
+// restarted, dropped or blended at another rate would not continue the uninterrupted run's.
+void restore_weight_average(const std::filesystem::path& dir, CheckpointState& ckpt, const TrainOptions& options,
+                            HostOptimizerState& loaded) {
+  const auto found = std::find_if(ckpt.buffers.begin(), ckpt.buffers.end(),
+                                  [](const auto& buffer) { return buffer.first == kWeightAverageBuffer; });
+  const double run_decay = options.recipe.ema_decay;
+  if (found == ckpt.buffers.end()) {
+    DDPX_REQUIRE(run_decay == 0,
+                 "--resume {}: the checkpoint holds no weight average (it was trained without --ema-decay), this run "
+                 "has --ema-decay {}; resume without --ema-decay, or start a new run to average from step 1",
+                 dir.string(), run_decay);
+    return;
+  }
+  const nlohmann::json& extra = ckpt.extra;
+  DDPX_REQUIRE(extra.is_object() && extra.contains("ema_decay") && extra["ema_decay"].is_number() &&
+                   extra.contains("ema_updates") && extra["ema_updates"].is_number_integer() &&
+                   extra["ema_updates"].get<int64_t>() >= 0,
+               "--resume {}: the checkpoint holds a weight average but not its 'ema_decay' and 'ema_updates'; the "
+               "file is damaged", dir.string());
+  const double saved_decay = extra["ema_decay"].get<double>();
+  DDPX_REQUIRE(run_decay == saved_decay,
+               "--resume {}: the checkpoint was trained with --ema-decay {}, this run has {}; resume with --ema-decay "
+               "{} so the weight average continues", dir.string(), saved_decay,
+               run_decay == 0 ? std::string("none") : fmt::format("--ema-decay {}", run_decay), saved_decay);
+  loaded.weight_average = std::move(found->second);
+  loaded.weight_average_updates = extra["ema_updates"].get<int64_t>();
+}
+
+}  // namespace
 
 void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
                               const TrainOptions& options, const HostOptimizerState& state, int64_t step,
@@ -36,6 +72,12 @@ PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, 
   // The schedule is a function of the absolute step, so a resume continues it exactly, with the same flags.
   if (options.optimizer.schedule.varies())
     ckpt.extra["lr_schedule"] = options.optimizer.schedule.describe();
+  // --ema-decay: the average and its update count, so a resume continues it bit for bit (optim/weight_average.hpp).
+  if (!state.weight_average.empty()) {
+    ckpt.buffers.push_back({std::string(kWeightAverageBuffer), state.weight_average});
+    ckpt.extra["ema_decay"] = options.recipe.ema_decay;
+    ckpt.extra["ema_updates"] = state.weight_average_updates;
+  }
   ckpt.data_position = {{"micro_batch", position.micro_batch}, {"world", position.world}};
   if (position.batches_per_epoch > 0) {
     ckpt.data_position["batches_per_epoch"] = position.batches_per_epoch;
@@ -80,6 +122,7 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
                  position.value("batches_per_epoch", 0), position["world"].dump(), world, position["world"].dump());
   }
   LoadedCheckpoint loaded;
+  restore_weight_average(dir, ckpt, options, loaded.optimizer);
   loaded.step = ckpt.step;
   loaded.optimizer.step = optimizer->step_count();
   for (const auto& name : optimizer->state_names()) {

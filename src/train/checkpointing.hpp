@@ -1,7 +1,8 @@
 // Checkpoints of a training run: the engine's parameters and optimizer state through io/checkpoint, plus the
-// step. Data needs no saved state (batches are a pure function of seed and step), so resuming at step k sees
-// exactly the batches an uninterrupted run sees from step k+1 on. The optimizer state is stored under the names
-// options.optimizer.state_names() gives (optim/optimizer_spec.hpp), with its hyperparameters.
+// step and, with --ema-decay, the weight average and its update count (refused on resume unless the run has the
+// same --ema-decay). Data needs no saved state (batches are a pure function of seed and step), so resuming at step
+// k sees exactly the batches an uninterrupted run sees from step k+1 on. The optimizer state is stored under the
+// names options.optimizer.state_names() gives (optim/optimizer_spec.hpp), with its hyperparameters.
 #pragma once
 #include <cstdint>
 #include <filesystem>

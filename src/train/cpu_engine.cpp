@@ -71,7 +71,14 @@ class CpuEngine : public StepEngine {
 
   void upload_params(const float* host) override { std::memcpy(params_.data(), host, params_.size() * 4); }
   void download_params(float* host) override { std::memcpy(host, params_.data(), params_.size() * 4); }
-  HostOptimizerState download_optimizer_state() override { return state_; }
+  HostOptimizerState download_optimizer_state() override {
+    HostOptimizerState state = state_;
+    if (weight_average_) {
+      state.weight_average = weight_average_->values();
+      state.weight_average_updates = weight_average_->updates();
+    }
+    return state;
+  }
   void upload_optimizer_state(const HostOptimizerState& state) override {
     DDPX_REQUIRE(state.buffers.size() == state_.buffers.size(), "optimizer state has {} buffers, expected {}",
                  state.buffers.size(), state_.buffers.size());
@@ -79,7 +86,14 @@ class CpuEngine : public StepEngine {
       DDPX_REQUIRE(state.buffers[i].first == state_.buffers[i].first &&
                        state.buffers[i].second.size() == state_.buffers[i].second.size(),
                    "optimizer state buffer '{}' does not match '{}'", state.buffers[i].first, state_.buffers[i].first);
+    // The checkpoint bridge (train/checkpointing.cpp) refuses a resume whose --ema-decay differs from the file's.
+    DDPX_INTERNAL_ASSERT(state.weight_average.empty() == !weight_average_ &&
+                             (state.weight_average.empty() || state.weight_average.size() == params_.size()),
+                         "weight average of {} elements uploaded to an engine {} one", state.weight_average.size(),
+                         weight_average_ ? "with" : "without");
     state_ = state;
+    state_.weight_average.clear();
+    if (weight_average_) weight_average_->restore(state.weight_average, state.weight_average_updates);
   }
   void* allocate_host_batch(size_t bytes) override { return ::operator new(bytes); }
   void free_host_batch(void* p) override { ::operator delete(p); }

@@ -54,10 +54,13 @@ EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gra
 // CUDA with an image source and --normalize device: uint8 batches, normalized by the engine on the device.
 bool normalizes_on_device(const TrainOptions& options);
 
-// Optimizer state as host vectors (for checkpoints): name -> flat buffer of the layout's size.
+// Optimizer state as host vectors (for checkpoints): name -> flat buffer of the layout's size; with --ema-decay
+// also the weight average and its update count (optim/weight_average.hpp), so a resume continues it bit for bit.
 struct HostOptimizerState {
   int64_t step = 0;
   std::vector<std::pair<std::string, std::vector<float>>> buffers;
+  std::vector<float> weight_average;  // empty: no --ema-decay
+  int64_t weight_average_updates = 0;
 };
 
 // Phase times of one step (ms), measured by the engine (CPU clocks or CUDA events).

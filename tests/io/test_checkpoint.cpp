@@ -144,6 +144,33 @@ TEST(Checkpoint, FileIsATorchvisionStateDictPlusOptimizerTensors) {
   EXPECT_EQ(reader.metadata().at("optimizer_state"), R"(["exp_avg","exp_avg_sq"])");
 }
 
+TEST(Checkpoint, OtherBuffersRoundTripUnderTheirNames) {
+  TempDir dir;
+  TrainingRun run("vit_tiny_test", "sgd", {});
+  run.step();
+  CheckpointState state;
+  state.step = 1;
+  std::vector<float> average(run.layout.buffer_size(), 0.f);
+  for (const TensorSlot& slot : run.layout.tensors())  // the padding between tensors stays zero, as in training
+    for (size_t i = slot.offset; i < slot.offset + slot.numel; ++i)
+      average[i] = static_cast<float>(i % 97) * 0.125f - 3.f;
+  state.buffers = {{"ema", average}};
+  save_checkpoint(dir.path(), run.layout, run.params.data(), *run.optimizer, state);
+  const SafetensorsReader reader(checkpoint_file(dir.path()));
+  EXPECT_EQ(reader.entries().size(), 3 * run.layout.tensors().size());
+  EXPECT_NE(reader.find("ema.class_token"), nullptr);
+  EXPECT_EQ(reader.metadata().at("buffers"), R"(["ema"])");
+  TrainingRun fresh("vit_tiny_test", "sgd", {});
+  const CheckpointState loaded = load_checkpoint(dir.path(), fresh.layout, fresh.params.data(), *fresh.optimizer);
+  ASSERT_EQ(loaded.buffers.size(), 1u);
+  EXPECT_EQ(loaded.buffers[0].first, "ema");
+  EXPECT_TRUE(same_bits(loaded.buffers[0].second, average));
+  EXPECT_TRUE(same_bits(fresh.params, run.params));
+  // A file without the key holds no other buffers.
+  save_checkpoint(dir / "plain", run.layout, run.params.data(), *run.optimizer, {});
+  EXPECT_TRUE(load_checkpoint(dir / "plain", fresh.layout, fresh.params.data(), *fresh.optimizer).buffers.empty());
+}
+
 TEST(Checkpoint, ResumeMatchesTheUninterruptedRunBitForBit) {
   for (const std::string name : {"sgd", "adamw"}) {
     SCOPED_TRACE(name);

@@ -1,8 +1,8 @@
 // The training recipe through the trainer on the CPU (mlp_tiny_test, learnable data): a run with a warm-up and
 // cosine schedule, label smoothing, clipping, no-decay, mixup/cutmix and an EMA learns and saves the average beside
-// the weights; a resumed run with the schedule, clipping and mixing equals the uninterrupted one bit for bit; the
-// bad inputs of issue 39 are errors naming the flag before training; the CLI's recipe flags, `ddpx model --init`,
-// `--reset-head` and `ddpx report --metrics` end to end.
+// the weights; a resumed run with the schedule, clipping, mixing and the EMA equals the uninterrupted one bit for
+// bit; the bad inputs of issue 39 are errors naming the flag before training; the CLI's recipe flags, `ddpx model
+// --init`, `--reset-head` and `ddpx report --metrics` end to end.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -88,6 +88,40 @@ TEST(RecipeTraining, ResumeWithScheduleClippingAndMixingIsBitIdentical) {
   other.optimizer.schedule.total_steps = 8;
   other.resume = resumed.resume;
   testing::expect_error([&] { run_training(other); }, {"--resume", "--lr-schedule cosine", "linear"});
+}
+
+TEST(RecipeTraining, ResumeContinuesTheWeightAverageBitForBit) {
+  TrainOptions full = recipe_run(8);
+  full.recipe.ema_decay = 0.8;
+  full.save = scratch("ema_straight.safetensors").string();
+  run_training(full);
+  TrainOptions first = full;  // checkpoints at 5 and 8; the run resumes from 5
+  first.save.clear();
+  first.checkpoint_dir = scratch("ema_ckpt").string();
+  first.checkpoint_every = 5;
+  run_training(first);
+  TrainOptions resumed = full;
+  resumed.resume = (fs::path(first.checkpoint_dir) / "checkpoint-5.safetensors").string();
+  resumed.save = scratch("ema_resumed.safetensors").string();
+  run_training(resumed);
+  EXPECT_EQ(saved_weights(full.save, kModel), saved_weights(resumed.save, kModel));
+  const std::vector<float> straight_ema = saved_weights(scratch("ema_straight.ema.safetensors"), kModel);
+  EXPECT_EQ(straight_ema, saved_weights(scratch("ema_resumed.ema.safetensors"), kModel));
+  EXPECT_NE(straight_ema, saved_weights(full.save, kModel));
+  // The average continues only at the checkpoint's rate, and only where the checkpoint has one.
+  TrainOptions other = resumed;
+  other.recipe.ema_decay = 0.9;
+  testing::expect_error([&] { run_training(other); }, {"--resume", "--ema-decay 0.8", "0.9"});
+  other.recipe.ema_decay = 0;
+  testing::expect_error([&] { run_training(other); }, {"--resume", "--ema-decay 0.8", "none"});
+  TrainOptions plain = recipe_run(8);
+  plain.checkpoint_dir = scratch("plain_ckpt").string();
+  plain.checkpoint_every = 5;
+  run_training(plain);
+  TrainOptions averaged = recipe_run(8);
+  averaged.recipe.ema_decay = 0.8;
+  averaged.resume = (fs::path(plain.checkpoint_dir) / "checkpoint-5.safetensors").string();
+  testing::expect_error([&] { run_training(averaged); }, {"--resume", "no weight average", "--ema-decay 0.8"});
 }
 
 TEST(RecipeTraining, BadInputIsAnErrorNamingTheFlagBeforeTraining) {
