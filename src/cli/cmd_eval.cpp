@@ -45,6 +45,9 @@ int run_eval(const EvalOptions& e) {
   fmt::print(stderr, "eval: reading --weights {} ({} parameters)\n", e.weights, layout.num_params());
   std::vector<float> params(layout.buffer_size(), 0.f);
   load_params_safetensors(e.weights, layout, params.data());
+  // The training data's class names, where `ddpx train --save` recorded them (io/param_safetensors.hpp).
+  std::vector<std::string> class_names = weights_class_names(SafetensorsReader(e.weights));
+  if (static_cast<int64_t>(class_names.size()) != classes) class_names.clear();  // not this head's: numbers only
   if (const uint64_t bad = first_nonfinite(params); bad != ~0ull)
     fail("--weights {}: the weights hold {} in {}; they come from a diverged run or a damaged file, and the logits "
          "would not be finite", e.weights, params[bad], tensor_at(layout, bad));
@@ -101,7 +104,8 @@ int run_eval(const EvalOptions& e) {
     for (int64_t i = 0; i < std::min<int64_t>(n, 8); ++i) {
       const float* row = logits.data() + i * classes;
       const int64_t best = std::max_element(row, row + classes) - row;
-      fmt::print("image {:>4}: class {:>4} (logit {:.4f})\n", i, best, row[best]);
+      fmt::print("image {:>4}: class {:>4}{} (logit {:.4f})\n", i, best,
+                 class_names.empty() ? "" : " " + class_names[static_cast<size_t>(best)], row[best]);
     }
     if (n > 8) fmt::print("... ({} images; --out FILE.npy writes all logits)\n", n);
   }
@@ -123,7 +127,10 @@ Command add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Logits (and mean cross-entropy with --labels) for a batch of images");
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--model", e->model, "model shape the weights belong to (see `ddpx model --help`)");
-  cmd->add_option("--weights", e->weights, ".safetensors with torchvision names")->required();
+  cmd->add_option("--weights", e->weights,
+                  ".safetensors with torchvision names (from `ddpx train --save`, its class names are printed "
+                  "beside the classes)")
+      ->required();
   cmd->add_option("--images", e->images, ".npy images [N, C, H, W] float32")->required();
   cmd->add_option("--labels", e->labels, ".npy labels [N] int64/int32: also print mean cross-entropy and accuracy");
   cmd->add_option("--out", e->out,

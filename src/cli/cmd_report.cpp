@@ -55,6 +55,27 @@ std::string clock_line(const RunReport& report) {
   return fmt::format("clock: every rank on rank 0's clock; offsets to it: {}\n", offsets);
 }
 
+// The training data's class names (label = index), the first 10 of them.
+std::string classes_line(const std::vector<std::string>& classes) {
+  if (classes.empty()) return "";
+  std::string names;
+  for (size_t k = 0; k < classes.size() && k < 10; ++k)
+    names += fmt::format("{}{} {}", k == 0 ? "" : ", ", k, classes[k]);
+  if (classes.size() > 10) names += fmt::format(", ... ({} more)", classes.size() - 10);
+  return fmt::format("classes: {} ({})\n", classes.size(), names);
+}
+
+// Every --val evaluation, one row each (nccl-tests' shape: a header, then the rows).
+std::string evaluation_table(const std::vector<EvalPoint>& evaluations) {
+  if (evaluations.empty()) return "";
+  std::string text = fmt::format("evaluation on --val ({} images):\n{:>8} {:>8} {:>8} {:>10} {:>8} {:>8}\n",
+                                 evaluations.front().count, "step", "epoch", "weights", "val loss", "top-1", "top-5");
+  for (const EvalPoint& e : evaluations)
+    text += fmt::format("{:>8} {:>8} {:>8} {:>10.4f} {:>7.2f}% {:>7.2f}%\n", e.step,
+                        e.epoch ? fmt::format("{:.2f}", *e.epoch) : "-", e.weights, e.loss, e.top1, e.top5);
+  return text;
+}
+
 std::string provenance_block(const RunReport& report) {
   const RunConfig& c = report.config;
   std::string command;
@@ -78,6 +99,8 @@ std::string provenance_block(const RunReport& report) {
   if (report.throughput)
     text += fmt::format("throughput: {:.2f} steps/s, {:.1f} images/s\n", report.throughput->steps_per_s,
                         report.throughput->images_per_s);
+  text += classes_line(c.classes);
+  text += evaluation_table(report.evaluations);
   text += clock_line(report);
   return text;
 }

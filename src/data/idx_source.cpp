@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/fnv1a.hpp"
 
 namespace ddpx {
 namespace {
@@ -46,6 +47,18 @@ std::vector<uint8_t> read_maybe_gzipped(const std::string& path) {
   return bytes;
 }
 
+// Note [Fashion-MNIST's class names]
+// idx files carry no class names. Fashion-MNIST's label files are recognized by their bytes (FNV-1a 64 of the
+// gunzipped train-labels and t10k-labels files, as zalandoresearch publishes them and Debian's
+// dataset-fashion-mnist installs them), and get torchvision's FashionMNIST.classes; any other idx data (MNIST, a
+// subset, a relabelled copy) names no classes, so a name is never attached to labels it does not belong to.
+constexpr uint64_t kFashionTrainLabels = 0xc57b481e807c6a9aULL, kFashionTestLabels = 0xf87419dba64360a3ULL;
+const std::vector<std::string>& fashion_mnist_classes() {
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return names;
+}
+
 uint32_t big_endian(const std::vector<uint8_t>& bytes, size_t offset) {
   return (uint32_t{bytes[offset]} << 24) | (uint32_t{bytes[offset + 1]} << 16) | (uint32_t{bytes[offset + 2]} << 8) |
          uint32_t{bytes[offset + 3]};
@@ -79,6 +92,8 @@ IdxSource::IdxSource(const std::string& directory, DataSplit split) {
                "--data idx: {} holds {} labels ({} bytes) for the {} images of {}; the two files do not belong "
                "together or one is truncated", labels_path_, big_endian(labels, 4), labels.size(), count_,
                images_path_);
+  const uint64_t labels_hash = fnv1a(labels.data(), labels.size());
+  if (labels_hash == kFashionTrainLabels || labels_hash == kFashionTestLabels) class_names_ = fashion_mnist_classes();
   pixels_.assign(images.begin() + 16, images.end());
   labels_.resize(static_cast<size_t>(count_));
   for (size_t i = 0; i < labels_.size(); ++i) {
@@ -88,7 +103,8 @@ IdxSource::IdxSource(const std::string& directory, DataSplit split) {
 }
 
 std::string IdxSource::describe() const {
-  return fmt::format("idx {} ({} images {}x{}, {} classes)", images_path_, count_, height_, width_, classes_);
+  return fmt::format("idx {} ({} images {}x{}, {} classes{})", images_path_, count_, height_, width_, classes_,
+                     class_names_.empty() ? "" : ", Fashion-MNIST's");
 }
 
 std::string IdxSource::sample_name(int64_t index) const { return fmt::format("{} image {}", images_path_, index); }

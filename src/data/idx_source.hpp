@@ -3,7 +3,9 @@
 // as Debian's dataset-fashion-mnist installs them under /usr/share/datasets/fashion-mnist), whole into memory.
 // Guarantees: the magic numbers (0x803 images, 0x801 labels), the sizes and the counts are checked against each
 // other and the file lengths; a missing, truncated or mismatched file is an error naming it and what to do.
-// Images are 1-channel HWC uint8 served in place; classes = the largest label + 1.
+// Images are 1-channel HWC uint8 served in place; classes = the largest label + 1. Fashion-MNIST's files name their
+// ten classes as torchvision does (recognized by their bytes: see Note [Fashion-MNIST's class names]); other idx
+// files name none.
 #pragma once
 #include <memory>
 #include <string>
@@ -20,7 +22,8 @@ class IdxSource : public SampleSource {
   std::string describe() const override;
   int64_t size() const override { return count_; }
   int32_t label(int64_t index) const override { return labels_[static_cast<size_t>(index)]; }
-  int64_t num_classes() const override { return classes_; }
+  int64_t num_classes() const override { return class_names_.empty() ? classes_ : std::ssize(class_names_); }
+  std::vector<std::string> class_names() const override { return class_names_; }
   std::string sample_name(int64_t index) const override;
   SampleBytes read(int64_t index, std::vector<uint8_t>& scratch) const override;
   bool photographs() const override { return false; }
@@ -31,6 +34,7 @@ class IdxSource : public SampleSource {
   int height_ = 0, width_ = 0;
   std::vector<uint8_t> pixels_;
   std::vector<int32_t> labels_;
+  std::vector<std::string> class_names_;
 };
 
 }  // namespace ddpx

@@ -18,6 +18,27 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// Before any step: the first sample whose label the model has no class for, by name (file, member or record), with
+// its label (and class name where the source has them) and both counts.
+void require_labels_in_model(const SampleSource& source, int64_t model_classes, const std::string& flag_text) {
+  if (source.num_classes() <= model_classes) return;
+  const std::vector<std::string> names = source.class_names();
+  for (int64_t i = 0; i < source.size(); ++i) {
+    const int32_t label = source.label(i);
+    if (label < model_classes) continue;
+    fail("{}: {} has label {}{}, but the model has {} classes (labels 0 to {}); the data has {} classes: use a model "
+         "with classes={} or more (e.g. --model mlp:...,classes={}), or leave classes= out of --model to take the "
+         "data's", flag_text, source.sample_name(i), label,
+         static_cast<size_t>(label) < names.size() ? fmt::format(" (class '{}')", names[static_cast<size_t>(label)])
+                                                   : "",
+         model_classes, model_classes - 1, source.num_classes(), source.num_classes(), source.num_classes());
+  }
+  // A source that names more classes than its samples use (a pack of a folder with an empty class, say).
+  fail("{}: {} names {} classes, but the model has {}; use a model with classes={} (or leave classes= out of --model "
+       "to take the data's)", flag_text, source.describe(), source.num_classes(), model_classes,
+       source.num_classes());
+}
+
 }  // namespace
 
 ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetContext& context,
@@ -30,10 +51,7 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
       samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups()) {
   DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
                "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
-  DDPX_REQUIRE(source_->num_classes() <= shape_.num_classes,
-               "{}: {} has labels up to {}, outside the model's {} classes; use a model with classes={} or more "
-               "(e.g. --model mlp:...,classes={})", flag_text_, source_->describe(), source_->num_classes() - 1,
-               shape_.num_classes, source_->num_classes(), source_->num_classes());
+  require_labels_in_model(*source_, shape_.num_classes, flag_text_);
   const Augmentation augmentation =
       context.images.augmentation != Augmentation::automatic
           ? context.images.augmentation

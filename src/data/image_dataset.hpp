@@ -5,7 +5,8 @@
 //    function of (seed, step, rank, world), whatever thread fills it.
 //  - fill_batch is fill_pixels then normalize_pixels (host normalization, for the CPU engine and the CUDA engine's
 //    float path).
-//  - Labels outside the model's classes are refused when the dataset is built, naming the source and both counts.
+//  - Labels outside the model's classes are refused when the dataset is built, naming the first such sample (file,
+//    member or record), its label and both class counts.
 #pragma once
 #include <memory>
 

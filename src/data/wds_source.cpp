@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "core/error.hpp"
 #include "data/folder_source.hpp"
@@ -96,6 +98,7 @@ WdsSource::WdsSource(const std::string& pattern) : pattern_(pattern), shards_(ex
   try {
     for (size_t s = 0; s < shards_.size(); ++s) index_shard(static_cast<int>(s));
     DDPX_REQUIRE(!samples_.empty(), "--data wds:{}: the shards hold no samples", pattern);
+    read_class_names();
   } catch (...) {
     for (int fd : fds_) ::close(fd);
     throw;
@@ -187,9 +190,33 @@ void WdsSource::index_shard(int shard) {
   DDPX_REQUIRE(shard_sizes_.back() > 0, "--data wds: {} holds no samples (KEY.jpg|png with KEY.cls)", path);
 }
 
+void WdsSource::read_class_names() {
+  const std::filesystem::path list = std::filesystem::path(shards_.front()).parent_path() / "classes.txt";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(list, ec)) return;
+  std::ifstream in(list);
+  DDPX_REQUIRE(in.good(), "--data wds:{}: cannot read {} (the class names beside the shards); check its permissions "
+               "or remove it", pattern_, list.string());
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    names.push_back(line);
+  }
+  while (!names.empty() && names.back().empty()) names.pop_back();
+  DDPX_REQUIRE(static_cast<int64_t>(names.size()) >= classes_,
+               "--data wds:{}: {} names {} classes (one a line, line k naming label k), but the shards hold label {}; "
+               "add the missing names, or remove the file to train without names", pattern_, list.string(),
+               names.size(), classes_ - 1);
+  for (size_t k = 0; k < names.size(); ++k)
+    DDPX_REQUIRE(!names[k].empty(), "--data wds:{}: {} line {} is empty; every class needs a name", pattern_,
+                 list.string(), k + 1);
+  class_names_ = std::move(names);
+  classes_ = static_cast<int64_t>(class_names_.size());
+}
+
 std::string WdsSource::describe() const {
-  return fmt::format("wds {} ({} shards, {} images, {} classes, shard-level shuffle)", pattern_, shards_.size(),
-                     samples_.size(), classes_);
+  return fmt::format("wds {} ({} shards, {} images, {} classes{}, shard-level shuffle)", pattern_, shards_.size(),
+                     samples_.size(), classes_, class_names_.empty() ? "" : " named in classes.txt");
 }
 
 std::string WdsSource::sample_name(int64_t index) const {

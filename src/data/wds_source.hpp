@@ -9,7 +9,8 @@
 //    pread from the shard when a batch needs them. ustar, GNU and pax (path records) headers are read.
 //  - Shuffling is shard-level (shuffle_groups): each epoch takes the shards in an order drawn from (seed, epoch)
 //    and the samples of a shard in their stored order, so every rank reads its shards front to back.
-//  - classes = the largest label + 1.
+//  - classes = the largest label + 1; or, where the first shard's folder holds classes.txt (one name a line, line k
+//    naming label k), its names: a list too short for the largest label is an error naming the file.
 #pragma once
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ class WdsSource : public SampleSource {
   int64_t size() const override { return static_cast<int64_t>(samples_.size()); }
   int32_t label(int64_t index) const override { return samples_[static_cast<size_t>(index)].label; }
   int64_t num_classes() const override { return classes_; }
+  std::vector<std::string> class_names() const override { return class_names_; }
   std::string sample_name(int64_t index) const override;
   SampleBytes read(int64_t index, std::vector<uint8_t>& scratch) const override;
   bool photographs() const override { return true; }
@@ -43,6 +45,7 @@ class WdsSource : public SampleSource {
     std::string key;
   };
   void index_shard(int shard);
+  void read_class_names();
 
   std::string pattern_;
   std::vector<std::string> shards_;
@@ -50,6 +53,7 @@ class WdsSource : public SampleSource {
   std::vector<Sample> samples_;
   std::vector<int64_t> shard_sizes_;
   int64_t classes_ = 0;
+  std::vector<std::string> class_names_;
 };
 
 }  // namespace ddpx

@@ -2,11 +2,13 @@
 #include "io/param_safetensors.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_parse.hpp"
 #include "io/output_file.hpp"
 #include "model/classifier_head.hpp"
 #include "io/tensor_integrity.hpp"
@@ -160,6 +162,30 @@ std::vector<std::string> load_params_except_head(const std::filesystem::path& pa
     convert_to_float32(read.entry->dtype, staging.data(), read.slot->numel, destination);
   }
   return skipped;
+}
+
+TensorMetadata weights_metadata(const FlatLayout& layout, int64_t step, const std::vector<std::string>& class_names) {
+  TensorMetadata metadata = {{"ddpx.model", layout.spec()}, {"ddpx.step", std::to_string(step)}};
+  if (!class_names.empty()) metadata["ddpx.classes"] = nlohmann::json(class_names).dump();
+  return metadata;
+}
+
+std::vector<std::string> weights_class_names(const SafetensorsReader& reader) {
+  const auto found = reader.metadata().find("ddpx.classes");
+  if (found == reader.metadata().end()) return {};
+  nlohmann::json names;
+  try {
+    names = parse_json(found->second, "'" + reader.path().string() + "' metadata 'ddpx.classes'");
+  } catch (const nlohmann::json::exception&) {
+    return {};
+  }
+  if (!names.is_array()) return {};
+  std::vector<std::string> out;
+  for (const nlohmann::json& name : names) {
+    if (!name.is_string()) return {};
+    out.push_back(name.get<std::string>());
+  }
+  return out;
 }
 
 void save_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, const float* params,

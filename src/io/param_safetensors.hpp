@@ -46,6 +46,13 @@ void read_layout_buffers(const SafetensorsReader& reader, const FlatLayout& layo
 void save_params_safetensors(const std::filesystem::path& path, const FlatLayout& layout, const float* params,
                              const TensorMetadata& metadata = {}, std::string_view flag = "weights file");
 
+// What ddpx records with saved weights (--save): "ddpx.model" (layout.spec()), "ddpx.step" and, where the training
+// data named its classes, "ddpx.classes" (a JSON array, label = index), which `ddpx eval` prints beside its classes.
+TensorMetadata weights_metadata(const FlatLayout& layout, int64_t step, const std::vector<std::string>& class_names);
+// The "ddpx.classes" of a weights file's metadata; empty when it has none (or the names are not a JSON array of
+// strings: they are a label, never needed to load the weights).
+std::vector<std::string> weights_class_names(const SafetensorsReader& reader);
+
 // Loads parameters saved by save_params_safetensors or by PyTorch (safetensors.torch.save_file of the reference
 // module's state_dict); F32, F64, F16 and BF16 tensors are accepted (converted to fp32). params holds
 // layout.buffer_size() floats.

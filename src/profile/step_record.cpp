@@ -237,6 +237,35 @@ void from_json(const json& j, LossPoint& v) {
   DDPX_REQUIRE(std::isfinite(v.loss), "loss point at step {}: field 'loss' must be finite, got {}", v.step, v.loss);
 }
 
+void to_json(json& j, const EvalPoint& v) {
+  j = json{{"step", v.step}, {"loss", v.loss}, {"top1", v.top1}, {"top5", v.top5}, {"count", v.count},
+           {"weights", v.weights}};
+  if (v.epoch) j["epoch"] = *v.epoch;
+}
+
+void from_json(const json& j, EvalPoint& v) {
+  const char* record = "evaluation";
+  jf::require(j, record, "step", v.step);
+  jf::require(j, record, "loss", v.loss);
+  jf::require(j, record, "top1", v.top1);
+  jf::require(j, record, "top5", v.top5);
+  jf::require(j, record, "count", v.count);
+  jf::optional(j, record, "weights", v.weights);
+  v.epoch.reset();
+  if (auto it = j.find("epoch"); it != j.end() && !it->is_null()) {
+    double epoch = 0;
+    jf::read_value(*it, record, "epoch", epoch);
+    v.epoch = epoch;
+  }
+  DDPX_REQUIRE(v.step >= 0 && v.count > 0 && std::isfinite(v.loss) && v.top1 >= 0 && v.top1 <= 100 &&
+                   v.top5 >= 0 && v.top5 <= 100 && (!v.epoch || std::isfinite(*v.epoch)),
+               "evaluation at step {}: step >= 0, count > 0, a finite loss and accuracies in [0, 100] expected, got "
+               "count {}, loss {}, top-1 {}, top-5 {}", v.step, v.count, v.loss, v.top1, v.top5);
+  DDPX_REQUIRE(v.weights == "model" || v.weights == "ema",
+               "evaluation at step {}: field 'weights' must be \"model\" or \"ema\", got \"{}\"", v.step,
+               v.weights.substr(0, 40));
+}
+
 void to_json(json& j, const RunThroughput& v) {
   j = json{{"steps_per_s", v.steps_per_s}, {"images_per_s", v.images_per_s}};
 }
@@ -327,6 +356,7 @@ void to_json(json& j, const RunConfig& v) {
   if (!v.command_line.empty()) j["command_line"] = v.command_line;
   if (!v.optimizer.name.empty()) j["optimizer"] = v.optimizer;
   if (!v.gradient_tensors.empty()) j["gradient_tensors"] = v.gradient_tensors;
+  if (!v.classes.empty()) j["classes"] = v.classes;
 }
 
 void from_json(const json& j, RunConfig& v) {
@@ -354,6 +384,7 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "command_line", v.command_line);
   jf::optional(j, record, "optimizer", v.optimizer);
   jf::optional(j, record, "gradient_tensors", v.gradient_tensors);
+  jf::optional(j, record, "classes", v.classes);
   for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
     const GradientTensorInfo& before = v.gradient_tensors[k - 1];
     DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,
@@ -397,6 +428,7 @@ void to_json(json& j, const RunReport& v) {
   j = json{{"config", v.config}, {"ranks", v.ranks}};
   if (v.throughput) j["throughput"] = *v.throughput;
   if (v.ddp_cost) j["ddp_cost"] = *v.ddp_cost;
+  if (!v.evaluations.empty()) j["evaluations"] = v.evaluations;
 }
 
 void from_json(const json& j, RunReport& v) {
@@ -406,6 +438,8 @@ void from_json(const json& j, RunReport& v) {
   if (auto it = j.find("throughput"); it != j.end() && !it->is_null()) v.throughput = it->get<RunThroughput>();
   v.ddp_cost.reset();
   if (auto it = j.find("ddp_cost"); it != j.end() && !it->is_null()) v.ddp_cost = it->get<DdpCost>();
+  v.evaluations.clear();
+  jf::optional(j, "run report", "evaluations", v.evaluations);
 }
 
 double report_steps_per_s(const RunReport& report) {

@@ -141,6 +141,16 @@ struct LossPoint {
   bool operator==(const LossPoint&) const = default;
 };
 
+// One evaluation on --val (train/evaluation.hpp), as the run's progress line and --metrics line give it.
+struct EvalPoint {
+  int64_t step = 0;
+  std::optional<double> epoch;  // the fraction of the training set seen; absent for sources without epochs
+  double loss = 0, top1 = 0, top5 = 0;  // mean cross-entropy; accuracies in percent
+  int64_t count = 0;                    // images evaluated (all ranks)
+  std::string weights = "model";        // "model", or "ema" for the --ema-decay average
+  bool operator==(const EvalPoint&) const = default;
+};
+
 // One tensor of the flat fp32 gradient buffer, in buffer order (= the order gradients become final in backward).
 // Recorded so that analyses (ddpx predict) can re-cut buckets and size PowerSGD's factors without the model code.
 struct GradientTensorInfo {
@@ -190,6 +200,9 @@ struct RunConfig {
   // The gradient buffer's tensors in buffer order; empty in reports written before it was recorded. On read:
   // positive numel, shape product == numel, offsets increasing without overlap.
   std::vector<GradientTensorInfo> gradient_tensors;
+  // The training data's class names, label = index (train/data_classes.hpp); empty where it names none, and in
+  // reports written before they were recorded.
+  std::vector<std::string> classes;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.
@@ -211,6 +224,7 @@ struct RunReport {
   std::optional<RunThroughput> throughput;  // rank 0's summary figures; absent in older reports
   std::optional<DdpCost> ddp_cost;          // DDP's cost as the run computed it (profile/ddp_cost.hpp); absent
                                             // without --ddp or calibration steps, and in older reports
+  std::vector<EvalPoint> evaluations;       // every --val evaluation in step order; empty without --val
   bool operator==(const RunReport&) const = default;
 };
 
@@ -242,6 +256,8 @@ void to_json(nlohmann::json& j, const RankInfo& value);
 void from_json(const nlohmann::json& j, RankInfo& value);
 void to_json(nlohmann::json& j, const OptimizerInfo& value);
 void from_json(const nlohmann::json& j, OptimizerInfo& value);
+void to_json(nlohmann::json& j, const EvalPoint& value);
+void from_json(const nlohmann::json& j, EvalPoint& value);
 void to_json(nlohmann::json& j, const LossPoint& value);
 void from_json(const nlohmann::json& j, LossPoint& value);
 void to_json(nlohmann::json& j, const GradientTensorInfo& value);

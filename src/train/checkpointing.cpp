@@ -69,6 +69,7 @@ PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, 
   ckpt.step = step;
   ckpt.extra = {{"seed", options.seed}, {"data", options.data.text()}, {"batch", options.batch},
                 {"grad_accum", options.grad_accum}};
+  if (!options.class_names.empty()) ckpt.extra["classes"] = options.class_names;  // label = index
   // The schedule is a function of the absolute step, so a resume continues it exactly, with the same flags.
   if (options.optimizer.schedule.varies())
     ckpt.extra["lr_schedule"] = options.optimizer.schedule.describe();

@@ -25,6 +25,12 @@ void MetricsLog::write(const std::string& line) {
   DDPX_REQUIRE(out_.good(), "--metrics {}: writing failed (disk full?)", path_);
 }
 
+void MetricsLog::run(int64_t start_step, const std::string& model, const std::string& data,
+                     const std::vector<std::string>& classes) {
+  write(nlohmann::json{{"kind", "run"}, {"step", start_step}, {"model", model}, {"data", data}, {"classes", classes}}
+            .dump());
+}
+
 void MetricsLog::step(int64_t step, std::optional<double> epoch, double lr, double loss,
                       std::optional<double> grad_norm, double images_per_s) {
   write(nlohmann::json{{"kind", "step"}, {"step", step}, {"epoch", optional_number(epoch)}, {"lr", lr},

@@ -1,6 +1,8 @@
 // MetricsLog: --metrics FILE, one JSON object per line, written and flushed as the run goes (rank 0), so a crashed
 // or running job's curves can be read at any time (`ddpx report --metrics FILE` draws them).
-// Lines: {"kind": "step", "step", "epoch", "lr", "loss", "grad_norm" (with --clip-grad-norm), "images_per_s"} at
+// Lines: {"kind": "run", "step" (the step it starts after: 0, or the resumed checkpoint's), "model", "data",
+// "classes" (the data's class names, label = index; [] where it names none)} when a run starts or resumes;
+// {"kind": "step", "step", "epoch", "lr", "loss", "grad_norm" (with --clip-grad-norm), "images_per_s"} at
 // every progress line, and {"kind": "eval", "step", "epoch", "loss", "top1", "top5", "count", "weights": "model" |
 // "ema"} at every evaluation; "epoch" is the fraction of the training set seen (steps x global batch / its size),
 // null when the source has no size.
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "train/evaluation.hpp"
 
@@ -19,6 +22,8 @@ namespace ddpx {
 class MetricsLog {
  public:
   MetricsLog(const std::string& path, bool append);
+  void run(int64_t start_step, const std::string& model, const std::string& data,
+           const std::vector<std::string>& classes);
   void step(int64_t step, std::optional<double> epoch, double lr, double loss, std::optional<double> grad_norm,
             double images_per_s);
   void eval(int64_t step, std::optional<double> epoch, const EvalResult& result, const std::string& weights);

@@ -119,6 +119,7 @@ RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, c
   stamp_run_start(config_);
   config_.command_line = options.command_line;
   config_.optimizer = optimizer_info(options);
+  config_.classes = options.class_names;
   run_.info.host = host_name();
   run_.info.rank = dist.rank;
   run_.info.world_size = dist.world;
@@ -226,9 +227,14 @@ void RunRecorder::record_calibration(int64_t step, double data_wait_ms, double r
 
 void RunRecorder::record_loss(int64_t step, double loss) { run_.losses.push_back({step, loss}); }
 
+void RunRecorder::record_eval(int64_t step, std::optional<double> epoch, const EvalResult& result, bool average) {
+  evaluations_.push_back({step, epoch, result.loss, result.top1, result.top5, result.count, average ? "ema" : "model"});
+}
+
 void RunRecorder::finish(const TrainSummary& summary, bool print) {
   RunReport report;
   report.config = config_;
+  report.evaluations = evaluations_;
   if (summary.steps_per_s > 0 && summary.images_per_s > 0)
     report.throughput = RunThroughput{summary.steps_per_s, summary.images_per_s};
   StringGather gather;

@@ -1,16 +1,19 @@
 // RunRecorder: turns the trainer's per-step measurements into profile/ records (StepRecord, RunReport), and at the
-// end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON.
+// end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON. The
+// report also holds the training data's class names (config.classes) and every --val evaluation (evaluations).
 // Guarantee: measuring never synchronizes the device in the hot path (the engine hands over times of completed
 // steps only); warm-up steps are not recorded. Step times are on the run clock (profile/step_record.hpp): the
 // constructor measures this rank's clock offset to rank 0 (a collective on every rank, before the first step)
 // and every time recorded afterwards is shifted by it. See Note [One clock for all ranks] (docs/design.md).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "model/flat_layout.hpp"
 #include "profile/step_record.hpp"
 #include "train/dist_setup.hpp"
+#include "train/evaluation.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
@@ -33,6 +36,9 @@ class RunRecorder {
                           const EnginePhaseTimes& times, bool cuda_engine);
   // The loss of a logged step (the trainer reads it at progress lines only: on CUDA that synchronizes).
   void record_loss(int64_t step, double loss);
+  // An evaluation on --val (the same on every rank; rank 0's goes into the report). average: the --ema-decay
+  // weights'.
+  void record_eval(int64_t step, std::optional<double> epoch, const EvalResult& result, bool average);
   // Prints the breakdown and verdict (when print is true) and writes the report/trace files.
   void finish(const TrainSummary& summary, bool print);
 
@@ -53,6 +59,7 @@ class RunRecorder {
   const DistContext& dist_;
   RunConfig config_;
   RankRun run_;
+  std::vector<EvalPoint> evaluations_;
   int64_t first_measured_step_;
   double previous_host_total_ms_ = 0;  // the host's time of the step recorded last (CUDA fills it in a step late)
   double run_origin_ms_ = 0;  // rank 0's run start on rank 0's steady clock (ms): the run clock's zero

@@ -51,6 +51,9 @@ struct TrainOptions {
   // argv of `ddpx train` as typed, for the run report (cmd_train fills it; empty when run_training() is called
   // directly). Not a flag.
   std::vector<std::string> command_line;
+  // The training data's class names, label = index; filled from --data by run_training (train/data_classes.hpp),
+  // empty for sources that name none. Not a flag.
+  std::vector<std::string> class_names;
   // optimizer: --optimizer and its hyperparameter flags, parsed once (parse_optimizer_spec)
   OptimizerSpec optimizer;  // its schedule's total_steps is --steps (cli/recipe_flags.cpp)
   RecipeOptions recipe;     // --label-smoothing, --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix

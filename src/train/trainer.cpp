@@ -24,6 +24,7 @@
 #include "train/calibration.hpp"
 #include "io/checkpoint.hpp"
 #include "train/checkpointing.hpp"
+#include "train/data_classes.hpp"
 #include "model/model_registry.hpp"
 #include "train/dist_setup.hpp"
 #include "train/metrics_log.hpp"
@@ -110,7 +111,8 @@ StartState initial_state(const Model& model, const TrainOptions& options, const 
 }  // namespace
 
 TrainSummary run_training(const TrainOptions& requested) {
-  const TrainOptions options = with_epochs_as_steps(requested);  // --epochs N: the steps of N epochs
+  // The data's class names (and count, where --model gives none), then --epochs N as the steps of N epochs.
+  const TrainOptions options = with_epochs_as_steps(with_data_classes(requested));
   options.validate();
   const std::unique_ptr<Model> model = make_model(options.model);
   const FlatLayout& layout = model->layout();
@@ -187,6 +189,7 @@ TrainSummary run_training(const TrainOptions& requested) {
   // --metrics: rank 0 writes it; a resumed run appends to it.
   std::unique_ptr<MetricsLog> metrics =
       options.metrics.empty() || dist.rank != 0 ? nullptr : std::make_unique<MetricsLog>(options.metrics, start.step > 0);
+  if (metrics) metrics->run(start.step, layout.spec(), options.data.text(), options.class_names);
   const int64_t steps_per_epoch = dataset->batches_per_epoch(dist.world, options.batch) / micro_per_step;
   const auto epoch_at = [&](int64_t step) {
     return steps_per_epoch > 0 ? std::optional<double>(static_cast<double>(step) / steps_per_epoch) : std::nullopt;
@@ -284,13 +287,14 @@ TrainSummary run_training(const TrainOptions& requested) {
   const auto save_weights = [&](int64_t step) {
     std::vector<float> params(layout.buffer_size());
     engine->download_params(params.data());
-    save_params_safetensors(options.save, layout, params.data(),
-                            {{"ddpx.model", layout.spec()}, {"ddpx.step", std::to_string(step)}}, "--save");
-    if (const std::optional<std::vector<float>> average = engine->weight_average())
-      save_params_safetensors(weight_average_path(options.save), layout, average->data(),
-                              {{"ddpx.model", layout.spec()}, {"ddpx.step", std::to_string(step)},
-                               {"ddpx.ema_decay", fmt::format("{}", options.recipe.ema_decay)}},
+    const TensorMetadata metadata = weights_metadata(layout, step, options.class_names);
+    save_params_safetensors(options.save, layout, params.data(), metadata, "--save");
+    if (const std::optional<std::vector<float>> average = engine->weight_average()) {
+      TensorMetadata average_metadata = metadata;
+      average_metadata["ddpx.ema_decay"] = fmt::format("{}", options.recipe.ema_decay);
+      save_params_safetensors(weight_average_path(options.save), layout, average->data(), average_metadata,
                               "--save (--ema-decay)");
+    }
   };
 
   // Note [Deferred checkpoint commit]
@@ -514,6 +518,7 @@ TrainSummary run_training(const TrainOptions& requested) {
                                                       dist.world);
         log(fmt::format("eval   {:>6}/{} | {}{}", step, options.steps, result.describe(), average ? " (EMA)" : ""));
         if (metrics) metrics->eval(step, epoch_at(step), result, average ? "ema" : "model");
+        recorder.record_eval(step, epoch_at(step), result, average);
         if (!average) last_eval = result, last_eval_step = step;
       }
     }

@@ -10,6 +10,7 @@
 
 #include "data/data_sources.hpp"
 #include "data/folder_source.hpp"
+#include "data/image_dataset.hpp"
 #include "data/idx_source.hpp"
 #include "data/image_pipeline.hpp"
 #include "data/pack_source.hpp"
@@ -149,6 +150,20 @@ TEST(FolderAndPack, BadFoldersAreRefusedNamingTheFolderOrFile) {
   expect_error([&] { folder.read(1, scratch); }, {"notes.jpg: not a JPEG or PNG image (5 bytes", "replace or remove"});
   fs::remove(dir.path / "b" / "notes.jpg");
   expect_error([&] { folder.read(1, scratch); }, {"notes.jpg: cannot open it", "restore it, or remove it"});
+}
+
+TEST(FolderAndPack, ALabelOutsideTheModelsClassesNamesTheFileAndItsClass) {
+  const TempDir dir("three_classes");
+  const std::vector<uint8_t> png = testing::read_file(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/images/rgb.png");
+  for (const char* name : {"cat", "dog", "fox"}) testing::write_file((dir.path / name / "a.png").string(), png);
+  DatasetContext context;
+  context.shape = DataShape{3, 8, 2};
+  const DataSpec spec = parse_data_spec("folder:" + dir.path.string(), "--data");
+  expect_error([&] { make_dataset(spec, context); },
+               {"--data folder:", (dir.path / "fox" / "a.png").string(), "has label 2 (class 'fox')",
+                "the model has 2 classes", "the data has 3 classes", "classes=3"});
+  context.shape.num_classes = 3;
+  EXPECT_EQ(make_dataset(spec, context)->class_names(), (std::vector<std::string>{"cat", "dog", "fox"}));
 }
 
 TEST(FolderAndPack, DamagedPacksAreRefusedNamingTheFile) {

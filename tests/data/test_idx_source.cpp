@@ -180,8 +180,24 @@ TEST(ImageDataset, LabelsOutsideTheModelsClassesAreRefused) {
   const TinyIdx tiny("classes", false);
   DatasetContext context;
   context.shape = DataShape{1, 4, 2};  // labels 0..2 need 3 classes
+  // Sample 2 is the first with label 2 (labels cycle 0, 1, 2): named by its file and index.
   expect_error([&] { make_dataset(parse_data_spec("idx:" + tiny.dir.string(), "--data"), context); },
-               {"labels up to 2, outside the model's 2 classes", "classes=3"});
+               {"train-images-idx3-ubyte image 2 has label 2, but the model has 2 classes (labels 0 to 1)",
+                "the data has 3 classes", "classes=3"});
+}
+
+TEST(IdxSource, FashionMnistNamesItsClassesAsTorchvisionAndOtherIdxFilesNone) {
+  const TinyIdx tiny("unnamed", false);
+  EXPECT_TRUE(IdxSource(tiny.dir.string(), DataSplit::train).class_names().empty());
+  if (!fs::exists(fs::path(kFashion) / "t10k-labels-idx1-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  // torchvision.datasets.FashionMNIST.classes
+  const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                          "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  for (const DataSplit split : {DataSplit::train, DataSplit::test}) {
+    const IdxSource fashion(kFashion, split);
+    EXPECT_EQ(fashion.class_names(), names);
+    EXPECT_EQ(fashion.num_classes(), 10);
+  }
 }
 
 TEST(PixelNormalization, MatchesToTensorThenNormalize) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "data/data_sources.hpp"
 #include "data/epoch_sampler.hpp"
 #include "data/idx_source.hpp"
 #include "data/image_pipeline.hpp"
@@ -102,6 +103,37 @@ TEST(Wds, BadShardsAreRefusedNamingThem) {
   testing::write_file(path, cut);
   expect_error([&] { WdsSource w(path); }, {path, "past the end of the shard (truncated)"});
   expect_error([&] { WdsSource w((shards.dir / "s-{0..1}.tar").string()); }, {"cannot open the shard", "s-1.tar"});
+}
+
+TEST(Wds, ALabelOutsideTheModelsClassesNamesTheMember) {
+  const Shards shards;
+  const std::vector<uint8_t> png = testing::read_file(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/images/rgb.png");
+  const std::string path = (shards.dir / "s-0.tar").string();
+  testing::write_file(path, testing::make_tar({{"a.png", png}, {"a.cls", text_bytes("1")}, {"b.png", png},
+                                               {"b.cls", text_bytes("4")}, {"c.png", png}, {"c.cls", text_bytes("0")}}));
+  DatasetContext context;
+  context.shape = DataShape{3, 8, 3};
+  const DataSpec spec = parse_data_spec("wds:" + path, "--data");
+  expect_error([&] { make_dataset(spec, context); },
+               {path + " member b has label 4, but the model has 3 classes (labels 0 to 2)", "the data has 5 classes",
+                "classes=5"});
+  context.shape.num_classes = 5;
+  EXPECT_TRUE(make_dataset(spec, context)->class_names().empty());
+}
+
+TEST(Wds, ClassesTxtBesideTheShardsNamesTheClasses) {
+  const Shards shards;
+  const std::vector<uint8_t> png = testing::read_file(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/images/rgb.png");
+  const std::string path = (shards.dir / "s-0.tar").string();
+  testing::write_file(path, testing::make_tar({{"a.png", png}, {"a.cls", text_bytes("2")}}));
+  testing::write_file((shards.dir / "classes.txt").string(), text_bytes("cat\r\ndog\nfox\nowl\n\n"));
+  const WdsSource wds(path);
+  EXPECT_EQ(wds.class_names(), (std::vector<std::string>{"cat", "dog", "fox", "owl"}));
+  EXPECT_EQ(wds.num_classes(), 4);  // the list's, not the largest label + 1
+  testing::write_file((shards.dir / "classes.txt").string(), text_bytes("cat\ndog\n"));
+  expect_error([&] { WdsSource w(path); }, {"classes.txt names 2 classes", "the shards hold label 2"});
+  testing::write_file((shards.dir / "classes.txt").string(), text_bytes("cat\n\nfox\n"));
+  expect_error([&] { WdsSource w(path); }, {"classes.txt line 2 is empty"});
 }
 
 }  // namespace

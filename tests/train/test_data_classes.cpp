@@ -1,0 +1,139 @@
+// Class names and counts from the training data (train/data_classes.hpp): a --model without classes= takes the
+// data's count (not with --load alone, where the file's head decides); Fashion-MNIST's names reach the run report
+// (JSON and `ddpx report`'s table, with every evaluation), --metrics, the checkpoint and --save's metadata, and
+// `ddpx eval` prints them beside each class.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+#include "io/checkpoint.hpp"
+#include "io/npy.hpp"
+#include "io/param_safetensors.hpp"
+#include "train/data_classes.hpp"
+
+namespace ddpx {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ddpx_data_classes_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+void put_u32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(uint8_t(v >> shift));
+}
+
+// Plain idx files of 6 images 4x4 with labels 0, 1, 2, 0, 1, 2: three classes, no names.
+fs::path tiny_idx() {
+  const fs::path dir = scratch("idx");
+  fs::create_directories(dir);
+  std::vector<uint8_t> images, labels;
+  put_u32(images, 0x803);
+  for (uint32_t v : {6u, 4u, 4u}) put_u32(images, v);
+  for (int i = 0; i < 6 * 16; ++i) images.push_back(uint8_t(i * 7));
+  put_u32(labels, 0x801);
+  put_u32(labels, 6);
+  for (int i = 0; i < 6; ++i) labels.push_back(uint8_t(i % 3));
+  std::ofstream(dir / "train-images-idx3-ubyte", std::ios::binary)
+      .write(reinterpret_cast<const char*>(images.data()), std::streamsize(images.size()));
+  std::ofstream(dir / "train-labels-idx1-ubyte", std::ios::binary)
+      .write(reinterpret_cast<const char*>(labels.data()), std::streamsize(labels.size()));
+  return dir;
+}
+
+TEST(DataClasses, AModelWithoutClassesTakesTheDatasCount) {
+  EXPECT_EQ(model_spec_with_classes("vit_b_32", 10), "vit_b_32:classes=10");
+  EXPECT_EQ(model_spec_with_classes("mlp:width=64", 3), "mlp:width=64,classes=3");
+  EXPECT_EQ(model_spec_with_classes("mlp:classes=5,width=64", 3), "mlp:classes=5,width=64");
+  EXPECT_FALSE(model_spec_names_classes("mlp:width=64"));
+  TrainOptions o;
+  o.model = "mlp:image=4,channels=1,layers=1,width=8";  // the MLP's default: 10 classes
+  o.data = parse_data_spec("idx:" + tiny_idx().string(), "--data");
+  TrainOptions resolved = with_data_classes(o);
+  EXPECT_EQ(resolved.model, "mlp:image=4,channels=1,layers=1,width=8,classes=3");
+  EXPECT_TRUE(resolved.class_names.empty());  // idx files other than Fashion-MNIST's name none
+  o.model = "mlp:image=4,channels=1,layers=1,width=8,classes=5";  // given: kept
+  EXPECT_EQ(with_data_classes(o).model, o.model);
+  o.model = "mlp:image=4,channels=1,layers=1,width=8";
+  o.load = "weights.safetensors";  // --load alone: the file's head decides
+  EXPECT_EQ(with_data_classes(o).model, o.model);
+  o.reset_head = true;  // fine-tuning: a new head of the data's classes
+  EXPECT_EQ(with_data_classes(o).model, "mlp:image=4,channels=1,layers=1,width=8,classes=3");
+  TrainOptions synthetic;
+  synthetic.model = "mlp_tiny_test";
+  EXPECT_EQ(with_data_classes(synthetic).model, "mlp_tiny_test");
+}
+
+TEST(DataClasses, FashionMnistsNamesReachTheReportMetricsCheckpointWeightsAndEval) {
+  const std::string fashion = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(fashion + "/t10k-labels-idx1-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string model = "mlp:image=28,channels=1,layers=1,width=16";  // 10 classes: the spec stays as given
+  const fs::path report = scratch("run.json"), metrics = scratch("m.jsonl"), saved = scratch("w.safetensors"),
+                 ckpt = scratch("ckpt");
+  fs::remove_all(ckpt);
+  const testing::CliResult r = testing::run_ddpx(fmt::format(
+      "train --model {0} --data idx:{1}:test --val idx:{1}:test --steps 4 --batch 64 --lr 0.1 --eval-every 2 "
+      "--workers 1 --warmup 0 --report {2} --metrics {3} --save {4} --checkpoint-dir {5}",
+      model, fashion, report.string(), metrics.string(), saved.string(), ckpt.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                          "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(report));
+  EXPECT_EQ(json["config"]["classes"].get<std::vector<std::string>>(), names);
+  ASSERT_EQ(json["evaluations"].size(), 2u);  // steps 2 and 4
+  EXPECT_EQ(json["evaluations"][0]["step"], 2);
+  EXPECT_EQ(json["evaluations"][1]["step"], 4);
+  EXPECT_EQ(json["evaluations"][1]["count"], 10000);
+  EXPECT_EQ(json["evaluations"][1]["weights"], "model");
+  const double top1 = json["evaluations"][1]["top1"].get<double>();
+  EXPECT_GT(top1, 10.0);  // four steps of SGD beat chance on Fashion-MNIST
+  EXPECT_NE(r.output.find(fmt::format("top-1 {:.2f}%", top1)), std::string::npos) << r.output;
+
+  const testing::CliResult shown = testing::run_ddpx("report " + report.string());
+  ASSERT_EQ(shown.status, 0) << shown.output;
+  EXPECT_NE(shown.output.find("classes: 10 (0 T-shirt/top, 1 Trouser, 2 Pullover"), std::string::npos)
+      << shown.output;
+  EXPECT_NE(shown.output.find("evaluation on --val (10000 images):"), std::string::npos) << shown.output;
+  EXPECT_NE(shown.output.find(fmt::format("{:>7.2f}%", top1)), std::string::npos) << shown.output;
+
+  std::ifstream metrics_in(metrics);
+  std::string first;
+  std::getline(metrics_in, first);
+  const nlohmann::json run_line = nlohmann::json::parse(first);
+  EXPECT_EQ(run_line["kind"], "run");
+  EXPECT_EQ(run_line["step"], 0);
+  EXPECT_EQ(run_line["classes"].get<std::vector<std::string>>(), names);
+
+  EXPECT_EQ(read_checkpoint_info(ckpt).state.extra["classes"].get<std::vector<std::string>>(), names);
+  EXPECT_EQ(weights_class_names(SafetensorsReader(saved)), names);
+
+  // `ddpx eval` on four test images: each predicted class printed with its name.
+  std::vector<float> images(4 * 28 * 28);
+  for (size_t i = 0; i < images.size(); ++i) images[i] = float(i % 29) / 29.f - 0.5f;
+  const fs::path npy = scratch("x.npy");
+  write_npy(npy, HostTensor::from_values<float>({4, 1, 28, 28}, images));
+  const testing::CliResult eval =
+      testing::run_ddpx(fmt::format("eval --model {} --weights {} --images {}", model, saved.string(), npy.string()));
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  int named = 0;
+  for (size_t at = eval.output.find(": class "); at != std::string::npos; at = eval.output.find(": class ", at + 1)) {
+    const int label = std::stoi(eval.output.substr(at + 8, 4));  // "image    0: class    7 Sneaker (logit ..."
+    ASSERT_GE(label, 0);
+    ASSERT_LT(label, 10);
+    EXPECT_EQ(eval.output.substr(at + 8 + 4, names[size_t(label)].size() + 1), " " + names[size_t(label)])
+        << eval.output;
+    ++named;
+  }
+  EXPECT_EQ(named, 4) << eval.output;
+}
+
+}  // namespace
+}  // namespace ddpx
