@@ -157,6 +157,10 @@ class CudaEngine : public CudaStepEngine {
       DDPX_CUDA_CHECK(cudaMemcpy(values.data(), ptr, values.size() * 4, cudaMemcpyDeviceToHost));
       state.buffers.push_back({name, std::move(values)});
     }
+    if (std::optional<std::vector<float>> average = weight_average()) {  // --ema-decay: checkpointed beside it
+      state.weight_average = std::move(*average);
+      state.weight_average_updates = ema_updates_;
+    }
     return state;
   }
   void upload_optimizer_state(const HostOptimizerState& state) override {
@@ -170,6 +174,16 @@ class CudaEngine : public CudaStepEngine {
         }
       DDPX_REQUIRE(found, "checkpoint optimizer state '{}' has no place in the CUDA {} optimizer", name,
                    options_.optimizer.name());
+    }
+    // The checkpoint bridge (train/checkpointing.cpp) refuses a resume whose --ema-decay differs from the file's.
+    DDPX_INTERNAL_ASSERT(state.weight_average.empty() == (weight_average_.get() == nullptr) &&
+                             (state.weight_average.empty() || state.weight_average.size() == layout_.buffer_size()),
+                         "weight average of {} elements uploaded to a CUDA engine {} one",
+                         state.weight_average.size(), weight_average_.get() ? "with" : "without");
+    if (weight_average_.get()) {
+      DDPX_CUDA_CHECK(cudaMemcpyAsync(weight_average_.get(), state.weight_average.data(),
+                                      state.weight_average.size() * 4, cudaMemcpyHostToDevice, compute_));
+      ema_updates_ = state.weight_average_updates;
     }
     DDPX_CUDA_CHECK(cudaStreamSynchronize(compute_));
     step_ = state.step;
