@@ -42,6 +42,7 @@ BUILD_REQUIREMENTS=(
 # Installed where possible, built without otherwise (CMake leaves the feature out and says so).
 OPTIONAL_REQUIREMENTS=(
   "hdr:gloo/allreduce.h|Gloo (the CPU backend without MPI; ddpx builds without it)|libgloo-dev"
+  "hdr:hwloc.h|hwloc (--pin-loaders: loader threads near their GPU; ddpx builds without it)|libhwloc-dev"
   "file:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz|Fashion-MNIST (--data idx:, the CPU main job and the data tests)|dataset-fashion-mnist"
   "hdr:c10/macros/cmake_macros.h|LibTorch (the LibTorch DDP adapter, src/torch_ddp; ddpx builds without it)|libtorch-dev"
 )

@@ -136,6 +136,9 @@ Command add_train_command(CLI::App& app) {
               "their share of the node's CPUs, 1 to 16; CPU ranks use 2)");
   data.option("--prefetch", o->prefetch,
               "pinned batches in the loader ring (0: workers + 2, so every worker has a slot)");
+  data.flag("--pin-loaders", o->pin_loaders,
+            "--device cuda: pin the loader threads to the cores hwloc says are near the rank's GPU (those of them "
+            "this process may use); off by default until measured on a GPU; a CPU run pins nothing");
 
   what.option("--cpu-threads", o->cpu_threads,
               "--device cpu: OpenBLAS threads per rank (0: the node's hardware threads shared out by the ranks "

@@ -1,6 +1,8 @@
 // Ring-of-slots loader; see batch_loader.hpp for the guarantees.
 #include "data/batch_loader.hpp"
 
+#include "data/loader_affinity.hpp"
+
 
 #include "core/error.hpp"
 
@@ -54,6 +56,7 @@ BatchLoader::~BatchLoader() {
 }
 
 void BatchLoader::worker_loop() {
+  pin_this_thread(options_.cores);
   const int64_t depth = static_cast<int64_t>(slots_.size());
   for (;;) {
     HostBatch* slot = nullptr;

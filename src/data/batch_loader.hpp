@@ -5,6 +5,8 @@
 //  - A slot is refilled only after release(); the consumer must release the batch it acquired before acquiring
 //    again... except it may hold up to `depth - 1` (e.g. while an async host->device copy from it is in flight).
 //  - Slot memory comes from the allocator in Options (pinned host memory for CUDA, plain memory on the CPU).
+//  - With Options::cores the workers run on those cores only (--pin-loaders; data/loader_affinity.hpp); without,
+//    on the mask of the thread that built the loader.
 //  - With Options::pixel_batches (image sources only) a slot holds the uint8 batch (Dataset::fill_pixels, a quarter
 //    of the float batch's bytes) and no floats: the consumer normalizes it (the CUDA engine, on the device).
 //  - A worker exception is rethrown by acquire() in the consumer thread when it asks for the step that failed;
@@ -39,6 +41,7 @@ class BatchLoader {
     int workers = 4;
     int depth = 4;  // slots in the ring (batches prepared ahead)
     bool pixel_batches = false;  // uint8 batches (the dataset must fill pixels)
+    std::vector<int> cores;      // the workers' CPU affinity (data/loader_affinity.hpp); empty: not pinned
     std::function<void*(size_t bytes)> allocate;  // default: operator new
     std::function<void(void*)> deallocate;
   };

@@ -134,6 +134,11 @@ class CudaEngine : public CudaStepEngine {
   float* grad_buffer() override { return model_->grads(); }
   void* compute_stream() override { return compute_; }
   std::string device_name() const override { return device_name_; }  // StepEngine
+  std::string pci_bus_id() const override {
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device_) != cudaSuccess) return "";  // near cores unknown
+    return bus_id;
+  }
 
   // Uploads go through the compute stream (then a sync): a plain cudaMemcpy from pageable memory may return before
   // its DMA is done, and the legacy stream it uses is not ordered with our non-blocking streams, so a kernel

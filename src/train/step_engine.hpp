@@ -78,6 +78,7 @@ class StepEngine {
   virtual ~StepEngine() = default;
   virtual std::string describe() const = 0;
   virtual std::string device_name() const { return "cpu"; }  // the GPU's name on CUDA
+  virtual std::string pci_bus_id() const { return ""; }       // CUDA: the GPU's, "0000:19:00.0"; "" on the CPU
   virtual bool is_cuda() const = 0;
   virtual float* grad_buffer() = 0;    // host (CPU) or device (CUDA)
   virtual void* compute_stream() = 0;  // cudaStream_t, nullptr on CPU

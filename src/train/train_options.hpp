@@ -48,6 +48,7 @@ struct TrainOptions {
   int workers = 0;      // loader threads; 0: chosen per rank (data/loader_workers.hpp)
   int cpu_threads = 0;  // --device cpu: BLAS threads per rank (0: the node's cores / its ranks)
   int prefetch = 0;  // ring slots; 0: workers + 2 (every worker busy, two batches ready)
+  bool pin_loaders = false;  // --pin-loaders: loader threads on the cores near the GPU (data/loader_affinity.hpp)
   // argv of `ddpx train` as typed, for the run report (cmd_train fills it; empty when run_training() is called
   // directly). Not a flag.
   std::vector<std::string> command_line;

@@ -16,6 +16,7 @@
 #include "ddp/reducer.hpp"
 #include "data/data_sources.hpp"
 #include "data/dataset.hpp"
+#include "data/loader_affinity.hpp"
 #include "data/loader_workers.hpp"
 #include "io/directory_lock.hpp"
 #include "io/output_file.hpp"
@@ -171,6 +172,12 @@ TrainSummary run_training(const TrainOptions& requested) {
   loader_options.pixel_batches = engine_settings.device_normalization;  // uint8 batches, normalized on the GPU
   loader_options.allocate = [&](size_t bytes) { return engine->allocate_host_batch(bytes); };
   loader_options.deallocate = [&](void* p) { engine->free_host_batch(p); };
+  if (options.pin_loaders) {  // --pin-loaders: the cores hwloc says are near this rank's GPU
+    const std::string gpu = engine->pci_bus_id();
+    const LoaderCores cores = choose_loader_cores(allowed_cores(), gpu_local_cores(gpu), gpu);
+    loader_options.cores = cores.cores;
+    log(fmt::format("--pin-loaders: loader threads {}", cores.source));
+  }
   const int64_t micro_per_step = options.grad_accum;
   BatchLoader loader(*dataset, dist.rank, dist.world, options.batch, start.step * micro_per_step, loader_options);
   // --val: evaluated at the last step, and every --eval-every (train/run_evaluation.hpp). Its labels must be classes
