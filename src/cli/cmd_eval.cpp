@@ -17,6 +17,7 @@
 #include "model/model_registry.hpp"
 #include "train/evaluation.hpp"
 #include "train/progress_line.hpp"
+#include "train/run_modes.hpp"
 #include "train/step_engine.hpp"
 
 namespace ddpx::cli {

@@ -44,7 +44,8 @@
 #include "core/rng.hpp"
 #include "data/batch_mixing.hpp"
 #include "model/no_decay.hpp"
-#include "train/cuda_engine.hpp"
+#include "train/graph_capture.hpp"
+#include "train/step_engine.hpp"
 
 namespace ddpx {
 namespace {
@@ -57,7 +58,7 @@ enum PhaseEvent {
   kStepStart, kGradsZeroed, kCopyDone, kForwardEnd, kBackwardEnd, kOptimizerStart, kStepEnd, kNumPhaseEvents
 };
 
-class CudaEngine : public CudaStepEngine {
+class CudaEngine : public StepEngine, public GraphCapture {
  public:
   CudaEngine(const Model& model, const EngineOptions& options, int device, int rank)
       : layout_(model.layout()),
@@ -133,6 +134,7 @@ class CudaEngine : public CudaStepEngine {
   bool is_cuda() const override { return true; }
   float* grad_buffer() override { return model_->grads(); }
   void* compute_stream() override { return compute_; }
+  GraphCapture* graph_capture() override { return this; }
   std::string device_name() const override { return device_name_; }  // StepEngine
   std::string pci_bus_id() const override {
     char bus_id[32] = {};
@@ -469,7 +471,7 @@ class CudaEngine : public CudaStepEngine {
     return state;
   }
 
-  // CUDA graphs.
+  // CUDA graphs (GraphCapture).
   int input_parity() const override { return parity_; }
   bool has_graph(int parity, GraphVariant variant) const override {
     return graphs_[parity][static_cast<int>(variant)] != nullptr;

@@ -29,16 +29,6 @@
 
 namespace ddpx {
 
-void DistContext::reducer_begin(bool sync, void* compute_stream) {
-  if (sync) test_fault_step(++steps_begun);
-  reducer->begin_step(sync, compute_stream);
-}
-void DistContext::reducer_mark_ready(size_t begin, size_t end) { reducer->mark_ready(begin, end); }
-void DistContext::reducer_finish() {
-  reducer->finish_step();
-  if (watchdog) watchdog->throw_if_fired();
-}
-
 std::string DistContext::describe() const {
   if (!reducer) return "single process";
   return fmt::format("{}, {} rank(s), {} bucket(s), hook {}{}", communicator->backend_name(), world,
@@ -71,7 +61,6 @@ DistOptions dist_options(const TrainOptions& options) {
           .bucket_mb = options.bucket_mb,
           .first_bucket_mb = options.first_bucket_mb,
           .overlap = !options.no_overlap,
-          .update_reduced_buckets = updates_overlap_backward(options, /*with_reducer=*/true),
           .comm_timeout_s = options.comm_timeout_s};
 }
 
@@ -136,7 +125,10 @@ std::vector<std::string> DistContext::gather_strings(const std::string& mine) co
   return all;
 }
 
-void attach_reducer(DistContext& dist, const DistOptions& options, const FlatLayout& layout, StepEngine& engine) {
+std::unique_ptr<ReducerPort> attach_reducer(DistContext& dist, const DistOptions& options, const FlatLayout& layout,
+                                            StepEngine& engine, bool span_updates) {
+  // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each span is updated once reduced.
+  if (!dist.communicator) return make_no_reducer_port(engine, span_updates);
   // The hook and the bucket plan were agreed on by broadcast_initial_parameters().
   std::vector<GradTensor> tensors = grad_tensors_of(layout);
   BucketPlan plan = bucket_plan_of(options, tensors);
@@ -146,14 +138,20 @@ void attach_reducer(DistContext& dist, const DistOptions& options, const FlatLay
   reducer_options.overlap = options.overlap;
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
   reducer_options.watchdog = dist.watchdog.get();
-  // Note [Optimizer overlapped with backward] (train/step_engine.hpp): each bucket is updated once reduced.
-  if (options.update_reduced_buckets)
+  if (span_updates)
     reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream, const WireGradients* wire) {
       engine.optimizer_span(begin, end, stream, wire);
     };
   dist.overlap = reducer_options.overlap;
   dist.reducer = std::make_shared<Reducer>(comm, engine.grad_buffer(), layout.buffer_size(), tensors, std::move(plan),
                                            std::move(hook), reducer_options);
+  return make_reducer_port(*dist.reducer, layout.buffer_size(), dist.watchdog.get());
+}
+
+AbortCommunicatorOnError::~AbortCommunicatorOnError() {
+  if (std::uncaught_exceptions() > exceptions_ && dist_.communicator &&
+      dist_.communicator->buffer_memory() == BufferMemory::cuda)
+    dist_.communicator->abort("this rank is exiting on an error");
 }
 
 }  // namespace ddpx

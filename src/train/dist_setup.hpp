@@ -4,11 +4,13 @@
 // whether MPI comes up first, and whether the backend may join torchrun's ranks are dist/backend_registry's.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "model/flat_layout.hpp"
+#include "train/reducer_port.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
@@ -35,11 +37,7 @@ struct DistContext {
   std::shared_ptr<Reducer> reducer;  // null: no gradient reduction
   std::string launcher = "none";
   bool overlap = true;
-  int64_t steps_begun = 0;  // synchronized reducer steps begun (the step-K test fault points)
 
-  void reducer_begin(bool sync, void* compute_stream);
-  void reducer_mark_ready(size_t begin, size_t end);
-  void reducer_finish();
   std::string describe() const;
   // Every rank's string on every rank, under the watchdog (needs a communicator).
   std::vector<std::string> gather_strings(const std::string& mine) const;  // "NCCL, 2 ranks, 13 buckets (25 MB), hook bf16, overlap"
@@ -54,8 +52,6 @@ struct DistOptions {
   CommHookSpec comm_hook;
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
   bool overlap = true;  // buckets reduced during backward (not --no-overlap)
-  // The reducer updates each bucket once reduced (train_options.hpp updates_overlap_backward, with a reducer).
-  bool update_reduced_buckets = true;
   double comm_timeout_s = 300;
 };
 DistOptions dist_options(const TrainOptions& options);
@@ -69,8 +65,31 @@ DistContext setup_distributed(const DistOptions& options);
 // disagreement is an error on every rank naming the setting and both values. Both collectives are watched.
 void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const FlatLayout& layout,
                                   int64_t start_step, float* host_params);
-// Builds the bucket plan and the reducer over the engine's gradient buffer (their settings were agreed on by
-// broadcast_initial_parameters).
-void attach_reducer(DistContext& dist, const DistOptions& options, const FlatLayout& layout, StepEngine& engine);
+// The port the training loop reduces gradients through (train/reducer_port.hpp). With a communicator: builds the
+// bucket plan and the reducer over the engine's gradient buffer (their settings were agreed on by
+// broadcast_initial_parameters) into dist.reducer, and a port over it; without one, the port that reduces
+// nothing. span_updates: the updates overlap backward (updates_overlap_backward, train/train_options.hpp, the
+// answer the step runner follows too), so each span is handed to engine.optimizer_span once reduced (or, without a
+// reducer, once final). The port refers to dist and engine, which must outlive it.
+std::unique_ptr<ReducerPort> attach_reducer(DistContext& dist, const DistOptions& options, const FlatLayout& layout,
+                                            StepEngine& engine, bool span_updates);
+
+// Declared after everything a training loop uses, so that it runs first when an error unwinds from the loop: a
+// rank that fails while its own NCCL kernels wait for peers would otherwise block in the teardown that follows
+// (pinned frees and the engine synchronize the device) until its watchdog fires. Aborting the communicator
+// releases those kernels, the rank exits at once, and the launcher then stops the other workers. (MPI is left
+// alone: its abort would end the job before this rank prints its error; MpiSession skips MPI_Finalize while
+// unwinding, so the rank exits with its error and mpirun stops the others.)
+class AbortCommunicatorOnError {
+ public:
+  explicit AbortCommunicatorOnError(DistContext& dist) : dist_(dist) {}
+  ~AbortCommunicatorOnError();
+  AbortCommunicatorOnError(const AbortCommunicatorOnError&) = delete;
+  AbortCommunicatorOnError& operator=(const AbortCommunicatorOnError&) = delete;
+
+ private:
+  DistContext& dist_;
+  const int exceptions_ = std::uncaught_exceptions();
+};
 
 }  // namespace ddpx

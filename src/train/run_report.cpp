@@ -21,7 +21,7 @@
 #include "profile/trace_writer.hpp"
 #include "profile/verdict.hpp"
 #include "train/step_engine.hpp"
-#include "train/trainer.hpp"
+#include "train/train_summary.hpp"
 
 namespace ddpx {
 namespace {

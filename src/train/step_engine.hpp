@@ -17,42 +17,11 @@
 #include "data/dataset.hpp"
 #include "ddp/wire_gradients.hpp"
 #include "model/model.hpp"
-#include "model/precision.hpp"
-#include "optim/optimizer_spec.hpp"
+#include "train/engine_options.hpp"
+#include "train/graph_capture.hpp"
 #include "train/numerics_guard.hpp"
-#include "train/recipe_options.hpp"
-#include "train/run_modes.hpp"
-#include "train/train_options.hpp"
 
 namespace ddpx {
-
-// What an engine is told: the part of TrainOptions it uses (`ddpx eval` fills it itself).
-struct EngineOptions {
-  Device device = Device::cpu;
-  Precision precision = Precision::fp32;  // tf32/bf16: Device::cuda only
-  int64_t batch = 32;                     // the largest micro-batch (eval: images per forward pass)
-  OptimizerSpec optimizer;
-  DataSource data = DataSource::synthetic;  // synthetic_device: the CUDA engine generates the batches
-  uint64_t seed = 0;                        // for DataSource::synthetic_device
-  // CUDA, image sources (--normalize device): batches arrive as uint8 (HostBatch::pixels), are copied as such
-  // and normalized on the device (kernels/normalize_pixels.hpp) with these values.
-  bool device_normalization = false;
-  PixelNormalization normalization;
-  int cpu_threads = 0;                      // Device::cpu: BLAS threads (0: the node's cores / its ranks)
-  double divergence_ratio = 1e4;            // train/numerics_guard.hpp
-  // CUDA bf16: the weight-gradient GEMMs write bf16 (Note [bf16 weight gradients in their fp32 slots],
-  // model_cuda/cuda_model.hpp); then grad_buffer() holds that mixed form, so no reducer that reads its buckets may
-  // be attached (CommHook::reads_bucket).
-  bool bf16_weight_grads = false;
-  RecipeOptions recipe;  // regularization beyond the optimizer (train/recipe_options.hpp)
-  // Throws ddpx::Error naming the flag: --precision against --device, --batch, --cpu-threads, the optimizer.
-  void validate() const;
-};
-// reducer_reads_gradients: the run attaches a reducer that reads the engine's gradients (train/train_options.hpp
-// reducer_reads_gradients, weight_grads_in_bf16).
-EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gradients);
-// CUDA with an image source and --normalize device: uint8 batches, normalized by the engine on the device.
-bool normalizes_on_device(const TrainOptions& options);
 
 // Optimizer state as host vectors (for checkpoints): name -> flat buffer of the layout's size; with --ema-decay
 // also the weight average and its update count (optim/weight_average.hpp), so a resume continues it bit for bit.
@@ -82,6 +51,9 @@ class StepEngine {
   virtual bool is_cuda() const = 0;
   virtual float* grad_buffer() = 0;    // host (CPU) or device (CUDA)
   virtual void* compute_stream() = 0;  // cudaStream_t, nullptr on CPU
+  // Whole-step CUDA graphs (train/graph_capture.hpp): the engine's capture calls, or nullptr where it has none
+  // (the CPU engine). Asked once, by the graph schedule (train/step_graphs.hpp).
+  virtual GraphCapture* graph_capture() { return nullptr; }
 
   virtual void upload_params(const float* host_params) = 0;
   virtual void download_params(float* host_params) = 0;

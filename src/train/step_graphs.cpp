@@ -4,10 +4,8 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "ddp/comm_hook.hpp"
-#ifdef DDPX_HAVE_CUDA
-#include "train/cuda_engine.hpp"
-#endif
 
 namespace ddpx {
 
@@ -20,11 +18,11 @@ StepGraphOptions step_graph_options(const TrainOptions& options) {
           .host_draw_per_batch = options.recipe.mix.enabled()};
 }
 
-StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
+StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool engine_captures, int64_t start_step,
                                    int64_t hook_capturable_from, bool timed_variants, int64_t reserved_steps) {
   StepGraphSchedule schedule;
-  if (options.cuda_graph == GraphPolicy::off || !cuda_engine) {
-    DDPX_REQUIRE(options.cuda_graph != GraphPolicy::on || cuda_engine, "--cuda-graph on needs --device cuda");
+  if (options.cuda_graph == GraphPolicy::off || !engine_captures) {
+    DDPX_REQUIRE(options.cuda_graph != GraphPolicy::on || engine_captures, "--cuda-graph on needs --device cuda");
     return schedule;
   }
   const bool exact = options.grad_accum == 1 && options.optimizer.graph_replay_exact();
@@ -57,10 +55,10 @@ StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_en
   return schedule;
 }
 
-StepGraphs::StepGraphs(const StepGraphOptions& options, StepEngine& engine, int64_t start_step,
+StepGraphs::StepGraphs(const StepGraphOptions& options, GraphCapture* capture, int64_t start_step,
                        int64_t hook_capturable_from, bool timed_variants, int64_t reserved_steps)
-    : engine_(engine),
-      schedule_(plan_step_graphs(options, engine.is_cuda(), start_step, hook_capturable_from, timed_variants,
+    : capture_(capture),
+      schedule_(plan_step_graphs(options, capture != nullptr, start_step, hook_capturable_from, timed_variants,
                                  reserved_steps)) {
   enabled = schedule_.enabled;
   first_step = schedule_.first_step;
@@ -73,30 +71,22 @@ GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t ste
   return sampled ? GraphVariant::timed : GraphVariant::plain;
 }
 
-bool StepGraphs::run(int64_t step, GraphVariant variant, const std::function<void()>& calls,
-                     const std::function<void()>& before_replay, const std::function<void(void*)>& after_replay) {
-#ifdef DDPX_HAVE_CUDA
-  auto& cuda = static_cast<CudaStepEngine&>(engine_);
-  if (before_replay) before_replay();  // a watchdog that has fired throws here, before any capture begins
-  const bool capture = !cuda.has_graph(cuda.input_parity(), variant);
+bool StepGraphs::run(int64_t step, GraphVariant variant, const std::function<void()>& calls) {
+  DDPX_INTERNAL_ASSERT(replays(step), "step {} run as a graph outside the graph schedule (from step {}, enabled {})",
+                       step, first_step, enabled);
+  const bool capture = !capture_->has_graph(capture_->input_parity(), variant);
   if (capture) {
-    cuda.capture_begin(variant);
+    capture_->capture_begin(variant);
     try {
       calls();
     } catch (...) {
-      cuda.capture_abandon();  // the stream must not stay in capture mode while the error unwinds
+      capture_->capture_abandon();  // the stream must not stay in capture mode while the error unwinds
       throw;
     }
-    cuda.capture_end();
+    capture_->capture_end();
   }
-  cuda.replay(step, variant);
-  if (after_replay) after_replay(cuda.compute_stream());
+  capture_->replay(step, variant);
   return capture;
-#else
-  (void)step, (void)variant, (void)before_replay, (void)after_replay;
-  calls();
-  return true;
-#endif
 }
 
 }  // namespace ddpx

@@ -13,8 +13,7 @@
 #pragma once
 #include <functional>
 
-#include "train/cuda_engine.hpp"
-#include "train/step_engine.hpp"
+#include "train/graph_capture.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
@@ -38,10 +37,11 @@ struct StepGraphSchedule {
   bool timed_variants = false;  // each input parity also has its timed graph
   int64_t captures = 0;         // plain (and timed) graphs captured at first_step, first_step + 1, ...
 };
+// engine_captures: the engine can capture graphs (StepEngine::graph_capture(), the CUDA engine's).
 // timed_variants: a reducer's bucket timings are sampled, so each parity also gets its timed graph.
 // reserved_steps: warm-up steps to keep after the captures (calibration, train/calibration.hpp): the captures
 // move that much earlier where the warm-up allows.
-StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool cuda_engine, int64_t start_step,
+StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool engine_captures, int64_t start_step,
                                    int64_t hook_capturable_from, bool timed_variants = false,
                                    int64_t reserved_steps = 0);
 // The graph that graph step `step` (>= first_step) replays: the plain graphs at the first two graph steps, the
@@ -51,21 +51,22 @@ GraphVariant choose_graph_variant(const StepGraphSchedule& schedule, int64_t ste
 
 class StepGraphs {
  public:
-  // hook_capturable_from: the reducer's hook's capturable_from_step() (0 without a reducer).
-  StepGraphs(const StepGraphOptions& options, StepEngine& engine, int64_t start_step, int64_t hook_capturable_from = 0,
-             bool timed_variants = false, int64_t reserved_steps = 0);
+  // capture: the engine's StepEngine::graph_capture() (nullptr: the engine has none, so no graphs; --cuda-graph
+  // on is refused). hook_capturable_from: the reducer's ReducerPort::capturable_from_step() (0 without one).
+  StepGraphs(const StepGraphOptions& options, GraphCapture* capture, int64_t start_step,
+             int64_t hook_capturable_from = 0, bool timed_variants = false, int64_t reserved_steps = 0);
   bool enabled = false;
   int64_t first_step = 0;
   int64_t captures = 0;  // the plain/timed captures from first_step on (calibration graphs come after them)
+  // Whether step `step` runs as a graph (captured now or replayed).
+  bool replays(int64_t step) const { return enabled && step >= first_step; }
   GraphVariant variant_for(int64_t step, bool sampled) const { return choose_graph_variant(schedule_, step, sampled); }
-  // Captures `calls` into the current input parity's graph of `variant` if there is none yet, then replays it
-  // between before_replay() and after_replay(compute_stream) (the reducer's watchdog hooks; either may be empty).
-  // Returns whether it captured.
-  bool run(int64_t step, GraphVariant variant, const std::function<void()>& calls,
-           const std::function<void()>& before_replay = {}, const std::function<void(void*)>& after_replay = {});
+  // Captures `calls` into the current input parity's graph of `variant` if there is none yet, then replays it.
+  // Returns whether it captured. Only where replays(step).
+  bool run(int64_t step, GraphVariant variant, const std::function<void()>& calls);
 
  private:
-  StepEngine& engine_;
+  GraphCapture* capture_;
   StepGraphSchedule schedule_;
 };
 

@@ -17,7 +17,6 @@
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
 #include "profile/profile_window.hpp"
-#include "train/step_engine.hpp"
 
 namespace ddpx {
 namespace {
@@ -183,21 +182,6 @@ EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gra
           .divergence_ratio = options.divergence_ratio,
           .bf16_weight_grads = weight_grads_in_bf16(options, reducer_reads_gradients),
           .recipe = options.recipe};
-}
-
-void EngineOptions::validate() const {
-  DDPX_REQUIRE(device == Device::cuda || precision == Precision::fp32,
-               "--precision {} needs --device cuda (the CPU engine computes in fp32)", precision_name(precision));
-  DDPX_REQUIRE(batch > 0, "--batch must be a positive number of images per rank, got {}", batch);
-  DDPX_REQUIRE(cpu_threads >= 0 && cpu_threads <= 4096,
-               "--cpu-threads must be 0 (the node's cores shared by its ranks) or a thread count, got {}", cpu_threads);
-  DDPX_REQUIRE(cpu_threads == 0 || device == Device::cpu, "--cpu-threads {} applies to --device cpu only",
-               cpu_threads);
-  DDPX_INTERNAL_ASSERT(!bf16_weight_grads || (device == Device::cuda && precision == Precision::bf16),
-                       "bf16 weight gradients asked of a {} engine in {}", device == Device::cuda ? "CUDA" : "CPU",
-                       precision_name(precision));
-  optimizer.validate();
-  recipe.validate(device);
 }
 
 }  // namespace ddpx

@@ -5,7 +5,7 @@
 // No mode is compared as a string after that. validate() checks the values and their combinations and names the
 // flag in every error; which device a backend serves is the registry's rule and message (require_serves).
 // Components that need only part of it take a small struct of their own: the engines EngineOptions
-// (train/step_engine.hpp), the distributed set-up DistOptions (train/dist_setup.hpp), the graph policy
+// (train/engine_options.hpp), the distributed set-up DistOptions (train/dist_setup.hpp), the graph policy
 // StepGraphOptions (train/step_graphs.hpp), the launcher LaunchTarget (cli/launch.hpp).
 #pragma once
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include "dist/backend_registry.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
+#include "train/engine_options.hpp"
 #include "train/recipe_options.hpp"
 #include "train/run_modes.hpp"
 
@@ -123,5 +124,11 @@ bool weight_grads_in_bf16(const TrainOptions& options, bool reducer_reads_gradie
 // Whether the run's reducer reads the gradient buffer: a communicator (--ddp, or more than one rank) whose hook
 // reads its buckets at this world size (CommHook::reads_bucket).
 bool reducer_reads_gradients(const TrainOptions& options, bool with_communicator, int world);
+
+// The engine's part of a run. reducer_reads_gradients: the run attaches a reducer that reads the engine's
+// gradients (reducer_reads_gradients above; weight_grads_in_bf16 decides from it).
+EngineOptions engine_options(const TrainOptions& options, bool reducer_reads_gradients);
+// CUDA with an image source and --normalize device: uint8 batches, normalized by the engine on the device.
+bool normalizes_on_device(const TrainOptions& options);
 
 }  // namespace ddpx

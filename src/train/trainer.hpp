@@ -3,22 +3,10 @@
 // the same number of optimizer steps; with --checkpoint-dir a checkpoint is written atomically every
 // --checkpoint-every steps and at the end, and --resume continues bit-identically on the CPU.
 #pragma once
-#include <cstdint>
-#include <string>
-
 #include "train/train_options.hpp"
+#include "train/train_summary.hpp"
 
 namespace ddpx {
-
-struct TrainSummary {
-  int64_t steps_run = 0;
-  double first_loss = 0, final_loss = 0;
-  double seconds = 0;
-  double steps_per_s = 0;   // over the steps after warm-up
-  double images_per_s = 0;  // all ranks together
-  double data_wait_fraction = 0;
-  int world_size = 1;
-};
 
 TrainSummary run_training(const TrainOptions& options);
 
