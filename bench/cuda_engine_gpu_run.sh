@@ -15,7 +15,7 @@ if [ ! -x "$BIN/test_model_cuda" ] || ldd "$BIN/test_model_cuda" | grep -q "not 
     { tail -30 "$OUT/build.log"; exit 1; }
   mkdir -p build-cuda-gpu/bin
   cp build-cuda-gpu/tests/kernels/test_kernels build-cuda-gpu/tests/model_cuda/test_model_cuda \
-     build-cuda-gpu/tests/model_cuda/vit_step_timing build-cuda-gpu/bin/
+     build-cuda-gpu/bench/vit_step_timing build-cuda-gpu/bin/
   BIN=build-cuda-gpu/bin
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader

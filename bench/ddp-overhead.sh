@@ -6,8 +6,9 @@
 # difference to the plain run with the same graph setting, within 1 point of the step (bench/ddp_cost_check.py;
 # exit status 1 when a pair misses). Each DDP run is paired with the plain run of its arithmetic: the cast and
 # PowerSGD hooks read fp32 buckets, so theirs is --weight-grads fp32 (plain); the allreduce hook at one rank reads
-# nothing and keeps the default bf16 weight gradients (CommHook::reads_bucket; Note [bf16 weight gradients in
-# their fp32 slots]), so `ddp` and `ddp_nograph` pair with plain_bf16_grads and plain_bf16_nograph.
+# nothing and keeps the default bf16 weight gradients (comm_hook_reads_bucket, comm_plan/hook_catalogue.hpp;
+# Note [bf16 weight gradients in their fp32 slots]), so `ddp` and `ddp_nograph` pair with plain_bf16_grads and
+# plain_bf16_nograph.
 # Usage (GPU machine, repo root, after a build):
 #   bash bench/ddp-overhead.sh        (OUT, DDPX, STEPS as in bench/gpu-run.sh)
 #   ONLY_COST=1 bash bench/ddp-overhead.sh   (only the runs the check needs)

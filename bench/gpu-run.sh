@@ -55,7 +55,8 @@ if [[ "${1:-}" != quick ]]; then
   run_ddpx bf16_ddp1 --precision bf16 --ddp
   # The plain step with fp32 weight gradients: the arithmetic of the cast and PowerSGD hooks' rows, whose buckets
   # are fp32. bf16_ddp1 (the allreduce hook at one rank reads nothing) keeps the default's bf16 weight gradients
-  # (Note [bf16 weight gradients in their fp32 slots], model_cuda/cuda_model.hpp; CommHook::reads_bucket).
+  # (Note [bf16 weight gradients in their fp32 slots], model_cuda/cuda_model.hpp; comm_hook_reads_bucket,
+  # comm_plan/hook_catalogue.hpp).
   run_ddpx bf16_fp32grads --precision bf16 --weight-grads fp32
   run_ddpx bf16_devicedata --precision bf16 --data synthetic-device
   run_ddpx bf16_ddp1_bf16hook --precision bf16 --ddp --comm-hook bf16

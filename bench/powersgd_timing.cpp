@@ -23,16 +23,17 @@
 #include <string>
 #include <vector>
 
+#include "comm_plan/bucket_plan.hpp"
+#include "comm_plan/powersgd_layout.hpp"
 #include "core/error.hpp"
-#include "ddp/bucket_plan.hpp"
 #include "ddp/comm_hook_factory.hpp"
 #include "ddp/device_scratch.hpp"
-#include "ddp/powersgd_layout.hpp"
+#include "ddp/powersgd_hook.hpp"
 #include "ddp/powersgd_math.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/nccl_communicator.hpp"
-#include "model/vit/vit_layout.hpp"
 #include "model/vit/vit_config.hpp"
+#include "model/vit/vit_layout.hpp"
 
 namespace {
 

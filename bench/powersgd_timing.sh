@@ -14,7 +14,7 @@ if [[ -z "${BIN:-}" ]]; then
   cmake --build build-gpu -j "$(nproc)" --target test_ddp powersgd_timing ddpx >"$OUT/build.log" 2>&1 ||
     { grep -B2 -A8 error "$OUT/build.log" | head -40; exit 1; }
   mkdir -p build-gpu/bin
-  cp build-gpu/tests/ddp/test_ddp build-gpu/tests/ddp/powersgd_timing build-gpu/src/cli/ddpx build-gpu/bin/
+  cp build-gpu/tests/ddp/test_ddp build-gpu/bench/powersgd_timing build-gpu/src/cli/ddpx build-gpu/bin/
   BIN=build-gpu/bin
 fi
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$BIN  # host libraries carried along, as a fallback

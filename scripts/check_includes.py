@@ -6,6 +6,9 @@ Guarantees (run as the CTest test `include_graph`, so CI runs it through `.ci/ru
     folder F that X may depend on: X itself, or a folder reachable from X through ALLOWED_DEPENDENCIES below.
     A relative include (`"../F/x.hpp"`) counts as the folder it resolves to. A violation is reported as
     `src/X/file.cpp:LINE: X must not include F ("F/x.hpp") ...`, naming the rule, and the check fails.
+  - No file of src/X/ includes what NEVER_INCLUDE below rules out for X, even where the graph reaches it (profile
+    reaches model through io, yet never includes it): a violation is reported as
+    `src/X/file.cpp:LINE: X never includes F ("F/x.hpp"): <the rule's reason>`. Every rule names declared folders.
   - Every folder of src/ with a CMakeLists.txt is declared, and the declared graph is acyclic.
   - The declared graph is CMake's: the ddpx_* libraries a folder's CMakeLists.txt links with
     target_link_libraries are exactly the folders declared for it (whatever the if() around the call: the check
@@ -16,6 +19,7 @@ A new folder is one line in ALLOWED_DEPENDENCIES (and its CMakeLists.txt); a new
 and the matching target_link_libraries. `--graph` prints the graph as docs/design.md shows it.
 """
 import argparse
+import fnmatch
 import os
 import re
 import sys
@@ -27,18 +31,34 @@ ALLOWED_DEPENDENCIES = {
     "model": ["core"],
     "optim": ["core"],
     "dist": ["core"],
+    "comm_plan": ["core"],
     "launch": ["dist"],
     "kernels": ["core"],
     "io": ["model", "optim"],
     "data": ["core", "io"],
-    "profile": ["core", "io"],
-    "ddp": ["dist"],
+    "profile": ["comm_plan", "core", "io"],
+    "ddp": ["comm_plan", "dist"],
     "model_cuda": ["core", "kernels", "model", "optim"],
     "train": ["data", "ddp", "dist", "io", "kernels", "model", "model_cuda", "optim", "profile"],
-    "predict": ["core", "profile"],
+    "predict": ["comm_plan", "core", "profile"],
     "cli": ["launch", "predict", "train"],
     "torch_ddp": ["ddp", "dist", "profile"],
 }
+
+# Includes a folder must never make, whatever the graph lets it reach: (folder, pattern, reason). A pattern is an
+# include path with shell wildcards (fnmatch; `*` also crosses `/`): "model/*" is all of model/, "model/*/*" a
+# model family's own folder (model/vit/..., model/mlp/...) but not the generic model/flat_layout.hpp.
+NEVER_INCLUDE = [
+    ("profile", "model/*", "profile holds plain records and their analysis; the trainer hands it plain structs"),
+    ("predict", "model/*", "the prediction reads reports and peak tables only, no model"),
+    ("predict", "io/*", "the prediction reads files through profile's readers"),
+    ("comm_plan", "dist/*", "the communication plan is pure facts: no communicator"),
+    ("io", "model/*/*", "io reads and writes the generic flat layout, never a model family's own"),
+    ("train", "model/*/*", "the trainer takes a Model from the registry, never a family's own headers"),
+    ("train", "model_cuda/*/*", "the trainer takes a CUDA model from the CUDA registry, never a family's own headers"),
+    ("cli", "model/*/*", "the command takes a Model from the registry, never a family's own headers"),
+    ("cli", "model_cuda/*/*", "the command takes a CUDA model from the CUDA registry, never a family's own headers"),
+]
 
 # The CMake target each folder builds, when it is not ddpx_<folder>.
 TARGET_OF_FOLDER = {"cli": "ddpx"}
@@ -127,6 +147,14 @@ def check_includes(root, graph):
                             continue
                         quote, included = match.groups()
                         target = included_folder(src_dir, path, quote, included, graph)
+                        if target is not None and target in allowed[folder]:
+                            resolved = os.path.relpath(os.path.normpath(os.path.join(dirpath, included)), src_dir) \
+                                if included.startswith(".") else included
+                            for never_folder, pattern, reason in NEVER_INCLUDE:
+                                if never_folder == folder and fnmatch.fnmatch(resolved, pattern):
+                                    problems.append(f"{shown}:{number}: {folder} never includes {pattern} "
+                                                    f"({quote}{included}{'>' if quote == '<' else quote}): {reason} "
+                                                    f"(rule: NEVER_INCLUDE in scripts/check_includes.py)")
                         if target is None or target in allowed[folder]:
                             continue
                         may = ", ".join(sorted(allowed[folder] - {folder})) or "nothing of ddpx"
@@ -222,6 +250,10 @@ def main(argv):
         for dep in deps:
             if dep not in ALLOWED_DEPENDENCIES:
                 problems.append(f"ALLOWED_DEPENDENCIES: {folder} -> {dep}, but {dep} is not declared")
+    for folder, pattern, _ in NEVER_INCLUDE:
+        if folder not in ALLOWED_DEPENDENCIES or pattern.split("/")[0] not in ALLOWED_DEPENDENCIES:
+            problems.append(f"NEVER_INCLUDE: ({folder}, {pattern}) names a folder that ALLOWED_DEPENDENCIES "
+                            f"does not declare")
     if not problems:
         problems += check_includes(args.root, ALLOWED_DEPENDENCIES)
         problems += check_cmake(args.root, ALLOWED_DEPENDENCIES)
@@ -231,7 +263,7 @@ def main(argv):
         print(f"check_includes: {len(problems)} problem(s) in the folder dependency graph", file=sys.stderr)
         return 1
     print(f"check_includes: {len(ALLOWED_DEPENDENCIES)} folders of src/ include only what they may, "
-          f"and CMake links the same graph")
+          f"none breaks the {len(NEVER_INCLUDE)} never-rules, and CMake links the same graph")
     return 0
 
 

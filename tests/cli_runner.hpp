@@ -11,12 +11,12 @@
 #include <sstream>
 #include <string>
 
+#include "support/process_runner.hpp"
+#include "support/scratch_dir.hpp"
+
 namespace ddpx::testing {
 
-struct CliResult {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
+using CliResult = CommandResult;  // output: stdout and stderr
 
 // `ddpx <args>` through the shell (args are quoted by the caller where needed), in this environment minus every
 // launcher's rank variables (a CI runner inside a Slurm job or a stray RANK must not turn the tested command into
@@ -31,14 +31,7 @@ inline CliResult run_ddpx(const std::string& args, const std::string& env = "") 
                            "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"})
     command += std::string(" -u ") + name;
   command += " " + env + " " + std::string(DDPX_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  CliResult result;
-  if (pipe == nullptr) return result;
-  std::array<char, 512> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  const int status = ::pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return run_command(command);
 }
 
 inline std::string read_text(const std::filesystem::path& path) {
@@ -48,12 +41,7 @@ inline std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
-inline std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ddpx_test_cli_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+inline std::filesystem::path fresh_dir(const std::string& name) { return fresh_dir("cli", name); }
 
 inline std::string recorded(const std::string& file) {
   return std::string(DDPX_SOURCE_DIR) + "/tests/profile/data/" + file;

@@ -22,15 +22,15 @@
 #include "cli/cuda_devices.hpp"
 #include "cli/launch.hpp"
 #include "cli/output_dir.hpp"
-#include "ddp/comm_hook_factory.hpp"
 #include "cli/train_trial.hpp"
+#include "comm_plan/hook_catalogue.hpp"
 #include "core/error.hpp"
-#include "model/model_registry.hpp"
-#include "train/run_modes.hpp"
 #include "io/output_file.hpp"
+#include "model/model_registry.hpp"
 #include "profile/bench_table.hpp"
 #include "profile/gpu_peaks.hpp"
 #include "profile/svg_chart.hpp"
+#include "train/run_modes.hpp"
 
 namespace ddpx::cli {
 namespace {

@@ -74,7 +74,7 @@ int run_predict(const PredictFlags& f) {
   DDPX_REQUIRE(!request.ranks.empty(), "--link {}: it prices one node of {} rank(s), too few for an all-reduce; "
                "give --ranks-per-node N or --network ib-ndr", f.link, request.link.ranks_per_node);
   for (const std::string& hook : split_list(f.hooks, "--hooks"))
-    request.hooks.push_back(parse_hook_spec(hook, "--hooks"));
+    request.hooks.push_back(predicted_hook(hook, "--hooks"));
   request.bucket_caps_mb = parse_number_list(f.bucket_caps, "--bucket-cap-mb");
   request.first_bucket_mb = f.first_bucket_mb > 0 ? f.first_bucket_mb : request.reports.front().first_bucket_mb;
   const Prediction prediction = predict_scaling(request);

@@ -14,13 +14,13 @@
 #include "cli/arg_lists.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_group.hpp"
-#include "model/model_registry.hpp"
 #include "cli/launch.hpp"
 #include "cli/recipe_flags.hpp"
+#include "comm_plan/hook_catalogue.hpp"
 #include "core/error.hpp"
 #include "data/data_sources.hpp"
-#include "ddp/comm_hook_factory.hpp"
 #include "dist/backend_registry.hpp"
+#include "model/model_registry.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx::cli {
@@ -47,6 +47,8 @@ void add_optimizer_flags(CLI::App* cmd, const std::string& group) {
   add("--lr", fmt::format("learning rate (default: adamw {}, as PyTorch's AdamW; sgd {}, which ddpx's recipes and tests "
                           "were tuned with, where PyTorch's SGD has 1e-3)", adamw.lr, sgd.lr));
   add("--momentum", fmt::format("SGD momentum (default {}: plain SGD, as PyTorch's)", sgd.momentum));
+  add("--dampening", fmt::format("SGD dampening: momentum takes (1 - dampening) of each gradient, as PyTorch's "
+                                 "(default {})", sgd.dampening));
   const std::string nesterov = "SGD Nesterov momentum";
   cmd->add_flag("--nesterov", nesterov)->group(group);
   add("--weight-decay", fmt::format("SGD L2 / AdamW decoupled weight decay (default: sgd {}, adamw {}: PyTorch's)",

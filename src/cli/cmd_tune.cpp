@@ -18,15 +18,23 @@
 #include "cli/launch.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/train_trial.hpp"
+#include "comm_plan/bucket_plan.hpp"
+#include "comm_plan/hook_catalogue.hpp"
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
-#include "ddp/bucket_plan.hpp"
 #include "model/model_registry.hpp"
 #include "profile/tuner.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx::cli {
 namespace {
+
+// Whether a --hooks/--allow-lossy entry names a lossy hook, as the hook catalogue says (an unknown name is
+// require_valid_hooks's to refuse).
+bool lossy_hook(const std::string& text) {
+  const CommHookEntry* entry = find_comm_hook(text);
+  return entry && entry->lossy;
+}
 
 namespace fs = std::filesystem;
 
@@ -60,13 +68,13 @@ int run_tune(const TuneFlags& f) {
 
   std::vector<std::string> hooks = split_list(f.hooks, "--hooks");
   for (const std::string& hook : hooks)
-    DDPX_REQUIRE(hook.rfind("powersgd", 0) != 0,
+    DDPX_REQUIRE(!lossy_hook(hook),
                  "--hooks {}: PowerSGD changes what training computes (low-rank gradients); list it under "
                  "--allow-lossy to let tune pick it", hook);
   if (!f.allow_lossy.empty())
     for (const std::string& hook : split_list(f.allow_lossy, "--allow-lossy")) {
-      DDPX_REQUIRE(hook.rfind("powersgd:", 0) == 0, "--allow-lossy {}: expected powersgd:R entries (e.g. powersgd:4)",
-                   hook);
+      DDPX_REQUIRE(lossy_hook(hook) && hook.find(':') != std::string::npos,
+                   "--allow-lossy {}: expected powersgd:R entries (e.g. powersgd:4)", hook);
       hooks.push_back(hook);
     }
   require_valid_hooks(hooks, "--hooks/--allow-lossy");
@@ -145,7 +153,7 @@ int run_tune(const TuneFlags& f) {
                result.baseline.steps_per_s, result.best.steps_per_s, f.repeats);
   else
     fmt::print("no speedup beyond the spread of {} runs: the file holds the default\n", f.repeats);
-  if (result.gain_beyond_spread && result.best.config.comm_hook != "allreduce")
+  if (result.gain_beyond_spread && comm_hook_compresses(parse_comm_hook_spec(result.best.config.comm_hook)))
     fmt::print("note: the winner's hook is lossy: {}\n", predict::lossy_hook_warning());
   return 0;
 }

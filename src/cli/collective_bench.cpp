@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/half_precision.hpp"
 #include "core/internal_assert.hpp"
-#include "dist/half_precision.hpp"
 #ifdef DDPX_HAVE_CUDA
 #include <cuda_runtime.h>
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 
 namespace ddpx::cli {
 
@@ -28,7 +29,7 @@ const char* rank_time_aggregate_name(RankTimeAggregate aggregate) {
 }
 
 double aggregate_rank_times(const std::vector<double>& times, RankTimeAggregate aggregate) {
-  DDPX_REQUIRE(!times.empty(), "internal: no per-rank times to aggregate");
+  DDPX_INTERNAL_ASSERT(!times.empty(), "no per-rank times to aggregate");
   switch (aggregate) {
     case RankTimeAggregate::rank0: return times.front();
     case RankTimeAggregate::min: return *std::min_element(times.begin(), times.end());

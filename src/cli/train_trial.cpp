@@ -6,8 +6,9 @@
 #include <filesystem>
 
 #include "cli/child_process.hpp"
+#include "comm_plan/hook_catalogue.hpp"
 #include "core/error.hpp"
-#include "ddp/comm_hook_factory.hpp"
+#include "core/internal_assert.hpp"
 #include "model/model_registry.hpp"
 #include "profile/step_record.hpp"
 
@@ -38,8 +39,8 @@ void read_trial_report(const std::string& path, TrainTrialResult& result) {
 }  // namespace
 
 TrainTrialResult run_train_trial(const std::string& executable, const TrainTrial& trial) {
-  DDPX_REQUIRE(!trial.report_path.empty(), "run_train_trial: a trial needs a report path (its throughput is read "
-               "from the run report); log {}", trial.log_path);
+  DDPX_INTERNAL_ASSERT(!trial.report_path.empty(), "run_train_trial: a trial needs a report path (its throughput "
+                       "is read from the run report); log {}", trial.log_path);
   std::vector<std::string> argv = {executable, "train"};
   argv.insert(argv.end(), trial.flags.begin(), trial.flags.end());
   std::filesystem::remove(trial.report_path);  // a stale report must not stand in for this run
@@ -98,7 +99,7 @@ void require_each(const std::vector<std::string>& items, std::string_view flag, 
 }  // namespace
 
 void require_valid_hooks(const std::vector<std::string>& hooks, std::string_view flag) {
-  require_each(hooks, flag, [](const std::string& hook) { return make_comm_hook(hook); });
+  require_each(hooks, flag, [](const std::string& hook) { return parse_comm_hook_spec(hook); });
 }
 
 void require_valid_models(const std::vector<std::string>& models, std::string_view flag) {

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <span>
 
-#include "ddp/bucket_plan.hpp"
+#include "comm_plan/bucket_plan.hpp"
 
 namespace ddpx {
 

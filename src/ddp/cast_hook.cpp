@@ -2,7 +2,7 @@
 #include "ddp/cast_hook.hpp"
 
 #include "core/error.hpp"
-#include "dist/half_precision.hpp"
+#include "core/half_precision.hpp"
 #ifdef DDPX_HAVE_CUDA
 #include "ddp/cast_kernels.hpp"
 #endif

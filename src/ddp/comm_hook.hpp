@@ -6,8 +6,9 @@
 //    communication stream: all device work is enqueued there and nothing waits on the host, except the first
 //    call for a bucket, which may allocate (so capture CUDA graphs after one eager step).
 //  - `step` counts synchronized steps from 0 (hooks that change behaviour over time key on it).
-// The hooks themselves and their factory (the --comm-hook spec) are in ddp/comm_hook_factory.hpp: this interface
-// imports no implementation.
+// The hooks themselves and their factory are in ddp/comm_hook_factory.hpp, what each one is (the --comm-hook
+// spec, lossy or not, whether it reads its buckets, its wire messages) in comm_plan/hook_catalogue.hpp: this
+// interface imports no implementation.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -39,11 +40,6 @@ class CommHook {
   // enqueued after that run (a hook joins here any stream it forked, so a captured step contains its whole
   // work); CPU, with nullptr, once the communication thread has finished every bucket. Default: nothing.
   virtual void finish_step(void* /*stream*/) {}
-  // Whether run() reads or writes the bucket's values in a job of `world` ranks. False only where the average is
-  // the bucket itself and run() issues nothing (the allreduce hook at one rank): the trainer may then keep the
-  // gradients in a form no hook could read, as a run without a reducer does (Note [bf16 weight gradients in their
-  // fp32 slots], model_cuda/cuda_model.hpp). Default: every hook that computes reads its buckets.
-  virtual bool reads_bucket(int /*world*/) const { return true; }
 
   // Note [Widening fused into the update]
   // A 16-bit cast hook ends by widening its reduced wire buffer back into the fp32 bucket (read 2 bytes, write 4

@@ -19,14 +19,16 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
 #include "ddp/bucket_view.hpp"
-#include "ddp/comm_hook_factory.hpp"
 
 namespace ddpx {
+
+CompressionLayout plan_compression(const BucketView& bucket, int64_t rank, double min_compression_rate) {
+  return plan_compression(bucket.tensors.data(), bucket.tensors.size(), bucket.begin, bucket.numel(), rank,
+                          min_compression_rate);
+}
 
 PowerSgdHook::PowerSgdHook(const PowerSgdOptions& options) : options_(options) {
   DDPX_REQUIRE(options.rank >= 1, "--comm-hook powersgd:R needs a rank R >= 1, got {}", options.rank);
@@ -63,30 +65,6 @@ size_t PowerSgdHook::wire_bytes(const BucketView& bucket, int64_t step) const {
   // Asked at every launch: the bucket's own plan once run() made it (no copy), planned here only before that.
   if (bucket.index < states_.size() && states_[bucket.index]) return bytes(states_[bucket.index]->layout);
   return bytes(plan_compression(bucket, options_.rank, options_.min_compression_rate));
-}
-
-namespace {
-int64_t parse_non_negative(std::string_view digits, std::string_view text, std::string_view what) {
-  int64_t value = -1;
-  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  DDPX_REQUIRE(error == std::errc() && end == digits.data() + digits.size() && value >= 0,
-               "--comm-hook '{}': {} '{}' is not a non-negative integer", text, what, digits);
-  return value;
-}
-}  // namespace
-
-std::vector<int64_t> PowerSgdHook::parse_args(std::string_view text, std::string_view args,
-                                              const CommHookDefaults& defaults) {
-  DDPX_REQUIRE(!args.empty() && args.front() == ':',
-               "--comm-hook '{}': PowerSGD needs its rank, powersgd:R or powersgd:R:START (e.g. powersgd:4)", text);
-  const std::string_view rest = args.substr(1);
-  const size_t colon = rest.find(':');
-  const int64_t rank = parse_non_negative(rest.substr(0, colon), text, "rank");
-  DDPX_REQUIRE(rank >= 1, "--comm-hook '{}': the PowerSGD rank must be at least 1", text);
-  const int64_t start = colon == std::string_view::npos ? defaults.powersgd_start
-                                                        : parse_non_negative(rest.substr(colon + 1), text, "start step");
-  DDPX_REQUIRE(start >= 0, "--powersgd-start {}: must be 0 or more", start);
-  return {rank, start};
 }
 
 std::unique_ptr<CommHook> PowerSgdHook::make(const std::vector<int64_t>& args) {

@@ -21,18 +21,15 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <string_view>
 #include <vector>
 
+#include "comm_plan/powersgd_layout.hpp"
 #include "ddp/comm_hook.hpp"
 #include "ddp/device_scratch.hpp"
-#include "ddp/powersgd_layout.hpp"
 #include "ddp/powersgd_math.hpp"
 #include "ddp/side_stream.hpp"
 
 namespace ddpx {
-
-struct CommHookDefaults;  // ddp/comm_hook_factory.hpp
 
 struct PowerSgdOptions {
   int64_t rank = 1;                    // matrix approximation rank R
@@ -41,6 +38,9 @@ struct PowerSgdOptions {
   bool warm_start = true;
   uint64_t seed = 0;
 };
+
+// The layout of a hook's bucket (comm_plan/powersgd_layout.hpp over the view's tensors and span).
+CompressionLayout plan_compression(const BucketView& bucket, int64_t rank, double min_compression_rate);
 
 class PowerSgdHook : public CommHook {
  public:
@@ -59,10 +59,7 @@ class PowerSgdHook : public CommHook {
   void finish_step(void* stream) override;
   const PowerSgdOptions& options() const { return options_; }
 
-  // Its registry entry's halves (ddp/comm_hook_factory.hpp): ":R" or ":R:START" -> {R, START} (START from
-  // defaults.powersgd_start when not spelled; errors name --comm-hook), and {R, START} -> the hook.
-  static std::vector<int64_t> parse_args(std::string_view text, std::string_view args,
-                                         const CommHookDefaults& defaults);
+  // {R, START} (comm_plan/hook_catalogue.hpp parsed them) -> the hook; ddp/comm_hook_factory.cpp's case.
   static std::unique_ptr<CommHook> make(const std::vector<int64_t>& args);
 
  private:

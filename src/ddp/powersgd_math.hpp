@@ -15,8 +15,8 @@
 #include <memory>
 #include <vector>
 
+#include "comm_plan/powersgd_layout.hpp"
 #include "core/low_rank.hpp"
-#include "ddp/powersgd_layout.hpp"
 
 namespace ddpx {
 

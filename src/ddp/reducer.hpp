@@ -32,8 +32,8 @@
 #include <mutex>
 #include <vector>
 
+#include "comm_plan/bucket_plan.hpp"
 #include "ddp/bucket_launcher.hpp"
-#include "ddp/bucket_plan.hpp"
 #include "ddp/bucket_timing.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/comm_hook.hpp"

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/half_precision.hpp"
 #include "dist/communicator.hpp"
-#include "dist/half_precision.hpp"
 
 namespace ddpx {
 

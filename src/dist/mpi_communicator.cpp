@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "dist/half_precision.hpp"
+#include "core/half_precision.hpp"
 #include "dist/host_reduction.hpp"
 #include "dist/mpi_session.hpp"
 

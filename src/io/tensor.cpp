@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "io/half_float.hpp"
+#include "core/half_precision.hpp"
 
 namespace ddpx {
 
@@ -78,8 +78,8 @@ void convert_to_float32(TensorDType dtype, const std::byte* source, size_t n, fl
   switch (dtype) {
     case TensorDType::f32: std::memcpy(destination, source, n * 4); return;
     case TensorDType::f64: widen<double>(source, n, destination); return;
-    case TensorDType::f16: widen_16bit<fp16_bits_to_float>(source, n, destination); return;
-    case TensorDType::bf16: widen_16bit<bf16_bits_to_float>(source, n, destination); return;
+    case TensorDType::f16: widen_16bit<half_to_float>(source, n, destination); return;
+    case TensorDType::bf16: widen_16bit<bf16_to_float>(source, n, destination); return;
     case TensorDType::i32: widen<int32_t>(source, n, destination); return;
     case TensorDType::i64: widen<int64_t>(source, n, destination); return;
     case TensorDType::u8: widen<uint8_t>(source, n, destination); return;

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "dist/free_ports.hpp"
 #include "launch/child_environment.hpp"
 #include "launch/worker_group.hpp"
@@ -42,7 +43,7 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 int launch_local_workers(int nproc, const std::vector<std::string>& argv_without_nproc,
                          const LaunchOptions& options) {
   DDPX_REQUIRE(nproc >= 1, "--nproc must be at least 1, got {}", nproc);
-  DDPX_REQUIRE(!argv_without_nproc.empty(), "launcher: the worker command line is empty (argv[0] is required)");
+  DDPX_INTERNAL_ASSERT(!argv_without_nproc.empty(), "launcher: the worker command line is empty (argv[0] is required)");
   const std::string executable = options.executable.empty() ? self_executable() : options.executable;
   const int port = options.master_port ? options.master_port : find_free_port(options.master_addr);
   const std::string token = options.job_token.empty() ? random_token() : options.job_token;
@@ -89,7 +90,7 @@ int launch_local_workers(int nproc, const std::vector<std::string>& argv_without
 int launch_under_mpirun(int nproc, const std::vector<std::string>& argv_without_nproc,
                         const LaunchOptions& options) {
   DDPX_REQUIRE(nproc >= 1, "--nproc must be at least 1, got {}", nproc);
-  DDPX_REQUIRE(!argv_without_nproc.empty(), "launcher: the worker command line is empty (argv[0] is required)");
+  DDPX_INTERNAL_ASSERT(!argv_without_nproc.empty(), "launcher: the worker command line is empty (argv[0] is required)");
   const std::string executable = options.executable.empty() ? self_executable() : options.executable;
   std::vector<std::string> argv{"mpirun", "-np", std::to_string(nproc), "--oversubscribe"};
   if (::getuid() == 0) argv.push_back("--allow-run-as-root");

@@ -27,6 +27,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "launch/child_environment.hpp"
 #include "launch/launcher.hpp"
 #include "launch/node_channel.hpp"
@@ -146,7 +147,7 @@ int run_joining_node(int nproc, const NodeOptions& node, const std::string& mast
 int launch_node_workers(int nproc, const NodeOptions& node, const std::vector<std::string>& argv,
                         const LaunchOptions& options) {
   DDPX_REQUIRE(nproc >= 1, "--nproc-per-node must be at least 1, got {}", nproc);
-  DDPX_REQUIRE(!argv.empty(), "launcher: the worker command line is empty (argv[0] is required)");
+  DDPX_INTERNAL_ASSERT(!argv.empty(), "launcher: the worker command line is empty (argv[0] is required)");
   DDPX_REQUIRE(node.nnodes >= 1, "--nnodes must be at least 1, got {}", node.nnodes);
   DDPX_REQUIRE(node.node_rank >= 0 && node.node_rank < node.nnodes,
                "--node-rank {} is out of range for --nnodes {}: give each node a rank in 0..{}", node.node_rank,

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "launch/child_environment.hpp"
 
 namespace ddpx {
@@ -60,7 +61,7 @@ pid_t spawn(const std::string& executable, std::vector<std::string> argv, std::v
 }  // namespace
 
 SignalRelay::SignalRelay(std::vector<int> signals) : signals_(std::move(signals)) {
-  DDPX_REQUIRE(g_signal_pipe_write < 0, "launcher: only one launch may run at a time in a process");
+  DDPX_INTERNAL_ASSERT(g_signal_pipe_write < 0, "launcher: only one launch may run at a time in a process");
   DDPX_REQUIRE(::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) == 0, "launcher: pipe2 failed: {}", std::strerror(errno));
   g_signal_pipe_write = pipe_[1];
   previous_.resize(signals_.size());

@@ -32,8 +32,8 @@
 // before one micro-batch): bf16 slots cannot be accumulated into, so a forward_backward that would add is an
 // internal error; and grads() then holds the mixed form, so a reducer whose hook reads its fp32 buckets must not be
 // given it (the trainer's choice: train/train_options.hpp weight_grads_in_bf16). The allreduce hook at one rank
-// reads nothing (ddp/comm_hook.hpp reads_bucket): `--ddp` there takes bf16 weight gradients and equals the plain
-// run bit for bit.
+// reads nothing (comm_plan/hook_catalogue.hpp: comm_hook_reads_bucket): `--ddp` there takes bf16 weight gradients
+// and equals the plain run bit for bit.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

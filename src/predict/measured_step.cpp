@@ -61,41 +61,24 @@ OwnCostModel fit_own_cost(const std::vector<BucketMedians>& buckets) {
 
 }  // namespace
 
-std::vector<TensorRange> cut_buckets(const std::vector<GradientTensorInfo>& tensors, double cap_mb,
-                                     double first_cap_mb) {
+BucketPlan bucket_plan_of(const std::vector<GradientTensorInfo>& tensors, double cap_mb, double first_cap_mb) {
   DDPX_REQUIRE(cap_mb > 0 && first_cap_mb > 0, "--bucket-cap-mb {} / first bucket {} MB: caps must be positive",
                cap_mb, first_cap_mb);
-  const double cap_bytes = static_cast<double>(static_cast<int64_t>(cap_mb * 1024 * 1024));
-  const double first_cap_bytes = static_cast<double>(static_cast<int64_t>(first_cap_mb * 1024 * 1024));
-  std::vector<TensorRange> plan;
-  TensorRange open;
-  double open_bytes = 0;
-  bool open_has_tensors = false;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const double bytes = static_cast<double>(tensors[i].numel) * 4;
-    const double cap = plan.empty() ? first_cap_bytes : cap_bytes;
-    if (open_has_tensors && open_bytes + bytes > cap) {
-      open.end = i;
-      plan.push_back(open);
-      open_has_tensors = false;
-      open_bytes = 0;
-    }
-    if (!open_has_tensors) open.first = i, open_has_tensors = true;
-    open_bytes += bytes;
-  }
-  if (open_has_tensors) {
-    open.end = tensors.size();
-    plan.push_back(open);
-  }
-  return plan;
+  std::vector<GradTensor> grads;
+  grads.reserve(tensors.size());
+  for (const GradientTensorInfo& t : tensors)
+    grads.push_back({t.name, static_cast<size_t>(t.offset), static_cast<size_t>(t.numel), t.shape});
+  BucketPlanOptions options;
+  options.cap_bytes = static_cast<size_t>(static_cast<int64_t>(cap_mb * 1024 * 1024));
+  options.first_bucket_cap_bytes = static_cast<size_t>(static_cast<int64_t>(first_cap_mb * 1024 * 1024));
+  return BucketPlan(std::move(grads), options);
 }
 
-int64_t bucket_elements(const std::vector<GradientTensorInfo>& tensors, const std::vector<TensorRange>& plan,
-                        size_t bucket) {
-  const int64_t begin = tensors[plan[bucket].first].offset;
-  if (bucket + 1 < plan.size()) return tensors[plan[bucket + 1].first].offset - begin;
-  const GradientTensorInfo& last = tensors[plan[bucket].end - 1];
-  return last.offset + last.numel - begin;
+CommHookSpec predicted_hook(std::string_view text, std::string_view flag) {
+  const CommHookSpec hook = wire_shape(parse_comm_hook_spec(text, {}, flag));
+  DDPX_REQUIRE(hook.args.empty() || hook.args.front() <= 1024,
+               "{} '{}': PowerSGD's rank R is at most 1024 in ddpx predict", flag, text.substr(0, 60));
+  return hook;
 }
 
 MeasuredStep measure_step(const RunReport& report, const std::string& file) {
@@ -120,7 +103,7 @@ MeasuredStep measure_step(const RunReport& report, const std::string& file) {
   m.weight_grads = c.weight_grads;
   m.device = rank.info.device_name;
   m.ddp = c.ddp;
-  m.hook = parse_hook_spec(c.hook, "report " + file + ": config.hook");
+  m.hook = predicted_hook(c.hook, "report " + file + ": config.hook");
   m.bucket_mb = c.bucket_mb;
   m.first_bucket_mb = c.first_bucket_mb;
   m.overlap = c.overlap;
@@ -150,7 +133,7 @@ MeasuredStep measure_step(const RunReport& report, const std::string& file) {
   m.own = fit_own_cost(buckets);
   // Interpolation points: (gradient elements final, ms from backward start).
   std::vector<std::pair<double, double>> points{{0.0, 0.0}};
-  const std::vector<TensorRange> plan = cut_buckets(m.tensors, m.bucket_mb, m.first_bucket_mb);
+  const BucketPlan plan = bucket_plan_of(m.tensors, m.bucket_mb, m.first_bucket_mb);
   std::vector<double> cumulative(m.tensors.size());
   double elements = 0;
   for (size_t i = 0; i < m.tensors.size(); ++i) cumulative[i] = elements += static_cast<double>(m.tensors[i].numel);
@@ -160,17 +143,17 @@ MeasuredStep measure_step(const RunReport& report, const std::string& file) {
                  "the report's fields disagree; record it again", file, buckets.size(), m.bucket_mb,
                  m.first_bucket_mb, plan.size());
     for (size_t b = 0; b < plan.size(); ++b)
-      DDPX_REQUIRE(buckets[b].elements == bucket_elements(m.tensors, plan, b),
+      DDPX_REQUIRE(buckets[b].elements == static_cast<int64_t>(plan[b].numel()),
                    "report {}: bucket {} holds {} elements, but gradient_tensors at bucket_mb {} give {}: the "
                    "report's fields disagree; record it again", file, b, buckets[b].elements, m.bucket_mb,
-                   bucket_elements(m.tensors, plan, b));
+                   plan[b].numel());
   }
   if (!buckets.empty() && m.overlap) {
     m.ready_times_measured = true;
     const double last_ready = buckets.back().ready_ms;
     for (size_t b = 0; b < plan.size(); ++b) {
       const double ready = std::clamp(m.backward_ms - (last_ready - buckets[b].ready_ms), 0.0, m.backward_ms);
-      points.emplace_back(cumulative[plan[b].end - 1], std::max(ready, points.back().second));
+      points.emplace_back(cumulative[plan[b].end_tensor - 1], std::max(ready, points.back().second));
     }
     points.back().second = m.backward_ms;
   } else {

@@ -17,9 +17,11 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "predict/hook_spec.hpp"
+#include "comm_plan/bucket_plan.hpp"
+#include "comm_plan/hook_catalogue.hpp"
 #include "profile/step_record.hpp"
 
 namespace ddpx::predict {
@@ -36,7 +38,7 @@ struct MeasuredStep {
   std::string model, precision, device;  // device: "cpu" or the GPU's name
   std::string weight_grads;  // config.weight_grads: "bf16", "fp32", or "" (a report from before it was recorded)
   bool ddp = false;
-  HookSpec hook;
+  CommHookSpec hook;  // its wire shape (predicted_hook)
   double bucket_mb = 25, first_bucket_mb = 1;
   bool overlap = true;
   int64_t batch = 0;
@@ -56,16 +58,14 @@ struct MeasuredStep {
 
 MeasuredStep measure_step(const RunReport& report, const std::string& file);
 
-// The buckets PyTorch's rule (ddp/bucket_plan.hpp) cuts from these tensors: [first, end) tensor index ranges.
-struct TensorRange {
-  size_t first = 0, end = 0;
-  bool operator==(const TensorRange&) const = default;
-};
-std::vector<TensorRange> cut_buckets(const std::vector<GradientTensorInfo>& tensors, double cap_mb,
-                                     double first_cap_mb);
-// A bucket's elements as the reducer hands them over: from its first tensor's offset to the next bucket's (the
-// last bucket: to its last tensor's end), padding included.
-int64_t bucket_elements(const std::vector<GradientTensorInfo>& tensors, const std::vector<TensorRange>& plan,
-                        size_t bucket);
+// The bucket plan ddp cuts from the report's tensors at these caps (comm_plan/bucket_plan.hpp, PyTorch's rule);
+// caps must be positive (an error naming --bucket-cap-mb otherwise).
+BucketPlan bucket_plan_of(const std::vector<GradientTensorInfo>& tensors, double cap_mb, double first_cap_mb);
+
+// A hook as the model tells hooks apart: train's --comm-hook spelling read by the hook catalogue (errors name
+// `flag`), kept to its wire shape: "powersgd:4:2", the canonical spelling run reports record, is "powersgd:4",
+// since START says only from which step the hook compresses and the model is of the compressed steps. PowerSGD's
+// R is at most 1024 here.
+CommHookSpec predicted_hook(std::string_view text, std::string_view flag);
 
 }  // namespace ddpx::predict

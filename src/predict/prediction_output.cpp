@@ -26,13 +26,13 @@ std::string same_caps_text(const PredictedRow& row) {
 std::string recommendation_line(const Prediction& p, const Recommendation& rec) {
   const PredictedRow& best = p.rows[rec.recommended];
   std::string line = fmt::format("# recommended at {} ranks: --comm-hook {} --bucket-mb {} ({:.2f} steps/s, {:.0f}%)",
-                                 rec.ranks, best.hook.name(), cap_text(best.bucket_cap_mb), best.steps_per_s,
+                                 rec.ranks, best.hook.text(), cap_text(best.bucket_cap_mb), best.steps_per_s,
                                  100 * best.scaling_efficiency);
   if (rec.tie_to_lossless) {
     const PredictedRow& lossy = p.rows[rec.fastest];
     return line + fmt::format("; {} predicts {:+.2f}% ({:.2f} steps/s{}), within the model's {:.0f}% margin: a tie "
                               "goes to the lossless hook, which computes what training without DDP computes\n",
-                              lossy.hook.name(), 100 * (lossy.steps_per_s / best.steps_per_s - 1), lossy.steps_per_s,
+                              lossy.hook.text(), 100 * (lossy.steps_per_s / best.steps_per_s - 1), lossy.steps_per_s,
                               lossy.hook_cost_measured ? "" : ", its own cost not measured", 100 * kLossyMargin);
   }
   if (rec.fastest_lossless >= 0 && rec.fastest_lossless != rec.fastest) {
@@ -40,8 +40,8 @@ std::string recommendation_line(const Prediction& p, const Recommendation& rec) 
     line += fmt::format("; without compression: --bucket-mb {} ({:.2f} steps/s, {:.0f}%)",
                         cap_text(lossless.bucket_cap_mb), lossless.steps_per_s, 100 * lossless.scaling_efficiency);
   }
-  if (best.hook.kind != HookKind::allreduce)
-    line += fmt::format("\n#   {} is lossy: {}", best.hook.name(), lossy_hook_warning());
+  if (comm_hook_compresses(best.hook))
+    line += fmt::format("\n#   {} is lossy: {}", best.hook.text(), lossy_hook_warning());
   return line + "\n";
 }
 
@@ -64,9 +64,11 @@ std::string format_prediction(const PredictionRequest& r, const Prediction& p) {
                      "(%)", "(ms)", "(ms)");
   for (const PredictedRow& row : p.rows)
     out += fmt::format("  {:>5} {:>11} {:>7} {:>7} {:>9.2f} {:>8.2f} {:>6.1f} {:>9.2f} {:>9.2f}  {}{}{}\n", row.ranks,
-                       row.hook.name(), cap_text(row.bucket_cap_mb), row.buckets, row.step_ms, row.steps_per_s,
+                       row.hook.text(), cap_text(row.bucket_cap_mb), row.buckets, row.step_ms, row.steps_per_s,
                        100 * row.scaling_efficiency, row.comm_busy_ms, row.exposed_comm_ms, row.verdict,
-                       row.hook_cost_measured || row.hook.kind == HookKind::allreduce ? "" : " [hook cost not measured]",
+                       row.hook_cost_measured || comm_hook_entry(row.hook).kind == HookKind::allreduce
+                           ? ""
+                           : " [hook cost not measured]",
                        same_caps_text(row));
   for (const Recommendation& rec : p.recommendations) out += recommendation_line(p, rec);
   for (const std::string& note : p.notes) out += "# note: " + note + "\n";
@@ -78,7 +80,7 @@ nlohmann::json prediction_json(const PredictionRequest& r, const Prediction& p) 
   json reports = json::array();
   for (const MeasuredStep& m : r.reports)
     reports.push_back({{"file", m.file}, {"model", m.model}, {"precision", m.precision}, {"device", m.device},
-                       {"ddp", m.ddp}, {"hook", m.hook.name()}, {"bucket_mb", m.bucket_mb},
+                       {"ddp", m.ddp}, {"hook", m.hook.text()}, {"bucket_mb", m.bucket_mb},
                        {"steps_per_s", m.steps_per_s}, {"compute_ms", m.compute_ms()},
                        {"backward_ms", m.backward_ms}, {"ready_times_measured", m.ready_times_measured},
                        {"hook_own_fixed_ms", m.own.fixed_ms}, {"hook_own_per_element_ms", m.own.per_element_ms}});
@@ -93,7 +95,7 @@ nlohmann::json prediction_json(const PredictionRequest& r, const Prediction& p) 
   json rows = json::array();
   for (const PredictedRow& row : p.rows)
     rows.push_back({{"ranks", row.ranks},
-                    {"hook", row.hook.name()},
+                    {"hook", row.hook.text()},
                     {"bucket_cap_mb", row.bucket_cap_mb},
                     {"buckets", row.buckets},
                     {"allreduce_calls", row.messages},
@@ -121,7 +123,7 @@ nlohmann::json prediction_json(const PredictionRequest& r, const Prediction& p) 
     auto pick = [&](int index) {
       if (index < 0) return json(nullptr);
       const PredictedRow& row = p.rows[index];
-      return json{{"hook", row.hook.name()}, {"bucket_cap_mb", row.bucket_cap_mb}, {"steps_per_s", row.steps_per_s},
+      return json{{"hook", row.hook.text()}, {"bucket_cap_mb", row.bucket_cap_mb}, {"steps_per_s", row.steps_per_s},
                   {"scaling_efficiency", row.scaling_efficiency}};
     };
     recommendations.push_back({{"ranks", rec.ranks}, {"fastest", pick(rec.fastest)},

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "predict/hook_messages.hpp"
 #include "predict/overlap_timeline.hpp"
 
 namespace ddpx::predict {
@@ -40,7 +39,7 @@ void check_inputs(const PredictionRequest& r) {
     for (size_t j = 0; j < k; ++j)
       DDPX_REQUIRE(!(r.reports[j].hook == other.hook && r.reports[j].ddp && other.ddp),
                    "reports {} and {} both measured hook {}: give one report per hook", r.reports[j].file,
-                   other.file, other.hook.name());
+                   other.file, other.hook.text());
   }
   const std::string link_file = r.link.sources.empty() ? r.link.intra.name : r.link.sources.front();
   if (!r.link.model.empty())
@@ -68,7 +67,7 @@ void check_inputs(const PredictionRequest& r) {
     DDPX_REQUIRE(cap > 0 && std::isfinite(cap), "--bucket-cap-mb {}: a cap must be a positive number of MiB", cap);
 }
 
-const MeasuredStep& report_for(const PredictionRequest& r, const HookSpec& hook, bool& exact) {
+const MeasuredStep& report_for(const PredictionRequest& r, const CommHookSpec& hook, bool& exact) {
   for (const MeasuredStep& m : r.reports)
     if (m.ddp && m.hook == hook) return exact = true, m;
   exact = false;
@@ -95,7 +94,7 @@ void write_verdict(PredictedRow& row, const LinkModel& link) {
     row.verdict = fmt::format("hook-bound: the comm stream's work besides all-reduce (hook kernels, optimizer "
                               "spans) is {} ms a step, {} ms exposed; {}", ms_text(row.hook_own_ms),
                               ms_text(row.exposed_comm_ms),
-                              row.hook.kind == HookKind::allreduce
+                              comm_hook_entry(row.hook).kind == HookKind::allreduce
                                   ? "try --optimizer-overlap off (the update after backward)"
                                   : "a cheaper hook");
   } else {
@@ -106,7 +105,7 @@ void write_verdict(PredictedRow& row, const LinkModel& link) {
   }
 }
 
-PredictedRow simulate_row(const PredictionRequest& r, int ranks, const HookSpec& hook, double cap_mb) {
+PredictedRow simulate_row(const PredictionRequest& r, int ranks, const CommHookSpec& hook, double cap_mb) {
   bool exact = false;
   const MeasuredStep& m = report_for(r, hook, exact);
   PredictedRow row;
@@ -117,16 +116,16 @@ PredictedRow simulate_row(const PredictionRequest& r, int ranks, const HookSpec&
   row.phases_from = m.file;
   row.compute_ms = m.compute_ms();
   row.backward_ms = m.backward_ms;
-  const std::vector<TensorRange> plan = cut_buckets(m.tensors, cap_mb, r.first_bucket_mb);
+  const BucketPlan plan = bucket_plan_of(m.tensors, cap_mb, r.first_bucket_mb);
   std::vector<TimelineBucket> timeline;
   for (size_t b = 0; b < plan.size(); ++b) {
-    const int64_t elements = bucket_elements(m.tensors, plan, b);
+    const auto elements = static_cast<int64_t>(plan[b].numel());
     TimelineBucket t;
-    t.ready_ms = m.overlap ? m.tensor_ready_ms[plan[b].end - 1] : m.backward_ms;
+    t.ready_ms = m.overlap ? m.tensor_ready_ms[plan[b].end_tensor - 1] : m.backward_ms;
     const double own = m.own.ms(elements);
     row.hook_own_ms += own;
     t.duration_ms = own;
-    for (int64_t bytes : hook_messages(hook, m.tensors, plan[b], elements)) {
+    for (int64_t bytes : comm_hook_wire_messages(hook, plan, b)) {
       if (bytes <= 0) continue;
       const CollectiveCost cost = allreduce_cost(r.link, ranks, bytes);
       t.duration_ms += cost.ms;
@@ -168,17 +167,17 @@ Prediction predict_scaling(const PredictionRequest& r) {
   DDPX_REQUIRE(p.baseline_steps_per_s > 0, "report {}: no throughput (no measured steps with time)",
                r.reports.front().file);
   // Caps that cut the same buckets make the same row: keep the first, name the others.
-  std::vector<std::vector<TensorRange>> plans;
+  std::vector<std::vector<Bucket>> plans;
   std::vector<size_t> first_cap_with_plan;
   for (size_t c = 0; c < r.bucket_caps_mb.size(); ++c) {
-    const std::vector<TensorRange> plan =
-        cut_buckets(r.reports.front().tensors, r.bucket_caps_mb[c], r.first_bucket_mb);
+    const std::vector<Bucket> plan =
+        bucket_plan_of(r.reports.front().tensors, r.bucket_caps_mb[c], r.first_bucket_mb).buckets();
     const auto same = std::find(plans.begin(), plans.end(), plan);
     first_cap_with_plan.push_back(same == plans.end() ? c : static_cast<size_t>(same - plans.begin()));
     plans.push_back(plan);
   }
   for (int ranks : r.ranks)
-    for (const HookSpec& hook : r.hooks) {
+    for (const CommHookSpec& hook : r.hooks) {
       const size_t first_row = p.rows.size();
       std::vector<size_t> row_of_cap(r.bucket_caps_mb.size());
       for (size_t c = 0; c < r.bucket_caps_mb.size(); ++c) {
@@ -201,12 +200,12 @@ Prediction predict_scaling(const PredictionRequest& r) {
       const PredictedRow& row = p.rows[k];
       if (row.ranks != ranks) continue;
       if (rec.fastest < 0 || row.steps_per_s > p.rows[rec.fastest].steps_per_s) rec.fastest = static_cast<int>(k);
-      if (row.hook.kind == HookKind::allreduce &&
+      if (!comm_hook_compresses(row.hook) &&
           (rec.fastest_lossless < 0 || row.steps_per_s > p.rows[rec.fastest_lossless].steps_per_s))
         rec.fastest_lossless = static_cast<int>(k);
     }
     rec.recommended = rec.fastest;
-    const bool fastest_lossy = rec.fastest >= 0 && p.rows[rec.fastest].hook.kind != HookKind::allreduce;
+    const bool fastest_lossy = rec.fastest >= 0 && comm_hook_compresses(p.rows[rec.fastest].hook);
     if (fastest_lossy && rec.fastest_lossless >= 0 &&
         p.rows[rec.fastest].steps_per_s <= p.rows[rec.fastest_lossless].steps_per_s * (1 + kLossyMargin)) {
       rec.recommended = rec.fastest_lossless;
@@ -232,14 +231,14 @@ Prediction predict_scaling(const PredictionRequest& r) {
                                   "allreduce hook at one rank); past one rank DDP's buckets are fp32, so rows whose "
                                   "phases come from it leave out what fp32 gradients cost (2.5-3% of a ViT-L/32 bf16 "
                                   "step on an H200): record it with --weight-grads fp32", base.file));
-  for (const HookSpec& hook : r.hooks) {
+  for (const CommHookSpec& hook : r.hooks) {
     bool exact = false;
     (void)report_for(r, hook, exact);
     if (!exact)
       p.notes.push_back(fmt::format("hook {}: no report of a --ddp run with --comm-hook {} was given, so its own "
                                     "work (casts, PowerSGD's products) is taken from {} ({}); give one for its "
-                                    "measured cost", hook.name(), hook.name(), base.file,
-                                    base.ddp ? "hook " + base.hook.name() : "nothing: no --ddp"));
+                                    "measured cost", hook.text(), hook.text(), base.file,
+                                    base.ddp ? "hook " + base.hook.text() : "nothing: no --ddp"));
   }
   if (r.link.intra.measured && !r.ranks.empty() && r.ranks.back() > r.link.intra.measured->world)
     p.notes.push_back(fmt::format("the link was measured among {} ranks; larger N extrapolates its fitted latency "

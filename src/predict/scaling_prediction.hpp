@@ -24,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "predict/hook_spec.hpp"
 #include "predict/link_model.hpp"
 #include "predict/measured_step.hpp"
 
@@ -34,14 +33,14 @@ struct PredictionRequest {
   std::vector<MeasuredStep> reports;  // [0] is the base; at most one per hook
   LinkModel link;
   std::vector<int> ranks;             // each 2..max_ranks(link)
-  std::vector<HookSpec> hooks;
+  std::vector<CommHookSpec> hooks;  // wire shapes (predicted_hook)
   std::vector<double> bucket_caps_mb;
   double first_bucket_mb = 1;
 };
 
 struct PredictedRow {
   int ranks = 0;
-  HookSpec hook;
+  CommHookSpec hook;
   double bucket_cap_mb = 0;
   int buckets = 0;
   int messages = 0;

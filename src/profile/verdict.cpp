@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "comm_plan/hook_catalogue.hpp"
 #include "profile/step_breakdown.hpp"
 
 namespace ddpx {
@@ -59,8 +60,15 @@ Link classify_link(const RunReport& report) {
   return {LinkSpeed::unknown, fmt::format("the link is {}", transport)};
 }
 
-bool is_plain_allreduce(const std::string& hook) { return hook.empty() || hook == "allreduce" || hook == "none"; }
-bool is_cast_hook(const std::string& hook) { return hook == "fp16" || hook == "bf16"; }
+// What the report's hook puts on the wire, as the hook catalogue says; a run without one ("": no --ddp) sends the
+// plain fp32 gradients, and a spelling this ddpx does not know is neither plain nor cast.
+bool sends(const std::string& hook, WireForm form) {
+  if (hook.empty()) return form == WireForm::fp32;
+  const CommHookEntry* entry = find_comm_hook(hook);
+  return entry && entry->wire == form;
+}
+bool is_plain_allreduce(const std::string& hook) { return sends(hook, WireForm::fp32); }
+bool is_cast_hook(const std::string& hook) { return sends(hook, WireForm::half); }
 
 // A bucket cap that splits gradients of grad_mb into several buckets: the usual 25 MB for large models, a quarter
 // of the gradients for models whose gradients fit in one 25 MB bucket anyway.

@@ -28,10 +28,10 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "comm_plan/bucket_plan.hpp"
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
 #include "core/test_fault.hpp"
-#include "ddp/bucket_plan.hpp"
 #include "ddp/comm_hook_factory.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/watchdog.hpp"

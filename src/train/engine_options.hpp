@@ -27,7 +27,7 @@ struct EngineOptions {
   double divergence_ratio = 1e4;            // train/numerics_guard.hpp
   // CUDA bf16: the weight-gradient GEMMs write bf16 (Note [bf16 weight gradients in their fp32 slots],
   // model_cuda/cuda_model.hpp); then grad_buffer() holds that mixed form, so no reducer that reads its buckets may
-  // be attached (CommHook::reads_bucket).
+  // be attached (comm_plan/hook_catalogue.hpp: comm_hook_reads_bucket).
   bool bf16_weight_grads = false;
   RecipeOptions recipe;  // regularization beyond the optimizer (train/recipe_options.hpp)
   // Throws ddpx::Error naming the flag: --precision against --device, --batch, --cpu-threads, the optimizer, the recipe.

@@ -1,7 +1,7 @@
 // The modes of a training run as types: device, CUDA-graph policy, optimizer overlap and the weight gradients'
 // type (the data source is data/data_spec.hpp's DataSpec, the
 // Device enum itself is core/device.hpp's, precision model/precision.hpp's, the optimizer
-// optim/optimizer_spec.hpp's, the hook ddp/comm_hook_factory.hpp's, the backend dist/backend_registry.hpp's
+// optim/optimizer_spec.hpp's, the hook comm_plan/hook_catalogue.hpp's, the backend dist/backend_registry.hpp's
 // BackendChoice). Each is parsed once, where the flags are read, and compared as an enum after.
 // Guarantees: every parse_* throws ddpx::Error naming the flag, the value and the accepted values; every
 // *_name() gives back the flag's spelling, so name(parse(text)) == text for every accepted text.

@@ -161,7 +161,7 @@ bool weight_grads_in_bf16(const TrainOptions& options, bool reducer_reads_gradie
 }
 
 bool reducer_reads_gradients(const TrainOptions& options, bool with_communicator, int world) {
-  return with_communicator && make_comm_hook(options.comm_hook)->reads_bucket(world);
+  return with_communicator && comm_hook_reads_bucket(options.comm_hook, world);
 }
 
 bool normalizes_on_device(const TrainOptions& options) {

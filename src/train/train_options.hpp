@@ -1,7 +1,7 @@
 // TrainOptions: everything `ddpx train` can be told (flags, config files and `ddpx tune` outputs all end up
 // here), with every mode already parsed into its type where the flags were read (cli/cmd_train.cpp): device,
 // precision, data source, graph and overlap policies (train/run_modes.hpp), the backend (a BackendChoice of
-// dist/backend_registry.hpp), the optimizer (optim/optimizer_spec.hpp) and the hook (ddp/comm_hook_factory.hpp).
+// dist/backend_registry.hpp), the optimizer (optim/optimizer_spec.hpp) and the hook (comm_plan/hook_catalogue.hpp).
 // No mode is compared as a string after that. validate() checks the values and their combinations and names the
 // flag in every error; which device a backend serves is the registry's rule and message (require_serves).
 // Components that need only part of it take a small struct of their own: the engines EngineOptions
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ddp/comm_hook_factory.hpp"
+#include "comm_plan/hook_catalogue.hpp"
 #include "data/data_spec.hpp"
 #include "data/dataset.hpp"
 #include "dist/backend_registry.hpp"
@@ -117,12 +117,12 @@ bool updates_overlap_backward(const TrainOptions& options, bool with_reducer);
 // Whether the weight-gradient GEMMs write bf16, as PyTorch autocast's do (Note [bf16 weight gradients in their fp32
 // slots], model_cuda/cuda_model.hpp): --weight-grads auto with --precision bf16 on --device cuda, no reducer that
 // reads the buckets (they are fp32: any hook at more than one rank, and every hook but the allreduce at one,
-// CommHook::reads_bucket) and no --grad-accum (bf16 cannot be accumulated into). So `--ddp` at one rank with the
+// comm_hook_reads_bucket) and no --grad-accum (bf16 cannot be accumulated into). So `--ddp` at one rank with the
 // allreduce hook computes what the plain run computes, bit for bit.
 // Measured on one H200 (ViT-L/32 bf16 batch 32, docs/results.md, 2026-12-04): see there.
 bool weight_grads_in_bf16(const TrainOptions& options, bool reducer_reads_gradients);
 // Whether the run's reducer reads the gradient buffer: a communicator (--ddp, or more than one rank) whose hook
-// reads its buckets at this world size (CommHook::reads_bucket).
+// reads its buckets at this world size (comm_plan/hook_catalogue.hpp, reads_bucket_alone).
 bool reducer_reads_gradients(const TrainOptions& options, bool with_communicator, int world);
 
 // The engine's part of a run. reducer_reads_gradients: the run attaches a reducer that reads the engine's

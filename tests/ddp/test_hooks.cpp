@@ -1,4 +1,5 @@
-// Communication hooks on one process: the --comm-hook parser, what each hook reads (reads_bucket), CastHook's
+// Communication hooks on one process: the --comm-hook parser and factory, each built hook against its catalogue
+// row (reads_bucket, wire_bytes), CastHook's
 // rounding, PowerSGD's compression rules, its exact recovery of rank-R matrices, and the uncompressed path for 1-D
 // tensors and early steps.
 #include <gtest/gtest.h>
@@ -9,12 +10,11 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/half_precision.hpp"
 #include "core/rng.hpp"
 #include "ddp/cast_hook.hpp"
 #include "ddp/comm_hook_factory.hpp"
 #include "ddp/powersgd_hook.hpp"
-#include "ddp/powersgd_layout.hpp"
-#include "dist/half_precision.hpp"
 #include "dist/self_communicator.hpp"
 #include "toy_regression.hpp"
 
@@ -76,6 +76,23 @@ TEST(CommHookSpec, TheRegistryFeedsParsingBuildingAndTheError) {
   }
 }
 
+// Each built hook puts on the wire what its catalogue row says (the sum of comm_hook_wire_messages at a step where
+// it does its full work), so ddpx predict prices what ddp runs.
+TEST(CommHookSpec, EveryHookSendsWhatItsCatalogueRowSays) {
+  ToyRegression model;
+  std::vector<float> buffer(model.buffer_elems());
+  const BucketView view = whole_buffer_view(model, buffer);
+  const BucketPlan plan(model.tensors(), BucketPlanOptions{size_t{1} << 30, size_t{1} << 30, 4});
+  ASSERT_EQ(plan.size(), 1u);
+  ASSERT_EQ(plan[0].numel(), view.numel());
+  for (const char* text : {"allreduce", "fp16", "bf16", "powersgd:1:0", "powersgd:2:0", "powersgd:4:0"}) {
+    const CommHookSpec spec = parse_comm_hook_spec(text);
+    int64_t sum = 0;
+    for (int64_t bytes : comm_hook_wire_messages(spec, plan, 0)) sum += bytes;
+    EXPECT_EQ(static_cast<int64_t>(make_comm_hook(spec)->wire_bytes(view, 5)), sum) << text;
+  }
+}
+
 TEST(CommHookSpec, ErrorsNameTheFlag) {
   for (const char* bad : {"powersgd", "powersgd:", "powersgd:0", "powersgd:x", "powersgd:2:y", "fp8", "",
                           "bf16:2", "allreduce:"}) {
@@ -88,7 +105,8 @@ TEST(CommHookSpec, ErrorsNameTheFlag) {
   }
 }
 
-// CommHook::reads_bucket: the allreduce hook at one rank issues nothing, so a bucket of any bits (the bf16 weight
+// The catalogue's reads_bucket (comm_plan/hook_catalogue.hpp): the allreduce hook at one rank issues nothing, so a
+// bucket of any bits (the bf16 weight
 // gradients a plain run keeps in fp32 slots, NaN patterns included) comes back untouched; at two ranks, and for
 // every other hook even at one, the buckets are read.
 TEST(AllreduceHook, AtOneRankLeavesAnyBitsUntouchedAndSaysSo) {
@@ -102,12 +120,12 @@ TEST(AllreduceHook, AtOneRankLeavesAnyBitsUntouchedAndSaysSo) {
   std::memcpy(bucket.data(), bits.data(), bits.size() * sizeof(float));
   BucketView view = whole_buffer_view(model, bucket);
   std::unique_ptr<CommHook> hook = make_comm_hook("allreduce");
-  EXPECT_FALSE(hook->reads_bucket(1));
-  EXPECT_TRUE(hook->reads_bucket(2));
+  EXPECT_FALSE(comm_hook_reads_bucket(parse_comm_hook_spec("allreduce"), 1));
+  EXPECT_TRUE(comm_hook_reads_bucket(parse_comm_hook_spec("allreduce"), 2));
   hook->run(view, comm, nullptr, 0);
   EXPECT_EQ(std::memcmp(bucket.data(), bits.data(), bits.size() * sizeof(float)), 0);
   for (const char* other : {"bf16", "fp16", "powersgd:2"})
-    EXPECT_TRUE(make_comm_hook(other)->reads_bucket(1)) << other;
+    EXPECT_TRUE(comm_hook_reads_bucket(parse_comm_hook_spec(other), 1)) << other;
 }
 
 TEST(CastHook, OneRankLeavesTheValuesRoundedToTheWireFormat) {

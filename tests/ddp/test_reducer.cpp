@@ -10,12 +10,13 @@
 #include <mutex>
 #include <thread>
 
-#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
-#include "error_expect.hpp"
+#include "ddp/comm_hook_factory.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/self_communicator.hpp"
 #include "dist/watchdog.hpp"
+#include "error_expect.hpp"
+#include "support/fake_communicator.hpp"
 #include "toy_regression.hpp"
 
 namespace ddpx {
@@ -321,37 +322,15 @@ TEST(Reducer, RejectsMismatchedConstruction) {
       << error;
 }
 
-// A host backend whose all-reduce hangs, as one waiting for a dead peer does, until abort() releases it; then
-// it fails, as NCCL's calls do after ncclCommAbort.
-class HangingCommunicator : public Communicator {
+// A host backend (rank 0 of 2) whose all-reduce hangs, as one waiting for a dead peer does, until abort() releases
+// it (60 s at most, so a broken test cannot hang); then it fails, as NCCL's calls do after ncclCommAbort.
+class HangingCommunicator : public testing::FakeCommunicator {
  public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  int local_rank() const override { return 0; }
-  std::string backend_name() const override { return "hanging"; }
-  BufferMemory buffer_memory() const override { return BufferMemory::host; }
+  HangingCommunicator() : FakeCommunicator({.size = 2, .backend = "hanging"}) {}
   void all_reduce(void*, size_t, CommDType, ReduceOp, void*) override {
-    std::unique_lock lock(mutex_);
-    released_.wait(lock, [this] { return aborts_ > 0; });
+    if (!wait_for_abort(std::chrono::seconds(60))) fail("hanging backend: all_reduce not aborted within 60 s");
     fail("hanging backend: all_reduce aborted");
   }
-  void broadcast(void*, size_t, CommDType, int, void*) override {}
-  void all_gather(const void*, void*, size_t, CommDType, void*) override {}
-  void barrier() override {}
-  void abort(std::string_view) override {
-    std::lock_guard lock(mutex_);
-    ++aborts_;
-    released_.notify_all();
-  }
-  int aborts() {
-    std::lock_guard lock(mutex_);
-    return aborts_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable released_;
-  int aborts_ = 0;
 };
 
 // A CPU reducer over the toy model's gradients (one bucket per group), watched by `watchdog`.

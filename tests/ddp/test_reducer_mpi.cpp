@@ -10,12 +10,13 @@
 
 #include <cmath>
 
-#include "ddp/comm_hook_factory.hpp"
 #include "core/error.hpp"
-#include "ddp/powersgd_layout.hpp"
+#include "ddp/comm_hook_factory.hpp"
+#include "ddp/powersgd_hook.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/mpi_communicator.hpp"
+#include "support/numeric.hpp"
 #include "toy_regression.hpp"
 
 namespace ddpx {
@@ -72,11 +73,7 @@ std::vector<float> train_single_process(int world, const TrainSetup& setup) {
   return params;
 }
 
-double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return worst;
-}
+using testing::max_abs_diff;
 
 class DataParallel : public ::testing::Test {
  protected:
@@ -96,7 +93,7 @@ TEST_F(DataParallel, AllReduceMatchesTheBigBatchForEveryPlan) {
       TrainSetup setup;
       setup.plan = plan;
       setup.overlap = overlap;
-      EXPECT_LT(max_abs_difference(train_data_parallel(comm, setup), reference), 2e-6)
+      EXPECT_LT(max_abs_diff(train_data_parallel(comm, setup), reference), 2e-6)
           << "cap " << plan.cap_bytes << " overlap " << overlap;
     }
 }
@@ -106,7 +103,7 @@ TEST_F(DataParallel, GradientAccumulationMatchesTheBigBatch) {
   setup.accumulation = 3;
   setup.local_batch = 2;
   setup.plan = {700, 100, 4};
-  EXPECT_LT(max_abs_difference(train_data_parallel(comm, setup), train_single_process(comm.size(), setup)), 2e-6);
+  EXPECT_LT(max_abs_diff(train_data_parallel(comm, setup), train_single_process(comm.size(), setup)), 2e-6);
 }
 
 TEST_F(DataParallel, SixteenBitHooksStayWithinTheirPrecision) {
@@ -117,9 +114,9 @@ TEST_F(DataParallel, SixteenBitHooksStayWithinTheirPrecision) {
   TrainSetup setup;
   setup.plan = {700, 100, 4};
   setup.hook = "fp16";
-  const double fp16_error = max_abs_difference(train_data_parallel(comm, setup), reference);
+  const double fp16_error = max_abs_diff(train_data_parallel(comm, setup), reference);
   setup.hook = "bf16";
-  const double bf16_error = max_abs_difference(train_data_parallel(comm, setup), reference);
+  const double bf16_error = max_abs_diff(train_data_parallel(comm, setup), reference);
   EXPECT_LT(fp16_error, 1e-3);
   EXPECT_LT(bf16_error, 8e-3);
   EXPECT_GT(bf16_error, 0.0);  // bf16 really rounds
@@ -266,8 +263,8 @@ TEST_F(DataParallel, PowerSgdEqualsASingleProcessSimulation) {
       sgd_step(exact_params, exact, setup.lr);
     }
     // fp32 gemms and all-reduces against a double simulation, through 5 orthogonalizations: 1e-4.
-    EXPECT_LT(max_abs_difference(distributed, params), 1e-4) << "rank " << rank;
-    EXPECT_GT(max_abs_difference(distributed, exact_params), 1e-3) << "PowerSGD should be lossy here";
+    EXPECT_LT(max_abs_diff(distributed, params), 1e-4) << "rank " << rank;
+    EXPECT_GT(max_abs_diff(distributed, exact_params), 1e-3) << "PowerSGD should be lossy here";
   }
 }
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "comm_plan/bucket_plan.hpp"
 #include "core/rng.hpp"
-#include "ddp/bucket_plan.hpp"
 
 namespace ddpx::testing {
 

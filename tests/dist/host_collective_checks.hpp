@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/half_precision.hpp"
 #include "dist/clock_offset.hpp"
 #include "dist/communicator.hpp"
-#include "dist/half_precision.hpp"
 
 namespace ddpx::testing {
 

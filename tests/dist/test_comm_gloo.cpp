@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/half_precision.hpp"
 #include "dist/agreement.hpp"
 #include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/gloo_communicator.hpp"
-#include "dist/half_precision.hpp"
 #include "dist/host_collectives.hpp"
 #include "host_collective_checks.hpp"
 

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/half_precision.hpp"
 #include "dist/agreement.hpp"
 #include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
-#include "dist/half_precision.hpp"
 #include "dist/host_collectives.hpp"
-#include "host_collective_checks.hpp"
 #include "dist/mpi_communicator.hpp"
+#include "host_collective_checks.hpp"
 
 namespace ddpx {
 namespace {

@@ -11,41 +11,29 @@
 #include "core/error.hpp"
 #include "dist/heartbeat.hpp"
 #include "dist/watchdog.hpp"
+#include "support/fake_communicator.hpp"
 
 namespace ddpx {
 namespace {
 
 using namespace std::chrono_literals;
 
-class RecordingCommunicator : public Communicator {
+// Rank 2 of 4, recording the watchdog's abort.
+class RecordingCommunicator : public testing::FakeCommunicator {
  public:
-  int rank() const override { return 2; }
-  int size() const override { return 4; }
-  int local_rank() const override { return 2; }
-  std::string backend_name() const override { return "recording"; }
-  BufferMemory buffer_memory() const override { return BufferMemory::host; }
-  void all_reduce(void*, size_t, CommDType, ReduceOp, void*) override {}
-  void broadcast(void*, size_t, CommDType, int, void*) override {}
-  void all_gather(const void*, void*, size_t, CommDType, void*) override {}
-  void barrier() override {}
-  void abort(std::string_view reason) override {
-    abort_reason = std::string(reason);
-    aborted = true;
-  }
-  std::atomic<bool> aborted{false};
-  std::string abort_reason;
+  RecordingCommunicator() : FakeCommunicator({.rank = 2, .size = 4, .local_rank = 2, .backend = "recording"}) {}
 };
 
 TEST(CommWatchdog, FiresAndAbortsWhenAStepHangs) {
   RecordingCommunicator comm;
   CommWatchdog watchdog(comm, 100ms);
   watchdog.arm(17, [] { return CommProgress{false, 3}; });
-  for (int i = 0; i < 200 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(comm.aborted.load());
+  for (int i = 0; i < 200 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(comm.aborted());
   const std::string expected =
       "rank 2: communication timed out after 0.1 s in bucket 3 of step 17 (a peer rank probably died or stalled)";
   EXPECT_EQ(watchdog.message(), expected);
-  EXPECT_EQ(comm.abort_reason, expected);
+  EXPECT_EQ(comm.abort_reason(), expected);
   try {
     watchdog.throw_if_fired();
     FAIL() << "expected the watchdog's error";
@@ -58,8 +46,8 @@ TEST(CommWatchdog, NamesOnlyTheStepWhenTheBucketIsUnknown) {
   RecordingCommunicator comm;
   CommWatchdog watchdog(comm, 100ms);
   watchdog.arm(5, [] { return CommProgress{false, -1}; });  // a replayed CUDA graph: no bucket to name
-  for (int i = 0; i < 200 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(comm.aborted.load());
+  for (int i = 0; i < 200 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(comm.aborted());
   EXPECT_EQ(watchdog.message(),
             "rank 2: communication timed out after 0.1 s in step 5 (a peer rank probably died or stalled)");
 }
@@ -102,7 +90,7 @@ TEST(CommWatchdog, RunWatchedReportsTheTimeoutInsteadOfTheAbortedCollectivesErro
   CommWatchdog watchdog(comm, 100ms);
   try {
     watchdog.run_watched("the start-up agreement", [&] {
-      for (int i = 0; i < 500 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);  // blocks until aborted
+      for (int i = 0; i < 500 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);  // blocks until aborted
       throw Error("mpi backend: MPI_Allgather failed");
     });
     FAIL() << "expected the watchdog's error";
@@ -110,7 +98,7 @@ TEST(CommWatchdog, RunWatchedReportsTheTimeoutInsteadOfTheAbortedCollectivesErro
     EXPECT_EQ(std::string(e.what()), "rank 2: communication timed out after 0.1 s in the start-up agreement (a peer "
                                      "rank probably died or stalled)");
   }
-  EXPECT_TRUE(comm.aborted.load());
+  EXPECT_TRUE(comm.aborted());
 }
 
 TEST(CommWatchdog, NamesTheLaggingRankFromTheHeartbeatBoard) {
@@ -121,8 +109,8 @@ TEST(CommWatchdog, NamesTheLaggingRankFromTheHeartbeatBoard) {
   HeartbeatBoard mine(dir, 2, 4), lagging(dir, 3, 4);
   CommWatchdog watchdog(comm, 100ms, &mine);
   watchdog.arm(7, [] { return CommProgress{false, 1}; });
-  for (int i = 0; i < 200 && !comm.aborted; ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(comm.aborted.load());
+  for (int i = 0; i < 200 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(comm.aborted());
   // The state letter is the main thread's (/proc/PID/stat): sleeping in this loop or running.
   std::string message = watchdog.message();
   const size_t state = message.find("(state ");

@@ -7,11 +7,11 @@
 #include <limits>
 #include <vector>
 
-#include "model/vit/vit_layout.hpp"
+#include "core/half_precision.hpp"
 #include "core/rng.hpp"
-#include "io/half_float.hpp"
 #include "io/io_test_support.hpp"
 #include "io/param_safetensors.hpp"
+#include "model/vit/vit_layout.hpp"
 
 namespace ddpx {
 namespace {
@@ -61,8 +61,8 @@ TEST(ParamSafetensors, LoadsBf16F16AndF64ByConverting) {
   const TensorSlot& ln = layout.at("encoder.ln.weight");
   std::vector<uint16_t> head_bf16(head.numel), bias_f16(bias.numel);
   std::vector<double> ln_f64(ln.numel);
-  for (size_t i = 0; i < head.numel; ++i) head_bf16[i] = float_to_bf16_bits(params[head.offset + i]);
-  for (size_t i = 0; i < bias.numel; ++i) bias_f16[i] = float_to_fp16_bits(params[bias.offset + i]);
+  for (size_t i = 0; i < head.numel; ++i) head_bf16[i] = float_to_bf16(params[head.offset + i]);
+  for (size_t i = 0; i < bias.numel; ++i) bias_f16[i] = float_to_half(params[bias.offset + i]);
   for (size_t i = 0; i < ln.numel; ++i) ln_f64[i] = params[ln.offset + i];
   for (TensorView& view : views) {
     if (view.name == head.name) view = {view.name, TensorDType::bf16, view.shape, head_bf16.data()};
@@ -73,9 +73,9 @@ TEST(ParamSafetensors, LoadsBf16F16AndF64ByConverting) {
 
   std::vector<float> loaded(layout.buffer_size());
   load_params_safetensors(dir / "mixed.safetensors", layout, loaded.data());
-  EXPECT_EQ(loaded[head.offset + 5], bf16_bits_to_float(head_bf16[5]));
+  EXPECT_EQ(loaded[head.offset + 5], bf16_to_float(head_bf16[5]));
   EXPECT_NEAR(loaded[head.offset + 5], params[head.offset + 5], std::abs(params[head.offset + 5]) * 0x1p-8);
-  EXPECT_EQ(loaded[bias.offset + 3], fp16_bits_to_float(bias_f16[3]));
+  EXPECT_EQ(loaded[bias.offset + 3], half_to_float(bias_f16[3]));
   EXPECT_EQ(loaded[ln.offset + 7], params[ln.offset + 7]);  // f32 -> f64 -> f32 is exact
   const TensorSlot& conv = layout.at("conv_proj.bias");
   EXPECT_EQ(loaded[conv.offset], params[conv.offset]);

@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/half_precision.hpp"
 #include "core/rng.hpp"
-#include "io/half_float.hpp"
 #include "io/io_test_support.hpp"
 #include "io/tensor.hpp"
 
@@ -18,23 +18,23 @@ namespace {
 using testing::expect_error;
 
 TEST(HalfFloat, Fp16HandWorkedValues) {
-  EXPECT_EQ(float_to_fp16_bits(1.0f), 0x3c00);
-  EXPECT_EQ(float_to_fp16_bits(-2.0f), 0xc000);
-  EXPECT_EQ(float_to_fp16_bits(65504.f), 0x7bff);            // largest finite
-  EXPECT_EQ(float_to_fp16_bits(65519.f), 0x7bff);            // below the halfway point 65520
-  EXPECT_EQ(float_to_fp16_bits(65520.f), 0x7c00);            // tie rounds to even: infinity
-  EXPECT_EQ(float_to_fp16_bits(0x1p-24f), 0x0001);           // smallest subnormal
-  EXPECT_EQ(float_to_fp16_bits(0x1p-25f), 0x0000);           // tie between 0 and 2^-24 goes to even 0
-  EXPECT_EQ(float_to_fp16_bits(0x1.8p-25f), 0x0001);         // above the tie
-  EXPECT_EQ(float_to_fp16_bits(0x1.ff8p-15f), 0x03ff);       // largest subnormal
-  EXPECT_EQ(float_to_fp16_bits(1.0f + 0x1p-11f), 0x3c00);    // tie, 0x3c00 is even
-  EXPECT_EQ(float_to_fp16_bits(1.0f + 0x3p-11f), 0x3c02);    // tie, rounds up to even 0x3c02
-  EXPECT_EQ(float_to_fp16_bits(-0.0f), 0x8000);
-  EXPECT_EQ(float_to_fp16_bits(std::numeric_limits<float>::infinity()), 0x7c00);
-  EXPECT_TRUE(std::isnan(fp16_bits_to_float(float_to_fp16_bits(std::nanf("")))));
-  EXPECT_EQ(fp16_bits_to_float(0x3555), 0x1.554p-2f);  // 0.333251953125
-  EXPECT_EQ(fp16_bits_to_float(0x0001), 0x1p-24f);
-  EXPECT_EQ(fp16_bits_to_float(0xfc00), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_half(65504.f), 0x7bff);            // largest finite
+  EXPECT_EQ(float_to_half(65519.f), 0x7bff);            // below the halfway point 65520
+  EXPECT_EQ(float_to_half(65520.f), 0x7c00);            // tie rounds to even: infinity
+  EXPECT_EQ(float_to_half(0x1p-24f), 0x0001);           // smallest subnormal
+  EXPECT_EQ(float_to_half(0x1p-25f), 0x0000);           // tie between 0 and 2^-24 goes to even 0
+  EXPECT_EQ(float_to_half(0x1.8p-25f), 0x0001);         // above the tie
+  EXPECT_EQ(float_to_half(0x1.ff8p-15f), 0x03ff);       // largest subnormal
+  EXPECT_EQ(float_to_half(1.0f + 0x1p-11f), 0x3c00);    // tie, 0x3c00 is even
+  EXPECT_EQ(float_to_half(1.0f + 0x3p-11f), 0x3c02);    // tie, rounds up to even 0x3c02
+  EXPECT_EQ(float_to_half(-0.0f), 0x8000);
+  EXPECT_EQ(float_to_half(std::numeric_limits<float>::infinity()), 0x7c00);
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(std::nanf("")))));
+  EXPECT_EQ(half_to_float(0x3555), 0x1.554p-2f);  // 0.333251953125
+  EXPECT_EQ(half_to_float(0x0001), 0x1p-24f);
+  EXPECT_EQ(half_to_float(0xfc00), -std::numeric_limits<float>::infinity());
 }
 
 #if defined(__FLT16_MANT_DIG__)
@@ -42,7 +42,7 @@ TEST(HalfFloat, Fp16MatchesCompilerFloat16) {
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
     const auto h = std::bit_cast<_Float16>(static_cast<uint16_t>(bits));
     const float expected = static_cast<float>(h);
-    const float got = fp16_bits_to_float(static_cast<uint16_t>(bits));
+    const float got = half_to_float(static_cast<uint16_t>(bits));
     if (std::isnan(expected)) {
       EXPECT_TRUE(std::isnan(got)) << bits;
     } else {
@@ -56,19 +56,19 @@ TEST(HalfFloat, Fp16MatchesCompilerFloat16) {
     if (i % 2) x = (x & 0x80ffffffu) | ((96u + static_cast<uint32_t>(rng.below(48))) << 23);  // exponents near fp16
     const float value = std::bit_cast<float>(x);
     if (std::isnan(value)) continue;
-    ASSERT_EQ(float_to_fp16_bits(value), std::bit_cast<uint16_t>(static_cast<_Float16>(value))) << std::hex << x;
+    ASSERT_EQ(float_to_half(value), std::bit_cast<uint16_t>(static_cast<_Float16>(value))) << std::hex << x;
   }
 }
 #endif
 
 TEST(HalfFloat, Bf16RoundsToNearestEven) {
-  EXPECT_EQ(float_to_bf16_bits(1.0f), 0x3f80);
-  EXPECT_EQ(float_to_bf16_bits(1.0f + 0x1p-8f), 0x3f80);  // tie, even stays
-  EXPECT_EQ(float_to_bf16_bits(1.0f + 0x3p-8f), 0x3f82);  // tie, rounds up to even
-  EXPECT_EQ(float_to_bf16_bits(1.0f + 0x1.2p-8f), 0x3f81);  // above the tie
-  EXPECT_EQ(float_to_bf16_bits(std::numeric_limits<float>::max()), 0x7f80);  // overflows to inf
-  EXPECT_TRUE(std::isnan(bf16_bits_to_float(float_to_bf16_bits(std::nanf("")))));
-  EXPECT_EQ(bf16_bits_to_float(0xc0a0), -5.0f);
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bf16(1.0f + 0x1p-8f), 0x3f80);  // tie, even stays
+  EXPECT_EQ(float_to_bf16(1.0f + 0x3p-8f), 0x3f82);  // tie, rounds up to even
+  EXPECT_EQ(float_to_bf16(1.0f + 0x1.2p-8f), 0x3f81);  // above the tie
+  EXPECT_EQ(float_to_bf16(std::numeric_limits<float>::max()), 0x7f80);  // overflows to inf
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
+  EXPECT_EQ(bf16_to_float(0xc0a0), -5.0f);
 }
 
 TEST(HostTensor, SizesNamesAndTypedViews) {

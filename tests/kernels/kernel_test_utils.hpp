@@ -9,6 +9,7 @@
 
 #include "core/rng.hpp"
 #include "model_cuda/device_buffer.hpp"
+#include "support/numeric.hpp"
 
 namespace ddpx::testing {
 
@@ -45,16 +46,6 @@ std::vector<float> to_host(const DeviceBuffer<T>& buffer) {
   return out;
 }
 
-template <typename A, typename B>
-double relative_error(const std::vector<A>& got, const std::vector<B>& want) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
-    if (std::isnan(g)) return INFINITY;
-    diff += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return std::sqrt(diff / (ref > 0 ? ref : 1.0));
-}
+// relative_error: tests/support/numeric.hpp's.
 
 }  // namespace ddpx::testing

@@ -15,6 +15,7 @@
 
 #include "dist/free_ports.hpp"
 #include "launch/launcher.hpp"
+#include "support/process_runner.hpp"
 
 namespace ddpx {
 namespace {
@@ -25,15 +26,8 @@ struct RunResult {
 };
 
 RunResult run_shell(const std::string& command) {
-  RunResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, got);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  testing::CommandResult result = testing::run_command(command);
+  return {result.status, std::move(result.output)};
 }
 
 RunResult run_driver(const std::string& args) {

@@ -15,10 +15,11 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
+#include "core/half_precision.hpp"
 #include "core/rng.hpp"
-#include "dist/half_precision.hpp"
 #include "kernels/optimizer.hpp"
 #include "model/flat_layout.hpp"
+#include "support/numeric.hpp"
 
 namespace ddpx::cuda_test {
 
@@ -31,17 +32,7 @@ inline std::vector<float> random_normal(size_t n, uint64_t seed) {
 }
 
 // ||got - want|| / ||want|| (or / 1 when want is all zero), infinite as soon as got holds a NaN.
-template <typename A, typename B>
-double relative_error(const A* got, const B* want, size_t n) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double g = got[i], w = want[i];
-    if (std::isnan(g)) return INFINITY;
-    diff += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return std::sqrt(diff / (ref > 0 ? ref : 1.0));
-}
+using testing::relative_error;
 
 class Stream {
  public:

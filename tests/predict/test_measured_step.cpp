@@ -53,11 +53,13 @@ TEST(MeasuredStep, ReadyTimesInsideABucketAreInterpolated) {
 TEST(MeasuredStep, RecutBucketsFollowTheCap) {
   const MeasuredStep m = measure_step(synthetic_one_rank_report(true), "r.json");
   // 0.0008 MiB = 838 bytes: two 400-byte tensors per bucket after a first bucket of one.
-  const std::vector<TensorRange> cut = cut_buckets(m.tensors, 0.0008, 0.0004);
-  EXPECT_EQ(cut, (std::vector<TensorRange>{{0, 1}, {1, 3}, {3, 4}}));
-  EXPECT_EQ(bucket_elements(m.tensors, cut, 1), 256);
-  EXPECT_EQ(bucket_elements(m.tensors, cut, 2), 100);
-  EXPECT_EQ(cut_buckets(m.tensors, 2000, 1).size(), 1u);
+  const BucketPlan plan = bucket_plan_of(m.tensors, 0.0008, 0.0004);
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (const Bucket& b : plan.buckets()) ranges.emplace_back(b.first_tensor, b.end_tensor);
+  EXPECT_EQ(ranges, (std::vector<std::pair<size_t, size_t>>{{0, 1}, {1, 3}, {3, 4}}));
+  EXPECT_EQ(plan[1].numel(), 256u);
+  EXPECT_EQ(plan[2].numel(), 100u);
+  EXPECT_EQ(bucket_plan_of(m.tensors, 2000, 1).size(), 1u);
 }
 
 TEST(MeasuredStep, ReportsThatDoNotFitAreRefused) {

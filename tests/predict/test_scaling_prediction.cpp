@@ -38,7 +38,7 @@ PredictionRequest request_for(std::vector<MeasuredStep> reports, LinkModel link)
   r.reports = std::move(reports);
   r.link = std::move(link);
   r.ranks = {2};
-  r.hooks = {{HookKind::allreduce, 0}};
+  r.hooks = {predicted_hook("allreduce", "--hooks")};
   r.bucket_caps_mb = {0.0004};
   r.first_bucket_mb = 0.0004;
   return r;
@@ -103,19 +103,20 @@ TEST(ScalingPrediction, EachHookIsPricedFromItsOwnReportAndRecommended) {
     for (BucketRecord& b : s.buckets) b.end_ms = b.start_ms;
   PredictionRequest r = request_for({measure_step(synthetic_one_rank_report(true), "a.json"),
                                      measure_step(bf16, "b.json")}, slow_link());
-  r.hooks = {{HookKind::allreduce, 0}, {HookKind::bf16, 0}, {HookKind::powersgd, 1}};
+  r.hooks = {predicted_hook("allreduce", "--hooks"), predicted_hook("bf16", "--hooks"),
+             predicted_hook("powersgd:1", "--hooks")};
   r.bucket_caps_mb = {0.0004, 2000};
   const Prediction p = predict_scaling(r);
   ASSERT_EQ(p.rows.size(), 6u);
-  EXPECT_EQ(p.rows[2].hook.name(), "bf16");
+  EXPECT_EQ(p.rows[2].hook.text(), "bf16");
   EXPECT_EQ(p.rows[2].phases_from, "b.json");
   EXPECT_TRUE(p.rows[2].hook_cost_measured);
   EXPECT_EQ(p.rows[2].wire_bytes, (3 * 128 + 100) * 2);
   EXPECT_NEAR(p.rows[2].hook_own_ms, 0, 1e-12);
   EXPECT_FALSE(p.rows[4].hook_cost_measured);  // powersgd:1 had no report
   ASSERT_EQ(p.recommendations.size(), 1u);
-  EXPECT_EQ(p.rows[p.recommendations[0].fastest].hook.name(), "bf16");
-  EXPECT_EQ(p.rows[p.recommendations[0].fastest_lossless].hook.name(), "allreduce");
+  EXPECT_EQ(p.rows[p.recommendations[0].fastest].hook.text(), "bf16");
+  EXPECT_EQ(p.rows[p.recommendations[0].fastest_lossless].hook.text(), "allreduce");
   const std::string table = format_prediction(r, p);
   EXPECT_NE(table.find("# recommended at 2 ranks: --comm-hook bf16"), std::string::npos) << table;
   // A lossy recommendation says so and where its accuracy is measured (issue 39 item 8).
@@ -136,16 +137,16 @@ TEST(ScalingPrediction, ATieGoesToTheLosslessHook) {
   // bf16 without a report of its own is priced with allreduce's phases and half the bytes: on this link (1 ms a
   // call, 1 us a byte) that is a fraction of a percent faster, within the margin.
   PredictionRequest r = request_for({measure_step(synthetic_one_rank_report(true), "a.json")}, slow_link());
-  r.hooks = {{HookKind::allreduce, 0}, {HookKind::bf16, 0}};
+  r.hooks = {predicted_hook("allreduce", "--hooks"), predicted_hook("bf16", "--hooks")};
   const Prediction p = predict_scaling(r);
   ASSERT_EQ(p.rows.size(), 2u);
   const Recommendation& rec = p.recommendations.at(0);
-  EXPECT_EQ(p.rows[rec.fastest].hook.name(), "bf16");
+  EXPECT_EQ(p.rows[rec.fastest].hook.text(), "bf16");
   const double lead = p.rows[rec.fastest].steps_per_s / p.rows[rec.fastest_lossless].steps_per_s - 1;
   ASSERT_GT(lead, 0);
   ASSERT_LT(lead, kLossyMargin);
   EXPECT_TRUE(rec.tie_to_lossless);
-  EXPECT_EQ(p.rows[rec.recommended].hook.name(), "allreduce");
+  EXPECT_EQ(p.rows[rec.recommended].hook.text(), "allreduce");
   const std::string table = format_prediction(r, p);
   EXPECT_NE(table.find("# recommended at 2 ranks: --comm-hook allreduce"), std::string::npos) << table;
   EXPECT_NE(table.find("bf16 predicts +"), std::string::npos) << table;
@@ -163,7 +164,7 @@ TEST(ScalingPrediction, ATieGoesToTheLosslessHook) {
   const Recommendation& won = clear.recommendations.at(0);
   ASSERT_GT(clear.rows[won.fastest].steps_per_s, clear.rows[won.fastest_lossless].steps_per_s * (1 + kLossyMargin));
   EXPECT_FALSE(won.tie_to_lossless);
-  EXPECT_EQ(clear.rows[won.recommended].hook.name(), "bf16");
+  EXPECT_EQ(clear.rows[won.recommended].hook.text(), "bf16");
 }
 
 TEST(ScalingPrediction, CapsThatCutTheSameBucketsAreOneRow) {

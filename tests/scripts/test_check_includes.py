@@ -47,7 +47,7 @@ class CopyOfSource(unittest.TestCase):
         self.assertEqual(rc, 1, output)
         self.assertIn(f"src/ddp/reducer.cpp:{line}: ddp must not include model", output)
         self.assertIn('"model/vit/vit_layout.hpp"', output)
-        self.assertIn("ddp may include core, dist", output)
+        self.assertIn("ddp may include comm_plan, core, dist", output)
         self.assertIn("ALLOWED_DEPENDENCIES in scripts/check_includes.py", output)
         self.assertEqual(output.count("must not include"), 1, output)
 
@@ -69,6 +69,23 @@ class CopyOfSource(unittest.TestCase):
         rc, output = run_check(self.root)
         self.assertEqual(rc, 1, output)
         self.assertIn(f"src/io/npy.cpp:{line}: io must not include data", output)
+
+    def test_a_never_rule_holds_where_the_graph_reaches(self):
+        # profile reaches model through io, but never includes it; a family's own header is out of io's reach too.
+        line = self.append_line("profile/verdict.cpp", '#include "model/flat_layout.hpp"')
+        family = self.append_line("io/npy.cpp", '#include "model/vit/vit_layout.hpp"')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn(f'src/profile/verdict.cpp:{line}: profile never includes model/* ("model/flat_layout.hpp")',
+                      output)
+        self.assertIn(f'src/io/npy.cpp:{family}: io never includes model/*/* ("model/vit/vit_layout.hpp")', output)
+        self.assertIn("NEVER_INCLUDE in scripts/check_includes.py", output)
+        self.assertNotIn("must not include", output)
+
+    def test_a_generic_model_header_is_not_a_family_one(self):
+        self.append_line("io/npy.cpp", '#include "model/flat_layout.hpp"')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 0, output)
 
     def test_a_transitive_dependency_is_allowed(self):
         # cli depends on train, train on dist: cli may include dist without declaring it.

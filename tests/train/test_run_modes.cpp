@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cli_runner.hpp"
-#include "error_expect.hpp"
 #include "dist/backend_registry.hpp"
+#include "error_expect.hpp"
 #include "profile/step_record.hpp"
 #include "train/run_modes.hpp"
 #include "train/step_engine.hpp"
@@ -82,7 +82,7 @@ TEST(WeightGrads, Bf16OnlyWhereNothingReadsOrAddsIntoThem) {
   EXPECT_NO_THROW(engine_options(o, false).validate());
 }
 
-// CommHook::reads_bucket: only the allreduce hook at one rank leaves the buckets unread (it issues nothing), so only
+// comm_hook_reads_bucket: only the allreduce hook at one rank leaves the buckets unread (it issues nothing), so only
 // there does a run with a communicator keep bf16 weight gradients.
 TEST(WeightGrads, OnlyTheAllreduceHookAtOneRankLeavesTheBucketsUnread) {
   TrainOptions o;

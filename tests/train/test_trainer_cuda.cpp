@@ -2,8 +2,8 @@
 // whole-step CUDA graphs give the same weights as eager steps, the CUDA engine matches the CPU engine on the same
 // data, learnable data converges in every precision, DDP with world size 1 equals plain training (also with the
 // timed graphs replayed at progress lines, which alone carry bucket timings), and two GPUs (where a machine has
-// them) equal one GPU with the whole batch. On the CPU the same two-ranks check runs over MPI and over Gloo, and a
-// Gloo rank killed or stopped mid-run must end the job.
+// them) equal one GPU with the whole batch. The same two-ranks check on the CPU, over MPI and Gloo, and the CPU
+// ranks' failure cases are test_trainer_multirank_cpu.cpp's.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -29,6 +29,7 @@
 #include "profile/step_record.hpp"
 #include "saved_weights.hpp"
 #include "train/trainer.hpp"
+#include "two_ranks.hpp"
 
 namespace ddpx {
 namespace {
@@ -36,12 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::saved_weights;
 using testing::max_abs_diff;
-
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("ddpx_test_cuda_train_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
 
 TrainOptions gpu_run(const std::string& model = "vit_tiny_test") {
   TrainOptions o;
@@ -59,7 +54,8 @@ TrainOptions gpu_run(const std::string& model = "vit_tiny_test") {
 }
 
 using testing::CliResult;
-CliResult run_cli(const std::string& args) { return testing::run_ddpx(args); }
+using testing::run_cli;
+using testing::scratch;
 
 TEST(CudaTraining, GraphReplayedStepsEqualEagerSteps) {
   DDPX_REQUIRE_GPU();
@@ -105,7 +101,7 @@ TEST(CudaTraining, LearnableDataConvergesInEveryPrecision) {
   }
 }
 
-// The allreduce hook at one rank reads nothing (CommHook::reads_bucket), so `--ddp` there keeps the plain run's
+// The allreduce hook at one rank reads nothing (comm_hook_reads_bucket), so `--ddp` there keeps the plain run's
 // gradients, bf16 weight gradients included (Note [bf16 weight gradients in their fp32 slots]), with its buckets
 // updated as they become ready: the same weights bit for bit, eager and graph-replayed, in fp32 and bf16.
 TEST(CudaTraining, DdpWithOneRankEqualsPlainTraining) {
@@ -225,44 +221,11 @@ TEST(CudaTraining, DdpGraphsTimeBucketsAtProgressLinesOnlyAndEqualEager) {
   EXPECT_EQ(timed_steps, (std::vector<int64_t>{6, 9, 12}));
 }
 
-// Two ranks on batch 4 each train exactly like one rank on batch 8: .npy input is taken in global order, so both
-// see the same 8 images per step. On GPUs this is NCCL through ddpx's own launcher with whole-step graphs holding
-// the collectives; on the CPU the same check runs over MPI (and keeps the test itself honest in CI).
-void expect_two_ranks_equal_one(const std::string& device, const std::string& backend_flags = "") {
-  const VitConfig config = parse_vit_spec("vit_tiny_test");
-  const int64_t count = 64, numel = config.image_numel();
-  std::vector<float> images(static_cast<size_t>(count * numel));
-  std::vector<int32_t> labels(static_cast<size_t>(count));
-  for (size_t i = 0; i < images.size(); ++i) images[i] = std::sin(0.37f * static_cast<float>(i)) * 1.5f;
-  for (int64_t i = 0; i < count; ++i) labels[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7) % config.num_classes);
-  const std::string tag = device + (backend_flags.empty() ? "" : "_gloo");
-  const fs::path images_path = scratch(tag + "_two_rank_images.npy");
-  const fs::path labels_path = scratch(tag + "_two_rank_labels.npy");
-  write_npy(images_path, HostTensor::from_values<float>({count, config.channels, config.image_size, config.image_size},
-                                                        images));
-  write_npy(labels_path, HostTensor::from_values<int32_t>({count}, labels));
-  const std::string common = fmt::format(
-      "train --device {} --model vit_tiny_test --precision fp32 --steps 6 --warmup 2 --lr 0.05 --momentum 0.9 "
-      "--workers 1 --images {} --labels {} --comm-timeout 60{}",
-      device, images_path.string(), labels_path.string(), device == "cuda" ? " --cuda-graph on" : "");
-  const std::string one = scratch(tag + "_one_rank.safetensors").string();
-  const std::string two = scratch(tag + "_two_ranks.safetensors").string();
-  const CliResult single = run_cli(common + " --batch 8 --save " + one);
-  ASSERT_EQ(single.status, 0) << single.output;
-  const CliResult pair = run_cli(common + " --batch 4 --nproc-per-node 2 --save " + two + backend_flags);
-  ASSERT_EQ(pair.status, 0) << pair.output;
-  if (!backend_flags.empty()) EXPECT_NE(pair.output.find("gloo, 2 rank(s)"), std::string::npos) << pair.output;
-  const std::vector<float> a = saved_weights(one), b = saved_weights(two);
-  // Per-rank means then their average vs one mean over 8: fp32 rounding only, after 6 steps.
-  EXPECT_LT(max_abs_diff(a, b), 2e-5);
-  std::vector<float> initial(a.size());
-  init_vit_params(VitLayout(config), initial.data(), 0);
-  EXPECT_GT(max_abs_diff(a, initial), 1e-2);  // training moved the weights far more than the tolerance
-}
-
+// Two ranks equal one with the whole batch (two_ranks.hpp): NCCL through ddpx's own launcher, whole-step graphs
+// holding the collectives.
 TEST(CudaTraining, TwoGpusEqualOneGpuWithTheWholeBatch) {
   DDPX_REQUIRE_GPUS(2);
-  expect_two_ranks_equal_one("cuda");
+  testing::expect_two_ranks_equal_one("cuda");
 }
 
 // Numerics on the CUDA path: every step is checked on the device (also inside replayed CUDA graphs) and read at
@@ -295,139 +258,6 @@ TEST(CudaTraining, NonFiniteStepsAreCaughtOnTheDeviceAndNothingIsSaved) {
   EXPECT_EQ(adamw.status, 2) << adamw.output;
   EXPECT_NE(adamw.output.find("--divergence-ratio"), std::string::npos) << adamw.output;
 }
-
-#if defined(DDPX_HAVE_MPI) || defined(DDPX_HAVE_GLOO)
-// Rank 0 fails between steps (its checkpoint cannot be written) while rank 1 already waits in the next step's
-// all-reduce. The job must end at once with rank 0's own error, not hang in MPI_Finalize until rank 1's watchdog
-// reports a communication timeout (60 s here; the test would then also fail on the message). Over Gloo, rank 1
-// sees rank 0's connections close and fails at once; the launcher names rank 0 first. The folder passes the check
-// before training; a folder squatting on the name of the step-3 checkpoint makes that save fail.
-void expect_failing_rank_ends_the_job_with_its_own_error(const std::string& backend_flags) {
-  const fs::path checkpoint_dir = scratch("checkpoint_blocked" + backend_flags.substr(backend_flags.find_last_of(' ') + 1));
-  fs::remove_all(checkpoint_dir);
-  fs::create_directories(checkpoint_dir / "checkpoint-3.safetensors" / "occupied");
-  const CliResult r = run_cli(fmt::format(
-      "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --steps 6 --workers 1 "
-      "--checkpoint-dir {} --checkpoint-every 3 --keep-checkpoints 2 --comm-timeout 60{}",
-      checkpoint_dir.string(), backend_flags));
-  EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("saving checkpoint"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("communication timed out"), std::string::npos) << r.output;
-  if (!backend_flags.empty()) EXPECT_NE(r.output.find("ddpx launch: rank 0 exited"), std::string::npos) << r.output;
-}
-#endif
-
-#ifdef DDPX_HAVE_GLOO
-// The same over Gloo: ddpx's launcher starts the two ranks itself (no mpirun), they connect through the TCP
-// rendezvous' all-gather.
-TEST(CpuTraining, TwoGlooRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu", " --backend gloo"); }
-
-TEST(CpuTraining, AFailingGlooRankEndsTheJobWithItsOwnError) {
-  expect_failing_rank_ends_the_job_with_its_own_error(" --backend gloo");
-}
-
-// The pid of the child of `parent` whose environment has RANK=<rank>, or -1 (a scan of /proc).
-pid_t child_with_rank(pid_t parent, int rank) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(text.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream environ(entry.path() / "environ");
-    std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
-    if (env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos)
-      return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
-// A rank killed or stopped mid-run ends a Gloo job: killed, the launcher names it; stopped (alive, silent), a live
-// rank's watchdog or Gloo's own timeout (both --comm-timeout) fails that rank, its roll call names the stopped
-// rank, and the launcher ends the job. Every
-// wait here is bounded; the job is killed if it outlives them.
-void expect_signalled_gloo_rank_ends_the_job(int signal_number, const std::vector<std::string>& expected) {
-  const fs::path output = scratch("gloo_signal_" + std::to_string(signal_number) + ".log");
-  const std::string command = fmt::format(
-      "exec env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE -u SLURM_NTASKS {} train "
-      "--device cpu --model vit_tiny_test --nproc-per-node 2 --backend gloo --batch 2 --steps 1000000 --warmup 0 "
-      "--workers 1 --log-every 1 --comm-timeout 3 --data learnable > {} 2>&1",
-      DDPX_BINARY, output.string());
-  const pid_t launcher = ::fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  bool exited = false;
-  auto wait_for = [&](auto done, int tenths) {
-    for (int i = 0; i < tenths && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return done();
-  };
-  const bool training =
-      wait_for([&] { return testing::read_text(output).find("[rank 0] step      3") != std::string::npos; }, 600);
-  pid_t rank1 = training ? child_with_rank(launcher, 1) : -1;
-  if (rank1 > 0) ::kill(rank1, signal_number);
-  wait_for([&] { return exited = exited || ::waitpid(launcher, &status, WNOHANG) == launcher; }, 600);
-  if (!exited) {
-    ::kill(launcher, SIGKILL);
-    ::waitpid(launcher, &status, 0);
-  }
-  const std::string log = testing::read_text(output);
-  ASSERT_TRUE(training) << log;
-  ASSERT_GT(rank1, 0) << "rank 1's process was not found\n" << log;
-  EXPECT_TRUE(exited) << "the job did not end within 60 s after rank 1 got signal " << signal_number << "\n" << log;
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << log;
-  for (const std::string& text : expected) EXPECT_NE(log.find(text), std::string::npos) << text << "\n" << log;
-}
-
-TEST(CpuTraining, AKilledGlooRankEndsTheJobAndIsNamed) {
-  expect_signalled_gloo_rank_ends_the_job(SIGKILL, {"ddpx launch: rank 1 was killed by signal 9"});
-}
-
-TEST(CpuTraining, AStoppedGlooRankEndsTheJob) {
-  // Rank 0's own watchdog message or Gloo's timeout, whichever comes first (both after 3 s), and the roll call
-  // that names the stopped rank.
-  expect_signalled_gloo_rank_ends_the_job(SIGSTOP, {"ddpx launch: rank 0 exited with status 2 first: ddpx: error: ",
-                                                    "imed out", "3 s",
-                                                    "ddpx: rank 0: roll call after the failed gloo all_reduce: "
-                                                    "rank(s) 1 did not answer within 2 s"});
-}
-#endif
-
-#ifdef DDPX_HAVE_MPI
-TEST(CpuTraining, TwoMpiRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu"); }
-
-TEST(CpuTraining, AFailingMpiRankEndsTheJobWithItsOwnError) { expect_failing_rank_ends_the_job_with_its_own_error(""); }
-
-// A launcher's variables for a world of one (an sbatch script's single task) do not stop --nproc-per-node from
-// starting its workers; a process that already is one rank of several refuses the flag instead of ignoring it.
-TEST(CpuTraining, NprocPerNodeUnderAnotherLauncher) {
-  const std::string args = "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --steps 2 --workers 1";
-  const CliResult single_task = testing::run_ddpx(args, "SLURM_PROCID=0 SLURM_NTASKS=1");
-  EXPECT_EQ(single_task.status, 0) << single_task.output;
-  EXPECT_NE(single_task.output.find("batch 4 x 2 rank(s)"), std::string::npos) << single_task.output;
-  // The workers re-run the same command line: --nproc-per-node from a --config file is not a second launch.
-  const fs::path config = scratch("nproc.cfg");
-  std::ofstream(config) << "nproc-per-node = 2\n";
-  const CliResult from_config = testing::run_ddpx(
-      "train --device cpu --model vit_tiny_test --batch 4 --steps 2 --workers 1 --config " + config.string());
-  EXPECT_EQ(from_config.status, 0) << from_config.output;
-  EXPECT_NE(from_config.output.find("batch 4 x 2 rank(s)"), std::string::npos) << from_config.output;
-  const CliResult inside_job = testing::run_ddpx(args, "RANK=1 WORLD_SIZE=2");
-  EXPECT_NE(inside_job.status, 0) << inside_job.output;
-  EXPECT_NE(inside_job.output.find("--nproc-per-node 2: this process is already rank 1 of 2 started by torchrun"),
-            std::string::npos)
-      << inside_job.output;
-}
-#endif
 
 TEST(CudaTraining, ResumeOnTheGpuContinuesTheRun) {
   DDPX_REQUIRE_GPU();

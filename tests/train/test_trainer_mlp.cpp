@@ -184,7 +184,7 @@ TEST(MlpCudaTraining, TrainsInEveryPrecisionWithDdpAndCudaGraphs) {
   }
 }
 
-// The allreduce hook at one rank reads nothing (CommHook::reads_bucket), so in bf16 a world-1 DDP run keeps the
+// The allreduce hook at one rank reads nothing (comm_hook_reads_bucket), so in bf16 a world-1 DDP run keeps the
 // plain run's bf16 weight gradients (Note [bf16 weight gradients in their fp32 slots]) and equals it; with
 // --weight-grads fp32 both equal each other again. Eager and graph-replayed steps agree throughout.
 TEST(MlpCudaTraining, GraphStepsEqualEagerStepsAndDdpAtWorldOneEqualsPlain) {

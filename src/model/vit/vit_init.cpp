@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "core/fnv1a.hpp"
+#include "core/internal_assert.hpp"
 #include "core/rng.hpp"
 
 namespace ddpx {
@@ -72,9 +73,8 @@ void init_torchvision_tensor(const VitLayout& layout, const TensorSlot& slot, fl
   } else if (ends_with(name, ".mlp.0.bias") || ends_with(name, ".mlp.3.bias")) {
     fill_normal(values, slot, rng, 0.0, 1e-6);
   } else {
-    fail("init_vit_params: no torchvision initialization rule for tensor '{}' of model '{}'; add one in "
-         "src/model/vit_init.cpp",
-         name, c.name);
+    DDPX_INTERNAL_FAIL("init_vit_params: no torchvision initialization rule for tensor '{}' of model '{}'; add one "
+                       "in src/model/vit/vit_init.cpp", name, c.name);
   }
 }
 
@@ -89,7 +89,7 @@ void init_vit_params(const VitLayout& layout, float* params, uint64_t seed) {
 }
 
 void init_vit_params_random(const VitLayout& layout, float* params, uint64_t seed, float scale) {
-  DDPX_REQUIRE(scale > 0, "init_vit_params_random: scale must be positive, got {}", scale);
+  DDPX_INTERNAL_ASSERT(scale > 0, "init_vit_params_random: scale must be positive, got {}", scale);
   std::fill(params, params + layout.buffer_size(), 0.0f);
   for (const TensorSlot& slot : layout.tensors()) {
     Rng rng = tensor_rng(seed, slot);

@@ -2,8 +2,8 @@
 // ownership, and the errors for bad tensor lists.
 #include <gtest/gtest.h>
 
+#include "comm_plan/bucket_plan.hpp"
 #include "core/error.hpp"
-#include "ddp/bucket_plan.hpp"
 
 namespace ddpx {
 namespace {

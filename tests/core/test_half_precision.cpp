@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "dist/half_precision.hpp"
+#include "core/half_precision.hpp"
 
 namespace ddpx {
 namespace {
@@ -55,6 +55,18 @@ TEST(HalfPrecision, SpecialValues) {
   EXPECT_EQ(half_to_float(float_to_half(inf)), inf);
   EXPECT_EQ(bf16_to_float(float_to_bf16(-inf)), -inf);
   EXPECT_EQ(half_to_float(float_to_half(1e6f)), inf);
+}
+
+// One NaN rule for the wire and for files (the io copy kept fp16 payloads; see half_precision.hpp): fp16's NaN is
+// the canonical quiet one of its sign, bf16's keeps the payload's upper bits and is made quiet.
+TEST(HalfPrecision, NaNPayloadsFollowOneRule) {
+  for (uint32_t bits : {0x7fc00000u, 0x7f800001u, 0x7fc12345u, 0x7fffffffu}) {
+    EXPECT_EQ(float_to_half(bits_float(bits)), 0x7e00u) << std::hex << bits;
+    EXPECT_EQ(float_to_half(bits_float(bits | 0x80000000u)), 0xfe00u) << std::hex << bits;
+    EXPECT_EQ(float_to_bf16(bits_float(bits)), static_cast<uint16_t>((bits >> 16) | 0x40u)) << std::hex << bits;
+    EXPECT_TRUE(std::isnan(half_to_float(float_to_half(bits_float(bits)))));
+    EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(bits_float(bits)))));
+  }
 }
 
 }  // namespace

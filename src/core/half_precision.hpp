@@ -1,6 +1,10 @@
-// Host conversions between float and the 16-bit formats used on the wire (IEEE fp16, bfloat16).
-// Guarantees: float -> 16 bit rounds to nearest even (what CUDA's __float2half_rn / __float2bfloat16_rn do, so
-// host and device casts agree bit for bit); NaN stays NaN; overflow becomes infinity. Pure functions, any thread.
+// Host conversions between float and the two 16-bit float formats (IEEE fp16, bfloat16): the one pair ddpx has, for
+// the wire (MPI's 16-bit reductions, CastHook's CPU path) and for files (checkpoints, safetensors).
+// Guarantees: float -> 16 bit rounds to nearest even (what CUDA's __float2half_rn / __float2bfloat16_rn and torch's
+// .half() / .bfloat16() do, so host and device casts agree bit for bit on every number); overflow becomes infinity;
+// NaN stays a quiet NaN of the same sign: fp16's is the canonical 0x7e00 (PyTorch's fp16 conversion drops the
+// payload), bf16's keeps the payload's upper bits with the quiet bit set. 16 bit -> float is exact. Pure functions,
+// any thread.
 #pragma once
 #include <cstdint>
 #include <cstring>

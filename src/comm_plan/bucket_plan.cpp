@@ -1,5 +1,5 @@
 // BucketPlan: greedy packing of backward-ordered tensors under PyTorch DDP's caps.
-#include "ddp/bucket_plan.hpp"
+#include "comm_plan/bucket_plan.hpp"
 
 #include <fmt/format.h>
 

@@ -1,18 +1,20 @@
 // PowerSGD compression layout and initial factors.
-#include "ddp/powersgd_layout.hpp"
+#include "comm_plan/powersgd_layout.hpp"
 
 #include <algorithm>
 
+#include "comm_plan/bucket_plan.hpp"
 #include "core/rng.hpp"
-#include "ddp/bucket_view.hpp"
 
 namespace ddpx {
 
-CompressionLayout plan_compression(const BucketView& bucket, int64_t rank, double min_compression_rate) {
+CompressionLayout plan_compression(const GradTensor* tensors, size_t count, size_t bucket_begin,
+                                   size_t bucket_elements, int64_t rank, double min_compression_rate) {
   CompressionLayout layout;
-  layout.bucket_elements = bucket.numel();
-  for (const GradTensor& tensor : bucket.tensors) {
-    const size_t offset = tensor.offset - bucket.begin;
+  layout.bucket_elements = bucket_elements;
+  for (size_t i = 0; i < count; ++i) {
+    const GradTensor& tensor = tensors[i];
+    const size_t offset = tensor.offset - bucket_begin;
     if (tensor.shape.size() >= 2) {
       const int64_t rows = tensor.shape[0];
       const int64_t cols = static_cast<int64_t>(tensor.numel) / rows;
@@ -29,6 +31,12 @@ CompressionLayout plan_compression(const BucketView& bucket, int64_t rank, doubl
     layout.uncompressed_elements += tensor.numel;
   }
   return layout;
+}
+
+CompressionLayout plan_compression(const BucketPlan& plan, size_t bucket, int64_t rank, double min_compression_rate) {
+  const Bucket& b = plan[bucket];
+  return plan_compression(plan.tensors().data() + b.first_tensor, b.end_tensor - b.first_tensor, b.begin, b.numel(),
+                          rank, min_compression_rate);
 }
 
 std::vector<float> powersgd_initial_q(const CompressionLayout& layout, uint64_t seed, size_t bucket_index,
