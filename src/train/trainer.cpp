@@ -426,7 +426,7 @@ void evaluate(const RunParts& run, const RunEvaluator& evaluator, RunRecorder& r
               LastEvaluation& last) {
   require_good_numerics(run);
   for (const bool average : {false, true}) {
-    if (average && !run.engine.weight_average()) continue;
+    if (average && run.options.recipe.ema_decay == 0) continue;  // no average to evaluate
     const EvalResult result =
         evaluator.evaluate(run.engine, average, run.dist.communicator.get(), run.dist.rank, run.dist.world);
     run.log(fmt::format("eval   {:>6}/{} | {}{}", step, run.options.steps, result.describe(), average ? " (EMA)" : ""));
