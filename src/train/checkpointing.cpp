@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/internal_assert.hpp"
 #include "dist/bootstrap.hpp"
 #include "io/checkpoint.hpp"
 
@@ -48,15 +49,15 @@ void restore_weight_average(const std::filesystem::path& dir, CheckpointState& c
 }  // namespace
 
 void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
-                              const TrainOptions& options, const HostOptimizerState& state, int64_t step,
-                              const DataPosition& position) {
-  prepare_training_checkpoint(dir, layout, params, options, state, step, position).commit();
+                              const TrainOptions& options, const RunSettings& settings,
+                              const HostOptimizerState& state, int64_t step, const DataPosition& position) {
+  prepare_training_checkpoint(dir, layout, params, options, settings, state, step, position).commit();
 }
 
 PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
                                               const float* params, const TrainOptions& options,
-                                              const HostOptimizerState& state, int64_t step,
-                                              const DataPosition& position) {
+                                              const RunSettings& settings, const HostOptimizerState& state,
+                                              int64_t step, const DataPosition& position) {
   auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   for (const auto& [name, values] : state.buffers) {
     auto target = optimizer->state(name);
@@ -67,16 +68,14 @@ PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, 
   optimizer->set_step_count(step);
   CheckpointState ckpt;
   ckpt.step = step;
-  ckpt.extra = {{"seed", options.seed}, {"data", options.data.text()}, {"batch", options.batch},
-                {"grad_accum", options.grad_accum}};
-  if (!options.class_names.empty()) ckpt.extra["classes"] = options.class_names;  // label = index
-  // The schedule is a function of the absolute step, so a resume continues it exactly, with the same flags.
-  if (options.optimizer.schedule.varies())
-    ckpt.extra["lr_schedule"] = options.optimizer.schedule.describe();
-  // --ema-decay: the average and its update count, so a resume continues it bit for bit (optim/weight_average.hpp).
+  ckpt.extra = settings.checkpoint_extra();
+  // --ema-decay: the average and its update count, so a resume continues it bit for bit (optim/weight_average.hpp);
+  // the table records the decay exactly when the engine keeps an average.
+  DDPX_INTERNAL_ASSERT(state.weight_average.empty() != ckpt.extra.contains("ema_decay"),
+                       "a weight average of {} elements with --ema-decay {}", state.weight_average.size(),
+                       options.recipe.ema_decay);
   if (!state.weight_average.empty()) {
     ckpt.buffers.push_back({std::string(kWeightAverageBuffer), state.weight_average});
-    ckpt.extra["ema_decay"] = options.recipe.ema_decay;
     ckpt.extra["ema_updates"] = state.weight_average_updates;
   }
   ckpt.data_position = {{"micro_batch", position.micro_batch}, {"world", position.world}};

@@ -1,5 +1,6 @@
 // Checkpoints of a training run: the engine's parameters and optimizer state through io/checkpoint, plus the
-// step and, with --ema-decay, the weight average and its update count (refused on resume unless the run has the
+// step, the table's checkpoint rows as the metadata's "extra" (train/run_settings.hpp: seed, data, batch,
+// accumulation, class names, the schedule, --ema-decay) and, with --ema-decay, the weight average and its update count (refused on resume unless the run has the
 // same --ema-decay). Data needs no saved state (batches are a pure function of seed and step), so resuming at step
 // k sees exactly the batches an uninterrupted run sees from step k+1 on. The optimizer state is stored under the
 // names options.optimizer.state_names() gives (optim/optimizer_spec.hpp), with its hyperparameters.
@@ -11,6 +12,7 @@
 #include "io/checkpoint.hpp"
 #include "model/flat_layout.hpp"
 #include "optim/optimizer.hpp"
+#include "train/run_settings.hpp"
 #include "train/step_engine.hpp"
 #include "train/train_options.hpp"
 
@@ -28,13 +30,13 @@ struct DataPosition {
 };
 
 void save_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout, const float* params,
-                              const TrainOptions& options, const HostOptimizerState& state, int64_t step,
-                              const DataPosition& position = {});
+                              const TrainOptions& options, const RunSettings& settings,
+                              const HostOptimizerState& state, int64_t step, const DataPosition& position = {});
 // The same, written but not yet committed (io/checkpoint.hpp: PendingCheckpoint).
 PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
                                               const float* params, const TrainOptions& options,
-                                              const HostOptimizerState& state, int64_t step,
-                                              const DataPosition& position = {});
+                                              const RunSettings& settings, const HostOptimizerState& state,
+                                              int64_t step, const DataPosition& position = {});
 
 struct LoadedCheckpoint {
   int64_t step = 0;

@@ -24,7 +24,6 @@
 #include "dist/host_collectives.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
-#include "train/startup_settings.hpp"
 #include "train/step_engine.hpp"
 
 namespace ddpx {
@@ -101,16 +100,26 @@ DistContext setup_distributed(const DistOptions& options) {
   return dist;
 }
 
-void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const FlatLayout& layout,
-                                  int64_t start_step, float* host_params) {
+RunSettings describe_run(const TrainOptions& options, const FlatLayout& layout, int64_t start_step,
+                         const DistContext& dist) {
+  RunFacts facts;
+  facts.start_step = start_step;
+  facts.hook_spec = options.comm_hook.text();
+  facts.bucket_plan_signature = bucket_plan_of(dist_options(options), grad_tensors_of(layout)).signature();
+  facts.world = dist.world;
+  facts.backend = dist.communicator ? dist.communicator->backend_name() : "";
+  facts.reducer = dist.communicator != nullptr;  // attach_reducer attaches one exactly when there is a communicator
+  return RunSettings(options, layout, facts);
+}
+
+void broadcast_initial_parameters(DistContext& dist, const RunSettings& settings, const FlatLayout& layout,
+                                  float* host_params) {
   Communicator& comm = *dist.communicator;
   // Every rank must run the same steps; a disagreement is an error on every rank, never a hang. One table, one
   // collective: the broadcast's size depends on the model, so it must not start before this check.
-  const std::string plan_signature = bucket_plan_of(dist_options(options), grad_tensors_of(layout)).signature();
-  const std::vector<AgreedSetting> settings =
-      startup_settings(options, layout, start_step, options.comm_hook.text(), plan_signature);
+  const std::vector<AgreedSetting> agreed = settings.agreed();
   test_fault_point("agreement");
-  dist.watchdog->run_watched("the start-up agreement", [&] { require_agreement(comm, settings); });
+  dist.watchdog->run_watched("the start-up agreement", [&] { require_agreement(comm, agreed); });
   test_fault_point("broadcast");
   // Host bytes for any backend: dist/host_collectives stages them through device memory for NCCL (the one
   // staging path). A hung broadcast returns from its device sync once the watchdog aborts the communicator.

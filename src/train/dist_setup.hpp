@@ -11,6 +11,7 @@
 
 #include "model/flat_layout.hpp"
 #include "train/reducer_port.hpp"
+#include "train/run_settings.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
@@ -59,12 +60,16 @@ DistOptions dist_options(const TrainOptions& options);
 // Reads rank/world from the environment (launcher, mpirun, srun, torchrun); creates the heartbeat record, the
 // watchdog and then, under the watchdog, the communicator when the job has several ranks or --ddp is given.
 DistContext setup_distributed(const DistOptions& options);
+// The table of the run's settings (train/run_settings.hpp) for this job: the hook and the bucket plan of the
+// options over the layout, the ranks, the communicator's backend and whether a reducer is attached.
+RunSettings describe_run(const TrainOptions& options, const FlatLayout& layout, int64_t start_step,
+                         const DistContext& dist);
 // Rank 0's parameters overwrite everyone's (host buffer), after checking in one collective that all ranks agree
-// on train/startup_settings.hpp's table (model, optimizer, steps, the step this run starts at, data, hook, bucket
-// plan, outputs...; the broadcast's size depends on the model: it must not start before that check);
-// disagreement is an error on every rank naming the setting and both values. Both collectives are watched.
-void broadcast_initial_parameters(DistContext& dist, const TrainOptions& options, const FlatLayout& layout,
-                                  int64_t start_step, float* host_params);
+// on the table's agreed rows (model, optimizer, steps, the step this run starts at, data, hook, bucket plan,
+// outputs...; the broadcast's size depends on the model: it must not start before that check); disagreement is an
+// error on every rank naming the setting and both values. Both collectives are watched.
+void broadcast_initial_parameters(DistContext& dist, const RunSettings& settings, const FlatLayout& layout,
+                                  float* host_params);
 // The port the training loop reduces gradients through (train/reducer_port.hpp). With a communicator: builds the
 // bucket plan and the reducer over the engine's gradient buffer (their settings were agreed on by
 // broadcast_initial_parameters) into dist.reducer, and a port over it; without one, the port that reduces

@@ -11,7 +11,6 @@
 #include "core/error.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/clock_offset.hpp"
-#include "optim/hyperparameter.hpp"
 #include "dist/communicator.hpp"
 #include "profile/ddp_cost.hpp"
 #include "profile/rank_reports.hpp"
@@ -55,26 +54,6 @@ std::string link_description(const TrainOptions& options, const DistContext& dis
   return "P2P (NCCL peer-to-peer, predicted)";
 }
 
-OptimizerInfo optimizer_info(const TrainOptions& options) {
-  OptimizerInfo info;
-  const OptimizerSpec& spec = options.optimizer;
-  info.name = spec.name();
-  info.lr = typed_decimal(spec.lr);
-  info.weight_decay = typed_decimal(spec.weight_decay);
-  switch (spec.kind) {
-    case OptimizerKind::adamw:
-      info.beta1 = typed_decimal(spec.beta1);
-      info.beta2 = typed_decimal(spec.beta2);
-      info.eps = typed_decimal(spec.eps);
-      break;
-    case OptimizerKind::sgd:
-      info.momentum = typed_decimal(spec.momentum);
-      info.nesterov = spec.nesterov;
-      break;
-  }
-  return info;
-}
-
 // Where this rank's steady clock stands against rank 0's, and rank 0's run start on rank 0's clock (the run
 // clock's zero): rounds of a host collective and one broadcast on every rank, under the watchdog. Without a
 // communicator the process is its own rank 0.
@@ -95,31 +74,14 @@ RunClock measure_run_clock(const DistContext& dist, double run_start_ms) {
 
 }  // namespace
 
-RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout)
-    : options_(options), dist_(dist), first_measured_step_(0) {
+RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout,
+                         const RunSettings& settings)
+    : options_(options), dist_(dist), config_(settings.report_config()), first_measured_step_(0) {
   for (const TensorSlot& slot : layout.tensors())
     config_.gradient_tensors.push_back({slot.name, slot.shape, static_cast<int64_t>(slot.offset),
                                         static_cast<int64_t>(slot.numel)});
-  config_.model = options.model;
-  config_.batch = options.batch;
-  config_.precision = precision_name(options.precision);
-  config_.hook = options.comm_hook.text();
-  config_.bucket_mb = options.bucket_mb;
-  config_.first_bucket_mb = options.first_bucket_mb;
-  config_.overlap = !options.no_overlap;
-  config_.grad_accum = static_cast<int>(options.grad_accum);
-  config_.world = dist.world;
-  config_.ddp = dist.reducer != nullptr;
-  config_.workers = options.workers;
-  config_.backend = dist.communicator ? std::string(dist.communicator->backend_name()) : "";
-  config_.seed = options.seed;
-  config_.steps = options.steps;
-  config_.warmup = options.warmup_steps;
-  config_.data = options.data.text();
+  config_.workers = options.workers;  // until set_loader_workers() says what it resolved to
   stamp_run_start(config_);
-  config_.command_line = options.command_line;
-  config_.optimizer = optimizer_info(options);
-  config_.classes = options.class_names;
   run_.info.host = host_name();
   run_.info.rank = dist.rank;
   run_.info.world_size = dist.world;
@@ -152,7 +114,6 @@ void RunRecorder::begin_step(int64_t step) {
 
 void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms,
                            StepEngine& engine, DistContext& dist) {
-  config_.ddp = dist.reducer != nullptr;
   if (step < first_measured_step_) return;
   StepRecord record;
   record.step = step;

@@ -14,6 +14,7 @@
 #include "profile/step_record.hpp"
 #include "train/dist_setup.hpp"
 #include "train/evaluation.hpp"
+#include "train/run_settings.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
@@ -24,7 +25,11 @@ struct TrainSummary;
 
 class RunRecorder {
  public:
-  RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout);
+  // The report's config is the table's report rows (train/run_settings.hpp) plus the recorder's own fields: the
+  // gradient tensors of the layout, the build and start stamps, and the per-rank resolved --workers and
+  // --weight-grads (the setters below).
+  RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout,
+              const RunSettings& settings);
   void begin_step(int64_t step);
   void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
                 DistContext& dist);

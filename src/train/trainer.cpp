@@ -137,19 +137,20 @@ StartState initial_state(const Model& model, const TrainOptions& options, const 
 struct Start {
   int64_t step = 0;
   std::vector<std::string> head_reset;
+  RunSettings settings;  // the run's settings, agreed here and recorded in the report and checkpoints
 };
 
 Start start_engine(const Model& model, const TrainOptions& options, const std::string& resume_from,
                    DistContext& dist, StepEngine& engine) {
   StartState start = initial_state(model, options, resume_from);
-  if (dist.communicator)
-    broadcast_initial_parameters(dist, options, model.layout(), start.step, start.params.data());
+  RunSettings settings = describe_run(options, model.layout(), start.step, dist);
+  if (dist.communicator) broadcast_initial_parameters(dist, settings, model.layout(), start.params.data());
   engine.upload_params(start.params.data());
   if (start.optimizer) engine.upload_optimizer_state(*start.optimizer);
   DDPX_REQUIRE(start.step < options.steps,
                "--resume {}: the checkpoint is at step {}, which is not below --steps {}; raise --steps",
                resume_from, start.step, options.steps);
-  return {start.step, std::move(start.head_reset)};
+  return {start.step, std::move(start.head_reset), std::move(settings)};
 }
 
 BatchLoader::Options loader_options(const TrainOptions& options, const LoaderWorkerChoice& workers,
@@ -306,6 +307,7 @@ class Progress {
 // The parts of a run the loop's outputs read (set up by run_training).
 struct RunParts {
   const TrainOptions& options;
+  const RunSettings& settings;  // the table of the run's settings (train/run_settings.hpp)
   const FlatLayout& layout;
   const DistContext& dist;
   StepEngine& engine;
@@ -388,7 +390,8 @@ class Checkpoints {
     run_.engine.download_params(params.data());
     try {
       pending_ = prepare_training_checkpoint(
-          options.checkpoint_dir, run_.layout, params.data(), options, run_.engine.download_optimizer_state(), step,
+          options.checkpoint_dir, run_.layout, params.data(), options, run_.settings,
+          run_.engine.download_optimizer_state(), step,
           DataPosition{step * options.grad_accum, run_.batches_per_epoch, run_.dist.world});
       if (last) commit();  // no later step to check it: the run ends with this state anyway
     } catch (const Error& checkpoint_error) {
@@ -512,7 +515,7 @@ TrainSummary run_training(const TrainOptions& requested) {
                                                   ? nullptr
                                                   : std::make_unique<MetricsLog>(options.metrics, start.step > 0);
   if (metrics) metrics->run(start.step, layout.spec(), options.data.text(), options.class_names);
-  RunRecorder recorder(options, dist, layout);
+  RunRecorder recorder(options, dist, layout, start.settings);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
   recorder.set_bf16_weight_grads(engine_settings.bf16_weight_grads);
@@ -522,7 +525,7 @@ TrainSummary run_training(const TrainOptions& requested) {
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   StepRunner runner(*engine, loader, *reducer, schedule.graphs, schedule.calibration, options.grad_accum,
                     overlap_updates);
-  const RunParts run{options, layout, dist, *engine, log, metrics.get(), batches_per_epoch};
+  const RunParts run{options, start.settings, layout, dist, *engine, log, metrics.get(), batches_per_epoch};
   Progress progress(options, start.step, dist.world);
   Checkpoints checkpoints(run);
   LastEvaluation last_eval;

@@ -60,7 +60,7 @@ TEST(Checkpointing, StateIsStoredUnderTheSpecsNames) {
     state.step = 3;
     for (size_t i = 0; i < c.state.size(); ++i)
       state.buffers.push_back({c.state[i], filled(layout, 0.5f + static_cast<float>(i))});
-    save_training_checkpoint(dir, layout, params.data(), options, state, 3);
+    save_training_checkpoint(dir, layout, params.data(), options, RunSettings(options, layout, {}), state, 3);
 
     const CheckpointInfo info = read_checkpoint_info(dir);
     EXPECT_EQ(info.optimizer, c.spec.name());
@@ -87,7 +87,7 @@ TEST(Checkpointing, ASpecWithOtherStateIsRefusedNamingBoth) {
   saved.optimizer = {.kind = OptimizerKind::sgd, .momentum = 0.9f};
   HostOptimizerState state;
   state.buffers.push_back({"momentum", std::vector<float>(layout.buffer_size(), 0.f)});
-  save_training_checkpoint(dir, layout, params.data(), saved, state, 1);
+  save_training_checkpoint(dir, layout, params.data(), saved, RunSettings(saved, layout, {}), state, 1);
   TrainOptions adamw;
   adamw.optimizer.kind = OptimizerKind::adamw;
   std::vector<float> loaded(layout.buffer_size());

@@ -70,7 +70,7 @@ TEST(DeviceStepTimes, EachRecordGetsItsOwnStepsTimesAndDeviceStart) {
   const VitLayout layout(parse_vit_spec(options.model));
   DistContext dist;  // a single process: the run clock is this process's, from its run start
   LateTimesEngine engine;
-  RunRecorder recorder(options, dist, layout);
+  RunRecorder recorder(options, dist, layout, RunSettings(options, layout, {}));
   // The engine's times at the end of step k are step k-1's. Step 1 is warm-up (never asked).
   const double s2 = 1.0e6, s3 = s2 + 40;
   engine.queued = {times_of(1, s2 - 39), times_of(2, s2), times_of(3, s3)};

@@ -1,7 +1,8 @@
 // Traces that load and line up (Note [One clock for all ranks], docs/design.md), end to end through `ddpx train
 // --trace`: two CPU ranks (over MPI, then Gloo) write one trace that the project's checker accepts, whose step k
 // overlaps in time across the ranks (they all-reduce every step, so on one clock step k must overlap), with each
-// rank's clock offset kept in the report; `ddpx report --check-trace` says so, and refuses a bad trace with exit
+// rank's clock offset kept in the report, and the report naming the backend each run really used (gloo, mpi);
+// `ddpx report --check-trace` says so, and refuses a bad trace with exit
 // status 1. On a GPU (skipped without one) a real CUDA trace, laid out from the GPU's event times, passes the
 // same checker.
 #include <gtest/gtest.h>
@@ -80,6 +81,9 @@ void expect_two_rank_trace_lines_up(const std::string& backend_flags, const std:
   // measured bound (causal, not statistical) holds it.
   const RunReport report = load_run_report(report_path.string());
   ASSERT_EQ(report.ranks.size(), 2u);
+  // The backend the communicator really used (issue 36 move 4: a Gloo run is not reported as MPI).
+  EXPECT_EQ(report.config.backend, tag);
+  EXPECT_EQ(report.ranks[1].info.transport, tag == "gloo" ? "Gloo (TCP, host memory)" : "MPI (host memory)");
   ASSERT_TRUE(report.ranks[0].info.clock.has_value());
   ASSERT_TRUE(report.ranks[1].info.clock.has_value());
   EXPECT_EQ(report.ranks[0].info.clock->offset_ms, 0.0);

@@ -1,0 +1,166 @@
+// The table of the run's settings; see run_settings.hpp for what is in it and where each row goes.
+#include "train/run_settings.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/fnv1a.hpp"
+#include "optim/hyperparameter.hpp"
+
+namespace ddpx {
+namespace {
+
+constexpr size_t kFingerprintBytes = 64 * 1024;
+
+std::string given(const std::string& value) { return value.empty() ? "not given" : "given"; }
+
+}  // namespace
+
+std::string file_fingerprint(const std::string& path) {
+  if (path.empty()) return "none";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fmt::format("missing or unreadable: {}", std::strerror(errno));
+  struct stat info {};
+  std::string result;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    result = "not a regular file";
+  } else {
+    const uint64_t size = static_cast<uint64_t>(info.st_size);
+    std::vector<unsigned char> bytes(kFingerprintBytes);
+    uint64_t hash = kFnv1aOffset;
+    bool readable = true;
+    for (uint64_t offset : {uint64_t{0}, size > kFingerprintBytes ? size - kFingerprintBytes : uint64_t{0}}) {
+      const ssize_t got = ::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+      if (got < 0) readable = false;
+      if (got > 0) hash = fnv1a(bytes.data(), static_cast<size_t>(got), hash);
+    }
+    result = readable ? fmt::format("{} bytes, fingerprint {:016x}", size, hash)
+                      : fmt::format("unreadable: {}", std::strerror(errno));
+  }
+  ::close(fd);
+  return result;
+}
+
+RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, const RunFacts& facts) {
+  using json = nlohmann::json;
+  auto number = [](auto value) { return fmt::format("{}", value); };
+  const OptimizerSpec& optimizer = options.optimizer;
+  const bool sgd = optimizer.kind == OptimizerKind::sgd;
+  // Patches: of the report's config JSON; of the checkpoint's metadata, its "extra" (the trainer's fields) or a
+  // format field io/checkpoint writes itself; of the report's optimizer object and the checkpoint's optimizer
+  // options, which hold only the optimizer's own hyperparameters.
+  auto report = [](const char* key, json value) { return json{{key, std::move(value)}}; };
+  auto extra = [](const char* key, json value) { return json{{"extra", {{key, std::move(value)}}}}; };
+  auto hyperparameter = [](const char* key, json value) { return json{{"optimizer", {{key, value}}}}; };
+  auto optimizer_option = [](const char* key, json value) { return json{{"optimizer_options", {{key, value}}}}; };
+  auto when = [](bool applies, json patch) { return applies ? std::move(patch) : json(); };
+  const std::string schedule = optimizer.schedule.varies() ? optimizer.schedule.describe() : "constant";
+  const RecipeOptions& recipe = options.recipe;
+  const std::vector<std::string>& classes = options.class_names;
+  rows_ = {
+      // name, text, agreed, report, checkpoint
+      {"--model", layout.spec(), true, report("model", options.model), json{{"model", layout.spec()}}},
+      {"--device/--precision", fmt::format("{}/{}", device_name(options.device), precision_name(options.precision)),
+       true, report("precision", precision_name(options.precision)), {}},
+      {"--batch", std::to_string(options.batch), true, report("batch", options.batch), extra("batch", options.batch)},
+      {"--grad-accum", std::to_string(options.grad_accum), true,
+       report("grad_accum", static_cast<int>(options.grad_accum)), extra("grad_accum", options.grad_accum)},
+      {"--steps", std::to_string(options.steps), true, report("steps", options.steps), {}},
+      {"the step to start from (--resume)", std::to_string(facts.start_step), true, {}, {}},
+      {"--seed", std::to_string(options.seed), true, report("seed", options.seed), extra("seed", options.seed)},
+      {"--optimizer", std::string(optimizer.name()), true, hyperparameter("name", optimizer.name()),
+       json{{"optimizer", optimizer.name()}}},
+      {"--lr", number(optimizer.lr), true, hyperparameter("lr", typed_decimal(optimizer.lr)),
+       optimizer_option("lr", typed_decimal(optimizer.lr))},
+      {"--momentum", number(optimizer.momentum), true,
+       when(sgd, hyperparameter("momentum", typed_decimal(optimizer.momentum))),
+       when(sgd, optimizer_option("momentum", typed_decimal(optimizer.momentum)))},
+      {"--nesterov", optimizer.nesterov ? "set" : "not set", true,
+       when(sgd, hyperparameter("nesterov", optimizer.nesterov)),
+       when(sgd, optimizer_option("nesterov", optimizer.nesterov))},
+      {"--dampening", number(optimizer.dampening), false, {},
+       when(sgd, optimizer_option("dampening", typed_decimal(optimizer.dampening)))},
+      {"--weight-decay", number(optimizer.weight_decay), true,
+       hyperparameter("weight_decay", typed_decimal(optimizer.weight_decay)),
+       optimizer_option("weight_decay", typed_decimal(optimizer.weight_decay))},
+      {"--beta1/--beta2", number(optimizer.beta1) + "/" + number(optimizer.beta2), true,
+       when(!sgd, json{{"optimizer",
+                        {{"beta1", typed_decimal(optimizer.beta1)}, {"beta2", typed_decimal(optimizer.beta2)}}}}),
+       when(!sgd, json{{"optimizer_options",
+                        {{"beta1", typed_decimal(optimizer.beta1)}, {"beta2", typed_decimal(optimizer.beta2)}}}})},
+      {"--eps", number(optimizer.eps), true, when(!sgd, hyperparameter("eps", typed_decimal(optimizer.eps))),
+       when(!sgd, optimizer_option("eps", typed_decimal(optimizer.eps)))},
+      // The schedule is a function of the absolute step, so a resume continues it exactly, with the same flags.
+      {"--lr-schedule (with --lr-warmup-steps, --lr-warmup-start, --min-lr)", schedule, false, {},
+       when(optimizer.schedule.varies(), extra("lr_schedule", schedule))},
+      {"--label-smoothing", number(recipe.label_smoothing), false, {}, {}},
+      {"--clip-grad-norm", number(recipe.clip_grad_norm), false, {}, {}},
+      {"--no-decay", recipe.no_decay ? "set" : "not set", false, {}, {}},
+      {"--mixup/--cutmix", number(recipe.mix.mixup_alpha) + "/" + number(recipe.mix.cutmix_alpha), false, {}, {}},
+      // With the weight average itself and its update count (train/checkpointing.cpp), so a resume continues it.
+      {"--ema-decay", number(recipe.ema_decay), false, {},
+       when(recipe.ema_decay != 0, extra("ema_decay", recipe.ema_decay))},
+      {"--data", options.data.text(), true, report("data", options.data.text()), extra("data", options.data.text())},
+      {"--images", file_fingerprint(options.images), true, {}, {}},
+      {"--labels", file_fingerprint(options.labels), true, {}, {}},
+      {"the data's class names", fmt::format("{}", fmt::join(classes, ", ")), false,
+       when(!classes.empty(), report("classes", classes)), when(!classes.empty(), extra("classes", classes))},
+      {"--comm-hook", facts.hook_spec, true, report("hook", facts.hook_spec), {}},
+      {"the bucket plan (--bucket-mb/--first-bucket-mb)", facts.bucket_plan_signature, true,
+       json{{"bucket_mb", options.bucket_mb}, {"first_bucket_mb", options.first_bucket_mb}}, {}},
+      {"--no-overlap", options.no_overlap ? "set" : "not set", true, report("overlap", !options.no_overlap), {}},
+      {"--cuda-graph", std::string(graph_policy_name(options.cuda_graph)), true, {}, {}},
+      {"--save", given(options.save), true, {}, {}},
+      {"--checkpoint-dir", given(options.checkpoint_dir), true, {}, {}},
+      {"--checkpoint-every", std::to_string(options.checkpoint_every), true, {}, {}},
+      {"--comm-timeout", number(options.comm_timeout_s), true, {}, {}},
+      // Every rank records its steps for the report and the trace, which rank 0 gathers: given on one rank only,
+      // it was silently ignored (issue 37 item 9).
+      {"--report", given(options.report), true, {}, {}},
+      {"--trace", given(options.trace), true, {}, {}},
+      {"--warmup", std::to_string(options.warmup_steps), false, report("warmup", options.warmup_steps), {}},
+      {"--calibrate-steps", std::to_string(options.calibrate_steps), false, {}, {}},
+      {"--val/--eval-every",
+       options.val ? fmt::format("{} at {}", options.val->text(),
+                                 options.eval_every.empty() ? "the end" : "every " + options.eval_every)
+                   : "none",
+       false, {}, {}},
+      {"the number of ranks", std::to_string(facts.world), false, report("world", facts.world), {}},
+      {"--backend", facts.backend.empty() ? "none" : facts.backend, false,
+       when(!facts.backend.empty(), report("backend", facts.backend)), {}},
+      {"the reducer (--ddp, or several ranks)", facts.reducer ? "attached" : "none", false,
+       report("ddp", facts.reducer), {}},
+      {"the command line", fmt::format("{}", fmt::join(options.command_line, " ")), false,
+       when(!options.command_line.empty(), report("command_line", options.command_line)), {}},
+  };
+}
+
+std::vector<AgreedSetting> RunSettings::agreed() const {
+  std::vector<AgreedSetting> settings;
+  for (const RunSetting& row : rows_)
+    if (row.agreed) settings.push_back({row.name, row.text});
+  return settings;
+}
+
+RunConfig RunSettings::report_config() const {
+  nlohmann::json config = RunConfig{};
+  for (const RunSetting& row : rows_)
+    if (!row.report.is_null()) config.merge_patch(row.report);
+  return config.get<RunConfig>();
+}
+
+nlohmann::json RunSettings::checkpoint_extra() const {
+  nlohmann::json extra = nlohmann::json::object();
+  for (const RunSetting& row : rows_)
+    if (row.checkpoint.contains("extra")) extra.merge_patch(row.checkpoint["extra"]);
+  return extra;
+}
+
+}  // namespace ddpx
