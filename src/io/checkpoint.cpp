@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -34,13 +33,6 @@ constexpr std::string_view kVersion = "3";
 constexpr std::string_view kFlag = "--checkpoint-dir";
 
 std::string state_prefix(std::string_view state_name) { return fmt::format("optimizer.{}.", state_name); }
-
-nlohmann::json rng_to_json(const Rng::State& rng) {
-  return {{"state", std::to_string(rng.state)},
-          {"inc", std::to_string(rng.inc)},
-          {"spare_bits", std::to_string(std::bit_cast<uint64_t>(rng.spare))},
-          {"has_spare", rng.has_spare}};
-}
 
 // Reads checkpoint metadata with errors that name the file and the key.
 class MetadataReader {
@@ -76,7 +68,9 @@ class MetadataReader {
       fail("checkpoint '{}': metadata '{}' is not valid JSON ({})", path_.string(), key, e.what());
     }
   }
-  Rng::State rng(const nlohmann::json& item, size_t index) const {
+  // An RNG state as ddpx's first checkpoints described one: {"state", "inc", "spare_bits" as decimal u64 strings,
+  // "has_spare"}.
+  void require_rng(const nlohmann::json& item, size_t index) const {
     const std::string context = fmt::format("rng_states[{}]", index);
     DDPX_REQUIRE(item.is_object() && item.contains("state") && item.contains("inc") && item.contains("spare_bits") &&
                      item.contains("has_spare") && item["state"].is_string() && item["inc"].is_string() &&
@@ -84,12 +78,8 @@ class MetadataReader {
                  "checkpoint '{}': {} must be {{\"state\", \"inc\", \"spare_bits\": decimal strings, \"has_spare\": "
                  "bool}}, got {}",
                  path_.string(), context, item.dump());
-    Rng::State rng{};
-    rng.state = integer<uint64_t>(context + ".state", item["state"].get<std::string>());
-    rng.inc = integer<uint64_t>(context + ".inc", item["inc"].get<std::string>());
-    rng.spare = std::bit_cast<double>(integer<uint64_t>(context + ".spare_bits", item["spare_bits"].get<std::string>()));
-    rng.has_spare = item["has_spare"].get<bool>();
-    return rng;
+    for (const char* key : {"state", "inc", "spare_bits"})
+      (void)integer<uint64_t>(context + "." + key, item[key].get<std::string>());
   }
 
  private:
@@ -126,10 +116,13 @@ CheckpointInfo parse_info(const SafetensorsReader& reader) {
   }
   info.optimizer_step = metadata.count("optimizer_step");
   info.state.step = metadata.count("step");
-  const nlohmann::json rng_states = metadata.json("rng_states");
-  DDPX_REQUIRE(rng_states.is_array(), "checkpoint '{}': metadata 'rng_states' must be a JSON array, got {}",
-               reader.path().string(), rng_states.dump());
-  for (size_t i = 0; i < rng_states.size(); ++i) info.state.rng_states.push_back(metadata.rng(rng_states[i], i));
+  // Files before this build may hold RNG states (none that ddpx wrote did): checked as before, then not needed.
+  if (reader.metadata().contains("rng_states")) {
+    const nlohmann::json rng_states = metadata.json("rng_states");
+    DDPX_REQUIRE(rng_states.is_array(), "checkpoint '{}': metadata 'rng_states' must be a JSON array, got {}",
+                 reader.path().string(), rng_states.dump());
+    for (size_t i = 0; i < rng_states.size(); ++i) metadata.require_rng(rng_states[i], i);
+  }
   info.state.data_position = metadata.json("data_position");
   info.state.extra = metadata.json("extra");
   if (reader.metadata().contains("buffers")) {
@@ -233,8 +226,6 @@ PendingCheckpoint prepare_checkpoint(const std::filesystem::path& dir, const Fla
                                      const Optimizer& optimizer, const CheckpointState& state, int keep) {
   DDPX_REQUIRE(keep >= 1, "--keep-checkpoints must be >= 1, got {}", keep);
   require_optimizer_size(layout, optimizer);
-  nlohmann::json rng_states = nlohmann::json::array();
-  for (const Rng::State& rng : state.rng_states) rng_states.push_back(rng_to_json(rng));
   nlohmann::json buffer_names = nlohmann::json::array();
   for (const auto& [name, values] : state.buffers) {
     DDPX_INTERNAL_ASSERT(!name.empty() && name.find('.') == std::string::npos && name != "optimizer",
@@ -252,7 +243,7 @@ PendingCheckpoint prepare_checkpoint(const std::filesystem::path& dir, const Fla
       {"optimizer_state", nlohmann::json(optimizer.state_names()).dump()},
       {"optimizer_step", std::to_string(optimizer.step_count())},
       {"step", std::to_string(state.step)},
-      {"rng_states", rng_states.dump()},
+      {"rng_states", "[]"},  // for ddpx builds before this one, which require the key
       {"data_position", state.data_position.dump()},
       {"extra", state.extra.dump()},
   };

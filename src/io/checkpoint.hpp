@@ -7,8 +7,10 @@
 //    average of --ema-decay: "ema.<tensor name>"),
 //  - __metadata__ (all strings): "format" = "pt", "ddpx_checkpoint_version" = "3", "model" (FlatLayout::spec()),
 //    "optimizer" (name), "optimizer_options" (JSON), "optimizer_state" (JSON array of state names),
-//    "optimizer_step" (decimal), "step" (decimal), "rng_states" (JSON array of {"state", "inc", "spare_bits"
-//    as decimal u64 strings, "has_spare"}: bit-exact), "data_position" (JSON), "extra" (JSON), "buffers" (JSON
+//    "optimizer_step" (decimal), "step" (decimal), "rng_states" (always "[]": no RNG state is needed, see
+//    CheckpointState; kept for ddpx builds before 2026-12-05, which require the key; files that hold states, in
+//    its old form, a JSON array of {"state", "inc", "spare_bits" as decimal u64 strings, "has_spare"}, are
+//    checked and load), "data_position" (JSON), "extra" (JSON), "buffers" (JSON
 //    array of the other buffers' names; files without it hold none), "ddpx.crc32" (JSON: tensor name -> CRC-32
 //    of its bytes; io/tensor_integrity.hpp; version 1 files lack it and load unchecked),
 //    "ddpx.header_crc32" (CRC-32 of all the other metadata and the tensors' names, dtypes and shapes; version 2
@@ -22,7 +24,7 @@
 // other users can write is refused unless it is sticky and owned by this user. Nothing is written
 // unless every value is finite (the error names the tensor). Loading verifies every tensor's checksum and names
 // the one that fails. A save/load round
-// trip restores parameters, optimizer state, step counts and RNG states bit for bit. Loading checks the model
+// trip restores parameters, optimizer state, step counts and the trainer's other buffers bit for bit. Loading checks the model
 // spec and optimizer against this run's and reports a mismatch naming both values and the flag.
 #pragma once
 #include <cstdint>
@@ -33,7 +35,6 @@
 #include <string>
 #include <vector>
 
-#include "core/rng.hpp"
 #include "io/checkpoint_folder.hpp"
 #include "model/flat_layout.hpp"
 #include "optim/optimizer.hpp"
@@ -41,9 +42,10 @@
 namespace ddpx {
 
 // What the trainer saves beyond parameters and optimizer state, and gets back on resume.
+// No RNG state: every random draw of a run is a pure function of --seed and a counter (the step, the epoch, the
+// sample, the tensor's name), so a resume at step k redraws exactly what the uninterrupted run draws.
 struct CheckpointState {
   int64_t step = 0;                     // the trainer's step counter
-  std::vector<Rng::State> rng_states;   // e.g. one per rank or per data worker, in the trainer's order
   nlohmann::json data_position;         // where the data loader resumes (free-form; null if unused)
   nlohmann::json extra;                 // anything else the trainer wants back (free-form; null if unused)
   // More buffers of the layout's size, saved as "<name>.<tensor name>" and loaded back by name (e.g. {"ema", the

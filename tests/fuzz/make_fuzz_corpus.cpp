@@ -82,7 +82,6 @@ void write_model_files(const fs::path& out) {
     for (int step = 0; step < 2; ++step) optimizer->step(trained.data(), grads.data(), trained.size());
     CheckpointState state;
     state.step = 2;
-    state.rng_states = {Rng(1).save(), Rng(2).save()};
     state.extra = {{"seed", 0}, {"data", "synthetic"}, {"batch", 4}, {"grad_accum", 1}};
     const fs::path dir = out / "checkpoint_dirs" / name;
     save_checkpoint(dir, layout, trained.data(), *optimizer, state);
