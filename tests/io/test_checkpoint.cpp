@@ -243,6 +243,27 @@ TEST(Checkpoint, RefusesFilesThatAreNotDdpxCheckpoints) {
   expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "version 9"});
 }
 
+// The fuzz corpus's checkpoints were written by a build that stored two RNG states in each: they still load, with
+// their model, optimizer state and step.
+TEST(Checkpoint, FilesHoldingRngStatesFromEarlierBuildsLoad) {
+  const VitLayout layout(parse_vit_spec("custom:image=4,patch=2,channels=1,layers=1,hidden=4,heads=1,mlp=4,classes=2"));
+  for (const std::string name : {"sgd", "adamw"}) {
+    SCOPED_TRACE(name);
+    const std::filesystem::path file =
+        std::filesystem::path(DDPX_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint" / (name + ".safetensors");
+    ASSERT_NE(SafetensorsReader(file).metadata().at("rng_states"), "[]");
+    OptimizerSpec spec;
+    spec.kind = name == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+    spec.momentum = name == "sgd" ? 0.9f : 0.f;
+    Optimizer optimizer(spec, layout.buffer_size());
+    std::vector<float> params(layout.buffer_size(), 0.f);
+    const CheckpointState loaded = load_checkpoint(file, layout, params.data(), optimizer);
+    EXPECT_EQ(loaded.step, 2);
+    EXPECT_EQ(optimizer.step_count(), 2);
+    EXPECT_EQ(loaded.extra["data"], "synthetic");
+  }
+}
+
 TEST(Checkpoint, CrashDuringSaveLeavesThePreviousCheckpoint) {
   TempDir dir;
   TrainingRun run("vit_tiny_test", "adamw", {});

@@ -235,7 +235,8 @@ TEST(RunSettings, EveryCheckpointRowReachesTheCheckpointsMetadata) {
     state.weight_average_updates = 6;
     save_training_checkpoint(dir, layout, params.data(), options, settings, state, 6);
     json metadata;
-    for (const auto& [key, value] : SafetensorsReader(checkpoint_file(dir)).metadata())
+    const SafetensorsReader reader(checkpoint_file(dir));
+    for (const auto& [key, value] : reader.metadata())
       metadata[key] = key == "extra" || key == "optimizer_options" ? json::parse(value) : json(value);
     std::set<std::string> fed = {"ema_updates"};  // the weight average's state, beside its buffer
     for (const RunSetting& row : settings.rows()) {
