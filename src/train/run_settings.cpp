@@ -64,8 +64,9 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
   const std::string schedule = optimizer.schedule.varies() ? optimizer.schedule.describe() : "constant";
   const RecipeOptions& recipe = options.recipe;
   const std::vector<std::string>& classes = options.class_names;
+  // A table, read down its columns: name, text, agreed, report, checkpoint.
+  // clang-format off
   rows_ = {
-      // name, text, agreed, report, checkpoint
       {"--model", layout.spec(), true, report("model", options.model), json{{"model", layout.spec()}}},
       {"--device/--precision", fmt::format("{}/{}", device_name(options.device), precision_name(options.precision)),
        true, report("precision", precision_name(options.precision)), {}},
@@ -140,6 +141,7 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
       {"the command line", fmt::format("{}", fmt::join(options.command_line, " ")), false,
        when(!options.command_line.empty(), report("command_line", options.command_line)), {}},
   };
+  // clang-format on
 }
 
 std::vector<AgreedSetting> RunSettings::agreed() const {
