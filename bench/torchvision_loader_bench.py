@@ -5,7 +5,9 @@
 
 ImageFolder (PIL decoding) + DataLoader(batch_size=32, num_workers=W, shuffle=True), the transform of
 torchvision's ImageNet reference: train = RandomResizedCrop(size) + RandomHorizontalFlip + ToTensor + Normalize,
-eval = Resize(size / 0.875) + CenterCrop(size) + ToTensor + Normalize (antialiased bilinear, PIL's). Iterates
+eval = Resize(size / 0.875) + CenterCrop(size) + ToTensor + Normalize (antialiased bilinear, PIL's); with
+--randaugment N,M the train transform gets RandAugment(num_ops=N, magnitude=M) after the flip, on the PIL image, as
+torchvision's reference recipe (presets.py, --auto-augment ra --ra-magnitude M) places it. Iterates
 until --images images were delivered (whole epochs repeated as needed; one warm-up batch excluded) and prints one
 JSON line: {"images": N, "seconds": S, "images_per_s": R, "workers": W, "torch": version, "torchvision": version}.
 torch.set_num_threads(1) in every process, so W workers use W cores (plus the main process collating).
@@ -27,12 +29,16 @@ def main():
     parser.add_argument("--images", type=int, default=400)
     parser.add_argument("--transform", choices=["train", "eval"], default="train")
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--randaugment", help="N,M: RandAugment(num_ops=N, magnitude=M) after the flip (train only)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     if args.transform == "train":
-        transform = transforms.Compose([transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip(),
-                                        transforms.ToTensor(), normalize])
+        steps = [transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip()]
+        if args.randaugment:
+            num_ops, magnitude = (int(v) for v in args.randaugment.split(","))
+            steps.append(transforms.RandAugment(num_ops=num_ops, magnitude=magnitude))
+        transform = transforms.Compose(steps + [transforms.ToTensor(), normalize])
     else:
         transform = transforms.Compose([transforms.Resize(round(args.size / 0.875)), transforms.CenterCrop(args.size),
                                         transforms.ToTensor(), normalize])

@@ -3,7 +3,9 @@
 // --threads; torchvision's ImageFolder + DataLoader (PIL, the same transforms: bench/torchvision_loader_bench.py)
 // on the same files in the same call, with one worker and with --threads workers; and the decode-only limit
 // (libjpeg-turbo full-size decodes of the same files, file reads included, one thread). Ratios are per core
-// against torchvision's one-worker figure of the same transform.
+// against torchvision's one-worker figure of the same transform. With --randaugment N,M a third transform, train +
+// RandAugment (data/rand_augment.hpp; torchvision's RandAugment on the PIL image after the flip, as its reference
+// recipe), and what RandAugment adds per image in core-microseconds on each path, against the train transform.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,7 @@
 #include "data/data_sources.hpp"
 #include "data/loader_throughput.hpp"
 #include "data/pack_writer.hpp"
+#include "data/rand_augment.hpp"
 
 namespace ddpx::cli {
 namespace {
@@ -26,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct BenchFlags {
-  std::string source, pack_dir, python, script;
+  std::string source, pack_dir, python, script, randaugment;
   int size = 224, threads = 0, max_side = 256;
   int64_t images = 512;
   bool no_torchvision = false;
@@ -46,12 +49,14 @@ std::string find_script(const std::string& given) {
 }
 
 // torchvision's images/s for one transform and worker count; nullopt (and a note) when it could not run.
-std::optional<double> torchvision_rate(const BenchFlags& f, const std::string& dir, const char* transform, int workers,
-                                       const std::string& log, std::vector<std::string>& notes) {
-  const int status = run_child_process({f.python, f.script, dir, "--size", std::to_string(f.size), "--workers",
-                                        std::to_string(workers), "--images", std::to_string(f.images), "--transform",
-                                        transform},
-                                       {}, log);
+// transform: "train", "eval" or "train+ra" (train with --randaugment).
+std::optional<double> torchvision_rate(const BenchFlags& f, const std::string& dir, const std::string& transform,
+                                       int workers, const std::string& log, std::vector<std::string>& notes) {
+  std::vector<std::string> args = {f.python, f.script, dir, "--size", std::to_string(f.size), "--workers",
+                                   std::to_string(workers), "--images", std::to_string(f.images), "--transform",
+                                   transform == "eval" ? "eval" : "train"};
+  if (transform == "train+ra") args.insert(args.end(), {"--randaugment", f.randaugment});
+  const int status = run_child_process(args, {}, log);
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line.front() != '{') continue;
@@ -82,10 +87,17 @@ Command add_data_bench_command(CLI::App& app) {
   cmd->add_option("--python", f->python, "the Python with torch and torchvision (default /usr/bin/python3, else python3)");
   cmd->add_option("--torchvision-script", f->script, "default: bench/torchvision_loader_bench.py of the repo");
   cmd->add_flag("--no-torchvision", f->no_torchvision, "skip the torchvision anchor");
+  cmd->add_option("--randaugment", f->randaugment,
+                  "N,M: also measure the train transform + RandAugment(N, M) (ddpx train's --randaugment; "
+                  "torchvision's RandAugment in its transform) and print what it costs per image");
   return {cmd, [f] {
             const DataSpec spec = parse_data_spec(f->source, "SOURCE");
             DDPX_REQUIRE(spec.source == DataSource::folder, "SOURCE {}: data-bench measures a folder:DIR of JPEGs",
                          f->source);
+            std::optional<RandAugmentSpec> rand_augment;
+            if (!f->randaugment.empty()) rand_augment = parse_rand_augment(f->randaugment);
+            std::vector<std::string> transforms = {"train", "eval"};
+            if (rand_augment) transforms.push_back("train+ra");
             const int threads = f->threads > 0 ? f->threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
             if (f->python.empty()) f->python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
             const bool temporary = f->pack_dir.empty();
@@ -106,42 +118,60 @@ Command add_data_bench_command(CLI::App& app) {
             write_pack(*folder, raw_pack, raw);
             const Throughput decode = measure_full_decodes(*folder, f->images);
 
-            std::optional<double> tv[2][2];  // [train/eval][1 worker / threads workers]
+            std::optional<double> tv[3][2];  // [train/eval/train+ra][1 worker / threads workers]
             if (!f->no_torchvision) {
               f->script = find_script(f->script);
               if (f->script.empty()) {
                 notes.push_back("torchvision column empty: bench/torchvision_loader_bench.py not found");
               } else {
-                for (int t = 0; t < 2; ++t)
+                for (size_t t = 0; t < transforms.size(); ++t)
                   for (int w = 0; w < 2; ++w)
-                    tv[t][w] = torchvision_rate(*f, spec.location, t == 0 ? "train" : "eval", w == 0 ? 1 : threads,
+                    tv[t][w] = torchvision_rate(*f, spec.location, transforms[t], w == 0 ? 1 : threads,
                                                 (pack_dir / fmt::format("torchvision-{}-{}.log", t, w)).string(), notes);
               }
             }
-            fmt::print("{:<14} {:<6} {:>14} {:>14} {:>16} {:>16}\n", "path", "xform", "1 thread img/s",
+            fmt::print("{:<14} {:<8} {:>14} {:>14} {:>16} {:>16}\n", "path", "xform", "1 thread img/s",
                        fmt::format("{} thr img/s", threads), "x torchvision/core", "x decode-only");
-            const auto row = [&](const char* name, const char* transform, double one, double all, std::optional<double> anchor) {
-              fmt::print("{:<14} {:<6} {:>14.1f} {:>14.1f} {:>16} {:>16.2f}\n", name, transform, one, all,
+            const auto row = [&](const char* name, const std::string& transform, double one, double all,
+                                 std::optional<double> anchor) {
+              fmt::print("{:<14} {:<8} {:>14.1f} {:>14.1f} {:>16} {:>16.2f}\n", name, transform, one, all,
                          anchor ? fmt::format("{:.2f}", one / *anchor) : "-", one / decode.per_second());
             };
-            for (int t = 0; t < 2; ++t) {
+            std::vector<std::pair<std::string, double>> train_one;  // (path, 1-thread img/s) of the train transform
+            std::vector<std::string> costs;
+            for (size_t t = 0; t < transforms.size(); ++t) {
               DatasetContext context;
               context.shape = DataShape{3, f->size, std::max<int64_t>(folder->num_classes(), 1)};
-              context.images.augmentation = t == 0 ? Augmentation::crop_flip : Augmentation::resize;
-              const char* transform = t == 0 ? "train" : "eval";
+              context.images.augmentation = t == 1 ? Augmentation::resize : Augmentation::crop_flip;
+              if (transforms[t] == "train+ra") context.images.rand_augment = *rand_augment;
+              size_t path = 0;
               for (const auto& [name, text] : std::vector<std::pair<const char*, std::string>>{
                        {"folder JPEG", f->source}, {"pack JPEG", "pack:" + jpeg_pack}, {"pack raw", "pack:" + raw_pack}}) {
                 const std::unique_ptr<Dataset> dataset = make_dataset(parse_data_spec(text, "SOURCE"), context);
                 const double one = measure_batches(*dataset, 1, 32, f->images).per_second();
                 const double all = measure_batches(*dataset, threads, 32, f->images).per_second();
-                row(name, transform, one, all, tv[t][0]);
+                row(name, transforms[t], one, all, tv[t][0]);
+                if (t == 0) train_one.emplace_back(name, one);
+                if (transforms[t] == "train+ra")
+                  costs.push_back(fmt::format("{} {:.0f} core-us per image ({:.1f} -> {:.1f} img/s per core, x{:.2f})",
+                                              name, 1e6 / one - 1e6 / train_one[path].second,
+                                              train_one[path].second, one, one / train_one[path].second));
+                ++path;
               }
               if (tv[t][0])
-                fmt::print("{:<14} {:<6} {:>14.1f} {:>14} {:>16} {:>16.2f}\n", "torchvision", transform, *tv[t][0],
+                fmt::print("{:<14} {:<8} {:>14.1f} {:>14} {:>16} {:>16.2f}\n", "torchvision", transforms[t], *tv[t][0],
                            tv[t][1] ? fmt::format("{:.1f}", *tv[t][1]) : "-", "1.00", *tv[t][0] / decode.per_second());
+              if (transforms[t] == "train+ra" && tv[0][0] && tv[t][0])
+                costs.push_back(fmt::format("torchvision {:.0f} core-us per image ({:.1f} -> {:.1f} img/s per core, "
+                                            "x{:.2f})", 1e6 / *tv[t][0] - 1e6 / *tv[0][0], *tv[0][0], *tv[t][0],
+                                            *tv[t][0] / *tv[0][0]));
             }
-            fmt::print("{:<14} {:<6} {:>14.1f} {:>14} {:>16} {:>16}\n", "decode-only", "full", decode.per_second(), "-",
+            fmt::print("{:<14} {:<8} {:>14.1f} {:>14} {:>16} {:>16}\n", "decode-only", "full", decode.per_second(), "-",
                        "-", "1.00");
+            if (rand_augment) {
+              fmt::print("{} adds, one thread:\n", rand_augment->describe());
+              for (const std::string& cost : costs) fmt::print("  {}\n", cost);
+            }
             for (const std::string& note : notes) fmt::print("note: {}\n", note);
             if (temporary) fs::remove_all(pack_dir);
             return 0;

@@ -2,6 +2,7 @@
 #include "cli/recipe_flags.hpp"
 
 #include "core/error.hpp"
+#include "data/rand_augment.hpp"
 #include "optim/lr_schedule.hpp"
 
 namespace ddpx::cli {
@@ -54,6 +55,12 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
   cmd->add_option("--cutmix", flags.recipe.mix.cutmix_alpha,
                   "cutmix with lambda ~ Beta(B, B) (0: off); with --mixup each batch picks one")
       ->group(group);
+  cmd->add_option("--randaugment", flags.randaugment,
+                  "N,M: image sources' training data: torchvision's RandAugment(num_ops=N, magnitude=M) on the "
+                  "loader threads after the crop and flip, before normalization (torchvision's --auto-augment ra "
+                  "--ra-magnitude M is 2,M); N 1 to 16, M 0 to 30; off by default; --val is never augmented; "
+                  "docs/results.md says what it costs the loader")
+      ->group(group);
 }
 
 void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options) {
@@ -69,6 +76,7 @@ void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options) {
   options.metrics = flags.metrics;
   options.eval_every = flags.eval_every;
   options.recipe.validate(options.device);
+  if (!flags.randaugment.empty()) options.image_pipeline.rand_augment = parse_rand_augment(flags.randaugment);
 }
 
 }  // namespace ddpx::cli

@@ -1,6 +1,7 @@
 // The training recipe's flags of `ddpx train` (--lr-schedule and its warm-up, --label-smoothing,
-// --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix): registered in one group, parsed once into the
-// OptimizerSpec's LrSchedule and TrainOptions::recipe.
+// --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix, --randaugment): registered in one group, parsed
+// once into the OptimizerSpec's LrSchedule, TrainOptions::recipe and (--randaugment, which the loader applies)
+// TrainOptions::image_pipeline.
 // Guarantee: apply_recipe_flags() validates what it sets and throws ddpx::Error naming the flag and value before
 // any training starts (a warm-up not shorter than --steps, a non-finite or negative value, --min-lr above --lr).
 #pragma once
@@ -18,6 +19,7 @@ struct RecipeFlags {
   RecipeOptions recipe;
   bool reset_head = false;
   std::string metrics, eval_every;
+  std::string randaugment;  // "N,M"; empty: off
 };
 
 void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags);

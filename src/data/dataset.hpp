@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "data/rand_augment.hpp"
+
 namespace ddpx {
 
 struct DataShape {
@@ -31,12 +33,14 @@ struct PixelNormalization {
 // (the eval transform, the identity when sizes match) for idx.
 enum class Augmentation { automatic, crop_flip, resize };
 
-// The image pipeline's flags (--augment, --mean, --std, --max-pixels), parsed once where the flags are read.
+// The image pipeline's flags (--augment, --mean, --std, --max-pixels, --randaugment), parsed once where the flags are
+// read.
 struct ImagePipelineSettings {
   Augmentation augmentation = Augmentation::automatic;
   PixelNormalization normalization;
   int64_t max_pixels = 178956970;  // decompression-bomb limit (PIL's default: 2 x 89,478,485); see Note [Pixel limit]
   bool dct_scaling = true;  // JPEG crops decoded at 1/2..1/8 scale where they allow (data/image_decode.hpp)
+  RandAugmentSpec rand_augment;  // --randaugment N,M: training data only (data/rand_augment.hpp); off by default
 };
 
 // What a source needs beyond its spec: the model's input, the seed, the pipeline's settings. Filled by the trainer.

@@ -64,6 +64,7 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
   transform_.channels = static_cast<int>(shape_.channels);
   transform_.max_pixels = context.images.max_pixels;
   transform_.dct_scaling = context.images.dct_scaling;
+  if (context.training) transform_.rand_augment = context.images.rand_augment;  // never on --val
   mean_ = context.images.normalization.mean_for(shape_.channels);
   std_ = context.images.normalization.std_for(shape_.channels);
   DDPX_REQUIRE(static_cast<int64_t>(mean_.size()) == shape_.channels && static_cast<int64_t>(std_.size()) == shape_.channels,
@@ -73,9 +74,10 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
 }
 
 std::string ImageDataset::describe() const {
-  return fmt::format("{}, {}{}", source_->describe(),
+  return fmt::format("{}, {}{}{}", source_->describe(),
                      transform_.crop_flip ? fmt::format("RandomResizedCrop({}) + flip", transform_.size)
                                           : fmt::format("resize {} + center crop {}", transform_.resize, transform_.size),
+                     transform_.rand_augment.enabled() ? " + " + transform_.rand_augment.describe() : "",
                      shuffle_ ? ", shuffled per epoch" : "");
 }
 

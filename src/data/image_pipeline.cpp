@@ -10,6 +10,7 @@
 #include "core/internal_assert.hpp"
 #include "data/image_decode.hpp"
 #include "data/image_transform.hpp"
+#include "data/rand_augment.hpp"
 
 namespace ddpx {
 
@@ -45,14 +46,17 @@ void transform_sample(const SampleSource& source, int64_t index, const Transform
   const bool flip = spec.crop_flip && rng.uniform() < 0.5;
   if (region.view.channels == spec.channels) {
     resample(region.view, region.box, spec.size, spec.size, flip, out);
-    return;
+  } else {
+    // Gray to RGB commutes with resampling (the same weights on equal channels); RGB to gray after it is PIL's
+    // luma of the resampled pixels, within a level of converting first.
+    const int64_t out_pixels = static_cast<int64_t>(spec.size) * spec.size;
+    scratch.resized.resize(static_cast<size_t>(out_pixels * region.view.channels));
+    resample(region.view, region.box, spec.size, spec.size, flip, scratch.resized.data());
+    convert_channels(scratch.resized.data(), static_cast<int>(out_pixels), region.view.channels, spec.channels, out);
   }
-  // Gray to RGB commutes with resampling (the same weights on equal channels); RGB to gray after it is PIL's luma
-  // of the resampled pixels, within a level of converting first.
-  const int64_t out_pixels = static_cast<int64_t>(spec.size) * spec.size;
-  scratch.resized.resize(static_cast<size_t>(out_pixels * region.view.channels));
-  resample(region.view, region.box, spec.size, spec.size, flip, scratch.resized.data());
-  convert_channels(scratch.resized.data(), static_cast<int>(out_pixels), region.view.channels, spec.channels, out);
+  // After the crop and flip, before normalization (torchvision's ViT recipe), on the model's channels.
+  if (spec.rand_augment.enabled())
+    rand_augment(spec.rand_augment, out, spec.size, spec.size, spec.channels, rng, scratch.augmented);
 }
 
 }  // namespace ddpx

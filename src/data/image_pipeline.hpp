@@ -3,7 +3,8 @@
 // Guarantees:
 //  - Train (crop_flip): torchvision's RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3)) then
 //    RandomHorizontalFlip(0.5); eval: Resize(resize) then CenterCrop(size); both antialiased bilinear
-//    (data/image_transform.hpp). The random draws come from `rng` only.
+//    (data/image_transform.hpp); then, with TransformSpec::rand_augment, torchvision's RandAugment on the model's
+//    channels (data/rand_augment.hpp). The random draws come from `rng` only.
 //  - An image with more than max_pixels pixels is refused from its header, before anything of its size is
 //    allocated (Note [Pixel limit]); a file that is not a decodable image is refused; errors name the sample
 //    (SampleSource::sample_name) and what to do.
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
+#include "data/rand_augment.hpp"
 #include "data/sample_source.hpp"
 
 namespace ddpx {
@@ -23,11 +25,12 @@ struct TransformSpec {
   int channels = 3;       // the model's
   int64_t max_pixels = 178956970;
   bool dct_scaling = true;  // JPEG: decode at 1/2, 1/4, 1/8 where the crop allows (data/image_decode.hpp)
+  RandAugmentSpec rand_augment;  // --randaugment N,M (training only); off by default
 };
 
 // Per-thread buffers reused between samples.
 struct PipelineScratch {
-  std::vector<uint8_t> file, decoded, resized;
+  std::vector<uint8_t> file, decoded, resized, augmented;
 };
 
 void transform_sample(const SampleSource& source, int64_t index, const TransformSpec& spec, Rng& rng,

@@ -63,6 +63,7 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
   auto when = [](bool applies, json patch) { return applies ? std::move(patch) : json(); };
   const std::string schedule = optimizer.schedule.varies() ? optimizer.schedule.describe() : "constant";
   const RecipeOptions& recipe = options.recipe;
+  const RandAugmentSpec& rand_augment = options.image_pipeline.rand_augment;
   const std::vector<std::string>& classes = options.class_names;
   // A table, read down its columns: name, text, agreed, report, checkpoint.
   // clang-format off
@@ -109,6 +110,8 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
       {"--ema-decay", number(recipe.ema_decay), false, {},
        when(recipe.ema_decay != 0, extra("ema_decay", recipe.ema_decay))},
       {"--data", options.data.text(), true, report("data", options.data.text()), extra("data", options.data.text())},
+      // RandAugment changes what every rank trains on (the loader applies it to the data: the run's math).
+      {"--randaugment", rand_augment.enabled() ? rand_augment.describe() : "off", true, {}, {}},
       {"--images", file_fingerprint(options.images), true, {}, {}},
       {"--labels", file_fingerprint(options.labels), true, {}, {}},
       {"the data's class names", fmt::format("{}", fmt::join(classes, ", ")), false,

@@ -116,6 +116,10 @@ void TrainOptions::validate() const {
                "--reset-head needs --load W (it loads every tensor of W but the classifier head)");
   DDPX_REQUIRE(epochs >= 0, "--epochs {}: must be 0 (use --steps) or more", epochs);
   DDPX_REQUIRE(image_pipeline.max_pixels > 0, "--max-pixels {}: must be positive", image_pipeline.max_pixels);
+  DDPX_REQUIRE(!image_pipeline.rand_augment.enabled() || data.is_image_source(),
+               "--randaugment {},{} augments the images the loader decodes: it needs an image source (--data "
+               "idx:, folder:, pack: or wds:), not --data {}", image_pipeline.rand_augment.num_ops,
+               image_pipeline.rand_augment.magnitude, data.source == DataSource::npy ? "npy (--images)" : data.text());
   // Flags that contradict each other first: a missing file is not the mistake to report when both are given.
   DDPX_REQUIRE(load.empty() || resume.empty(),
                "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "

@@ -61,6 +61,7 @@ TEST(StartupSettings, HoldEverythingThatChangesTheMathOrTheSchedule) {
   EXPECT_EQ(value_of(settings, "--trace"), "not given");
   EXPECT_EQ(value_of(settings, "--images"), "none");
   EXPECT_EQ(value_of(settings, "--comm-hook"), "allreduce");
+  EXPECT_EQ(value_of(settings, "--randaugment"), "off");
   // Not in the table: settings ranks may differ in without changing results.
   EXPECT_EQ(value_of(settings, "--workers"), "(absent)");
   EXPECT_EQ(value_of(settings, "--log-every"), "(absent)");
@@ -105,15 +106,16 @@ TEST(RunSettings, OneRowPerSettingAndTheAgreedOnesAreTheStartupAgreementsTable) 
     const RunSettings settings(options, layout, kTwoGlooRanks);
     std::set<std::string> names;
     for (const RunSetting& row : settings.rows()) EXPECT_TRUE(names.insert(row.name).second) << row.name;
-    // The agreement's table as it was before the table existed: the same settings in the same order.
+    // The agreement's table as it was before the table existed (and --randaugment since): the same settings in the
+    // same order.
     std::vector<std::string> agreed;
     for (const AgreedSetting& setting : settings.agreed()) agreed.push_back(setting.name);
     EXPECT_EQ(agreed, (std::vector<std::string>{
                           "--model", "--device/--precision", "--batch", "--grad-accum", "--steps",
                           "the step to start from (--resume)", "--seed", "--optimizer", "--lr", "--momentum",
-                          "--nesterov", "--weight-decay", "--beta1/--beta2", "--eps", "--data", "--images", "--labels",
-                          "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
-                          "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
+                          "--nesterov", "--weight-decay", "--beta1/--beta2", "--eps", "--data", "--randaugment",
+                          "--images", "--labels", "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)",
+                          "--no-overlap", "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
                           "--report", "--trace"}));
     for (const RunSetting& row : settings.rows())
       if (row.agreed) EXPECT_EQ(value_of(settings.agreed(), row.name), row.text) << row.name;
@@ -148,6 +150,8 @@ TEST(RunSettings, EachAgreedRowReadsItsOwnSetting) {
       {"--beta1/--beta2", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.beta1 = 0.7f; }},
       {"--eps", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.eps = 1e-6f; }},
       {"--data", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.data = DataSource::learnable; }},
+      {"--randaugment",
+       [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.rand_augment = parse_rand_augment("2,9"); }},
       {"--images", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.images = file; }},
       {"--labels", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.labels = file; }},
       {"--comm-hook", [](TrainOptions&, RunFacts& f, const FlatLayout*&) { f.hook_spec = "fp16"; }},

@@ -1,7 +1,8 @@
 // Training on image sources end to end, on the CPU: a run killed mid-epoch and resumed equals the uninterrupted
 // run bit for bit (the data position is in the checkpoint; another world size is refused); --epochs sets the steps
 // from the batches every rank runs; 2 ranks of batch b equal 1 rank of batch 2b on folder data (same samples and
-// crops per step: Note [Epochs and the sampler]), weights within fp32 rounding.
+// crops per step: Note [Epochs and the sampler]), weights within fp32 rounding; --randaugment trains, the same
+// weights whatever the loader's worker count.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -64,6 +65,34 @@ TEST(ImageTraining, KilledMidEpochAndResumedEqualsTheUninterruptedRun) {
   EXPECT_NE(other.status, 0);
   EXPECT_NE(other.output.find("stopped at epoch 1, batch 2 of 10 with 1 rank(s); this run has 2: resume with 1 rank(s)"),
             std::string::npos) << other.output;
+}
+
+TEST(ImageTraining, RandAugmentTrainsDeterministicallyAndBadValuesAreRefused) {
+  if (!fs::exists(fs::path(kFashion) / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  const std::string common = "train --device cpu --model " + kModel + " --data idx:" + std::string(kFashion) +
+                             ":test --batch 500 --steps 6 --optimizer adamw --lr 0.01 --warmup 0 --seed 3";
+  const fs::path a = scratch("ra_a.safetensors"), b = scratch("ra_b.safetensors"), plain = scratch("ra_plain.safetensors");
+  const testing::CliResult first = run_ddpx(common + " --randaugment 2,9 --workers 1 --save " + a.string());
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_NE(first.output.find("+ RandAugment(num_ops=2, magnitude=9)"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("step      6/6"), std::string::npos) << first.output;
+  // The same seed with another loader worker count: the same augmented batches, so the same weights.
+  const testing::CliResult second = run_ddpx(common + " --randaugment 2,9 --workers 3 --save " + b.string());
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_EQ(saved_weights(a, kModel), saved_weights(b, kModel));
+  const testing::CliResult without = run_ddpx(common + " --workers 2 --save " + plain.string());
+  ASSERT_EQ(without.status, 0) << without.output;
+  EXPECT_EQ(without.output.find("RandAugment"), std::string::npos) << without.output;
+  EXPECT_NE(saved_weights(a, kModel), saved_weights(plain, kModel)) << "--randaugment changed nothing";
+  const testing::CliResult magnitude = run_ddpx(common + " --randaugment 2,31");
+  EXPECT_NE(magnitude.status, 0);
+  EXPECT_NE(magnitude.output.find("--randaugment '2,31': the magnitude M = 31 must be 0 to 30"), std::string::npos)
+      << magnitude.output;
+  const testing::CliResult synthetic =
+      run_ddpx("train --device cpu --model " + kModel + " --data learnable --steps 2 --randaugment 2,9");
+  EXPECT_NE(synthetic.status, 0);
+  EXPECT_NE(synthetic.output.find("--randaugment 2,9 augments the images the loader decodes: it needs an image source"),
+            std::string::npos) << synthetic.output;
 }
 
 TEST(ImageTraining, EpochsSetTheStepsFromTheBatchesEveryRankRuns) {
