@@ -56,13 +56,13 @@ class BucketLauncher {
 
 // after_reduce may be empty.
 std::unique_ptr<BucketLauncher> make_host_launcher(CommHook& hook, Communicator& comm, AfterReduce after_reduce = {});
-#ifdef DDPX_HAVE_CUDA
+// Defined in CUDA builds only (cuda_bucket_launcher.cpp); declared in every build so that this header reads the same
+// in every translation unit. Callers are compiled under DDPX_HAVE_CUDA (the Reducer is the one in ddpx).
 // comm_stream: nullptr makes the launcher create (and own) a non-blocking stream. after_reduce runs for the
 // buckets launched while *after_reduce_on is true (read at each launch); with it, a hook that can leaves its
 // result on the wire for it.
 std::unique_ptr<BucketLauncher> make_cuda_launcher(CommHook& hook, Communicator& comm, size_t num_buckets,
                                                    void* comm_stream, AfterReduce after_reduce = {},
                                                    std::shared_ptr<const std::atomic<bool>> after_reduce_on = {});
-#endif
 
 }  // namespace ddpx

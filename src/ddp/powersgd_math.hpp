@@ -63,9 +63,9 @@ class PowerSgdBucketMath {
 std::unique_ptr<PowerSgdBucketMath> make_powersgd_math(const CompressionLayout& layout, GradDevice device,
                                                        DeviceScratch& scratch);
 std::unique_ptr<PowerSgdBucketMath> make_host_powersgd_math(const CompressionLayout& layout);
-#ifdef DDPX_HAVE_CUDA
+// Defined in CUDA builds only (powersgd_math_cuda.cu); declared in every build so that this header reads the same
+// in every translation unit. Callers are compiled under DDPX_HAVE_CUDA (make_powersgd_math() is the one in ddpx).
 std::unique_ptr<PowerSgdBucketMath> make_cuda_powersgd_math(const CompressionLayout& layout, DeviceScratch& scratch);
-#endif
 
 // Gram-Schmidt over the columns of a row-major [rows, cols] matrix, in place (PyTorch's _orthogonalize with
 // epsilon 0, except that an all-zero column stays zero instead of becoming NaN).

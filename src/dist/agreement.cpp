@@ -92,8 +92,4 @@ void require_agreement(Communicator& comm, std::string_view what, const std::str
   require_agreement(comm, std::vector<AgreedSetting>{{std::string(what), value}});
 }
 
-void broadcast_parameters(Communicator& comm, float* params, size_t count, void* stream) {
-  comm.broadcast(params, count, CommDType::f32, 0, stream);
-}
-
 }  // namespace ddpx

@@ -1,5 +1,6 @@
-// Start-up agreement: every rank checks that all ranks run with the same settings before the first step, and
-// rank 0's initial parameters become everyone's.
+// Start-up agreement: every rank checks that all ranks run with the same settings before the first step (rank 0's
+// initial parameters then become everyone's through broadcast_host, dist/host_collectives.hpp: see
+// train/dist_setup.cpp's broadcast_initial_parameters).
 // Guarantees of require_agreement(comm, settings):
 //  - Collective: every rank calls it with a table of (setting, value) pairs built by the same code (same names,
 //    same order). The common case costs ONE all-gather of a 16-byte digest of the whole table (FNV-1a hash +
@@ -12,10 +13,8 @@
 //    3 named). So no rank goes on to hang in a collective the others never enter. Tables of different lengths
 //    (ranks running different ddpx builds) are refused naming both lengths. The group stays usable afterwards.
 //  - The one-setting form is a table of one.
-// broadcast_parameters() is one broadcast from rank 0 of a float buffer in the backend's memory on `stream`.
-// Neither bounds its own wait: the caller runs them under the watchdog (see dist/watchdog.hpp, run_watched).
+// It does not bound its own wait: the caller runs it under the watchdog (see dist/watchdog.hpp, run_watched).
 #pragma once
-#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,7 +30,5 @@ struct AgreedSetting {
 
 void require_agreement(Communicator& comm, const std::vector<AgreedSetting>& settings);
 void require_agreement(Communicator& comm, std::string_view what, const std::string& value);
-
-void broadcast_parameters(Communicator& comm, float* params, size_t count, void* stream);
 
 }  // namespace ddpx

@@ -120,10 +120,10 @@ class StepEngine {
 // caller keeps alive for the engine's lifetime, brings the layout, shapes and forward/backward.
 std::unique_ptr<StepEngine> make_cpu_engine(const Model& model, const EngineOptions& options,
                                             int ranks_on_node = 1);
-#ifdef DDPX_HAVE_CUDA
 // device: the GPU (local rank); rank: the global rank (so --data synthetic-device differs between ranks).
+// Defined in CUDA builds only (cuda_engine.cpp); declared in every build so that this header reads the same in
+// every translation unit. Callers are compiled under DDPX_HAVE_CUDA and name the missing build otherwise.
 std::unique_ptr<StepEngine> make_cuda_engine(const Model& model, const EngineOptions& options, int device,
                                              int rank = 0);
-#endif
 
 }  // namespace ddpx

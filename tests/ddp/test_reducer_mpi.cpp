@@ -14,7 +14,7 @@
 #include "ddp/comm_hook_factory.hpp"
 #include "ddp/powersgd_hook.hpp"
 #include "ddp/reducer.hpp"
-#include "dist/agreement.hpp"
+#include "dist/host_collectives.hpp"
 #include "dist/mpi_communicator.hpp"
 #include "support/numeric.hpp"
 #include "toy_regression.hpp"
@@ -37,11 +37,12 @@ struct TrainSetup {
 
 constexpr uint64_t kInitSeed = 7;
 
-// Every rank starts from its own random parameters; broadcast_parameters() must make them rank 0's.
+// Every rank starts from its own random parameters; broadcast_host() (the trainer's broadcast of
+// rank 0's parameters) must make them rank 0's.
 std::vector<float> train_data_parallel(Communicator& comm, const TrainSetup& setup) {
   ToyRegression model;
   std::vector<float> params = model.initial_params(kInitSeed + uint64_t(comm.rank()));
-  broadcast_parameters(comm, params.data(), params.size(), nullptr);
+  broadcast_host(comm, params.data(), params.size() * sizeof(float), 0);
   std::vector<float> grads(model.buffer_elems());
   Reducer reducer(comm, grads.data(), grads.size(), model.tensors(), BucketPlan(model.tensors(), setup.plan),
                   make_comm_hook(setup.hook), ReducerOptions{setup.overlap});

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "dist/agreement.hpp"
+#include "dist/host_collectives.hpp"
 #include "dist/self_communicator.hpp"
 
 namespace ddpx {
@@ -32,7 +33,7 @@ TEST(SelfCommunicator, AgreementWithOneRankAlwaysHolds) {
   SelfCommunicator comm;
   EXPECT_NO_THROW(require_agreement(comm, "--model", "vit_l_32"));
   std::vector<float> params{1, 2, 3};
-  broadcast_parameters(comm, params.data(), params.size(), nullptr);
+  broadcast_host(comm, params.data(), params.size() * sizeof(float), 0);  // the trainer's parameter broadcast
   EXPECT_EQ(params, (std::vector<float>{1, 2, 3}));
 }
 
