@@ -9,6 +9,10 @@ Guarantees (run as the CTest test `include_graph`, so CI runs it through `.ci/ru
   - No file of src/X/ includes what NEVER_INCLUDE below rules out for X, even where the graph reaches it (profile
     reaches model through io, yet never includes it): a violation is reported as
     `src/X/file.cpp:LINE: X never includes F ("F/x.hpp"): <the rule's reason>`. Every rule names declared folders.
+  - No header of src/ (.hpp, .h, .cuh) tests a build switch (DDPX_HAVE_CUDA, DDPX_HAVE_MPI, ...) in #if, #ifdef,
+    #ifndef or #elif: those are defined per CMake target, so such a header would mean different things in
+    different translation units (an ODR hazard); the switch belongs in a .cpp. A violation is reported as
+    `src/X/file.hpp:LINE: a header tests the build switch DDPX_HAVE_CUDA ...`.
   - Every folder of src/ with a CMakeLists.txt is declared, and the declared graph is acyclic.
   - The declared graph is CMake's: the ddpx_* libraries a folder's CMakeLists.txt links with
     target_link_libraries are exactly the folders declared for it (whatever the if() around the call: the check
@@ -66,7 +70,9 @@ TARGET_OF_FOLDER = {"cli": "ddpx"}
 EXTRA_TARGETS = {"ddpx_build_info": "core"}
 
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".cu", ".cuh", ".h", ".cc")
+HEADER_SUFFIXES = (".hpp", ".cuh", ".h")
 INCLUDE_LINE = re.compile(r'^\s*#\s*include\s*(["<])([^">]+)[">]')
+BUILD_SWITCH_TEST = re.compile(r'^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*?\b(DDPX_HAVE_\w+)')
 
 
 def reachable(graph, start):
@@ -142,6 +148,11 @@ def check_includes(root, graph):
                 shown = os.path.relpath(path, root)
                 with open(path, encoding="utf-8", errors="replace") as source:
                     for number, line in enumerate(source, 1):
+                        switch = BUILD_SWITCH_TEST.match(line) if name.endswith(HEADER_SUFFIXES) else None
+                        if switch:
+                            problems.append(f"{shown}:{number}: a header tests the build switch {switch.group(1)}: "
+                                            f"it is defined per CMake target, so the header would differ between "
+                                            f"translation units; test it in a .cpp file")
                         match = INCLUDE_LINE.match(line)
                         if not match:
                             continue
@@ -263,7 +274,8 @@ def main(argv):
         print(f"check_includes: {len(problems)} problem(s) in the folder dependency graph", file=sys.stderr)
         return 1
     print(f"check_includes: {len(ALLOWED_DEPENDENCIES)} folders of src/ include only what they may, "
-          f"none breaks the {len(NEVER_INCLUDE)} never-rules, and CMake links the same graph")
+          f"none breaks the {len(NEVER_INCLUDE)} never-rules, no header tests a build switch, and CMake links the "
+          f"same graph")
     return 0
 
 

@@ -82,6 +82,17 @@ class CopyOfSource(unittest.TestCase):
         self.assertIn("NEVER_INCLUDE in scripts/check_includes.py", output)
         self.assertNotIn("must not include", output)
 
+    def test_a_header_never_tests_a_build_switch(self):
+        # DDPX_HAVE_CUDA is defined per CMake target: a header testing it reads differently in different targets.
+        line = self.append_line("train/step_engine.hpp", "#ifdef DDPX_HAVE_CUDA")
+        self.append_line("train/step_engine.hpp", "#endif")
+        self.append_line("train/trainer.cpp", "#if defined(DDPX_HAVE_GLOO)")  # a .cpp may
+        self.append_line("train/trainer.cpp", "#endif")
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 1, output)
+        self.assertIn(f"src/train/step_engine.hpp:{line}: a header tests the build switch DDPX_HAVE_CUDA", output)
+        self.assertNotIn("trainer.cpp", output)
+
     def test_a_generic_model_header_is_not_a_family_one(self):
         self.append_line("io/npy.cpp", '#include "model/flat_layout.hpp"')
         rc, output = run_check(self.root)
