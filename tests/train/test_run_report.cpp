@@ -70,6 +70,15 @@ TEST(RunReport, RunTrainingRecordsWhatMadeTheRunWithoutACommandLine) {
   ASSERT_TRUE(report.throughput.has_value());
   EXPECT_DOUBLE_EQ(report.throughput->steps_per_s, summary.steps_per_s);
   EXPECT_DOUBLE_EQ(report.throughput->images_per_s, summary.images_per_s);
+  // config.ddp: whether the run had a reducer (the run settings table's row, written once).
+  EXPECT_FALSE(report.config.ddp);
+  TrainOptions ddp = o;
+  ddp.ddp = true;
+  ddp.backend = BackendChoice::named("self");  // a reducer at world 1 in this process
+  ddp.steps = 3;
+  ddp.report = (dir / "ddp.json").string();
+  run_training(ddp);
+  EXPECT_TRUE(load_run_report(ddp.report).config.ddp);
   fs::remove_all(dir);
 }
 
