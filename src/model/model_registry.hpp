@@ -6,7 +6,8 @@
 //    a name no family accepts is a ddpx::Error listing every known name and each family's custom syntax.
 //  - The returned Model's spec() rebuilds the same model (make_model(m->spec()) has the same layout), and a
 //    named variant without overrides keeps its name as its spec.
-//  - Variant names are unique across families (checked by tests/model/test_model_registry.cpp).
+//  - Variant names are unique across families, and every family names a small test_variant among its variants
+//    (both checked by tests/model/test_model_registry.cpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -23,6 +24,9 @@ struct ModelFamily {
   std::vector<std::string> variants;  // the named shapes, e.g. vit_b_16
   std::string custom_syntax;          // how to spell an unnamed shape, e.g. "mlp:image=..,layers=..,width=.."
   std::vector<std::string> anchor_variants;  // the variants bench/pt_vit_anchor.py builds in PyTorch (`ddpx bench`)
+  // The family's small shape (one of `variants`) that the trainer's family-independent tests train on every family
+  // (tests/train/test_family_properties*.cpp): a few steps on one CPU core in well under a second.
+  std::string test_variant;
   bool (*accepts)(std::string_view name) = nullptr;  // the spec's name (before ':') belongs to this family
   std::unique_ptr<Model> (*parse)(std::string_view spec) = nullptr;  // throws ddpx::Error naming the spec
 };

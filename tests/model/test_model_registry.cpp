@@ -57,6 +57,21 @@ TEST(ModelRegistry, OnlyTorchvisionShapesHaveThePyTorchAnchor) {
   EXPECT_FALSE(has_pytorch_anchor("mlp_s"));
 }
 
+// The trainer's family-independent properties (tests/train/test_family_properties*.cpp) run on every family's
+// test_variant: a family without a small one would fail here instead of going untested.
+TEST(ModelRegistry, EveryFamilyNamesASmallTestVariant) {
+  for (const ModelFamily& family : model_families()) {
+    ASSERT_FALSE(family.test_variant.empty()) << "family " << family.name << " names no test_variant";
+    EXPECT_NE(std::find(family.variants.begin(), family.variants.end(), family.test_variant), family.variants.end())
+        << family.test_variant << " is not a variant of " << family.name;
+    const std::unique_ptr<Model> model = make_model(family.test_variant);
+    EXPECT_EQ(model->family(), family.name) << family.test_variant;
+    // Small: the properties train it dozens of times per CTest run.
+    EXPECT_LE(model->layout().num_params(), 100'000u) << family.test_variant;
+    EXPECT_LE(model->input_shape().numel(), 3 * 32 * 32) << family.test_variant;
+  }
+}
+
 TEST(ModelRegistry, HelpTextNamesEveryVariant) {
   const std::string help = model_names_help();
   for (const std::string& name : known_model_names()) EXPECT_NE(help.find(name), std::string::npos) << name;

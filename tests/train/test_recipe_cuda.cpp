@@ -3,7 +3,7 @@
 // On every machine: the gate refuses by name without the opt-in and lets it through with it; mixing runs never
 // replay graphs. On a GPU (GPU-labelled, they skip without one): each feature alone, then all of them, trains
 // vit_tiny_test and mlp_tiny_test in fp32 to the CPU engine's weights (and EMA) within the fp32 tolerance of
-// CudaTraining.MatchesTheCpuEngineInFp32; a replayed graph of a recipe step equals the eager step bit for bit.
+// CudaFamilyTraining.MatchesTheCpuEngineInFp32; a replayed graph of a recipe step equals the eager step bit for bit.
 #include <gtest/gtest.h>
 
 #include <unistd.h>

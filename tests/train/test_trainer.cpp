@@ -1,6 +1,6 @@
-// End-to-end training on the CPU: resuming from a checkpoint continues bit-identically, the optimizer overlapped
-// with backward gives the after-backward update's weights bit for bit, a learnable run's loss falls clearly, and
-// the CLI refuses bad values with a message naming the flag.
+// End-to-end training on the CPU: --ddp at one rank with accumulation equals plain accumulation, and the CLI
+// refuses bad values with a message naming the flag. Resuming, the overlapped optimizer and a learnable run's loss
+// are properties of every model family: test_family_properties.cpp's.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -46,44 +46,6 @@ TrainOptions tiny_run(const std::string& optimizer) {
   return o;
 }
 
-class ResumeTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(ResumeTest, ResumedRunEqualsUninterruptedRunBitForBit) {
-  const fs::path dir = fresh_dir("resume_" + GetParam());
-  TrainOptions full = tiny_run(GetParam());
-  full.steps = 8;
-  full.save = (dir / "full.safetensors").string();
-  run_training(full);
-
-  TrainOptions first = tiny_run(GetParam());
-  first.steps = 5;
-  first.checkpoint_dir = (dir / "ckpt").string();
-  first.checkpoint_every = 5;
-  run_training(first);
-
-  TrainOptions resumed = tiny_run(GetParam());
-  resumed.steps = 8;
-  resumed.resume = (dir / "ckpt").string();
-  resumed.save = (dir / "resumed.safetensors").string();
-  run_training(resumed);
-
-  const auto a = saved_weights(full.save), b = saved_weights(resumed.save);
-  ASSERT_EQ(a.size(), b.size());
-  size_t differing = 0;
-  for (size_t i = 0; i < a.size(); ++i) differing += a[i] != b[i];
-  EXPECT_EQ(differing, 0u) << "weights after resume differ from the uninterrupted run";
-
-  // Resuming on other data or another accumulation would silently continue a different data stream.
-  TrainOptions other_data = resumed, other_accum = resumed;
-  other_data.data = resumed.data == DataSource::learnable ? DataSource::synthetic : DataSource::learnable;
-  other_accum.grad_accum = 2;
-  testing::expect_error([&] { run_training(other_data); }, {"trained with --data"});
-  testing::expect_error([&] { run_training(other_accum); }, {"--grad-accum"});
-  fs::remove_all(dir);
-}
-
-INSTANTIATE_TEST_SUITE_P(Optimizers, ResumeTest, ::testing::Values("sgd", "adamw"));
-
 TEST(Training, GradientAccumulationWithDdpRunsAndMatchesPlainAccumulation) {
   // One rank: DDP's average is the identity, so --ddp must not change a single weight, with accumulation too.
   const fs::path dir = fresh_dir("accum");
@@ -97,62 +59,6 @@ TEST(Training, GradientAccumulationWithDdpRunsAndMatchesPlainAccumulation) {
   run_training(ddp);
   EXPECT_EQ(saved_weights(plain.save), saved_weights(ddp.save));
   fs::remove_all(dir);
-}
-
-// Note [Optimizer overlapped with backward] (train/step_engine.hpp): span-by-span updates during the backward pass
-// (no reducer) or after each bucket's reduction (reducer, here at world 1) equal one update after backward, bit
-// for bit, for SGD with momentum, Nesterov and weight decay and for AdamW, with and without accumulation.
-struct OverlapCase {
-  std::string optimizer;
-  bool nesterov;
-  bool ddp;
-  int64_t grad_accum;
-};
-
-class OptimizerOverlapTest : public ::testing::TestWithParam<OverlapCase> {};
-
-TEST_P(OptimizerOverlapTest, OverlappedUpdatesEqualTheUpdateAfterBackwardBitForBit) {
-  const OverlapCase& c = GetParam();
-  const fs::path dir = fresh_dir("overlap");
-  TrainOptions overlapped = tiny_run(c.optimizer), after = tiny_run(c.optimizer);
-  for (TrainOptions* o : {&overlapped, &after}) {
-    o->steps = 4;
-    o->optimizer.nesterov = c.nesterov;
-    o->ddp = c.ddp;
-    o->backend = BackendChoice::named("self");  // one process runs both trainings: MPI could be initialized once only
-    o->grad_accum = c.grad_accum;
-    o->bucket_mb = 0.02;  // vit_tiny_test (0.08 MB) in about four buckets
-    o->first_bucket_mb = 0.02;
-  }
-  overlapped.optimizer_overlap = OverlapPolicy::on;
-  after.optimizer_overlap = OverlapPolicy::off;
-  overlapped.save = (dir / "overlapped.safetensors").string();
-  after.save = (dir / "after.safetensors").string();
-  run_training(overlapped);
-  run_training(after);
-  EXPECT_EQ(saved_weights(overlapped.save), saved_weights(after.save));
-  fs::remove_all(dir);
-}
-
-INSTANTIATE_TEST_SUITE_P(Settings, OptimizerOverlapTest,
-                         ::testing::Values(OverlapCase{"sgd", false, false, 1}, OverlapCase{"sgd", true, false, 1},
-                                           OverlapCase{"sgd", true, true, 1}, OverlapCase{"sgd", false, true, 3},
-                                           OverlapCase{"adamw", false, false, 1}, OverlapCase{"adamw", false, true, 1},
-                                           OverlapCase{"adamw", false, false, 2}),
-                         [](const ::testing::TestParamInfo<OverlapCase>& info) {
-                           const OverlapCase& c = info.param;
-                           return c.optimizer + (c.nesterov ? "_nesterov" : "") + (c.ddp ? "_ddp" : "") +
-                                  "_accum" + std::to_string(c.grad_accum);
-                         });
-
-TEST(Training, LearnableLossFallsClearly) {
-  TrainOptions o = tiny_run("adamw");
-  o.batch = 16;
-  o.steps = 120;
-  o.optimizer.lr = 2e-3f;
-  const TrainSummary s = run_training(o);
-  EXPECT_NEAR(s.first_loss, std::log(10.0), 0.3);  // zero-initialized head: uniform over 10 classes
-  EXPECT_LT(s.final_loss, 0.35 * s.first_loss) << "first " << s.first_loss << " final " << s.final_loss;
 }
 
 using testing::CliResult;

@@ -1,6 +1,7 @@
-// The trainer across CPU ranks (they run in CI; the GPU forms are test_trainer_cuda.cpp's): two ranks equal one
-// with the whole batch over MPI and over Gloo (two_ranks.hpp), a failing rank ends the job with its own error, a
-// Gloo rank killed or stopped mid-run ends the job, and --nproc-per-node under another launcher.
+// The trainer across CPU ranks (they run in CI; the GPU forms are test_trainer_cuda.cpp's): a failing rank ends the
+// job with its own error (MPI, Gloo), a Gloo rank killed or stopped mid-run ends the job, and --nproc-per-node
+// under another launcher. Two ranks equal one with the whole batch, on every model family, is
+// test_family_properties.cpp's.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -25,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CliResult;
-using testing::expect_two_ranks_equal_one;
 using testing::run_cli;
 using testing::scratch;
 
@@ -51,10 +51,6 @@ void expect_failing_rank_ends_the_job_with_its_own_error(const std::string& back
 #endif
 
 #ifdef DDPX_HAVE_GLOO
-// The same over Gloo: ddpx's launcher starts the two ranks itself (no mpirun), they connect through the TCP
-// rendezvous' all-gather.
-TEST(CpuTraining, TwoGlooRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu", " --backend gloo"); }
-
 TEST(CpuTraining, AFailingGlooRankEndsTheJobWithItsOwnError) {
   expect_failing_rank_ends_the_job_with_its_own_error(" --backend gloo");
 }
@@ -136,8 +132,6 @@ TEST(CpuTraining, AStoppedGlooRankEndsTheJob) {
 #endif
 
 #ifdef DDPX_HAVE_MPI
-TEST(CpuTraining, TwoMpiRanksEqualOneRankWithTheWholeBatch) { expect_two_ranks_equal_one("cpu"); }
-
 TEST(CpuTraining, AFailingMpiRankEndsTheJobWithItsOwnError) { expect_failing_rank_ends_the_job_with_its_own_error(""); }
 
 // A launcher's variables for a world of one (an sbatch script's single task) do not stop --nproc-per-node from

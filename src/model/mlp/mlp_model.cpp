@@ -65,6 +65,7 @@ ModelFamily mlp_family() {
       .summary = "an MLP classifier over flattened images (Linear + GELU hidden layers, Linear head)",
       .variants = mlp_model_names(),
       .custom_syntax = "mlp:image=..,channels=..,layers=..,width=..,classes=..",
+      .test_variant = "mlp_tiny_test",
       .accepts = &accepts,
       .parse = &parse,
   };

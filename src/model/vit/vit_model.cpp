@@ -71,6 +71,7 @@ ModelFamily vit_family() {
       .variants = vit_model_names(),
       .custom_syntax = "custom:image=..,patch=..,layers=..,hidden=..,heads=..,mlp=..,classes=..",
       .anchor_variants = {"vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"},  // torchvision's
+      .test_variant = "vit_tiny_test",
       .accepts = &accepts,
       .parse = &parse,
   };
