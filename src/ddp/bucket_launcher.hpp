@@ -19,7 +19,7 @@
 #include "ddp/bucket_timing.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/comm_hook.hpp"
-#include "ddp/wire_gradients.hpp"
+#include "core/reduced_gradients.hpp"
 #include "dist/watchdog.hpp"
 
 namespace ddpx {
@@ -31,7 +31,7 @@ namespace ddpx {
 // exception is reported like the hook's own failure. `wire` is nullptr when the average is in the buffer's span;
 // otherwise the hook left it in its 16-bit wire buffer and the span keeps this rank's own gradients (CUDA, hooks
 // that can: Note [Widening fused into the update] in ddp/comm_hook.hpp).
-using AfterReduce = std::function<void(size_t begin, size_t end, void* stream, const WireGradients* wire)>;
+using AfterReduce = std::function<void(size_t begin, size_t end, void* stream, const ReducedGradients* wire)>;
 
 class BucketLauncher {
  public:

@@ -38,14 +38,14 @@ void CastHook::run(BucketView& bucket, Communicator& comm, void* stream, int64_t
     return;
   }
 #ifdef DDPX_HAVE_CUDA
-  const WireGradients reduced = run_leaving_wire(bucket, comm, stream, 0);
+  const ReducedGradients reduced = run_leaving_wire(bucket, comm, stream, 0);
   launch_widen_from_wire_format(reduced.data, bucket.data, count, format_, stream);
 #else
   fail("--comm-hook {}: the gradients are on a GPU but this ddpx was built without CUDA", name());
 #endif
 }
 
-WireGradients CastHook::run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t) {
+ReducedGradients CastHook::run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t) {
   DDPX_INTERNAL_ASSERT(bucket.device == GradDevice::cuda, "CastHook::run_leaving_wire on a host bucket ({})",
                        bucket.index);
 #ifdef DDPX_HAVE_CUDA

@@ -10,7 +10,7 @@
 
 #include "ddp/comm_hook.hpp"
 #include "ddp/device_scratch.hpp"
-#include "ddp/wire_format.hpp"
+#include "core/reduced_gradients.hpp"
 
 namespace ddpx {
 
@@ -22,7 +22,7 @@ class CastHook : public CommHook {
   size_t wire_bytes(const BucketView& bucket, int64_t) const override { return bucket.numel() * sizeof(uint16_t); }
   // CUDA buckets: the narrowing and the collective, no widening (Note [Widening fused into the update]).
   bool leaves_result_on_wire(const BucketView& bucket) const override { return bucket.device == GradDevice::cuda; }
-  WireGradients run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
+  ReducedGradients run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
 
  private:
   WireFormat format_;

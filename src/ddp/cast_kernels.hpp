@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ddp/wire_format.hpp"
+#include "core/reduced_gradients.hpp"
 
 namespace ddpx {
 

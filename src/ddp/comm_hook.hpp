@@ -16,7 +16,7 @@
 
 #include "core/internal_assert.hpp"
 #include "ddp/bucket_view.hpp"
-#include "ddp/wire_gradients.hpp"
+#include "core/reduced_gradients.hpp"
 #include "dist/communicator.hpp"
 
 namespace ddpx {
@@ -51,7 +51,7 @@ class CommHook {
   //    the cast hooks). The launcher asks only when a consumer is attached and on for the step (the trainer's
   //    optimizer overlapped with the reduction, Note [Optimizer overlapped with backward]).
   //  - run_leaving_wire() does run()'s work except the widening: the bucket keeps this rank's own, unreduced
-  //    gradients, and the returned WireGradients (ddp/wire_gradients.hpp) hold the average. The consumer must use
+  //    gradients, and the returned ReducedGradients (core/reduced_gradients.hpp) hold the average. The consumer must use
   //    them on `stream` before the hook's next call (it reuses the buffer).
   //  - Nothing else may read the bucket's fp32 values as averaged after such a step: the engines' numerics check
   //    runs inside the update that reads the wire, and calibration steps, --optimizer-overlap off and
@@ -61,15 +61,15 @@ class CommHook {
   // PowerSGD's average of a compressed matrix is P Q^T: its finish writes it into the bucket (4 bytes per
   // gradient) only for the optimizer to read it back. With a consumer it can leave it in the factors instead:
   // run_leaving_wire() writes the averaged vectors into the bucket and E = M - P Q^T as run() does, skips the
-  // matrices' P Q^T writes, and returns WireGradients whose low_rank pieces describe the bucket; the optimizer
+  // matrices' P Q^T writes, and returns ReducedGradients whose low_rank pieces describe the bucket; the optimizer
   // evaluates each gradient from its P row and Q row (a few floats, from L1/L2) with core/low_rank.hpp's
   // low_rank_product, the function finish uses, so the update equals run() + the plain update bit for bit. Two of
   // the hook's eight passes over the bucket disappear, and the error update's two more move into the next step's
   // first pass (Note [Error feedback deferred to the next begin], ddp/powersgd_math_cuda.cu). The rules above
   // hold; in addition a step before PowerSGD's start, or a bucket whose math cannot (can_leave_factors()), returns
-  // empty WireGradients: the average is then in the bucket, as after run().
+  // empty ReducedGradients: the average is then in the bucket, as after run().
   virtual bool leaves_result_on_wire(const BucketView& /*bucket*/) const { return false; }
-  virtual WireGradients run_leaving_wire(BucketView& bucket, Communicator& /*comm*/, void* /*stream*/,
+  virtual ReducedGradients run_leaving_wire(BucketView& bucket, Communicator& /*comm*/, void* /*stream*/,
                                          int64_t /*step*/) {
     DDPX_INTERNAL_FAIL("hook '{}' cannot leave bucket {}'s result on the wire (leaves_result_on_wire is false)",
                        name(), bucket.index);

@@ -93,7 +93,7 @@ class CudaBucketLauncher : public BucketLauncher {
       // average in its wire buffer and the consumer reads it there.
       const bool consumer = after_reduce_ && (!after_reduce_on_ || after_reduce_on_->load());
       if (consumer && hook_.leaves_result_on_wire(bucket)) {
-        const WireGradients wire = hook_.run_leaving_wire(bucket, comm_, comm_stream_, step);
+        const ReducedGradients wire = hook_.run_leaving_wire(bucket, comm_, comm_stream_, step);
         after_reduce_(bucket.begin, bucket.end, comm_stream_, &wire);
       } else {
         hook_.run(bucket, comm_, comm_stream_, step);

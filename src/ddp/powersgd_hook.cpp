@@ -85,7 +85,7 @@ void PowerSgdHook::run(BucketView& bucket, Communicator& comm, void* stream, int
 
 bool PowerSgdHook::leaves_result_on_wire(const BucketView& bucket) const { return bucket.device == GradDevice::cuda; }
 
-WireGradients PowerSgdHook::run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) {
+ReducedGradients PowerSgdHook::run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) {
   DDPX_INTERNAL_ASSERT(bucket.device == GradDevice::cuda, "PowerSgdHook::run_leaving_wire on a host bucket ({})",
                        bucket.index);
   return run_steps(bucket, comm, stream, step, true);
@@ -95,7 +95,7 @@ void PowerSgdHook::finish_step(void* stream) {
   if (stream) side_.join(stream);
 }
 
-WireGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step,
+ReducedGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step,
                                       bool leave_factors) {
   // No finish_step() since that fork: this bucket's Q (or all, in a later step) may still be on the side stream.
   if (side_.pending() && (step != side_step_ || bucket.index <= side_bucket_)) side_.join(stream);
@@ -134,7 +134,7 @@ WireGradients PowerSgdHook::run_steps(BucketView& bucket, Communicator& comm, vo
     }
   }
   if (leaving) {
-    WireGradients wire;
+    ReducedGradients wire;
     wire.low_rank = math.low_rank_gradients();
     return wire;
   }

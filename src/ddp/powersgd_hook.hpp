@@ -54,7 +54,7 @@ class PowerSgdHook : public CommHook {
   size_t wire_bytes(const BucketView& bucket, int64_t step) const override;
   // Note [Low-rank gradients fused into the update] (ddp/comm_hook.hpp): CUDA buckets.
   bool leaves_result_on_wire(const BucketView& bucket) const override;
-  WireGradients run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
+  ReducedGradients run_leaving_wire(BucketView& bucket, Communicator& comm, void* stream, int64_t step) override;
   // Joins the side stream of Note [Q's orthogonalization beside the hook's chain] (powersgd_hook.cpp).
   void finish_step(void* stream) override;
   const PowerSgdOptions& options() const { return options_; }
@@ -71,8 +71,8 @@ class PowerSgdHook : public CommHook {
   };
   BucketState& state_for(const BucketView& bucket);
   // run()'s sequence; leave_factors: end leaving the factors where the bucket's math can, returning its
-  // low-rank gradients (else empty WireGradients: the average is in the bucket).
-  WireGradients run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step, bool leave_factors);
+  // low-rank gradients (else empty ReducedGradients: the average is in the bucket).
+  ReducedGradients run_steps(BucketView& bucket, Communicator& comm, void* stream, int64_t step, bool leave_factors);
 
   PowerSgdOptions options_;
   DeviceScratch scratch_;  // shared by the buckets' CUDA math (they run in order on one stream)

@@ -49,7 +49,7 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
     AfterReduce after_reduce;
     if (options_.after_reduce)
       after_reduce = [on = after_reduce_on_, call = options_.after_reduce](size_t begin, size_t end, void* stream,
-                                                                           const WireGradients* wire) {
+                                                                           const ReducedGradients* wire) {
         if (on->load()) call(begin, end, stream, wire);
       };
     launcher_ = make_host_launcher(*hook_, comm_, std::move(after_reduce));

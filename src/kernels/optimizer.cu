@@ -107,7 +107,7 @@ __device__ __forceinline__ Float4 packed_bf16_grads(const float* grads, const Pa
 
 // Four gradients at vector v, widened to fp32 (exact for both 16-bit formats) or evaluated from factors.
 template <GradSource kSource, int K>
-__device__ __forceinline__ Float4 load_grads(const float* grads, const WireGrads& wire, int64_t v, int& piece) {
+__device__ __forceinline__ Float4 load_grads(const float* grads, const ReducedGradients& wire, int64_t v, int& piece) {
   if constexpr (kSource == GradSource::fp32) {
     return load4(grads + 4 * v);
   } else if constexpr (kSource == GradSource::low_rank) {
@@ -134,7 +134,7 @@ __global__ void sgd_kernel(float* params, const float* grads, float* momentum_bu
   int piece = -1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    Float4 p = load4(params + 4 * v), g = load_grads<kSource, K>(grads, u.wire, v, piece);
+    Float4 p = load4(params + 4 * v), g = load_grads<kSource, K>(grads, u.reduced, v, piece);
     note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
     // Every operation spelled as the intrinsic it is (Note [Update arithmetic spelled out]).
 #pragma unroll
@@ -165,7 +165,7 @@ __global__ void adamw_kernel(float* params, const float* grads, float* exp_avg, 
   int piece = -1;
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    Float4 p = load4(params + 4 * v), g = load_grads<kSource, K>(grads, u.wire, v, piece), m = load4(exp_avg + 4 * v),
+    Float4 p = load4(params + 4 * v), g = load_grads<kSource, K>(grads, u.reduced, v, piece), m = load4(exp_avg + 4 * v),
            s = load4(exp_avg_sq + 4 * v);
     note_nonfinite(u.nonfinite_gradient, u.offset_base, g, v);
     // Every operation spelled as the intrinsic it is (Note [Update arithmetic spelled out]).
@@ -195,13 +195,13 @@ void check_count(int64_t n, const char* what) {
   DDPX_REQUIRE(n >= 0 && n % 4 == 0, "{}: element count {} must be a multiple of 4", what, n);
 }
 
-GradSource source_of(const WireGrads& wire) {
+GradSource source_of(const ReducedGradients& wire) {
   if (wire.low_rank.pieces != nullptr) return GradSource::low_rank;
   if (wire.packed_bf16.regions != nullptr) return GradSource::packed_bf16;
-  return wire.data == nullptr ? GradSource::fp32 : wire.fp16 ? GradSource::fp16 : GradSource::bf16;
+  return wire.data == nullptr ? GradSource::fp32 : wire.format == WireFormat::fp16 ? GradSource::fp16 : GradSource::bf16;
 }
 
-void check_sources(const float* grads, const WireGrads& wire, const char* what) {
+void check_sources(const float* grads, const ReducedGradients& wire, const char* what) {
   DDPX_INTERNAL_ASSERT(grads != nullptr || wire.data != nullptr, "{}: no gradients (neither fp32 nor wire)", what);
   DDPX_INTERNAL_ASSERT(reinterpret_cast<uintptr_t>(wire.data) % 8 == 0,
                        "{}: 16-bit gradients at {} are not 8-byte aligned (4-element vectors)", what,
@@ -220,7 +220,7 @@ void check_sources(const float* grads, const WireGrads& wire, const char* what) 
 
 // Launches kernel<kSource, K> for the update's source; `launch` takes the kernel and enqueues it.
 template <template <GradSource, int> class Kernels, typename Launch>
-void for_source(const WireGrads& wire, Launch&& launch) {
+void for_source(const ReducedGradients& wire, Launch&& launch) {
   switch (source_of(wire)) {
     case GradSource::fp32: launch(Kernels<GradSource::fp32, 1>::get()); break;
     case GradSource::bf16: launch(Kernels<GradSource::bf16, 1>::get()); break;
@@ -253,10 +253,10 @@ void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_
   check_count(n, "sgd_update");
   DDPX_REQUIRE(update.momentum == 0.f || momentum_buffer != nullptr,
                "sgd_update: momentum {} needs a momentum buffer", update.momentum);
-  check_sources(grads, update.wire, "sgd_update");
+  check_sources(grads, update.reduced, "sgd_update");
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
-  for_source<SgdKernels>(update.wire, [&](auto kernel) {
+  for_source<SgdKernels>(update.reduced, [&](auto kernel) {
     launch_after_producer("sgd_kernel", kernel, blocks, kThreads, 0, stream, params, grads, momentum_buffer, low_copy,
                           n / 4, update);
   });
@@ -265,10 +265,10 @@ void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_
 void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, __nv_bfloat16* low_copy,
                   int64_t n, const AdamWUpdate& update, cudaStream_t stream) {
   check_count(n, "adamw_update");
-  check_sources(grads, update.wire, "adamw_update");
+  check_sources(grads, update.reduced, "adamw_update");
   if (n == 0) return;
   const unsigned blocks = kernels::elementwise_blocks(n / 4, kThreads);
-  for_source<AdamWKernels>(update.wire, [&](auto kernel) {
+  for_source<AdamWKernels>(update.reduced, [&](auto kernel) {
     launch_after_producer("adamw_kernel", kernel, blocks, kThreads, 0, stream, params, grads, exp_avg, exp_avg_sq,
                           low_copy, n / 4, update);
   });

@@ -5,16 +5,16 @@
 // nullptr the updated parameter is also written there as bf16 in the same kernel. Step-dependent scalars (first
 // step, bias corrections) are kernel arguments: a CUDA graph that captures an update replays those values.
 // Buffers must not alias. One kernel per call on `stream`, nothing allocated.
-// Gradients are read from `grads` (fp32), or, when the update's `wire` is set, from a 16-bit buffer that holds the
-// averaged gradients as a cast hook left them on the wire (Note [Widening fused into the update],
-// ddp/comm_hook.hpp): each value is widened exactly in registers, so the update equals the one over the widened
-// fp32 buffer bit for bit, and `grads` is not read; or, when `wire.low_rank` is set, from a PowerSGD bucket's
-// factors (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp): a factor piece's gradient is
-// low_rank_product of its P and Q rows (core/low_rank.hpp), the value the hook would have written, and a plain
-// piece's is read from `grads`; the update again equals the one over the written buffer bit for bit; or, when
-// `wire.packed_bf16` is set, from `grads` itself, where some regions hold bf16 values in the first half of their
-// fp32 slots (Note [bf16 weight gradients in their fp32 slots], model_cuda/cuda_model.hpp): each is widened exactly,
-// so the update equals the one over a buffer holding the widened values.
+// Gradients are read from `grads` (fp32) or from where the update's `reduced` (core/reduced_gradients.hpp) says:
+// from a 16-bit buffer that holds the averaged gradients as a cast hook left them on the wire (Note [Widening fused
+// into the update], ddp/comm_hook.hpp): each value is widened exactly in registers, so the update equals the one
+// over the widened fp32 buffer bit for bit, and `grads` is not read; or, when `reduced.low_rank` is set, from a
+// PowerSGD bucket's factors (Note [Low-rank gradients fused into the update], ddp/comm_hook.hpp): a factor piece's
+// gradient is low_rank_product of its P and Q rows (core/low_rank.hpp), the value the hook would have written, and
+// a plain piece's is read from `grads`; the update again equals the one over the written buffer bit for bit; or,
+// when `reduced.packed_bf16` is set, from `grads` itself, where some regions hold bf16 values in the first half of
+// their fp32 slots (Note [bf16 weight gradients in their fp32 slots], model_cuda/cuda_model.hpp): each is widened
+// exactly, so the update equals the one over a buffer holding the widened values.
 // SgdUpdate and AdamWUpdate are the kernels' argument ABI, not a second spelling of the optimizer: the trainer's
 // CudaModel fills them in one place (model_cuda/cuda_model.cpp optimizer_span) from optim/'s per-step scalars.
 #pragma once
@@ -23,31 +23,9 @@
 
 #include <cstdint>
 
-#include "core/low_rank.hpp"
+#include "core/reduced_gradients.hpp"
 
 namespace ddpx {
-
-// Where an update's gradients come from, when not the fp32 buffer: a 16-bit source (element i of the update is
-// data[i], bf16, or IEEE fp16 when `fp16`), or low-rank pieces over the span (low_rank.pieces set; their offsets
-// count from the span's first element).
-// Regions of the fp32 gradient buffer that hold bf16 gradients packed into the first half of their slots: element
-// offset + i at reinterpret_cast<const uint16_t*>(buffer + offset)[i] (offsets and numel multiples of 4, sorted,
-// disjoint, counted from the buffer's start); every other element is an fp32 gradient in its slot.
-struct PackedBf16Region {
-  long long offset = 0, numel = 0;
-};
-struct PackedBf16Gradients {
-  const PackedBf16Region* regions = nullptr;  // device memory, `count` regions
-  int count = 0;
-  long long span_begin = 0;  // the buffer element that the update's element 0 (and `grads`) stands at
-};
-
-struct WireGrads {
-  const uint16_t* data = nullptr;
-  bool fp16 = false;
-  LowRankGradients low_rank;
-  PackedBf16Gradients packed_bf16;  // regions != nullptr: `grads` holds bf16 regions (data and low_rank unset)
-};
 
 // nonfinite_gradient (device, optional): the kernel lowers it (atomicMin) to the offset of any gradient that is
 // Inf or NaN, in the same pass (kernels/numerics_check.hpp); the common all-finite case issues no atomics.
@@ -60,7 +38,7 @@ struct SgdUpdate {
   const float* lr_on_device = nullptr;
   unsigned long long* nonfinite_gradient = nullptr;
   uint64_t offset_base = 0;  // added to the offsets reported there (an update of a span of the buffer)
-  WireGrads wire;            // data != nullptr: gradients from there instead of `grads`
+  ReducedGradients reduced;  // not in_buffer(): gradients from there instead of (or beside) `grads`
 };
 
 struct AdamWUpdate {
@@ -68,10 +46,10 @@ struct AdamWUpdate {
   float bias_correction1 = 1, bias_correction2_sqrt = 1;  // 1 - beta1^step, sqrt(1 - beta2^step)
   unsigned long long* nonfinite_gradient = nullptr;
   uint64_t offset_base = 0;  // added to the offsets reported there (an update of a span of the buffer)
-  WireGrads wire;            // data != nullptr: gradients from there instead of `grads`
+  ReducedGradients reduced;  // not in_buffer(): gradients from there instead of (or beside) `grads`
 };
 
-// momentum_buffer may be nullptr only when update.momentum == 0; grads may be nullptr when update.wire is set.
+// momentum_buffer may be nullptr only when update.momentum == 0; grads may be nullptr when update.reduced.data is set.
 void sgd_update(float* params, const float* grads, float* momentum_buffer, __nv_bfloat16* low_copy, int64_t n,
                 const SgdUpdate& update, cudaStream_t stream);
 

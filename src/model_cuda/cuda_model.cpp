@@ -119,18 +119,19 @@ void require_span(const char* what, int64_t step, size_t begin, size_t end, size
 // The kernels' argument structs (the device ABI, kernels/optimizer.hpp) are filled here, from the spec's
 // per-step scalars: the same values the CPU update uses.
 void CudaModel::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                               unsigned long long* nonfinite_gradient, const WireGrads* wire) {
+                               unsigned long long* nonfinite_gradient, const ReducedGradients* reduced) {
   require_span("optimizer_span", step, begin, end, params_.size());
   if (begin == end) return;
   __nv_bfloat16* low = low_precision_weights_.get();
   const auto n = static_cast<int64_t>(end - begin);
   // Note [bf16 weight gradients in their fp32 slots]: the optimizer widens the bf16 regions in its pass.
-  WireGrads packed;
+  ReducedGradients packed;
   if (bf16_weight_gradients()) {
-    DDPX_INTERNAL_ASSERT(wire == nullptr, "span [{}, {}): a wire source over bf16 weight gradients", begin, end);
+    DDPX_INTERNAL_ASSERT(reduced == nullptr || reduced->in_buffer(),
+                         "span [{}, {}): a hook's reduced gradients over bf16 weight gradients", begin, end);
     packed.packed_bf16 = {bf16_regions_.get(), static_cast<int>(bf16_regions_host_.size()),
                           static_cast<long long>(begin)};
-    wire = &packed;
+    reduced = &packed;
   }
   switch (spec.kind) {
     case OptimizerKind::sgd: {
@@ -140,7 +141,7 @@ void CudaModel::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t b
       update.weight_decay = s.weight_decay, update.nesterov = s.nesterov, update.first_step = s.first_step;
       update.nonfinite_gradient = nonfinite_gradient;
       update.offset_base = begin;
-      if (wire) update.wire = *wire;
+      if (reduced) update.reduced = *reduced;
       sgd_update(params_.get() + begin, grads_.get() + begin,
                  s.momentum != 0.f ? optimizer_state("momentum") + begin : nullptr, low ? low + begin : nullptr, n,
                  update, stream);
@@ -154,7 +155,7 @@ void CudaModel::optimizer_span(const OptimizerSpec& spec, int64_t step, size_t b
       update.bias_correction1 = s.bias_correction1, update.bias_correction2_sqrt = s.bias_correction2_sqrt;
       update.nonfinite_gradient = nonfinite_gradient;
       update.offset_base = begin;
-      if (wire) update.wire = *wire;
+      if (reduced) update.reduced = *reduced;
       adamw_update(params_.get() + begin, grads_.get() + begin, optimizer_state("exp_avg") + begin,
                    optimizer_state("exp_avg_sq") + begin, low ? low + begin : nullptr, n, update, stream);
       return;

@@ -25,7 +25,7 @@
 // Under PyTorch autocast a linear layer's weight gradient leaves its bf16 GEMM rounded to bf16 before it reaches
 // the fp32 .grad. After use_bf16_weight_gradients() the weight-gradient GEMMs here do the same: they write bf16,
 // into the first half of the tensor's own fp32 slots (element i of a weight at reinterpret_cast<bf16*>(grads() +
-// offset)[i]), and the optimizer widens them in its pass (kernels/optimizer.hpp, PackedBf16Gradients); every
+// offset)[i]), and the optimizer widens them in its pass (core/reduced_gradients.hpp, PackedBf16Gradients); every
 // other gradient (biases, LayerNorm, embeddings: column sums) stays fp32. That saves 4 of the 18 bytes each weight
 // element moves per step (2 written by the GEMM, 2 read by the update) and no memory. The regions are the family's
 // weight_gradient_slots(). Holds only while every forward_backward writes the gradients (each step zeroes them
@@ -120,9 +120,10 @@ class CudaModel {
   // The same update over elements [begin, end) only, on `stream` (the updates are element-wise, so the spans of
   // one step together equal the whole step bit for bit; the non-finite offset is still one of the whole buffer).
   // begin and end are multiples of 4 (tensor offsets are).
-  // `wire`: the span's gradients as 16 bits (element `begin` at wire->data[0]) instead of grads() (kernels/optimizer.hpp).
+  // `reduced`: where the span's averaged gradients are when not in grads() (core/reduced_gradients.hpp; element
+  // `begin` at reduced->data[0] for a 16-bit wire); nullptr or in_buffer(): in grads().
   void optimizer_span(const OptimizerSpec& spec, int64_t step, size_t begin, size_t end, cudaStream_t stream,
-                      unsigned long long* nonfinite_gradient = nullptr, const WireGrads* wire = nullptr);
+                      unsigned long long* nonfinite_gradient = nullptr, const ReducedGradients* reduced = nullptr);
 
   // Optimizer state for checkpoints (device fp32, buffer_size() elements each), by the spec's state names
   // ("momentum", "exp_avg", "exp_avg_sq"; anything else is an internal error naming it). Each allocates (zeroed)

@@ -154,7 +154,7 @@ class CpuEngine : public StepEngine {
 
   // The spans run inside the backward pass (or on the reducer's thread): their time is part of those phases.
   void begin_span_updates(int64_t step) override { span_step_ = step; }
-  void optimizer_span(size_t begin, size_t end, void*, const WireGradients* wire) override {
+  void optimizer_span(size_t begin, size_t end, void*, const ReducedGradients* wire) override {
     // The host launcher never leaves a result on the wire: its hooks widen on the communication thread.
     DDPX_INTERNAL_ASSERT(wire == nullptr, "CPU engine: span [{}, {}) came with 16-bit gradients", begin, end);
     update(span_step_, begin, end);

@@ -279,7 +279,7 @@ class CudaEngine : public StepEngine, public GraphCapture {
     // update can run ahead of that zeroing on another stream.
     for (const std::string& name : options_.optimizer.state_names()) model_->optimizer_state(name);
   }
-  void optimizer_span(size_t begin, size_t end, void* stream, const WireGradients* wire) override {
+  void optimizer_span(size_t begin, size_t end, void* stream, const ReducedGradients* wire) override {
     cudaStream_t target = static_cast<cudaStream_t>(stream);
     DDPX_INTERNAL_ASSERT(wire == nullptr || target != nullptr,
                          "span [{}, {}): 16-bit gradients come only from the reducer's stream", begin, end);
@@ -297,15 +297,14 @@ class CudaEngine : public StepEngine, public GraphCapture {
       target = update_;
       spans_forked_ = true;
     }
-    // Empty WireGradients: the hook left the average in the bucket after all (ddp/wire_gradients.hpp).
-    if (wire == nullptr || wire->in_bucket())
+    // Empty ReducedGradients: the hook left the average in the bucket after all (core/reduced_gradients.hpp).
+    if (wire == nullptr || wire->in_buffer())
       return update(span_step_, begin, end, target);
     DDPX_INTERNAL_ASSERT(!options_.recipe.no_decay,
                          "span [{}, {}): --no-decay with a hook's 16-bit wire (the trainer keeps the update apart)",
                          begin, end);
-    const WireGrads from_wire{wire->data, wire->format == WireFormat::fp16, wire->low_rank};
     model_->optimizer_span(options_.optimizer, span_step_, begin, end, target, &numerics_.get()->step_bad_offset,
-                           &from_wire);
+                           wire);
   }
   void finish_span_updates() override {
     record(kOptimizerStart);

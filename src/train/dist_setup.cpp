@@ -148,7 +148,7 @@ std::unique_ptr<ReducerPort> attach_reducer(DistContext& dist, const DistOptions
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
   reducer_options.watchdog = dist.watchdog.get();
   if (span_updates)
-    reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream, const WireGradients* wire) {
+    reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream, const ReducedGradients* wire) {
       engine.optimizer_span(begin, end, stream, wire);
     };
   dist.overlap = reducer_options.overlap;

@@ -15,7 +15,7 @@
 #include "data/batch_loader.hpp"
 #include "data/data_spec.hpp"
 #include "data/dataset.hpp"
-#include "ddp/wire_gradients.hpp"
+#include "core/reduced_gradients.hpp"
 #include "model/model.hpp"
 #include "train/engine_options.hpp"
 #include "train/graph_capture.hpp"
@@ -88,7 +88,7 @@ class StepEngine {
   // `wire` (CUDA, from the reducer only): the span's averaged gradients are in a cast hook's 16-bit buffer, not in
   // the gradient buffer; the update reads them there (Note [Widening fused into the update], ddp/comm_hook.hpp).
   virtual void begin_span_updates(int64_t step) = 0;
-  virtual void optimizer_span(size_t begin, size_t end, void* stream, const WireGradients* wire = nullptr) = 0;
+  virtual void optimizer_span(size_t begin, size_t end, void* stream, const ReducedGradients* wire = nullptr) = 0;
   virtual void finish_span_updates() = 0;
   // Mean loss of the last forward_backward (synchronizes on CUDA).
   virtual float last_loss() = 0;

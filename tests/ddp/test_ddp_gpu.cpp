@@ -27,7 +27,7 @@
 #include "ddp/cast_hook.hpp"
 #include "ddp/cast_kernels.hpp"
 #include "ddp/powersgd_hook.hpp"
-#include "ddp/wire_gradients.hpp"
+#include "core/reduced_gradients.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/agreement.hpp"
 #include "dist/nccl_communicator.hpp"
@@ -200,7 +200,7 @@ TEST(PowerSgdCuda, RunLeavingWireLeavesExactlyRunsProductsInTheFactors) {
   const size_t end = tensors.back().offset + tensors.back().numel;
   SelfCommunicator comm(BufferMemory::cuda);
   // The bucket a leaving run left (`got`, its wire `wire`) against run()'s (`want`), for the same input.
-  auto expect_leaves_runs_result = [&](const WireGradients& wire, const std::vector<float>& got,
+  auto expect_leaves_runs_result = [&](const ReducedGradients& wire, const std::vector<float>& got,
                                        const std::vector<float>& want, const std::vector<float>& input,
                                        const std::string& where) {
     ASSERT_NE(wire.low_rank.pieces, nullptr) << where;
@@ -261,7 +261,7 @@ TEST(PowerSgdCuda, RunLeavingWireLeavesExactlyRunsProductsInTheFactors) {
       BucketView c_view{0, c.data, 0, end, tensors, GradDevice::cuda};
       ASSERT_TRUE(leaves.leaves_result_on_wire(b_view));
       writes.run(a_view, comm, nullptr, step);
-      const WireGradients wire = leaves.run_leaving_wire(b_view, comm, nullptr, step);
+      const ReducedGradients wire = leaves.run_leaving_wire(b_view, comm, nullptr, step);
       CUDA_OK(cudaDeviceSynchronize());
       const std::vector<float> want = a.download(), got = b.download();
       const std::string where = "rank " + std::to_string(rank) + (warm_start ? "" : " cold") + " step " +
@@ -273,7 +273,7 @@ TEST(PowerSgdCuda, RunLeavingWireLeavesExactlyRunsProductsInTheFactors) {
         expect_leaves_runs_result(wire, got, want, input, where);
       }
       if (step % 2 == 1) {
-        const WireGradients alternate_wire = alternates.run_leaving_wire(c_view, comm, nullptr, step);
+        const ReducedGradients alternate_wire = alternates.run_leaving_wire(c_view, comm, nullptr, step);
         CUDA_OK(cudaDeviceSynchronize());
         expect_leaves_runs_result(alternate_wire, c.download(), want, input, where + " (alternating, leaving)");
       } else {

@@ -147,7 +147,7 @@ TEST(Reducer, AfterReduceSeesEachReducedBucketOnceBeforeTheStepEnds) {
   std::mutex mutex;
   std::vector<std::pair<size_t, size_t>> spans;
   std::vector<float> first_values;
-  auto reducer = f.make(true, [&](size_t begin, size_t end, void* stream, const WireGradients*) {
+  auto reducer = f.make(true, [&](size_t begin, size_t end, void* stream, const ReducedGradients*) {
     EXPECT_EQ(stream, nullptr);  // host buckets: called on the communication thread
     std::lock_guard lock(mutex);
     spans.emplace_back(begin, end);

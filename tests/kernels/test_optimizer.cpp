@@ -104,7 +104,7 @@ TEST(Optimizer, AdamWMatchesTorchFormula) {
 // and once from `grads` read through `wire`: parameters, optimizer state and AdamW's bf16 copy must be equal bit
 // for bit.
 void expect_wire_update_equals_plain(int64_t n, const float* reference, const float* grads,
-                                                   const WireGrads& wire, const std::string& what) {
+                                                   const ReducedGradients& wire, const std::string& what) {
   const auto p0 = random_vector(n, 44), s0 = random_vector(n, 45, 0.1);
   std::vector<float> s_abs(s0);
   for (auto& x : s_abs) x = std::fabs(x);
@@ -113,7 +113,7 @@ void expect_wire_update_equals_plain(int64_t n, const float* reference, const fl
   auto a_p = testing::to_device<float>(p0), a_m = testing::to_device<float>(s0);
   auto b_p = testing::to_device<float>(p0), b_m = testing::to_device<float>(s0);
   sgd_update(a_p.get(), reference, a_m.get(), nullptr, n, sgd, nullptr);
-  sgd.wire = wire;
+  sgd.reduced = wire;
   sgd_update(b_p.get(), grads, b_m.get(), nullptr, n, sgd, nullptr);
   const std::vector<float> updated = testing::to_host(a_p);
   EXPECT_EQ(updated, testing::to_host(b_p)) << what << ": sgd parameters";
@@ -125,7 +125,7 @@ void expect_wire_update_equals_plain(int64_t n, const float* reference, const fl
   auto d_p = testing::to_device<float>(p0), d_m = testing::to_device<float>(s0), d_v = testing::to_device<float>(s_abs);
   DeviceBuffer<__nv_bfloat16> c_low(n, "low"), d_low(n, "low");
   adamw_update(c_p.get(), reference, c_m.get(), c_v.get(), c_low.get(), n, adam, nullptr);
-  adam.wire = wire;
+  adam.reduced = wire;
   adamw_update(d_p.get(), grads, d_m.get(), d_v.get(), d_low.get(), n, adam, nullptr);
   EXPECT_EQ(testing::to_host(c_p), testing::to_host(d_p)) << what << ": adamw parameters";
   EXPECT_EQ(testing::to_host(c_m), testing::to_host(d_m)) << what << ": adamw exp_avg";
@@ -157,8 +157,8 @@ TEST(Optimizer, GradientsFromTheWireEqualTheWidenedBufferBitForBit) {
     DeviceBuffer<uint16_t> d_wire(n, "wire");
     d_wire.upload(wire16);
     auto d_widened = testing::to_device<float>(widened);
-    WireGrads from_wire;
-    from_wire.data = d_wire.get(), from_wire.fp16 = fp16;
+    ReducedGradients from_wire;
+    from_wire.data = d_wire.get(), from_wire.format = fp16 ? WireFormat::fp16 : WireFormat::bf16;
     expect_wire_update_equals_plain(n, d_widened.get(), nullptr, from_wire, fp16 ? "fp16 wire" : "bf16 wire");
   }
   // A non-finite 16-bit gradient is reported at its offset (plus the span's base), as from fp32.
@@ -170,7 +170,7 @@ TEST(Optimizer, GradientsFromTheWireEqualTheWidenedBufferBitForBit) {
   flag.upload(std::vector<unsigned long long>{~0ull});
   auto d_p = testing::to_device<float>(random_vector(256, 35));
   SgdUpdate u;
-  u.lr = 0.1f, u.wire = {d_wire.get(), false}, u.nonfinite_gradient = flag.get(), u.offset_base = 1000;
+  u.lr = 0.1f, u.reduced.data = d_wire.get(), u.nonfinite_gradient = flag.get(), u.offset_base = 1000;
   sgd_update(d_p.get(), nullptr, nullptr, nullptr, 256, u, nullptr);
   EXPECT_EQ(flag.download().at(0), 1077u);
 }
@@ -213,7 +213,7 @@ TEST(Optimizer, LowRankGradientsEqualTheWrittenProductsBitForBit) {
   d_pieces.upload(pieces);
   auto d_p = testing::to_device<float>(p), d_q = testing::to_device<float>(q);
   auto d_written = testing::to_device<float>(written), d_garbage = testing::to_device<float>(garbage);
-  WireGrads low_rank;
+  ReducedGradients low_rank;
   low_rank.low_rank = {d_pieces.get(), static_cast<int>(pieces.size()), d_p.get(), d_q.get(), int(width)};
   // The plain pieces are read from the buffer; the factor pieces must not see its 7s.
   expect_wire_update_equals_plain(n, d_written.get(), d_garbage.get(), low_rank, "low-rank pieces");
@@ -242,11 +242,11 @@ TEST(Optimizer, PackedBf16RegionsEqualTheWidenedBufferBitForBit) {
   DeviceBuffer<PackedBf16Region> d_regions(regions.size(), "regions");
   d_regions.upload(regions);
   auto d_widened = testing::to_device<float>(widened), d_packed = testing::to_device<float>(packed);
-  WireGrads whole;
+  ReducedGradients whole;
   whole.packed_bf16 = {d_regions.get(), static_cast<int>(regions.size()), 0};
   expect_wire_update_equals_plain(n, d_widened.get(), d_packed.get(), whole, "packed bf16, whole buffer");
   const int64_t begin = 2048;  // inside the second region
-  WireGrads span;
+  ReducedGradients span;
   span.packed_bf16 = {d_regions.get(), static_cast<int>(regions.size()), begin};
   expect_wire_update_equals_plain(n - begin, d_widened.get() + begin, d_packed.get() + begin, span,
                                   "packed bf16, span from element 2048");
@@ -259,7 +259,7 @@ TEST(Optimizer, PackedBf16RegionsEqualTheWidenedBufferBitForBit) {
   flag.upload(std::vector<unsigned long long>{~0ull});
   auto d_p = testing::to_device<float>(random_vector(n, 52));
   SgdUpdate u;
-  u.lr = 0.1f, u.wire = whole, u.nonfinite_gradient = flag.get();
+  u.lr = 0.1f, u.reduced = whole, u.nonfinite_gradient = flag.get();
   sgd_update(d_p.get(), d_nan.get(), nullptr, nullptr, n, u, nullptr);
   EXPECT_EQ(flag.download().at(0), 1024u + 1500u);
 }

@@ -38,7 +38,7 @@ class LateTimesEngine : public StepEngine {
   void forward_backward(float, const ReadyFn&) override {}
   void optimizer_step(int64_t) override {}
   void begin_span_updates(int64_t) override {}
-  void optimizer_span(size_t, size_t, void*, const WireGradients*) override {}
+  void optimizer_span(size_t, size_t, void*, const ReducedGradients*) override {}
   void finish_span_updates() override {}
   float last_loss() override { return 0; }
   std::optional<NumericsProblem> numerics_problem() override { return std::nullopt; }

@@ -47,7 +47,7 @@ class RecordingEngine : public StepEngine, public GraphCapture {
   }
   void optimizer_step(int64_t step) override { calls_.push_back("optimizer_step " + std::to_string(step)); }
   void begin_span_updates(int64_t step) override { calls_.push_back("begin_span_updates " + std::to_string(step)); }
-  void optimizer_span(size_t begin, size_t end, void* stream, const WireGradients*) override {
+  void optimizer_span(size_t begin, size_t end, void* stream, const ReducedGradients*) override {
     calls_.push_back(fmt_span("optimizer_span", begin, end) + (stream ? " on a stream" : ""));
   }
   void finish_span_updates() override { calls_.push_back("finish_span_updates"); }
