@@ -17,7 +17,9 @@ if [[ -d .gpudeps/fashion-mnist && ! -d /usr/share/datasets/fashion-mnist ]]; th
 fi
 skimage_data=/usr/lib/python3/dist-packages/skimage/data
 if [[ -d .gpudeps/photos && ! -d $skimage_data ]]; then mkdir -p "$skimage_data" && cp .gpudeps/photos/* "$skimage_data/"; fi
-[[ -d .gpudeps/root/usr ]] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpudeps/root/usr")
+# Also in the environment, for the configures the tests run themselves (build_conventions): CMake reads it too.
+[[ -d .gpudeps/root/usr ]] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpudeps/root/usr") &&
+  export CMAKE_PREFIX_PATH="$PWD/.gpudeps/root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 cmake --build build -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -B2 -A8 error "$OUT/build.log" | head -60; exit 1; }
 nvidia-smi -L

@@ -75,7 +75,7 @@ void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options) {
   options.reset_head = flags.reset_head;
   options.metrics = flags.metrics;
   options.eval_every = flags.eval_every;
-  options.recipe.validate(options.device);
+  options.recipe.validate();
   if (!flags.randaugment.empty()) options.image_pipeline.rand_augment = parse_rand_augment(flags.randaugment);
 }
 

@@ -43,7 +43,7 @@ class CpuEngine : public StepEngine {
         numerics_(options.divergence_ratio) {
     options.optimizer.validate();
     const RecipeOptions& recipe = options.recipe;
-    recipe.validate(Device::cpu);
+    recipe.validate();
     if (recipe.no_decay) {
       no_decay_ = no_decay_spans(layout_);
       undecayed_ = options.optimizer;

@@ -18,7 +18,7 @@
 //    optimizer); two graphs (plain, timed) per input parity; replay() launches one. Both variants of a parity
 //    record their phase events into the same events, so those hold the last replay of that parity. The optimizer's step number is frozen in the
 //    graph, so the trainer only captures where that is exact (OptimizerSpec::graph_replay_exact, after step 1).
-//  - The recipe (train/recipe_options.hpp; only with DDPX_CUDA_RECIPE=1 until verified on a GPU) runs the CPU
+//  - The recipe (train/recipe_options.hpp; verified against the CPU engine on an H100, 2026-12-05) runs the CPU
 //    engine's steps in the same order with kernels/recipe.hpp: mixup/cutmix drawn on the host from the batch's
 //    index and applied on the compute stream (so no graph replays such a step: step_graphs.hpp), the soft-target
 //    loss, the global-norm clip after the reduction and before the update (no host sync; the norm is read only

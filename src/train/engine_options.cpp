@@ -18,7 +18,7 @@ void EngineOptions::validate() const {
                        "bf16 weight gradients asked of a {} engine in {}", device == Device::cuda ? "CUDA" : "CPU",
                        precision_name(precision));
   optimizer.validate();
-  recipe.validate(device);
+  recipe.validate();
 }
 
 }  // namespace ddpx

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -34,30 +33,13 @@ std::string weight_average_path(const std::string& save) {
   return save + ".ema";
 }
 
-void RecipeOptions::validate(Device device) const {
+void RecipeOptions::validate() const {
   DDPX_REQUIRE(std::isfinite(label_smoothing) && label_smoothing >= 0 && label_smoothing < 1,
                "--label-smoothing must be in [0, 1) (the share of each target spread over all classes; torchvision's "
                "ViT recipe uses 0.11), got {}", label_smoothing);
   if (clip_grad_norm != 0) validate_clip_grad_norm(clip_grad_norm);
   if (ema_decay != 0) validate_ema_decay(ema_decay);
   mix.validate();
-  if (device == Device::cuda && !cuda_recipe_opted_in()) {
-    DDPX_REQUIRE(!any(),
-                 "{} on --device cuda: the CUDA forms (kernels/recipe.hpp) are written but not yet verified on a "
-                 "GPU, so the CUDA engine runs them only when asked to (DDPX_CUDA_RECIPE=1 in the environment); "
-                 "train with --device cpu, or leave the flag out (--lr-schedule and its warm-up work on both "
-                 "engines)",
-                 label_smoothing != 0  ? "--label-smoothing"
-                 : clip_grad_norm != 0 ? "--clip-grad-norm"
-                 : no_decay            ? "--no-decay"
-                 : ema_decay != 0      ? "--ema-decay"
-                                       : "--mixup/--cutmix");
-  }
-}
-
-bool cuda_recipe_opted_in() {
-  const char* value = std::getenv("DDPX_CUDA_RECIPE");
-  return value != nullptr && std::string_view(value) == "1";
 }
 
 }  // namespace ddpx

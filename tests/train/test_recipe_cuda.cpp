@@ -1,7 +1,6 @@
-// The recipe's CUDA forms through the trainer, against the CPU engine. Until these run green on a GPU the CUDA
-// engine runs them only with DDPX_CUDA_RECIPE=1 (train/recipe_options.hpp), which the GPU tests set themselves.
-// On every machine: the gate refuses by name without the opt-in and lets it through with it; mixing runs never
-// replay graphs. On a GPU (GPU-labelled, they skip without one): each feature alone, then all of them, trains
+// The recipe's CUDA forms through the trainer, against the CPU engine (they passed on an H100 on 2026-12-05, and the
+// CUDA engine has taken the recipe's flags since). On every machine: the CUDA engine's options take every recipe
+// flag with the CPU engine's value checks; mixing runs never replay graphs. On a GPU (GPU-labelled, they skip without one): each feature alone, then all of them, trains
 // vit_tiny_test and mlp_tiny_test in fp32 to the CPU engine's weights (and EMA) within the fp32 tolerance of
 // CudaFamilyTraining.MatchesTheCpuEngineInFp32; a replayed graph of a recipe step equals the eager step bit for bit.
 #include <gtest/gtest.h>
@@ -9,7 +8,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,6 +17,7 @@
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
 #include "saved_weights.hpp"
+#include "train/engine_options.hpp"
 #include "train/recipe_options.hpp"
 #include "train/step_graphs.hpp"
 #include "train/trainer.hpp"
@@ -37,44 +36,24 @@ fs::path scratch(const std::string& name) {
 }
 
 
-// Sets DDPX_CUDA_RECIPE for one scope and restores what was there.
-class RecipeOptIn {
- public:
-  explicit RecipeOptIn(const char* value) {
-    if (const char* old = std::getenv("DDPX_CUDA_RECIPE")) saved_ = old, had_ = true;
-    if (value) ::setenv("DDPX_CUDA_RECIPE", value, 1); else ::unsetenv("DDPX_CUDA_RECIPE");
-  }
-  ~RecipeOptIn() {
-    if (had_) ::setenv("DDPX_CUDA_RECIPE", saved_.c_str(), 1); else ::unsetenv("DDPX_CUDA_RECIPE");
-  }
-
- private:
-  std::string saved_;
-  bool had_ = false;
-};
-
-TEST(CudaRecipe, RefusedByNameUnlessTheEnvironmentOptsIn) {
-  RecipeOptions smoothing;
-  smoothing.label_smoothing = 0.1;
-  {
-    RecipeOptIn off(nullptr);
-    EXPECT_FALSE(cuda_recipe_opted_in());
-    testing::expect_error([&] { smoothing.validate(Device::cuda); },
-                          {"--label-smoothing on --device cuda", "DDPX_CUDA_RECIPE=1"});
-    smoothing.validate(Device::cpu);  // the CPU engine runs it either way
-  }
-  {
-    RecipeOptIn other("yes");  // only "1" opts in
-    testing::expect_error([&] { smoothing.validate(Device::cuda); }, {"DDPX_CUDA_RECIPE=1"});
-  }
-  {
-    RecipeOptIn on("1");
-    EXPECT_TRUE(cuda_recipe_opted_in());
-    smoothing.validate(Device::cuda);
-    RecipeOptions bad = smoothing;
-    bad.label_smoothing = 1.5;  // the value checks still hold
-    testing::expect_error([&] { bad.validate(Device::cuda); }, {"--label-smoothing"});
-  }
+TEST(CudaRecipe, TheCudaEngineTakesEveryRecipeFlagAndStillChecksTheirValues) {
+  // Verified on an H100 on 2026-12-05 (EachFeatureTrainsAsTheCpuEngine, ReplayedRecipeStepsEqualEagerSteps below),
+  // the recipe is no longer refused on --device cuda; the value checks are the same on both engines.
+  EngineOptions o;
+  o.device = Device::cuda;
+  o.precision = Precision::bf16;
+  o.recipe.label_smoothing = 0.1;
+  o.recipe.clip_grad_norm = 1;
+  o.recipe.no_decay = true;
+  o.recipe.ema_decay = 0.99;
+  o.recipe.mix = MixSettings{.mixup_alpha = 0.2, .cutmix_alpha = 1.0};
+  EXPECT_NO_THROW(o.validate());
+  EngineOptions bad = o;
+  bad.recipe.label_smoothing = 1.5;
+  testing::expect_error([&] { bad.validate(); }, {"--label-smoothing"});
+  bad = o;
+  bad.recipe.ema_decay = -1;
+  testing::expect_error([&] { bad.validate(); }, {"--ema-decay"});
 }
 
 TEST(CudaRecipe, OverlappedUpdatesStopWhereTheRecipeNeedsTheWholeStep) {
@@ -116,7 +95,6 @@ TrainOptions recipe_case(Device device, const std::string& model, const std::str
 
 TEST(CudaRecipe, EachFeatureTrainsAsTheCpuEngine) {
   DDPX_REQUIRE_GPU();
-  RecipeOptIn on("1");
   for (const std::string model : {"vit_tiny_test", "mlp_tiny_test"}) {
     for (const std::string feature : {"smoothing", "clip", "no_decay", "ema", "mix", "all"}) {
       SCOPED_TRACE(model + " " + feature);
@@ -133,7 +111,6 @@ TEST(CudaRecipe, EachFeatureTrainsAsTheCpuEngine) {
 
 TEST(CudaRecipe, ReplayedRecipeStepsEqualEagerSteps) {
   DDPX_REQUIRE_GPU();
-  RecipeOptIn on("1");
   // Everything a graph can hold (mixing cannot: its draw is per batch): smoothing, clipping, no-decay, EMA.
   TrainOptions eager = recipe_case(Device::cuda, "vit_tiny_test", "all"), graphed = eager;
   eager.recipe.mix = graphed.recipe.mix = MixSettings{};
