@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Accuracy in bf16 (issue 42 step 3), one device call after bench/gpu-check.sh built ddpx: ddpx --precision bf16
 # against PyTorch autocast bf16 (2.11 on the GPU machine) on Fashion-MNIST, the MLP and the small ViT of
-# bench/recipe_torch_compare.py, same initial weights, data order and recipe (the part the CUDA engine runs by
-# default: SGD momentum, weight decay, warm-up then cosine), two more PyTorch seeds for scale. Target: final top-1
+# bench/recipe_torch_compare.py, same initial weights, data order and recipe (SGD momentum, warm-up then cosine,
+# label smoothing, clipping, no decay on biases and norms; RECIPE=plain: the optimizer and schedule only), two more
+# PyTorch seeds for scale. Target: final top-1
 # within 0.3 points of PyTorch's, loss curves within seed noise. Each model's table and JSON go under $OUT.
 # Usage (GPU machine, repo root): bash bench/gpu-accuracy.sh      [MODELS="mlp vit" DDPX=build/src/cli/ddpx]
 # Dry run on a CPU (fp32 on both sides, a few steps): DEVICE=cpu STEPS=30 bash bench/gpu-accuracy.sh
@@ -19,6 +20,7 @@ PYTHON=${PYTHON:-python3}
 [[ $DEVICE == cpu && -x /usr/bin/python3 ]] && PYTHON=/usr/bin/python3  # Debian's torch on a CPU machine
 steps=()
 [[ -n ${STEPS:-} ]] && steps=(--steps "$STEPS")
+[[ ${RECIPE:-full} == plain ]] && steps+=(--plain-recipe)
 status=0
 for model in $MODELS; do
   echo "== $model on $DEVICE"

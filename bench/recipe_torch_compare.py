@@ -8,9 +8,9 @@ the same order, with the same schedule and regularization, and compares the loss
     python3 bench/recipe_torch_compare.py --ddpx build/src/cli/ddpx --model vit --device cuda --work /tmp/cmp
 
 --device cuda (issue 42 step 3) trains ddpx with --precision bf16 and PyTorch under torch.autocast(bfloat16) on the
-GPU, fp32 master weights on both sides, and evaluates both in fp32 on the CPU. Its recipe is the part the CUDA
-engine runs today: SGD momentum 0.9, weight decay 5e-4 on every tensor, linear warm-up then cosine; label smoothing,
-clipping and --no-decay stay CPU-only until kernels/recipe.cu is wired into the CUDA engine.
+GPU, fp32 master weights on both sides, and evaluates both in fp32 on the CPU. Same recipe as on the CPU by
+default; --plain-recipe drops label smoothing, clipping and --no-decay (what the CUDA engine ran before 2026-12-05,
+for comparing with the first bf16 figures).
 
 What is the same on both sides:
   - data: /usr/share/datasets/fashion-mnist (dataset-fashion-mnist), pixels / 255 normalized by the training set's
@@ -53,8 +53,8 @@ MODELS = {
 }
 RECIPE = dict(momentum=0.9, weight_decay=5e-4, label_smoothing=0.1, clip=1.0, warmup_start=0.1, min_lr=0.0,
               no_decay=True)
-# What --device cuda runs (see the header): the regularization the CUDA engine does not run yet is off on both sides.
-CUDA_RECIPE = dict(RECIPE, label_smoothing=0.0, clip=0.0, no_decay=False)
+# --plain-recipe (see the header): the optimizer and schedule only.
+PLAIN_RECIPE = dict(RECIPE, label_smoothing=0.0, clip=0.0, no_decay=False)
 
 
 def read_idx(name):
@@ -219,10 +219,12 @@ def main():
     parser.add_argument("--model", choices=sorted(MODELS), default="mlp")
     parser.add_argument("--work", default="/tmp/ddpx-recipe-compare")
     parser.add_argument("--steps", type=int, help="override the model's step count")
+    parser.add_argument("--plain-recipe", action="store_true",
+                        help="no label smoothing, clipping or --no-decay on either side (the optimizer and schedule only)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="cuda: ddpx --precision bf16 against PyTorch autocast bf16 (see the header)")
     args = parser.parse_args()
-    recipe = RECIPE if args.device == "cpu" else CUDA_RECIPE
+    recipe = PLAIN_RECIPE if args.plain_recipe else RECIPE
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cfg = dict(MODELS[args.model])
