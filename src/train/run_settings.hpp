@@ -4,11 +4,13 @@
 // value as text, and one column per place it goes:
 //  - agreed: compared across ranks before the first step, in one collective (dist/agreement.hpp). A setting is
 //    agreed when a difference between ranks would change the math (model, precision, batch, accumulation,
-//    optimizer and its hyperparameters, seed, data and its files, hook, bucket plan) or the schedule of
-//    collectives and outputs (steps, the step a resume starts at, CUDA graphs, overlap, --save, --checkpoint-dir
-//    and how often checkpoints are written, the watchdog's timeout, --report and --trace, which every rank records
-//    for rank 0). Settings that change neither (workers, prefetch, threads, --log-every, --warmup, output paths
-//    themselves) are not, so ranks may differ in them.
+//    optimizer and its hyperparameters, the learning-rate schedule, the recipe's regularization, seed, data, its
+//    files and class names, RandAugment, hook, bucket plan) or the schedule of collectives and outputs (steps, the
+//    step a resume starts at, --warmup and --calibrate-steps, evaluation, CUDA graphs, overlap, --save,
+//    --checkpoint-dir and how often checkpoints are written, the watchdog's timeout, --report and --trace, which
+//    every rank records for rank 0). Settings that change neither (workers, prefetch, threads, --log-every, output
+//    paths themselves) are not, so ranks may differ in them; nor are the facts every rank has by construction
+//    (ranks, backend, reducer) and the command line.
 //  - report: a JSON merge patch of the run report's config (RunConfig's JSON, profile/step_record.hpp); null: not
 //    recorded there.
 //  - checkpoint: a JSON merge patch of a checkpoint's metadata (io/checkpoint.hpp), null: not recorded there. Its

@@ -106,17 +106,21 @@ TEST(RunSettings, OneRowPerSettingAndTheAgreedOnesAreTheStartupAgreementsTable) 
     const RunSettings settings(options, layout, kTwoGlooRanks);
     std::set<std::string> names;
     for (const RunSetting& row : settings.rows()) EXPECT_TRUE(names.insert(row.name).second) << row.name;
-    // The agreement's table as it was before the table existed (and --randaugment since): the same settings in the
-    // same order.
+    // The agreement's table: the settings agreed before the table existed, in the same order, with those the table
+    // showed were missing (the recipe, the schedule, --dampening, the class names, --warmup, --calibrate-steps,
+    // evaluation: ranks differing in them trained different weights or waited on each other until the watchdog).
     std::vector<std::string> agreed;
     for (const AgreedSetting& setting : settings.agreed()) agreed.push_back(setting.name);
     EXPECT_EQ(agreed, (std::vector<std::string>{
                           "--model", "--device/--precision", "--batch", "--grad-accum", "--steps",
                           "the step to start from (--resume)", "--seed", "--optimizer", "--lr", "--momentum",
-                          "--nesterov", "--weight-decay", "--beta1/--beta2", "--eps", "--data", "--randaugment",
-                          "--images", "--labels", "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)",
-                          "--no-overlap", "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
-                          "--report", "--trace"}));
+                          "--nesterov", "--dampening", "--weight-decay", "--beta1/--beta2", "--eps",
+                          "--lr-schedule (with --lr-warmup-steps, --lr-warmup-start, --min-lr)",
+                          "--label-smoothing", "--clip-grad-norm", "--no-decay", "--mixup/--cutmix", "--ema-decay",
+                          "--data", "--randaugment", "--images", "--labels", "the data's class names",
+                          "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
+                          "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
+                          "--report", "--trace", "--warmup", "--calibrate-steps", "--val/--eval-every"}));
     for (const RunSetting& row : settings.rows())
       if (row.agreed) EXPECT_EQ(value_of(settings.agreed(), row.name), row.text) << row.name;
   }
@@ -141,19 +145,27 @@ TEST(RunSettings, EachAgreedRowReadsItsOwnSetting) {
       {"--optimizer",
        [](TrainOptions& o, RunFacts&, const FlatLayout*&) {
          o.optimizer.kind = OptimizerKind::adamw;
-         o.optimizer.dampening = 0;
        }},
       {"--lr", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.lr = 0.06f; }},
       {"--momentum", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.momentum = 0.8f; }},
       {"--nesterov", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.nesterov = true; }},
+      {"--dampening", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.dampening = 0.2f; }},
       {"--weight-decay", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.weight_decay = 0.5f; }},
       {"--beta1/--beta2", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.beta1 = 0.7f; }},
       {"--eps", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.eps = 1e-6f; }},
+      {"--lr-schedule (with --lr-warmup-steps, --lr-warmup-start, --min-lr)",
+       [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.optimizer.schedule.warmup_steps = 4; }},
+      {"--label-smoothing", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.recipe.label_smoothing = 0.1; }},
+      {"--clip-grad-norm", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.recipe.clip_grad_norm = 1; }},
+      {"--no-decay", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.recipe.no_decay = true; }},
+      {"--mixup/--cutmix", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.recipe.mix.cutmix_alpha = 1; }},
+      {"--ema-decay", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.recipe.ema_decay = 0.9; }},
       {"--data", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.data = DataSource::learnable; }},
       {"--randaugment",
        [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.rand_augment = parse_rand_augment("2,9"); }},
       {"--images", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.images = file; }},
       {"--labels", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.labels = file; }},
+      {"the data's class names", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.class_names[1] = "cow"; }},
       {"--comm-hook", [](TrainOptions&, RunFacts& f, const FlatLayout*&) { f.hook_spec = "fp16"; }},
       {"the bucket plan (--bucket-mb/--first-bucket-mb)",
        [](TrainOptions&, RunFacts& f, const FlatLayout*&) { f.bucket_plan_signature = "another plan"; }},
@@ -165,6 +177,9 @@ TEST(RunSettings, EachAgreedRowReadsItsOwnSetting) {
       {"--comm-timeout", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.comm_timeout_s = 30; }},
       {"--report", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.report = "run.json"; }},
       {"--trace", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.trace = "run.trace.json"; }},
+      {"--warmup", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.warmup_steps += 1; }},
+      {"--calibrate-steps", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.calibrate_steps += 1; }},
+      {"--val/--eval-every", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.val = DataSpec(DataSource::learnable); }},
   };
   const std::vector<AgreedSetting> before = RunSettings(base, layout, kTwoGlooRanks).agreed();
   ASSERT_EQ(changes.size(), before.size());  // a change for every agreed row
