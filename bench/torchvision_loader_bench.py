@@ -9,16 +9,29 @@ eval = Resize(size / 0.875) + CenterCrop(size) + ToTensor + Normalize (antialias
 --randaugment N,M the train transform gets RandAugment(num_ops=N, magnitude=M) after the flip, on the PIL image, as
 torchvision's reference recipe (presets.py, --auto-augment ra --ra-magnitude M) places it. Iterates
 until --images images were delivered (whole epochs repeated as needed; one warm-up batch excluded) and prints one
-JSON line: {"images": N, "seconds": S, "images_per_s": R, "workers": W, "torch": version, "torchvision": version}.
+JSON line: {"images": N, "seconds": S, "images_per_s": R, "cpu_seconds": C, "workers": W, "torch": version,
+"torchvision": version}; C is the CPU time (user + system, from /proc) of the main process and the workers over the
+same interval: the core-seconds the pipeline spent, which a loaded machine inflates less than the wall clock.
 torch.set_num_threads(1) in every process, so W workers use W cores (plus the main process collating).
 """
 import argparse
 import json
+import os
 import time
 
 import torch
 import torchvision
 from torchvision import datasets, transforms
+
+
+def cpu_seconds(pids):
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / ticks
 
 
 def main():
@@ -46,17 +59,20 @@ def main():
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=True, num_workers=args.workers,
                                          worker_init_fn=lambda _: torch.set_num_threads(1), persistent_workers=True,
                                          drop_last=True)
-    delivered, start = 0, None
+    delivered, start, pids, cpu_start = 0, None, [], 0.0
     while delivered < args.images:
         for images, _ in loader:
             if start is None:  # the first batch pays for starting the workers
                 start = time.perf_counter()
+                pids = [os.getpid()] + [w.pid for w in getattr(loader._iterator, "_workers", [])]
+                cpu_start = cpu_seconds(pids)
                 continue
             delivered += images.shape[0]
             if delivered >= args.images:
                 break
     seconds = time.perf_counter() - start
-    print(json.dumps({"images": delivered, "seconds": seconds, "images_per_s": delivered / seconds,
+    spent = cpu_seconds(pids) - cpu_start
+    print(json.dumps({"images": delivered, "seconds": seconds, "images_per_s": delivered / seconds, "cpu_seconds": spent,
                       "workers": args.workers, "torch": torch.__version__, "torchvision": torchvision.__version__}))
 
 

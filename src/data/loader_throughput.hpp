@@ -2,6 +2,8 @@
 // the decode-only limit (libjpeg-turbo full-size decodes on one thread).
 // Guarantees: every image counted was produced in full (the same fill_pixels the loader calls); threads split
 // consecutive micro-batches of rank 0 of one; the clock covers the work only (sources are opened before).
+// cpu_seconds is the process's CPU time over the same interval (all its threads): core-seconds spent, which a
+// loaded machine inflates far less than the wall clock (other processes' time is not counted).
 #pragma once
 #include <cstdint>
 
@@ -13,7 +15,9 @@ namespace ddpx {
 struct Throughput {
   int64_t images = 0;
   double seconds = 0;
+  double cpu_seconds = 0;
   double per_second() const { return seconds > 0 ? static_cast<double>(images) / seconds : 0; }
+  double core_us_per_image() const { return images > 0 ? cpu_seconds * 1e6 / static_cast<double>(images) : 0; }
 };
 
 // Fills micro-batches 0, 1, ... of `batch` images on `threads` threads until at least `images` are done.
