@@ -5,7 +5,9 @@
 # the input costs nothing), each under `taskset -c $CORES` (8 cores by default, the target's budget per GPU).
 # The table (bench/summarize.py) gives steps/s, images/s and the data wait's share of the step per row; the target
 # is the packed JPEG row at 95% or more of the synthetic-device row's images/s. The row pack_jpeg_device_norm copies
-# uint8 batches and normalizes them on the GPU (--normalize device, opt-in until this run verifies it).
+# uint8 batches and normalizes them on the GPU (--normalize device, opt-in until this run verifies it); the row
+# pack_jpeg_randaugment adds torchvision's RandAugment(2, 9) on the loader threads (--randaugment 2,9), whose target
+# is the same 95%.
 # Usage (GPU machine, repo root): bash bench/gpu-real-data.sh   [IMAGES=6400 STEPS=400 CORES=0-7 WORKERS=7]
 # Dry run on a CPU (the same files and commands, a small model, no figure that means anything):
 #   DEVICE=cpu PRECISION=fp32 MODEL=vit_tiny_test SYNTHETIC=synthetic IMAGES=200 STEPS=3 bash bench/gpu-real-data.sh
@@ -59,6 +61,7 @@ row synthetic_device "$SYNTHETIC"
 row pack_jpeg "pack:$DATA/train-jpeg.pack"
 row pack_jpeg_device_norm "pack:$DATA/train-jpeg.pack" --normalize device
 row pack_raw "pack:$DATA/train-raw.pack"
+row pack_jpeg_randaugment "pack:$DATA/train-jpeg.pack" --randaugment 2,9
 row folder_jpeg "folder:$DATA/folder"
 "$PYTHON" bench/summarize.py "$OUT" | tee "$OUT/real-data-table.md"
 "$PYTHON" - "$OUT" <<'PY'
@@ -70,7 +73,7 @@ def ips(name):
     except (OSError, ValueError, KeyError):
         return None
 base = ips("synthetic_device")
-for name in ("pack_jpeg", "pack_jpeg_device_norm", "pack_raw", "folder_jpeg"):
+for name in ("pack_jpeg", "pack_jpeg_device_norm", "pack_raw", "pack_jpeg_randaugment", "folder_jpeg"):
     value = ips(name)
     if base and value:
         print(f"{name}: {value:.0f} images/s = {100 * value / base:.1f}% of synthetic-device ({base:.0f})")

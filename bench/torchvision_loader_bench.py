@@ -34,13 +34,30 @@ def cpu_seconds(pids):
     return total / ticks
 
 
+def randaugment_only(args):
+    num_ops, magnitude = (int(v) for v in args.randaugment.split(","))
+    crop = transforms.Compose([transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip()])
+    plain = datasets.ImageFolder(args.dir)
+    images = [crop(plain[i][0]) for i in range(min(args.batch, len(plain)))]
+    augment = transforms.RandAugment(num_ops=num_ops, magnitude=magnitude)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for i in range(args.images):
+        augment(images[i % len(images)])
+    seconds, spent = time.perf_counter() - start, time.process_time() - cpu_start
+    print(json.dumps({"images": args.images, "seconds": seconds, "images_per_s": args.images / seconds,
+                      "cpu_seconds": spent, "workers": 0, "torch": torch.__version__,
+                      "torchvision": torchvision.__version__}))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("dir")
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--images", type=int, default=400)
-    parser.add_argument("--transform", choices=["train", "eval"], default="train")
+    parser.add_argument("--transform", choices=["train", "eval", "randaugment-only"], default="train",
+                        help="randaugment-only: RandAugment(--randaugment) alone, in this process, on the train "
+                             "transform's outputs of the first --batch images (PIL, size x size), --images times")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--randaugment", help="N,M: RandAugment(num_ops=N, magnitude=M) after the flip (train only)")
     args = parser.parse_args()
@@ -55,6 +72,8 @@ def main():
     else:
         transform = transforms.Compose([transforms.Resize(round(args.size / 0.875)), transforms.CenterCrop(args.size),
                                         transforms.ToTensor(), normalize])
+    if args.transform == "randaugment-only":
+        return randaugment_only(args)
     dataset = datasets.ImageFolder(args.dir, transform)
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=True, num_workers=args.workers,
                                          worker_init_fn=lambda _: torch.set_num_threads(1), persistent_workers=True,

@@ -55,13 +55,15 @@ struct AnchorRate {
   double per_second = 0, core_us_per_image = 0;  // wall-clock images/s; CPU time of its processes per image
 };
 
-// transform: "train", "eval" or "train+ra" (train with --randaugment).
+// transform: "train", "eval", "train+ra" (train with --randaugment) or "randaugment-only" (RandAugment alone, in
+// the script's process: workers is then ignored).
 std::optional<AnchorRate> torchvision_rate(const BenchFlags& f, const std::string& dir, const std::string& transform,
                                        int workers, const std::string& log, std::vector<std::string>& notes) {
   std::vector<std::string> args = {f.python, f.script, dir, "--size", std::to_string(f.size), "--workers",
                                    std::to_string(workers), "--images", std::to_string(f.images), "--transform",
-                                   transform == "eval" ? "eval" : "train"};
-  if (transform == "train+ra") args.insert(args.end(), {"--randaugment", f.randaugment});
+                                   transform == "train+ra" ? "train" : transform};
+  if (transform == "train+ra" || transform == "randaugment-only")
+    args.insert(args.end(), {"--randaugment", f.randaugment});
   const int status = run_child_process(args, {}, log);
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
@@ -134,6 +136,7 @@ Command add_data_bench_command(CLI::App& app) {
             const Throughput decode = measure_full_decodes(*folder, f->images);
 
             std::optional<AnchorRate> tv[3][2];  // [train/eval/train+ra][1 worker / threads workers]
+            std::optional<AnchorRate> tv_alone;  // torchvision's RandAugment alone, in process
             if (!f->no_torchvision) {
               f->script = find_script(f->script);
               if (f->script.empty()) {
@@ -151,6 +154,13 @@ Command add_data_bench_command(CLI::App& app) {
                       best.per_second = std::max(best.per_second, rate->per_second);
                       best.core_us_per_image = std::min(best.core_us_per_image, rate->core_us_per_image);
                     }
+                for (int round = 0; rand_augment && round < f->rounds; ++round)
+                  if (const std::optional<AnchorRate> rate = torchvision_rate(
+                          *f, spec.location, "randaugment-only", 0, (pack_dir / "torchvision-ra.log").string(), notes)) {
+                    AnchorRate& best = tv_alone ? *tv_alone : tv_alone.emplace(*rate);
+                    best.per_second = std::max(best.per_second, rate->per_second);
+                    best.core_us_per_image = std::min(best.core_us_per_image, rate->core_us_per_image);
+                  }
               }
             }
             fmt::print("{:<14} {:<8} {:>14} {:>14} {:>16} {:>16} {:>12}\n", "path", "xform", "1 thread img/s",
@@ -208,6 +218,27 @@ Command add_data_bench_command(CLI::App& app) {
               fmt::print("{} adds (CPU time of the one-thread figures, which load inflates less than images/s):\n",
                          rand_augment->describe());
               for (const std::string& cost : costs) fmt::print("  {}\n", cost);
+              // Alone: on the train transform's outputs of the raw pack's first 32 images, best of --rounds.
+              DatasetContext context;
+              context.shape = DataShape{3, f->size, std::max<int64_t>(folder->num_classes(), 1)};
+              context.images.augmentation = Augmentation::crop_flip;
+              const std::unique_ptr<Dataset> dataset = make_dataset(parse_data_spec("pack:" + raw_pack, "SOURCE"), context);
+              std::vector<uint8_t> pixels(static_cast<size_t>(32 * dataset->shape().image_numel()));
+              std::vector<int32_t> labels(32);
+              dataset->fill_pixels(0, 0, 1, 32, pixels.data(), labels.data());
+              Throughput alone = measure_rand_augment(*rand_augment, pixels.data(), 32, f->size, 3, f->images * 4);
+              for (int round = 1; round < f->rounds; ++round) {
+                const Throughput again = measure_rand_augment(*rand_augment, pixels.data(), 32, f->size, 3, f->images * 4);
+                alone.seconds = std::min(alone.seconds, again.seconds);
+                alone.cpu_seconds = std::min(alone.cpu_seconds, again.cpu_seconds);
+              }
+              fmt::print("  alone, one thread, {}x{} images: ddpx {:.0f} core-us per image ({:.0f} images/s)", f->size,
+                         f->size, alone.core_us_per_image(), alone.per_second());
+              if (tv_alone)
+                fmt::print("; torchvision (PIL) {:.0f} core-us ({:.0f} images/s): ddpx x{:.2f} faster per core",
+                           tv_alone->core_us_per_image, tv_alone->per_second,
+                           tv_alone->core_us_per_image / alone.core_us_per_image());
+              fmt::print("\n");
             }
             for (const std::string& note : notes) fmt::print("note: {}\n", note);
             if (temporary) fs::remove_all(pack_dir);

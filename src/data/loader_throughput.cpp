@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -46,6 +47,22 @@ Throughput measure_batches(const Dataset& dataset, int threads, int64_t batch, i
   for (const std::exception_ptr& error : errors)
     if (error) std::rethrow_exception(error);
   return {batches * batch, seconds, cpu_seconds};
+}
+
+Throughput measure_rand_augment(const RandAugmentSpec& spec, const uint8_t* pixels, int count, int size, int channels,
+                                int64_t images) {
+  const size_t bytes = static_cast<size_t>(size) * static_cast<size_t>(size) * static_cast<size_t>(channels);
+  std::vector<uint8_t> work(bytes), scratch;
+  const double cpu_start = process_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < images; ++i) {
+    const uint8_t* image = pixels + static_cast<size_t>(i % count) * bytes;
+    std::copy(image, image + bytes, work.begin());
+    Rng rng(static_cast<uint64_t>(i));
+    rand_augment(spec, work.data(), size, size, channels, rng, scratch);
+  }
+  return {images, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+          process_cpu_seconds() - cpu_start};
 }
 
 Throughput measure_full_decodes(const SampleSource& source, int64_t images) {
