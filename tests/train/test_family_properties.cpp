@@ -6,8 +6,6 @@
 // whole batch. The GPU forms are test_family_properties_cuda.cpp's.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -18,7 +16,9 @@
 #include "family_models.hpp"
 #include "model/model_registry.hpp"
 #include "saved_weights.hpp"
+#include "support/scratch_dir.hpp"
 #include "train/trainer.hpp"
+#include "train_runs.hpp"
 #include "two_ranks.hpp"
 
 namespace ddpx {
@@ -26,37 +26,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::family_test_models;
+using testing::family_run;
 using testing::saved_weights;
 using testing::test_name_part;
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("ddpx_test_family_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-TrainOptions family_run(const std::string& model, const std::string& optimizer) {
-  TrainOptions o;
-  o.model = model;
-  o.batch = 4;
-  o.data = DataSource::learnable;
-  o.optimizer.kind = parse_optimizer_kind(optimizer);
-  o.optimizer.lr = optimizer == "sgd" ? 0.05f : 1e-3f;
-  o.optimizer.momentum = optimizer == "sgd" ? 0.9f : 0.f;
-  o.optimizer.weight_decay = 1e-4f;
-  o.workers = 2;
-  o.quiet = true;
-  o.seed = 11;
-  return o;
-}
 
 // (model, optimizer)
 class FamilyResume : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(FamilyResume, ResumedRunEqualsUninterruptedRunBitForBit) {
   const auto& [model, optimizer] = GetParam();
-  const fs::path dir = fresh_dir("resume_" + model + "_" + optimizer);
+  const fs::path dir = testing::fresh_dir("family", "resume_" + model + "_" + optimizer);
   TrainOptions full = family_run(model, optimizer);
   full.steps = 8;
   full.save = (dir / "full.safetensors").string();
@@ -123,7 +102,7 @@ TEST_P(FamilyTraining, OverlappedUpdatesEqualTheUpdateAfterBackwardBitForBit) {
     const std::string name = c.optimizer + (c.nesterov ? "_nesterov" : "") + (c.ddp ? "_ddp" : "") + "_accum" +
                              std::to_string(c.grad_accum);
     SCOPED_TRACE(name);
-    const fs::path dir = fresh_dir("overlap_" + model + "_" + name);
+    const fs::path dir = testing::fresh_dir("family", "overlap_" + model + "_" + name);
     TrainOptions overlapped = family_run(model, c.optimizer), after = family_run(model, c.optimizer);
     for (TrainOptions* o : {&overlapped, &after}) {
       o->steps = 4;

@@ -14,30 +14,17 @@
 #include "profile/step_record.hpp"
 #include "saved_weights.hpp"
 #include "train/trainer.hpp"
+#include "train_runs.hpp"
 #include "two_ranks.hpp"
 
 namespace ddpx {
 namespace {
 
 using testing::family_test_models;
+using testing::gpu_run;
 using testing::max_abs_diff;
 using testing::saved_weights;
 using testing::scratch;
-
-TrainOptions gpu_run(const std::string& model) {
-  TrainOptions o;
-  o.device = Device::cuda;
-  o.model = model;
-  o.batch = 8;
-  o.steps = 12;
-  o.warmup_steps = 2;
-  o.data = DataSource::learnable;
-  o.optimizer = OptimizerSpec{.kind = OptimizerKind::sgd, .lr = 0.05f, .momentum = 0.9f};
-  o.workers = 2;
-  o.quiet = true;
-  o.seed = 5;
-  return o;
-}
 
 // A scratch file of this test's model.
 std::string file(const std::string& model, const std::string& name) { return scratch(model + "_" + name).string(); }

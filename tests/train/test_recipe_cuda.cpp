@@ -16,6 +16,7 @@
 #include "gpu_guard.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
+#include "resume_checks.hpp"
 #include "saved_weights.hpp"
 #include "train/engine_options.hpp"
 #include "train/recipe_options.hpp"
@@ -132,20 +133,8 @@ TEST(CudaRecipe, ResumeContinuesTheWeightAverageBitForBit) {
   TrainOptions full = recipe_case(Device::cuda, "vit_tiny_test", "all");
   full.steps = 8;
   full.save = scratch("ema_straight_cuda.safetensors").string();
-  run_training(full);
-  TrainOptions first = full;  // checkpoints at 5 and 8; the run resumes from 5
-  first.save.clear();
-  first.checkpoint_dir = scratch("ema_ckpt_cuda").string();
-  first.checkpoint_every = 5;
-  run_training(first);
-  TrainOptions resumed = full;
-  resumed.resume = (fs::path(first.checkpoint_dir) / "checkpoint-5.safetensors").string();
-  resumed.save = scratch("ema_resumed_cuda.safetensors").string();
-  run_training(resumed);
-  EXPECT_EQ(saved_weights(full.save, full.model), saved_weights(resumed.save, full.model));
-  const std::vector<float> straight_ema = saved_weights(weight_average_path(full.save), full.model);
-  EXPECT_EQ(straight_ema, saved_weights(weight_average_path(resumed.save), full.model));
-  EXPECT_NE(straight_ema, saved_weights(full.save, full.model));
+  testing::expect_resume_continues_the_weight_average(full, scratch("ema_ckpt_cuda").string(),
+                                                      scratch("ema_resumed_cuda.safetensors").string());
 }
 
 }  // namespace

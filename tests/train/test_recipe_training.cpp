@@ -16,6 +16,7 @@
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
 #include "saved_weights.hpp"
+#include "resume_checks.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {
@@ -95,20 +96,8 @@ TEST(RecipeTraining, ResumeContinuesTheWeightAverageBitForBit) {
   TrainOptions full = recipe_run(8);
   full.recipe.ema_decay = 0.8;
   full.save = scratch("ema_straight.safetensors").string();
-  run_training(full);
-  TrainOptions first = full;  // checkpoints at 5 and 8; the run resumes from 5
-  first.save.clear();
-  first.checkpoint_dir = scratch("ema_ckpt").string();
-  first.checkpoint_every = 5;
-  run_training(first);
-  TrainOptions resumed = full;
-  resumed.resume = (fs::path(first.checkpoint_dir) / "checkpoint-5.safetensors").string();
-  resumed.save = scratch("ema_resumed.safetensors").string();
-  run_training(resumed);
-  EXPECT_EQ(saved_weights(full.save, kModel), saved_weights(resumed.save, kModel));
-  const std::vector<float> straight_ema = saved_weights(scratch("ema_straight.ema.safetensors"), kModel);
-  EXPECT_EQ(straight_ema, saved_weights(scratch("ema_resumed.ema.safetensors"), kModel));
-  EXPECT_NE(straight_ema, saved_weights(full.save, kModel));
+  const TrainOptions resumed = testing::expect_resume_continues_the_weight_average(
+      full, scratch("ema_ckpt").string(), scratch("ema_resumed.safetensors").string());
   // The average continues only at the checkpoint's rate, and only where the checkpoint has one.
   TrainOptions other = resumed;
   other.recipe.ema_decay = 0.9;

@@ -16,40 +16,21 @@
 #include "model/vit/vit_config.hpp"
 #include "model/vit/vit_layout.hpp"
 #include "saved_weights.hpp"
+#include "support/scratch_dir.hpp"
 #include "train/trainer.hpp"
+#include "train_runs.hpp"
 
 namespace ddpx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::family_run;
 using testing::saved_weights;
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("ddpx_test_train_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-TrainOptions tiny_run(const std::string& optimizer) {
-  TrainOptions o;
-  o.model = "vit_tiny_test";
-  o.batch = 4;
-  o.data = DataSource::learnable;
-  o.optimizer.kind = parse_optimizer_kind(optimizer);
-  o.optimizer.lr = optimizer == "sgd" ? 0.05f : 1e-3f;
-  o.optimizer.momentum = optimizer == "sgd" ? 0.9f : 0.f;
-  o.optimizer.weight_decay = 1e-4f;
-  o.workers = 2;
-  o.quiet = true;
-  o.seed = 11;
-  return o;
-}
 
 TEST(Training, GradientAccumulationWithDdpRunsAndMatchesPlainAccumulation) {
   // One rank: DDP's average is the identity, so --ddp must not change a single weight, with accumulation too.
-  const fs::path dir = fresh_dir("accum");
-  TrainOptions plain = tiny_run("sgd"), ddp = tiny_run("sgd");
+  const fs::path dir = testing::fresh_dir("train", "accum");
+  TrainOptions plain = family_run("vit_tiny_test", "sgd"), ddp = family_run("vit_tiny_test", "sgd");
   plain.grad_accum = ddp.grad_accum = 3;
   plain.steps = ddp.steps = 4;
   ddp.ddp = true;
@@ -120,7 +101,7 @@ TEST(Cli, BadValuesExitNonZeroNamingTheFlag) {
 // eval checks what train checks: labels within the model's classes (an int64 label was cut to 32 bits and
 // 2^32 + 3 scored as 3), --precision against --device, a positive --batch.
 TEST(Cli, EvalChecksLabelsPrecisionAndBatch) {
-  const fs::path dir = fresh_dir("eval");
+  const fs::path dir = testing::fresh_dir("train", "eval");
   const std::string weights = (dir / "w.safetensors").string();
   ASSERT_EQ(run_cli("train --model vit_tiny_test --batch 2 --steps 1 --workers 1 --save " + weights).status, 0);
   const VitConfig config = parse_vit_spec("vit_tiny_test");
@@ -154,7 +135,7 @@ TEST(Cli, EvalChecksLabelsPrecisionAndBatch) {
 }
 
 TEST(Cli, ReportCommandAnalysesASavedRun) {
-  const fs::path dir = fresh_dir("report");
+  const fs::path dir = testing::fresh_dir("train", "report");
   const std::string report = (dir / "run.json").string(), trace = (dir / "trace.json").string();
   CliResult trained = run_cli("train --model vit_tiny_test --steps 12 --batch 4 --ddp --quiet --report " + report);
   ASSERT_EQ(trained.status, 0) << trained.output;

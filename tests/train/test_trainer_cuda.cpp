@@ -25,6 +25,7 @@
 #include "profile/step_record.hpp"
 #include "saved_weights.hpp"
 #include "train/trainer.hpp"
+#include "train_runs.hpp"
 #include "two_ranks.hpp"
 
 namespace ddpx {
@@ -33,21 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::saved_weights;
 using testing::max_abs_diff;
-
-TrainOptions gpu_run(const std::string& model = "vit_tiny_test") {
-  TrainOptions o;
-  o.device = Device::cuda;
-  o.model = model;
-  o.batch = 8;
-  o.steps = 12;
-  o.warmup_steps = 2;
-  o.data = DataSource::learnable;
-  o.optimizer = OptimizerSpec{.kind = OptimizerKind::sgd, .lr = 0.05f, .momentum = 0.9f};
-  o.workers = 2;
-  o.quiet = true;
-  o.seed = 5;
-  return o;
-}
+using testing::gpu_run;
 
 using testing::CliResult;
 using testing::run_cli;
