@@ -11,7 +11,6 @@
 #include <string>
 
 #include "data/batch_mixing.hpp"
-#include "train/run_modes.hpp"
 
 namespace ddpx {
 
