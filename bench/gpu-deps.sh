@@ -6,6 +6,7 @@
 #                            them through CMAKE_PREFIX_PATH (bench/gpu-check.sh does it) and its binaries' RUNPATH
 #   .gpudeps/fashion-mnist/  Debian's dataset-fashion-mnist files (the recipe's data)
 #   .gpudeps/photos/         scikit-image's photographs (bench/make_jpeg_folder.py --photos)
+#   .gpudeps/nccl-2.30.7-1.tar.gz  NCCL 2.30.7 source (../shared/third_party), for bench/nccl-build.sh
 # About 45 MB, under the device tool's 64 MiB for the whole tree. Idempotent.
 # Usage: bash bench/gpu-deps.sh   then: run(carry=[".gpudeps"], command="bash bench/gpu-check.sh ...")
 set -euo pipefail
@@ -21,4 +22,5 @@ cp /usr/share/datasets/fashion-mnist/*.gz .gpudeps/fashion-mnist/
 photos=/usr/lib/python3/dist-packages/skimage/data
 for p in astronaut.png coffee.png chelsea.png rocket.jpg motorcycle_left.png motorcycle_right.png retina.jpg \
          hubble_deep_field.jpg camera.png; do cp "$photos/$p" .gpudeps/photos/; done
+cp ../shared/third_party/nccl-2.30.7-1.tar.gz .gpudeps/
 du -sh .gpudeps

@@ -5,6 +5,8 @@ from its default start, the step after the learning-rate warm-up) - and reports 
 time it took to reach a target top-1.
 
     /usr/bin/python3 bench/hook_accuracy.py --ddpx build/src/cli/ddpx --work /tmp/hooks [--target 85]
+    python3 bench/hook_accuracy.py --ddpx build/src/cli/ddpx --device cuda --precision bf16 \
+        --launch "--nproc-per-node 2 --ranks-per-gpu 2"      # 2 ranks sharing one GPU (NCCL 2.30+)
 
 Same data (bench/recipe_torch_compare.py's .npy files, in order), same initial weights (seed 0), same recipe for
 every hook: the MLP of recipe_torch_compare.py, SGD momentum 0.9, lr 0.05 warm-up then cosine, label smoothing 0.1,
@@ -17,6 +19,7 @@ import argparse
 import json
 import pathlib
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -60,6 +63,10 @@ def main():
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--target", type=float, default=85.0)
     parser.add_argument("--hooks", default=",".join(HOOKS))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--launch", default="--nproc-per-node 2 --backend gloo --cpu-threads 1",
+                        help="how the 2 ranks start (flags of ddpx train)")
     args = parser.parse_args()
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -69,8 +76,8 @@ def main():
     for hook in args.hooks.split(","):
         name = hook.replace(":", "")
         ckpt = work / f"ckpt_{name}"
-        cmd = [args.ddpx, "train", "--device", "cpu", "--nproc-per-node", "2", "--backend", "gloo", "--ddp",
-               "--cpu-threads", "1", "--workers", "1", "--model", SPEC, "--images", str(data["train_images"]),
+        cmd = [args.ddpx, "train", "--device", args.device, *shlex.split(args.launch), "--ddp",
+               "--precision", args.precision, "--workers", "1", "--model", SPEC, "--images", str(data["train_images"]),
                "--labels", str(data["train_labels"]), "--seed", "0", "--batch", "64", "--steps", str(args.steps),
                "--warmup", "0", "--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9", "--weight-decay", "5e-4",
                "--no-decay", "--lr-schedule", "cosine", "--lr-warmup-steps", str(warmup), "--lr-warmup-start", "0.1",
@@ -98,7 +105,7 @@ def main():
     result = dict(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), steps=args.steps, target=args.target,
                   rows=rows)
     (work / "hook_accuracy.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(f"| hook (2 CPU ranks, {args.steps} steps) | final test top-1 | step reaching {args.target}% | "
+    print(f"| hook (2 ranks, {args.device}, {args.precision}, {args.steps} steps) | final test top-1 | step reaching {args.target}% | "
           f"training time to it (s) | training time (s) |")
     print("|---|---|---|---|---|")
     for r in rows:

@@ -13,6 +13,7 @@
 #include "gpu_guard.hpp"
 #include "profile/step_record.hpp"
 #include "saved_weights.hpp"
+#include "shared_gpu_ranks.hpp"
 #include "train/trainer.hpp"
 #include "train_runs.hpp"
 #include "two_ranks.hpp"
@@ -97,10 +98,10 @@ TEST_P(CudaFamilyTraining, GraphStepsEqualEagerStepsAndDdpAtWorldOneEqualsPlain)
 }
 
 // Two ranks equal one with the whole batch (two_ranks.hpp): NCCL through ddpx's own launcher, whole-step graphs
-// holding the collectives.
+// holding the collectives. On a one-GPU machine both ranks share it where NCCL 2.30+ is loaded (shared_gpu_ranks.hpp).
 TEST_P(CudaFamilyTraining, TwoGpusEqualOneGpuWithTheWholeBatch) {
-  DDPX_REQUIRE_GPUS(2);
-  testing::expect_two_ranks_equal_one(GetParam(), "cuda");
+  DDPX_REQUIRE_GPU_RANKS(two, 2);
+  testing::expect_two_ranks_equal_one(GetParam(), "cuda", "", two.flags);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaFamilyTraining, ::testing::ValuesIn(family_test_models()),

@@ -32,9 +32,10 @@ inline CliResult run_cli(const std::string& args) { return run_ddpx(args); }
 
 // Two ranks on batch 4 each train `model` (a registry spec) exactly like one rank on batch 8: .npy input is taken
 // in global order, so both see the same 8 images per step. device "cuda" adds --cuda-graph on; backend_flags picks
-// the backend (" --backend gloo"; empty: MPI on the CPU, NCCL on GPUs).
+// the backend (" --backend gloo"; empty: MPI on the CPU, NCCL on GPUs); pair_flags go to the two-rank run only
+// (" --ranks-per-gpu 2": both ranks on one GPU, shares_one_gpu_flags()).
 inline void expect_two_ranks_equal_one(const std::string& model, const std::string& device,
-                                       const std::string& backend_flags = "") {
+                                       const std::string& backend_flags = "", const std::string& pair_flags = "") {
   const std::unique_ptr<Model> m = make_model(model);
   const InputShape shape = m->input_shape();
   const int64_t count = 64, numel = shape.numel();
@@ -56,7 +57,7 @@ inline void expect_two_ranks_equal_one(const std::string& model, const std::stri
   const std::string two = scratch(tag + "_two_ranks.safetensors").string();
   const CliResult single = run_cli(common + " --batch 8 --save " + one);
   ASSERT_EQ(single.status, 0) << single.output;
-  const CliResult pair = run_cli(common + " --batch 4 --nproc-per-node 2 --save " + two + backend_flags);
+  const CliResult pair = run_cli(common + " --batch 4 --nproc-per-node 2 --save " + two + backend_flags + pair_flags);
   ASSERT_EQ(pair.status, 0) << pair.output;
   EXPECT_NE(pair.output.find("2 rank(s)"), std::string::npos) << pair.output;
   if (!backend_flags.empty()) EXPECT_NE(pair.output.find("gloo, 2 rank(s)"), std::string::npos) << pair.output;
