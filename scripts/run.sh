@@ -7,7 +7,7 @@
 # set. Extra arguments are passed to `ddpx train` (they override the defaults below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh ddpx  # the executable alone: scripts/test.sh builds the tests
 DDPX=${DDPX_BUILD_DIR:-build}/src/cli/ddpx
 # The GPU when the built ddpx can use one (`ddpx --version` says "devices: cpu, cuda" when it was built with CUDA and
 # sees a GPU).

@@ -3,7 +3,9 @@
  - without CLI11, configure fails and names libcli11-dev;
  - -DBUILD_TESTING=OFF configures without GoogleTest (find_package(GTest) disabled) and defines no test target;
  - CMAKE_CXX_FLAGS_RELEASE defaults to -O2 -DNDEBUG and a user's value is kept and reaches the compiler;
- - find_package(ddpx) against this build tree (argument 1) gives ddpx::train, and a program built with it runs.
+ - find_package(ddpx) against this build tree (argument 1) gives ddpx::train, and a program built with it runs;
+ - `cmake --install` of this build puts the headers under include/ddpx/ (nothing of ddpx's at include/core, ...),
+   and a program including <ddpx/train/trainer.hpp> builds against the installed prefix and runs.
 Configures use -DDDPX_WITH_CUDA=OFF (faster; the package rules do not depend on it)."""
 import json
 import os
@@ -74,25 +76,45 @@ try:
         "cmake_minimum_required(VERSION 3.25)\nproject(uses_ddpx LANGUAGES C CXX)\n"
         "set(CMAKE_CXX_STANDARD 20)\nfind_package(ddpx 0.1 REQUIRED)\n"
         "add_executable(uses_ddpx main.cpp)\ntarget_link_libraries(uses_ddpx PRIVATE ddpx::train)\n")
-    (consumer / "main.cpp").write_text(
-        '#include <cstdio>\n#include "core/build_info.hpp"\n#include "model/model_registry.hpp"\n'
-        "int main() {\n  const auto model = ddpx::make_model(\"vit_tiny_test\");\n"
-        '  std::printf("ddpx %s: %lld parameters\\n", ddpx::ddpx_version().c_str(),\n'
-        "              static_cast<long long>(model->layout().num_params()));\n}\n")
     languages = ["-DCUDAToolkit_ROOT=/usr/local/cuda"] if os.path.exists("/usr/local/cuda/bin/nvcc") else []
-    r = subprocess.run(["cmake", "-S", str(consumer), "-B", str(consumer / "build"), "-G", "Ninja",
-                        f"-Dddpx_DIR={BUILD}", *languages], capture_output=True, text=True, timeout=600)
-    check(r.returncode == 0, "find_package(ddpx) against the build tree failed:\n" + (r.stdout + r.stderr)[-2000:])
-    if r.returncode == 0:
-        r = subprocess.run(["cmake", "--build", str(consumer / "build")], capture_output=True, text=True, timeout=600)
-        check(r.returncode == 0, "building against ddpx::train failed:\n" + (r.stdout + r.stderr)[-2000:])
+
+    def build_and_run(where, include_prefix, package_flag):
+        (consumer / "main.cpp").write_text(
+            f'#include <cstdio>\n#include {include_prefix[0]}core/build_info.hpp{include_prefix[1]}\n'
+            f'#include {include_prefix[0]}model/model_registry.hpp{include_prefix[1]}\n'
+            "int main() {\n  const auto model = ddpx::make_model(\"vit_tiny_test\");\n"
+            '  std::printf("ddpx %s: %lld parameters\\n", ddpx::ddpx_version().c_str(),\n'
+            "              static_cast<long long>(model->layout().num_params()));\n}\n")
+        build = consumer / ("build-" + where.split()[0])
+        r = subprocess.run(["cmake", "-S", str(consumer), "-B", str(build), "-G", "Ninja", package_flag, *languages],
+                           capture_output=True, text=True, timeout=600)
+        check(r.returncode == 0, f"find_package(ddpx) against {where} failed:\n" + (r.stdout + r.stderr)[-2000:])
+        if r.returncode != 0:
+            return
+        r = subprocess.run(["cmake", "--build", str(build)], capture_output=True, text=True, timeout=600)
+        check(r.returncode == 0, f"building against ddpx::train ({where}) failed:\n" + (r.stdout + r.stderr)[-2000:])
         if r.returncode == 0:
-            r = subprocess.run([str(consumer / "build" / "uses_ddpx")], capture_output=True, text=True, timeout=60)
+            r = subprocess.run([str(build / "uses_ddpx")], capture_output=True, text=True, timeout=60)
             check(r.returncode == 0 and r.stdout.startswith("ddpx 0.1: ") and "parameters" in r.stdout,
-                  f"the program built with ddpx::train printed {r.stdout!r} {r.stderr[-500:]!r}")
+                  f"the program built with ddpx::train ({where}) printed {r.stdout!r} {r.stderr[-500:]!r}")
+
+    build_and_run("the build tree", ('"', '"'), f"-Dddpx_DIR={BUILD}")
+
+    # 5. cmake --install: headers under include/ddpx/, none at the prefix's include/ top; <ddpx/...> builds.
+    prefix = work / "prefix"
+    r = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)], capture_output=True, text=True,
+                       timeout=600)
+    check(r.returncode == 0, "cmake --install failed:\n" + (r.stdout + r.stderr)[-2000:])
+    if r.returncode == 0:
+        top = sorted(p.name for p in (prefix / "include").iterdir())
+        check(top == ["ddpx"], f"the install's include/ holds {top}, expected only ddpx/")
+        check((prefix / "include" / "ddpx" / "train" / "trainer.hpp").is_file(),
+              "include/ddpx/train/trainer.hpp was not installed")
+        build_and_run("the installed prefix", ("<ddpx/", ">"), f"-DCMAKE_PREFIX_PATH={prefix}")
 finally:
     shutil.rmtree(work, ignore_errors=True)
 
 if failures:
     sys.exit(1)
-print("ok: CLI11 required, BUILD_TESTING=OFF without GoogleTest, release flags kept, find_package(ddpx) works")
+print("ok: CLI11 required, BUILD_TESTING=OFF without GoogleTest, release flags kept, find_package(ddpx) works "
+      "against the build tree and an installed prefix (headers under include/ddpx/)")
