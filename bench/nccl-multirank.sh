@@ -6,7 +6,8 @@
 #   exact      W ranks of batch 8/W equal one rank of batch 8 on the same .npy data, vit_b_32 and the MLP, for plain
 #              SGD, the recipe (warm-up + cosine, smoothing, clipping, EMA), CUDA graphs on, --grad-accum 2
 #              (bench/weights_diff.py: the largest weight difference, and relative to the largest update)
-#   tests      the GPU suite's multi-rank cases (CudaFamilyTraining.TwoGpusEqualOne...), which share the GPU here
+#   tests      the GPU suite's multi-rank cases (CudaFamilyTraining.TwoGpusEqualOne..., CudaRanks.*: every hook, a
+#              killed and a stopped rank), which share the GPU here
 #   hooks      every --comm-hook at world 2 on Fashion-MNIST in bf16 (bench/hook_accuracy.py): top-1 per hook
 #   faults     a rank SIGKILLed, then a rank SIGSTOPped, mid-run with --comm-timeout 10: seconds until the job
 #              ended, its exit status and the line naming the rank
@@ -132,7 +133,7 @@ part_tests() {
   say ""
   say "## The GPU suite's multi-rank cases, the ranks sharing the GPU"
   local log=$OUT_DIR/multirank_tests.txt
-  ctest --test-dir build -R "TwoGpusEqualOneGpu|TwoRanks.*Cuda|Cuda.*TwoRanks" --output-on-failure >"$log" 2>&1
+  ctest --test-dir build -R "TwoGpusEqualOneGpu|CudaRanks\." --output-on-failure >"$log" 2>&1
   grep -E "tests passed|tests failed|Passed|Failed|Skipped|Not Run" "$log" | tee -a "$SUMMARY"
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "signalled_rank.hpp"
 #include "two_ranks.hpp"
 
 namespace ddpx {
@@ -55,66 +56,11 @@ TEST(CpuTraining, AFailingGlooRankEndsTheJobWithItsOwnError) {
   expect_failing_rank_ends_the_job_with_its_own_error(" --backend gloo");
 }
 
-// The pid of the child of `parent` whose environment has RANK=<rank>, or -1 (a scan of /proc).
-pid_t child_with_rank(pid_t parent, int rank) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(text.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream environ(entry.path() / "environ");
-    std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
-    if (env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos)
-      return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
-// A rank killed or stopped mid-run ends a Gloo job: killed, the launcher names it; stopped (alive, silent), a live
-// rank's watchdog or Gloo's own timeout (both --comm-timeout) fails that rank, its roll call names the stopped
-// rank, and the launcher ends the job. Every
-// wait here is bounded; the job is killed if it outlives them.
+// A Gloo rank killed or stopped mid-run ends the job (signalled_rank.hpp; the NCCL form is
+// test_multirank_cuda.cpp's).
 void expect_signalled_gloo_rank_ends_the_job(int signal_number, const std::vector<std::string>& expected) {
-  const fs::path output = scratch("gloo_signal_" + std::to_string(signal_number) + ".log");
-  const std::string command = fmt::format(
-      "exec env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE -u SLURM_NTASKS {} train "
-      "--device cpu --model vit_tiny_test --nproc-per-node 2 --backend gloo --batch 2 --steps 1000000 --warmup 0 "
-      "--workers 1 --log-every 1 --comm-timeout 3 --data learnable > {} 2>&1",
-      DDPX_BINARY, output.string());
-  const pid_t launcher = ::fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  bool exited = false;
-  auto wait_for = [&](auto done, int tenths) {
-    for (int i = 0; i < tenths && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return done();
-  };
-  const bool training =
-      wait_for([&] { return testing::read_text(output).find("[rank 0] step      3") != std::string::npos; }, 600);
-  pid_t rank1 = training ? child_with_rank(launcher, 1) : -1;
-  if (rank1 > 0) ::kill(rank1, signal_number);
-  wait_for([&] { return exited = exited || ::waitpid(launcher, &status, WNOHANG) == launcher; }, 600);
-  if (!exited) {
-    ::kill(launcher, SIGKILL);
-    ::waitpid(launcher, &status, 0);
-  }
-  const std::string log = testing::read_text(output);
-  ASSERT_TRUE(training) << log;
-  ASSERT_GT(rank1, 0) << "rank 1's process was not found\n" << log;
-  EXPECT_TRUE(exited) << "the job did not end within 60 s after rank 1 got signal " << signal_number << "\n" << log;
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << log;
-  for (const std::string& text : expected) EXPECT_NE(log.find(text), std::string::npos) << text << "\n" << log;
+  testing::expect_signalled_rank_ends_the_job("--device cpu --model vit_tiny_test --backend gloo --batch 2",
+                                              "gloo_signal", 3, signal_number, expected);
 }
 
 TEST(CpuTraining, AKilledGlooRankEndsTheJobAndIsNamed) {
