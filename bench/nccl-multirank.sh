@@ -25,6 +25,7 @@ DEVICE=${DEVICE:-cuda}
 PARTS=${PARTS:-allreduce exact tests hooks faults vitl}
 EXACT_MODELS=${EXACT_MODELS:-mlp vit_b_32}
 PYTHON=${PYTHON:-python3}
+[[ $DEVICE == cpu && -x /usr/bin/python3 ]] && PYTHON=/usr/bin/python3  # Debian's numpy and torch on a CPU machine
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 SUMMARY=$OUT_DIR/summary.md
@@ -86,11 +87,12 @@ rng = np.random.default_rng(0)
 np.save(prefix + "_images.npy", rng.standard_normal((96, c, h, w), dtype=np.float32))
 np.save(prefix + "_labels.npy", rng.integers(0, classes, 96).astype(np.int32))
 EOF
+    # Every run starts from the same weights (`ddpx model --init`), which also give the update's scale.
+    "$DDPX" model --brief --model "$spec" --init "$data/${model}_initial.safetensors" --seed 0 >/dev/null ||
+      { say "| $model | | | | | FAILED: ddpx model --init |"; continue; }
     local common=(train --device "$DEVICE" --model "$spec" --precision fp32 --steps 6 --warmup 0 --workers 1
                   --images "$data/${model}_images.npy" --labels "$data/${model}_labels.npy" --comm-timeout 120
-                  --optimizer sgd --lr 0.05 --momentum 0.9 --seed 0)
-    "$DDPX" "${common[@]}" --steps 1 --lr 0 --batch 8 --save "$data/${model}_initial.safetensors" \
-      >"$data/${model}_initial.log" 2>&1
+                  --optimizer sgd --lr 0.05 --momentum 0.9 --load "$data/${model}_initial.safetensors")
     local -A configs=(
       [plain]=""
       [recipe]="--lr-schedule cosine --lr-warmup-steps 2 --label-smoothing 0.1 --clip-grad-norm 0.5 --ema-decay 0.9 --weight-decay 5e-4 --no-decay"
