@@ -85,7 +85,7 @@ try:
             "int main() {\n  const auto model = ddpx::make_model(\"vit_tiny_test\");\n"
             '  std::printf("ddpx %s: %lld parameters\\n", ddpx::ddpx_version().c_str(),\n'
             "              static_cast<long long>(model->layout().num_params()));\n}\n")
-        build = consumer / ("build-" + where.split()[0])
+        build = consumer / ("build-" + where.split()[-1])  # "tree", "prefix": a cache of its own each
         r = subprocess.run(["cmake", "-S", str(consumer), "-B", str(build), "-G", "Ninja", package_flag, *languages],
                            capture_output=True, text=True, timeout=600)
         check(r.returncode == 0, f"find_package(ddpx) against {where} failed:\n" + (r.stdout + r.stderr)[-2000:])
