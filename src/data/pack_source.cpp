@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/byte_range.hpp"
@@ -67,6 +68,7 @@ PackSource::PackSource(const std::string& path) : path_(path), file_(path, "--da
                trailer_.class_count);
   photographs_ = (trailer_.flags & kPackPhotographs) != 0;
   entries_.reserve(static_cast<size_t>(trailer_.records));
+  uint32_t max_label = 0;
   for (uint64_t i = 0; i < trailer_.records; ++i) {
     const PackEntry e = decode_pack_entry(index.data() + i * kPackEntryBytes);
     const bool inside = range_between(e.offset, e.size, kPackPreambleBytes, trailer_.index_offset);
@@ -78,7 +80,13 @@ PackSource::PackSource(const std::string& path) : path_(path), file_(path, "--da
                  e.height, e.width, e.channels, e.label, trailer_.class_count, kPackPreambleBytes,
                  trailer_.index_offset);
     entries_.push_back(e);
+    max_label = std::max(max_label, e.label);
   }
+  // Without names, the class count is the largest label + 1, as every unnamed source gives it (`ddpx pack` of idx
+  // or of shards without classes.txt): a count of 2^24 for labels 0..3 built a 553M-parameter head (issue 48).
+  DDPX_REQUIRE(!classes_.empty() || trailer_.class_count == uint64_t{max_label} + 1,
+               "--data pack:{}: the trailer says {} classes but names none and its labels go up to {} (damaged or "
+               "crafted); repack it", path, trailer_.class_count, max_label);
 }
 
 std::string PackSource::describe() const {

@@ -17,7 +17,8 @@ namespace {
 
 constexpr uint64_t kMaxNameRecordBytes = 1 << 20;  // a pax or GNU long-name record: a path, not data
 constexpr uint64_t kMaxClassListBytes = 64 << 20;  // classes.txt: names, one a line
-constexpr size_t kMaxShards = 1000000;              // shard names a pattern may expand to (ImageNet: 1,282 shards)
+constexpr size_t kMaxShards = 1000000;
+constexpr long kMaxClasses = 1000000;                // a label beyond it is no class index (ImageNet-21k: 21,841)              // shard names a pattern may expand to (ImageNet: 1,282 shards)
 
 uint64_t parse_octal(const char* field, size_t width, const std::string& path, uint64_t offset) {
   uint64_t value = 0;
@@ -110,6 +111,12 @@ void WdsSource::index_shard(int shard) {
     samples_.push_back(current);
   };
   char header[512];
+  if (file_size >= 2) {
+    uint8_t magic[2];
+    file.read_at(0, magic, 2);
+    DDPX_REQUIRE(!(magic[0] == 0x1f && magic[1] == 0x8b), "--data wds: {} is gzip-compressed (a .tar.gz); ddpx reads "
+                 "uncompressed tar shards, as they are read by offset: gunzip it (gunzip -k {})", path, path);
+  }
   for (uint64_t offset = 0; range_fits(offset, 512, file_size);) {
     file.read_at(offset, header, 512);
     if (header[0] == '\0') break;  // the end-of-archive blocks
@@ -167,8 +174,10 @@ void WdsSource::index_shard(int shard) {
       char* end = nullptr;
       const long label = std::strtol(text, &end, 10);
       while (end != nullptr && (*end == '\n' || *end == ' ' || *end == '\r')) ++end;
-      DDPX_REQUIRE(end != text && end != nullptr && *end == '\0' && label >= 0 && label < (1L << 30),
+      DDPX_REQUIRE(end != text && end != nullptr && *end == '\0' && label >= 0,
                    "--data wds: {}: {}.cls holds '{}', not a class index (a whole number from 0)", path, key, text);
+      DDPX_REQUIRE(label < kMaxClasses, "--data wds: {}: {}.cls holds class {}, beyond the {} classes ddpx trains a "
+                   "head for; check the shard", path, key, label, kMaxClasses);
       current.label = static_cast<int32_t>(label);
       have_label = true;
     } else if (image) {

@@ -162,7 +162,7 @@ void OutputFile::close() {
 }
 
 std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what) {
-  InputFile file(path);
+  InputFile file(path, std::string(what));
   DDPX_REQUIRE(file.size() <= max_bytes, "{}: '{}' has {} bytes, more than the {} a file of this kind may have; "
                "check the path", what, path.string(), file.size(), max_bytes);
   std::string text(static_cast<size_t>(file.size()), '\0');

@@ -69,15 +69,16 @@ void require_distinct_files(std::span<const FileRole> inputs, std::span<const Fi
     struct stat info{};
     const bool linked_elsewhere = ::stat(outputs[i].path.c_str(), &info) == 0 && info.st_nlink > 1;
     std::vector<Inode> holders;  // computed once, when a folder input asks; also for a path whose folder is new
+    std::set<Inode> walked;      // folders already searched for a hard link of the output: each once in all
     for (const FileRole& input : inputs) {
       if (input.kind == FileRole::Kind::folder) {
         const std::optional<Inode> folder = inode_of(input.path);
         if (!folder) continue;
         if (holders.empty()) holders = folders_holding(outputs[i].path);
         bool inside = std::find(holders.begin(), holders.end(), *folder) != holders.end();
-        std::set<Inode> seen;
-        if (!inside && linked_elsewhere && output)
-          inside = tree_holds(input.path, Inode{output->device, output->inode}, seen);
+        // A hard link lives on its file's device: other devices' trees are never walked.
+        if (!inside && linked_elsewhere && output && output->device == folder->first)
+          inside = tree_holds(input.path, Inode{output->device, output->inode}, walked);
         DDPX_REQUIRE(!inside,
                      "{} {} is inside {} (the folder {} is read as data): writing it would change or destroy that "
                      "input; choose a path outside the data folder for {}", outputs[i].flag,

@@ -103,7 +103,7 @@ std::vector<CurvePanel> read_metrics_curves(const std::string& path) {
     // A chart spans max - min of each panel: values beyond +-1e300 (or a step beyond 1e15) would overflow it.
     DDPX_REQUIRE(std::isfinite(step) && step >= 0 && step <= 1e15,
                  "--metrics {} line {}: step {} is not a step number (0 to 1e15)", path, line_number, step);
-    const auto number = [&](const char* key) {
+    const auto number = [&](const char* key) -> double {
       if (!j.contains(key) || !j[key].is_number()) return NAN;
       const double value = j[key].get<double>();
       DDPX_REQUIRE(!std::isfinite(value) || std::abs(value) <= 1e300,

@@ -125,6 +125,20 @@ TEST(HostilePack, TrailerOffsetsAndCountsAtBoundariesAreRefusedNotWrapped) {
   });
 }
 
+TEST(HostilePack, AnUnnamedClassCountBeyondTheLabelsIsRefused) {
+  const Scratch scratch("pack_class_count");
+  CraftedPack pack(good_pack(scratch.dir));
+  pack.trailer.classes_offset = pack.bytes.size() - kPackTrailerBytes;  // no names
+  pack.trailer.classes_size = 0;
+  pack.trailer.classes_crc32 = 0;
+  const std::string path = (scratch.dir / "bad.pack").string();
+  pack.write(path);
+  EXPECT_EQ(PackSource(path).num_classes(), 2);
+  pack.trailer.class_count = 1u << 24;  // labels 0 and 1, no names: a 2^24-way head
+  pack.write(path);
+  expect_error([&] { PackSource p(path); }, {path, "the trailer says 16777216 classes but names none", "up to 1"});
+}
+
 TEST(HostilePack, APackTruncatedInPlaceWhileReadIsAnErrorNamingTheFile) {
   const Scratch scratch("pack_truncated");
   const std::vector<uint8_t> good = good_pack(scratch.dir);
@@ -307,6 +321,16 @@ TEST(HostileIdx, AGzipFileIsInflatedOnlyAsFarAsItsHeaderSays) {
   testing::write_file((scratch.dir / "train-labels-idx1-ubyte.gz").string(), gzip(labels));
   expect_error([&] { IdxSource s(scratch.dir.string(), DataSplit::train); },
                {"train-labels-idx1-ubyte.gz", "holds 1 labels", "do not belong together"});
+}
+
+TEST(HostileWds, AGzippedShardAndAHugeLabelAreRefusedNamingTheShard) {
+  const Scratch scratch("wds_gz_label");
+  const std::string path = (scratch.dir / "s.tar").string();
+  const auto text = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
+  testing::write_file(path, gzip(testing::make_tar({{"k1.png", fixture_png()}, {"k1.cls", text("0")}})));
+  expect_error([&] { WdsSource w(path); }, {path, "is gzip-compressed (a .tar.gz)", "gunzip"});
+  testing::write_file(path, testing::make_tar({{"k1.png", fixture_png()}, {"k1.cls", text("1073741823")}}));
+  expect_error([&] { WdsSource w(path); }, {path, "k1.cls holds class 1073741823, beyond the 1000000 classes"});
 }
 
 TEST(HostileWds, ABraceProductIsCappedLikeEachRange) {
