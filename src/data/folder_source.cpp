@@ -73,8 +73,9 @@ FolderSource::FolderSource(const std::string& directory) : directory_(directory)
     folders_.push_back(folder.string());
   };
   claim(directory);
+  std::error_code kind;  // a dangling link is neither a folder nor a file: skipped, as ImageFolder skips it
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec))
-    if (entry.is_directory(ec)) classes_.push_back(entry.path().filename().string());
+    if (entry.is_directory(kind)) classes_.push_back(entry.path().filename().string());
   DDPX_REQUIRE(!ec, "--data folder:{}: cannot list it ({})", directory, ec.message());
   std::sort(classes_.begin(), classes_.end());
   DDPX_REQUIRE(!classes_.empty(),
@@ -90,12 +91,12 @@ FolderSource::FolderSource(const std::string& directory) : directory_(directory)
       const fs::path folder = pending.back();
       pending.pop_back();
       for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
-        if (entry.is_directory(ec)) {
+        if (entry.is_directory(kind)) {
           claim(entry.path());
           pending.push_back(entry.path());
           continue;
         }
-        if (!entry.is_regular_file(ec)) continue;
+        if (!entry.is_regular_file(kind)) continue;
         const std::string ext = lower_extension(entry.path());
         DDPX_REQUIRE(!is_other_image_name(ext),
                      "{}: {} images are not read by ddpx (JPEG and PNG are); convert it, e.g. with PIL: "
@@ -103,7 +104,7 @@ FolderSource::FolderSource(const std::string& directory) : directory_(directory)
                      entry.path().string(), ext);
         if (!is_sample_name(ext)) continue;
         found.emplace_back(entry.path().parent_path().string(), entry.path().filename().string());
-        if (entry.is_symlink(ec)) linked_files_.push_back(entry.path().string());  // may live outside the tree
+        if (entry.is_symlink(kind)) linked_files_.push_back(entry.path().string());  // may live outside the tree
       }
       DDPX_REQUIRE(!ec, "--data folder:{}: cannot list {} ({})", directory, folder.string(), ec.message());
     }

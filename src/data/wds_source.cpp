@@ -17,8 +17,8 @@ namespace {
 
 constexpr uint64_t kMaxNameRecordBytes = 1 << 20;  // a pax or GNU long-name record: a path, not data
 constexpr uint64_t kMaxClassListBytes = 64 << 20;  // classes.txt: names, one a line
-constexpr size_t kMaxShards = 1000000;
-constexpr long kMaxClasses = 1000000;                // a label beyond it is no class index (ImageNet-21k: 21,841)              // shard names a pattern may expand to (ImageNet: 1,282 shards)
+constexpr size_t kMaxShards = 1000000;              // shard names a pattern may expand to (ImageNet: 1,282 shards)
+constexpr long kMaxClasses = 1000000;               // a label beyond it is no class index (ImageNet-21k: 21,841)
 
 uint64_t parse_octal(const char* field, size_t width, const std::string& path, uint64_t offset) {
   uint64_t value = 0;
@@ -128,7 +128,7 @@ void WdsSource::index_shard(int shard) {
     offset = data + (size + 511) / 512 * 512;  // cannot wrap: data + size <= file_size and size < 2^36
     if (type == 'x') {  // pax: a "path" record renames the next member
       DDPX_REQUIRE(size <= kMaxNameRecordBytes, "--data wds: {}: the pax header at byte {} holds {} bytes, more than "
-                   "the {} a member's path needs; rewrite the shard", path, offset, size, kMaxNameRecordBytes);
+                   "the {} a member's path needs; rewrite the shard", path, data - 512, size, kMaxNameRecordBytes);
       std::string records(size, '\0');
       file.read_at(data, records.data(), size);
       const size_t at = records.find(" path=");
@@ -137,7 +137,7 @@ void WdsSource::index_shard(int shard) {
     }
     if (type == 'L') {  // GNU long name
       DDPX_REQUIRE(size <= kMaxNameRecordBytes, "--data wds: {}: the GNU long name at byte {} holds {} bytes, more "
-                   "than the {} a member's path needs; rewrite the shard", path, offset, size, kMaxNameRecordBytes);
+                   "than the {} a member's path needs; rewrite the shard", path, data - 512, size, kMaxNameRecordBytes);
       std::string name(size, '\0');
       file.read_at(data, name.data(), size);
       pax_path = name.c_str();

@@ -1,7 +1,8 @@
 // WdsSource: WebDataset tar shards (--data wds:SHARDS), e.g. wds:/data/train-{000000..000127}.tar.
 // Guarantees:
 //  - SHARDS expands brace ranges {000..127} (zero-padded to the first bound's width) and lists {a,b,c}, as
-//    WebDataset's braceexpand does; every shard must exist.
+//    WebDataset's braceexpand does, to at most 1,000,000 shards (each range and their product); every shard must
+//    exist, be an uncompressed tar (a .tar.gz is named as such) and hold labels below 1,000,000.
 //  - A sample is WebDataset's: consecutive members sharing a key (the member's path up to the first '.' of its
 //    file name); its image is the KEY.jpg|jpeg|png member (format from the bytes), its label KEY.cls (a decimal
 //    class index). A sample without a .cls or without an image, or with two of either (WebDataset refuses
