@@ -13,6 +13,11 @@ Guarantees (run as the CTest test `include_graph`, so CI runs it through `.ci/ru
     #ifndef or #elif: those are defined per CMake target, so such a header would mean different things in
     different translation units (an ODR hazard); the switch belongs in a .cpp. A violation is reported as
     `src/X/file.hpp:LINE: a header tests the build switch DDPX_HAVE_CUDA ...`.
+  - No file of the readers' folders (READER_FOLDERS: src/data, src/io, src/profile) opens a file itself with
+    `::open(`, `open(`, `fopen(`, `gzopen(` or `std::ifstream`: they read through io/posix_file's InputFile (or
+    read_small_file), the one open-for-reading function, which never blocks on a FIFO and refuses devices and
+    folders (issue 48). The few files that open something else (a folder, a lock, an output, sysfs) are listed in
+    OPEN_ALLOWED with the reason. A violation is reported as `src/X/file.cpp:LINE: opens a file directly ...`.
   - Every folder of src/ with a CMakeLists.txt is declared, and the declared graph is acyclic.
   - The declared graph is CMake's: the ddpx_* libraries a folder's CMakeLists.txt links with
     target_link_libraries are exactly the folders declared for it (whatever the if() around the call: the check
@@ -63,6 +68,19 @@ NEVER_INCLUDE = [
     ("cli", "model/*/*", "the command takes a Model from the registry, never a family's own headers"),
     ("cli", "model_cuda/*/*", "the command takes a CUDA model from the CUDA registry, never a family's own headers"),
 ]
+
+# Folders whose files read data files: none may open a file itself (the one open-for-reading function is
+# io/posix_file's InputFile; see the module's docstring).
+READER_FOLDERS = ["data", "io", "profile"]
+DIRECT_OPEN = re.compile(r'(?<![\w.>])(?:::)?(?:open|fopen|gzopen)\s*\(|std::ifstream\b|\bifstream\s')
+# Files of READER_FOLDERS that may open directly, and why (path under src/ -> reason).
+OPEN_ALLOWED = {
+    "io/posix_file.cpp": "the open-for-reading function itself, and the output file's own open",
+    "io/output_file.cpp": "the probe file that proves an output folder writable (O_CREAT|O_EXCL, written)",
+    "io/checkpoint_folder.cpp": "opens the checkpoint folder itself (O_DIRECTORY) to write inside it with openat",
+    "io/directory_lock.cpp": "the lock file it creates and writes (O_RDWR|O_CREAT|O_NOFOLLOW)",
+    "profile/pci_sysfs.cpp": "sysfs attributes, which stat as 4096-byte regular files and read shorter",
+}
 
 # The CMake target each folder builds, when it is not ddpx_<folder>.
 TARGET_OF_FOLDER = {"cli": "ddpx"}
@@ -176,6 +194,32 @@ def check_includes(root, graph):
     return problems
 
 
+def check_direct_opens(root):
+    """Problems: a file of READER_FOLDERS that opens a file itself instead of through InputFile."""
+    src_dir = os.path.join(root, "src")
+    problems = []
+    for folder in READER_FOLDERS:
+        for dirpath, _, names in os.walk(os.path.join(src_dir, folder)):
+            for name in sorted(names):
+                if not name.endswith(SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(dirpath, name)
+                relative = os.path.relpath(path, src_dir).replace(os.sep, "/")
+                if relative in OPEN_ALLOWED:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as source:
+                    for number, line in enumerate(source, 1):
+                        code = line.split("//", 1)[0]
+                        code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', code)  # string literals ("Image.open(f)")
+                        if DIRECT_OPEN.search(code):
+                            problems.append(f"src/{relative}:{number}: opens a file directly; readers of "
+                                            f"{', '.join('src/' + f for f in READER_FOLDERS)} read through "
+                                            f"io/posix_file's InputFile or read_small_file (never blocks on a FIFO, "
+                                            f"refuses devices and folders; rule: READER_FOLDERS and OPEN_ALLOWED in "
+                                            f"scripts/check_includes.py)")
+    return problems
+
+
 def cmake_commands(text, command):
     """The argument lists of every call of `command` in CMake source `text` (comments removed)."""
     text = re.sub(r"#[^\n]*", "", text)
@@ -268,14 +312,15 @@ def main(argv):
     if not problems:
         problems += check_includes(args.root, ALLOWED_DEPENDENCIES)
         problems += check_cmake(args.root, ALLOWED_DEPENDENCIES)
+        problems += check_direct_opens(args.root)
     for problem in problems:
         print(problem)
     if problems:
         print(f"check_includes: {len(problems)} problem(s) in the folder dependency graph", file=sys.stderr)
         return 1
     print(f"check_includes: {len(ALLOWED_DEPENDENCIES)} folders of src/ include only what they may, "
-          f"none breaks the {len(NEVER_INCLUDE)} never-rules, no header tests a build switch, and CMake links the "
-          f"same graph")
+          f"none breaks the {len(NEVER_INCLUDE)} never-rules, no header tests a build switch, CMake links the "
+          f"same graph, and no reader of {', '.join('src/' + f for f in READER_FOLDERS)} opens a file directly")
     return 0
 
 

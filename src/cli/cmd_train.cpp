@@ -173,6 +173,10 @@ Command add_train_command(CLI::App& app) {
               "from --checkpoint-dir's newest if it has one, else from step 0 (for torchrun --max_restarts, "
               "Slurm requeue)");
 
+  ckpt.flag("--allow-data-change", o->allow_data_change,
+            "with --resume: continue although files of --data were added, removed or replaced since the checkpoint "
+            "(recorded in the run report); other class names are refused even so");
+
   const FlagGroup dp(cmd, "Data parallelism");
   dp.option("--nproc-per-node,--nproc_per_node", *nproc, "start this many worker processes on this node (one per GPU)")
       ->check(CLI::Range(1, 1024));

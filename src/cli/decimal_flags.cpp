@@ -24,9 +24,20 @@ std::string normalize_decimal_integer(std::string& text, bool allow_negative) {
   return "";
 }
 
+std::string decimal_number_problem(const std::string& text) {
+  if (text.empty()) return "an empty value is not a number (it would silently mean the default); give a number";
+  if (text.find_first_of("xXpP") != std::string::npos)
+    return "'" + text + "' is not a decimal number (ddpx reads numbers in base 10 only: 0.5, 1e-3; no hexadecimal)";
+  return "";
+}
+
 void read_integers_in_decimal(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     const std::string type = option->get_type_name();
+    if (type == "FLOAT" || type.starts_with("FLOAT:")) {
+      option->transform(CLI::Validator([](std::string& text) { return decimal_number_problem(text); }, ""));
+      continue;
+    }
     const bool is_unsigned = type == "UINT" || type.starts_with("UINT:");
     const bool is_signed = type == "INT" || type.starts_with("INT:");
     if (!is_unsigned && !is_signed) continue;

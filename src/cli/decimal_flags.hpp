@@ -16,6 +16,11 @@ namespace ddpx::cli {
 // "" and `text` rewritten without leading zeros when it is a decimal integer, else the reason.
 std::string normalize_decimal_integer(std::string& text, bool allow_negative);
 
+// "" when `text` is a decimal floating-point value, else the reason: an empty value (CLI11 took it as the default)
+// and hexadecimal ("0x10" was 16, "0x1p3" 8) are refused, as integer flags refuse them (issue 48 item 9).
+std::string decimal_number_problem(const std::string& text);
+
+// Also gives every floating-point option (type name FLOAT) decimal_number_problem() as a transform.
 void read_integers_in_decimal(CLI::App& app);
 
 }  // namespace ddpx::cli

@@ -61,7 +61,7 @@ const std::vector<DataSourceRow>& data_source_rows() {
        "torchvision's ImageFolder layout (DIR/CLASS/*.jpg|jpeg|png, classes sorted), JPEG and PNG, gray and CMYK "
        "made RGB; RandomResizedCrop + flip for training, resize + center crop for --val", true, nullptr, open_folder},
       {DataSource::pack, "pack", "pack:FILE",
-       "a file `ddpx pack` wrote (images pre-resized, raw or JPEG, read through mmap, checksummed; layout in "
+       "a file `ddpx pack` wrote (images pre-resized, raw or JPEG, read with pread, checksummed; layout in "
        "docs/pack-format.md)", true, nullptr, open_pack},
       {DataSource::wds, "wds", "wds:SHARDS",
        "WebDataset tar shards, braces expanded (wds:/d/train-{000000..000127}.tar), samples KEY.jpg|jpeg|png with "
@@ -82,6 +82,11 @@ std::string data_sources_help() {
   for (const DataSourceRow& row : data_source_rows())
     out += fmt::format("{}{} ({})", out.empty() ? "" : " | ", row.syntax, row.help);
   return out;
+}
+
+std::string data_fingerprint(const SampleSource& source) {
+  return fmt::format("{} samples, {} classes, contents {:016x}", source.size(), source.num_classes(),
+                     source.content_hash());
 }
 
 std::unique_ptr<SampleSource> open_sample_source(const DataSpec& spec, std::string_view flag) {

@@ -1,18 +1,19 @@
 // ImageFolder's layout; see folder_source.hpp.
 #include "data/folder_source.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <filesystem>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/fnv1a.hpp"
+#include "io/posix_file.hpp"
 
 namespace ddpx {
 namespace {
@@ -41,29 +42,14 @@ SampleFormat detect_image_format(const uint8_t* data, size_t size, const std::st
 }
 
 void read_whole_file(const std::string& path, std::vector<uint8_t>& bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  DDPX_REQUIRE(fd >= 0, "{}: cannot open it ({}); it was listed at start: restore it, or remove it and restart", path,
-               std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (int64_t{1} << 30)) {
-    const bool big = st.st_size > (int64_t{1} << 30);
-    ::close(fd);
-    fail("{}: {}; replace or remove it", path, big ? "larger than 1 GiB, not a training image" : "not a regular file");
+  try {
+    const InputFile file(path);  // never blocks: an image replaced by a FIFO mid-run is refused, naming it
+    DDPX_REQUIRE(file.size() <= (uint64_t{1} << 30), "'{}' is larger than 1 GiB, not a training image", path);
+    bytes.resize(static_cast<size_t>(file.size()));
+    file.read_at(0, bytes.data(), bytes.size());
+  } catch (const Error& e) {
+    fail("{}; it was listed at start: restore it, or remove it and restart", e.what());
   }
-  bytes.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t got = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      const int error = errno;
-      ::close(fd);
-      fail("{}: read failed after {} of {} bytes ({}); check the disk, or remove the file and restart", path, done,
-           bytes.size(), got == 0 ? "the file shrank" : std::strerror(error));
-    }
-    done += static_cast<size_t>(got);
-  }
-  ::close(fd);
 }
 
 FolderSource::FolderSource(const std::string& directory) : directory_(directory) {
@@ -71,28 +57,57 @@ FolderSource::FolderSource(const std::string& directory) : directory_(directory)
   DDPX_REQUIRE(fs::is_directory(directory, ec),
                "--data folder:{}: not a directory; give a folder with one subfolder per class (ImageFolder's layout)",
                directory);
-  for (const fs::directory_entry& entry : fs::directory_iterator(directory, fs::directory_options::follow_directory_symlink, ec))
-    if (entry.is_directory(ec)) classes_.push_back(entry.path().filename().string());
+  // Note [Each folder once]: ImageFolder walks with followlinks=True, so `a/loop -> .` multiplied a class's images
+  // and `a/up -> ..` labelled class b's images as a, silently. ddpx reads every real folder (device, inode) once:
+  // the root and the class folders are claimed first, and a folder reached a second time through a link is an
+  // error naming the link and the folder it repeats.
+  std::map<std::pair<uint64_t, uint64_t>, std::string> seen;  // real folder -> the path it was first reached by
+  const auto claim = [&](const fs::path& folder) {
+    struct stat info{};
+    DDPX_REQUIRE(::stat(folder.c_str(), &info) == 0, "--data folder:{}: cannot read {} ({})", directory,
+                 folder.string(), std::strerror(errno));
+    const auto [at, fresh] = seen.emplace(std::pair<uint64_t, uint64_t>(info.st_dev, info.st_ino), folder.string());
+    DDPX_REQUIRE(fresh, "--data folder:{}: {} is a link to the folder {}, which is already read (a symlink loop, or "
+                 "one folder in two places); ddpx reads each folder once, so that no image is counted twice or "
+                 "under another class: remove the link", directory, folder.string(), at->second);
+    folders_.push_back(folder.string());
+  };
+  claim(directory);
+  std::error_code kind;  // a dangling link is neither a folder nor a file: skipped, as ImageFolder skips it
+  for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec))
+    if (entry.is_directory(kind)) classes_.push_back(entry.path().filename().string());
   DDPX_REQUIRE(!ec, "--data folder:{}: cannot list it ({})", directory, ec.message());
   std::sort(classes_.begin(), classes_.end());
   DDPX_REQUIRE(!classes_.empty(),
                "--data folder:{}: holds no class folders; put each class's images in a subfolder named after it "
                "(DIR/cat/1.jpg, DIR/dog/2.jpg), as torchvision's ImageFolder reads", directory);
+  for (const std::string& name : classes_) claim(fs::path(directory) / name);
   for (size_t c = 0; c < classes_.size(); ++c) {
     // ImageFolder: sorted(os.walk(class_dir, followlinks=True)), then sorted file names in each folder.
     std::vector<std::pair<std::string, std::string>> found;  // (folder, file name)
     const fs::path class_dir = fs::path(directory) / classes_[c];
-    for (auto it = fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (!it->is_regular_file(ec)) continue;
-      const std::string ext = lower_extension(it->path());
-      DDPX_REQUIRE(!is_other_image_name(ext),
-                   "{}: {} images are not read by ddpx (JPEG and PNG are); convert it, e.g. with PIL: "
-                   "Image.open(f).convert('RGB').save(f.rsplit('.', 1)[0] + '.png'), or move it out of the folder",
-                   it->path().string(), ext);
-      if (is_sample_name(ext)) found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
+    std::vector<fs::path> pending = {class_dir};
+    while (!pending.empty()) {
+      const fs::path folder = pending.back();
+      pending.pop_back();
+      for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
+        if (entry.is_directory(kind)) {
+          claim(entry.path());
+          pending.push_back(entry.path());
+          continue;
+        }
+        if (!entry.is_regular_file(kind)) continue;
+        const std::string ext = lower_extension(entry.path());
+        DDPX_REQUIRE(!is_other_image_name(ext),
+                     "{}: {} images are not read by ddpx (JPEG and PNG are); convert it, e.g. with PIL: "
+                     "Image.open(f).convert('RGB').save(f.rsplit('.', 1)[0] + '.png'), or move it out of the folder",
+                     entry.path().string(), ext);
+        if (!is_sample_name(ext)) continue;
+        found.emplace_back(entry.path().parent_path().string(), entry.path().filename().string());
+        if (entry.is_symlink(kind)) linked_files_.push_back(entry.path().string());  // may live outside the tree
+      }
+      DDPX_REQUIRE(!ec, "--data folder:{}: cannot list {} ({})", directory, folder.string(), ec.message());
     }
-    DDPX_REQUIRE(!ec, "--data folder:{}: cannot list {} ({})", directory, class_dir.string(), ec.message());
     DDPX_REQUIRE(!found.empty(),
                  "--data folder:{}: the class folder {} holds no .jpg, .jpeg or .png file; add its images or remove "
                  "the folder (ImageFolder refuses it too)", directory, class_dir.string());
@@ -102,6 +117,22 @@ FolderSource::FolderSource(const std::string& directory) : directory_(directory)
       labels_.push_back(static_cast<int32_t>(c));
     }
   }
+}
+
+uint64_t FolderSource::content_hash() const {
+  uint64_t hash = kFnv1aOffset;
+  for (const std::string& name : classes_) hash = fnv1a(name + "\n", hash);
+  for (size_t i = 0; i < files_.size(); ++i)
+    hash = fnv1a(fmt::format("{}\t{}\n", fs::path(files_[i]).lexically_relative(directory_).string(), labels_[i]), hash);
+  return hash;
+}
+
+std::vector<FileRole> FolderSource::inputs() const {
+  std::vector<FileRole> roles;
+  const std::string flag = "the data folder:" + directory_;
+  for (const std::string& folder : folders_) roles.push_back({flag, folder, FileRole::Kind::folder});
+  for (const std::string& file : linked_files_) roles.push_back({flag, file});
+  return roles;
 }
 
 std::string FolderSource::describe() const {

@@ -1,6 +1,8 @@
 // FolderSource: torchvision's ImageFolder layout (--data folder:DIR): one subfolder per class, classes sorted by
 // name, label = the class's index; the files of a class are found recursively (symlinks followed) and ordered as
-// ImageFolder orders them (by folder, then file name).
+// ImageFolder orders them (by folder, then file name). Unlike ImageFolder, each real folder is read once: a folder
+// reached a second time through a symlink (a loop such as a/loop -> ., or a/up -> ..) is an error naming the link,
+// so no image is counted twice or labelled with another class.
 // Guarantees:
 //  - Files named *.jpg, *.jpeg, *.png (any case) are samples; the format is taken from the file's first bytes, not
 //    its name. Other image formats ImageFolder would take (.bmp, .ppm, .pgm, .tif, .tiff, .webp) are refused,
@@ -26,9 +28,13 @@ class FolderSource : public SampleSource {
   std::string sample_name(int64_t index) const override { return files_[static_cast<size_t>(index)]; }
   SampleBytes read(int64_t index, std::vector<uint8_t>& scratch) const override;
   bool photographs() const override { return true; }
+  std::vector<FileRole> inputs() const override;  // every folder read (whole trees) and every linked image
+  uint64_t content_hash() const override;          // the file list (paths under DIR) and the labels
 
  private:
   std::string directory_;
+  std::vector<std::string> folders_;       // every real folder read, once each (Note [Each folder once])
+  std::vector<std::string> linked_files_;  // images reached through a file symlink
   std::vector<std::string> classes_;
   std::vector<std::string> files_;
   std::vector<int32_t> labels_;

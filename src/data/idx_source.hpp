@@ -2,7 +2,10 @@
 // Reads DIR/train-images-idx3-ubyte and DIR/train-labels-idx1-ubyte (test: t10k-*), each plain or gzipped (.gz,
 // as Debian's dataset-fashion-mnist installs them under /usr/share/datasets/fashion-mnist), whole into memory.
 // Guarantees: the magic numbers (0x803 images, 0x801 labels), the sizes and the counts are checked against each
-// other and the file lengths; a missing, truncated or mismatched file is an error naming it and what to do.
+// other and the file lengths; a missing, truncated or mismatched file is an error naming it and what to do. The
+// files are opened as io/posix_file's InputFile (a FIFO or device is refused at once); a .gz is inflated only up
+// to the size its header declares (+1 byte), and refused at once when that size is more than its compressed bytes
+// can hold, so a small file cannot make ddpx allocate gigabytes (Note [Bounded gunzip] in idx_source.cpp).
 // Images are 1-channel HWC uint8 served in place; classes = the largest label + 1. Fashion-MNIST's files name their
 // ten classes as torchvision does (recognized by their bytes: see Note [Fashion-MNIST's class names]); other idx
 // files name none.
@@ -27,6 +30,10 @@ class IdxSource : public SampleSource {
   std::string sample_name(int64_t index) const override;
   SampleBytes read(int64_t index, std::vector<uint8_t>& scratch) const override;
   bool photographs() const override { return false; }
+  std::vector<FileRole> inputs() const override {
+    return {{"the data's idx images", images_path_}, {"the data's idx labels", labels_path_}};
+  }
+  uint64_t content_hash() const override { return content_hash_; }
 
  private:
   std::string images_path_, labels_path_;
@@ -35,6 +42,7 @@ class IdxSource : public SampleSource {
   std::vector<uint8_t> pixels_;
   std::vector<int32_t> labels_;
   std::vector<std::string> class_names_;
+  uint64_t content_hash_ = 0;
 };
 
 }  // namespace ddpx

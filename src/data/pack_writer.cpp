@@ -12,6 +12,7 @@
 #include "data/image_decode.hpp"
 #include "data/jpeg_encode.hpp"
 #include "io/output_file.hpp"
+#include "io/same_file.hpp"
 
 namespace ddpx {
 namespace {
@@ -99,6 +100,16 @@ void parse_pack_store(const std::string& text, PackOptions& options) {
 
 PackSummary write_pack(const SampleSource& source, const std::string& out, const PackOptions& options) {
   DDPX_REQUIRE(options.max_side >= 0, "--max-side {}: must be positive (or 0 to keep the sizes)", options.max_side);
+  // Never over its own source (issue 48: `ddpx pack pack:j.pack j.pack`, `ddpx pack folder:D D/c0/0.png`, OUT a
+  // symlink to an idx file were rewritten in place, exit 0): OUT against every input file and folder tree.
+  (void)check_output_path(out, "OUT");
+  const std::vector<FileRole> outputs = {{"OUT", out}};
+  require_distinct_files(source.inputs(), outputs);
+  // One name a line: a name with a newline (a folder may be called so) would read back as two (issue 48 item 8).
+  for (const std::string& name : source.class_names())
+    DDPX_REQUIRE(!name.empty() && name.find('\n') == std::string::npos,
+                 "OUT {}: the class name '{}' is empty or holds a newline, which a pack's one-name-a-line list cannot "
+                 "store; rename that class folder", out, name);
   const int threads = std::clamp(options.threads, 1, 256);
   const int64_t count = source.size();
   PackSummary summary;
@@ -144,7 +155,7 @@ PackSummary write_pack(const SampleSource& source, const std::string& out, const
     trailer.index_offset = offset;
     file.write(index.data(), index.size());
     std::string classes;
-    for (const std::string& name : source.class_names()) classes += name + "\n";
+    for (const std::string& name : source.class_names()) classes += name + "\n";  // checked below, before reading
     trailer.classes_offset = offset + index.size();
     trailer.classes_size = classes.size();
     file.write(classes.data(), classes.size());

@@ -7,6 +7,8 @@
 //  - The file is written under io/output_file's policy (a temporary renamed over OUT when complete): an
 //    interrupted pack leaves no file that reads as a pack.
 //  - `threads` decode in parallel; the output does not depend on their number.
+//  - OUT is never one of the source's inputs (SampleSource::inputs(): its files, and every folder of a folder:
+//    source as a whole tree), checked through io/same_file before anything is read or written.
 #pragma once
 #include <cstdint>
 #include <string>

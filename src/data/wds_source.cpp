@@ -1,32 +1,24 @@
 // WebDataset shards; see wds_source.hpp.
 #include "data/wds_source.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
+#include "core/byte_range.hpp"
 #include "core/error.hpp"
+#include "core/fnv1a.hpp"
 #include "data/folder_source.hpp"
 
 namespace ddpx {
 namespace {
 
-void pread_exact(int fd, void* out, size_t n, uint64_t offset, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t got = ::pread(fd, static_cast<char*>(out) + done, n - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    DDPX_REQUIRE(got > 0, "--data wds: {}: read failed at byte {} ({}); the shard is truncated or unreadable: "
-                 "rewrite or remove it", path, offset + done, got == 0 ? "end of file" : std::strerror(errno));
-    done += static_cast<size_t>(got);
-  }
-}
+constexpr uint64_t kMaxNameRecordBytes = 1 << 20;  // a pax or GNU long-name record: a path, not data
+constexpr uint64_t kMaxClassListBytes = 64 << 20;  // classes.txt: names, one a line
+constexpr size_t kMaxShards = 1000000;              // shard names a pattern may expand to (ImageNet: 1,282 shards)
+constexpr long kMaxClasses = 1000000;               // a label beyond it is no class index (ImageNet-21k: 21,841)
 
 uint64_t parse_octal(const char* field, size_t width, const std::string& path, uint64_t offset) {
   uint64_t value = 0;
@@ -65,7 +57,8 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
     char* end_a = nullptr;
     char* end_b = nullptr;
     const long long a = std::strtoll(first.c_str(), &end_a, 10), b = std::strtoll(last.c_str(), &end_b, 10);
-    DDPX_REQUIRE(!first.empty() && !last.empty() && *end_a == '\0' && *end_b == '\0' && a <= b && b - a < 10000000,
+    DDPX_REQUIRE(!first.empty() && !last.empty() && *end_a == '\0' && *end_b == '\0' && a <= b &&
+                     b - a < static_cast<long long>(kMaxShards),
                  "--data wds:{}: the range {{{}}} is not FIRST..LAST with FIRST <= LAST (e.g. {{000000..000127}})",
                  pattern, inside);
     for (long long v = a; v <= b; ++v) items.push_back(fmt::format("{:0{}d}", v, first.size()));
@@ -78,46 +71,35 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
       start = comma + 1;
     }
   }
+  // Each range is capped, and so is their product (issue 48: x{0..9999}{0..9999}.tar grew to 3.8 GB silently).
+  const std::vector<std::string> rests = expand_braces(tail);
+  DDPX_REQUIRE(items.size() * rests.size() <= kMaxShards,
+               "--data wds:{}: the braces expand to {} x {} shard names, more than the {} a data set of shards has; "
+               "check the pattern", pattern, items.size(), rests.size(), kMaxShards);
   std::vector<std::string> out;
+  out.reserve(items.size() * rests.size());
   for (const std::string& item : items)
-    for (const std::string& rest : expand_braces(tail)) out.push_back(head + item + rest);
+    for (const std::string& rest : rests) out.push_back(head + item + rest);
   return out;
 }
 
 WdsSource::WdsSource(const std::string& pattern) : pattern_(pattern), shards_(expand_braces(pattern)) {
-  for (const std::string& shard : shards_) {
-    const int fd = ::open(shard.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      const int error = errno;
-      for (int open_fd : fds_) ::close(open_fd);
-      fail("--data wds:{}: cannot open the shard {} ({}); check the pattern (braces expand to {} shards)", pattern,
-           shard, std::strerror(error), shards_.size());
-    }
-    fds_.push_back(fd);
-  }
-  try {
-    for (size_t s = 0; s < shards_.size(); ++s) index_shard(static_cast<int>(s));
-    DDPX_REQUIRE(!samples_.empty(), "--data wds:{}: the shards hold no samples", pattern);
-    read_class_names();
-  } catch (...) {
-    for (int fd : fds_) ::close(fd);
-    throw;
-  }
-}
-
-WdsSource::~WdsSource() {
-  for (int fd : fds_) ::close(fd);
+  files_.reserve(shards_.size());
+  for (const std::string& shard : shards_)
+    files_.emplace_back(shard, fmt::format("--data wds:{} (braces expand to {} shards)", pattern, shards_.size()));
+  for (size_t s = 0; s < shards_.size(); ++s) index_shard(static_cast<int>(s));
+  DDPX_REQUIRE(!samples_.empty(), "--data wds:{}: the shards hold no samples", pattern);
+  read_class_names();
 }
 
 void WdsSource::index_shard(int shard) {
   const std::string& path = shards_[static_cast<size_t>(shard)];
-  const int fd = fds_[static_cast<size_t>(shard)];
-  struct stat st {};
-  DDPX_REQUIRE(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode), "--data wds: {} is not a regular file", path);
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  const InputFile& file = files_[static_cast<size_t>(shard)];
+  const uint64_t file_size = file.size();
   const size_t first_sample = samples_.size();
   std::string pax_path;
   bool have_label = false, have_image = false;
+  std::string image_member;  // the image member's name, for the error on a second one
   Sample current;
   current.shard = shard;
   const auto finish = [&] {
@@ -129,25 +111,35 @@ void WdsSource::index_shard(int shard) {
     samples_.push_back(current);
   };
   char header[512];
-  for (uint64_t offset = 0; offset + 512 <= file_size;) {
-    pread_exact(fd, header, 512, offset, path);
+  if (file_size >= 2) {
+    uint8_t magic[2];
+    file.read_at(0, magic, 2);
+    DDPX_REQUIRE(!(magic[0] == 0x1f && magic[1] == 0x8b), "--data wds: {} is gzip-compressed (a .tar.gz); ddpx reads "
+                 "uncompressed tar shards, as they are read by offset: gunzip it (gunzip -k {})", path, path);
+  }
+  for (uint64_t offset = 0; range_fits(offset, 512, file_size);) {
+    file.read_at(offset, header, 512);
     if (header[0] == '\0') break;  // the end-of-archive blocks
     const uint64_t size = parse_octal(header + 124, 12, path, offset);
     const char type = header[156];
     const uint64_t data = offset + 512;
-    DDPX_REQUIRE(data + size <= file_size, "--data wds: {}: the member at byte {} claims {} bytes past the end of the "
-                 "shard (truncated); rewrite it", path, offset, size);
-    offset = data + (size + 511) / 512 * 512;
+    DDPX_REQUIRE(range_fits(data, size, file_size), "--data wds: {}: the member at byte {} claims {} bytes past the "
+                 "end of the shard (truncated); rewrite it", path, offset, size);
+    offset = data + (size + 511) / 512 * 512;  // cannot wrap: data + size <= file_size and size < 2^36
     if (type == 'x') {  // pax: a "path" record renames the next member
+      DDPX_REQUIRE(size <= kMaxNameRecordBytes, "--data wds: {}: the pax header at byte {} holds {} bytes, more than "
+                   "the {} a member's path needs; rewrite the shard", path, data - 512, size, kMaxNameRecordBytes);
       std::string records(size, '\0');
-      pread_exact(fd, records.data(), size, data, path);
+      file.read_at(data, records.data(), size);
       const size_t at = records.find(" path=");
       if (at != std::string::npos) pax_path = records.substr(at + 6, records.find('\n', at) - at - 6);
       continue;
     }
     if (type == 'L') {  // GNU long name
+      DDPX_REQUIRE(size <= kMaxNameRecordBytes, "--data wds: {}: the GNU long name at byte {} holds {} bytes, more "
+                   "than the {} a member's path needs; rewrite the shard", path, data - 512, size, kMaxNameRecordBytes);
       std::string name(size, '\0');
-      pread_exact(fd, name.data(), size, data, path);
+      file.read_at(data, name.data(), size);
       pax_path = name.c_str();
       continue;
     }
@@ -168,21 +160,31 @@ void WdsSource::index_shard(int shard) {
       current.key = key;
       have_label = have_image = false;
     }
+    // WebDataset refuses a sample with two members of one extension; ddpx too: which one is the label or the image
+    // would be a guess (issue 48: a second .cls was silently taken, a second image silently dropped).
+    DDPX_REQUIRE(!(ext == "cls" && have_label), "--data wds: {}: the sample '{}' has two {}.cls members (labels); "
+                 "each sample has one: rewrite the shard", path, key, key);
+    const bool image = ext == "jpg" || ext == "jpeg" || ext == "png";
+    DDPX_REQUIRE(!(image && have_image), "--data wds: {}: the sample '{}' has two images ({} and {}); each sample "
+                 "has one: rewrite the shard", path, key, image_member, name);
     if (ext == "cls") {
       DDPX_REQUIRE(size > 0 && size <= 32, "--data wds: {}: {}.cls holds {} bytes, not a class index", path, key, size);
       char text[33] = {};
-      pread_exact(fd, text, size, data, path);
+      file.read_at(data, text, size);
       char* end = nullptr;
       const long label = std::strtol(text, &end, 10);
       while (end != nullptr && (*end == '\n' || *end == ' ' || *end == '\r')) ++end;
-      DDPX_REQUIRE(end != text && end != nullptr && *end == '\0' && label >= 0 && label < (1L << 30),
+      DDPX_REQUIRE(end != text && end != nullptr && *end == '\0' && label >= 0,
                    "--data wds: {}: {}.cls holds '{}', not a class index (a whole number from 0)", path, key, text);
+      DDPX_REQUIRE(label < kMaxClasses, "--data wds: {}: {}.cls holds class {}, beyond the {} classes ddpx trains a "
+                   "head for; check the shard", path, key, label, kMaxClasses);
       current.label = static_cast<int32_t>(label);
       have_label = true;
-    } else if ((ext == "jpg" || ext == "jpeg" || ext == "png") && !have_image) {
+    } else if (image) {
       current.offset = data;
       current.size = size;
       have_image = true;
+      image_member = name;
     }
   }
   finish();
@@ -193,10 +195,9 @@ void WdsSource::index_shard(int shard) {
 void WdsSource::read_class_names() {
   const std::filesystem::path list = std::filesystem::path(shards_.front()).parent_path() / "classes.txt";
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(list, ec)) return;
-  std::ifstream in(list);
-  DDPX_REQUIRE(in.good(), "--data wds:{}: cannot read {} (the class names beside the shards); check its permissions "
-               "or remove it", pattern_, list.string());
+  if (!std::filesystem::exists(std::filesystem::symlink_status(list, ec))) return;
+  std::istringstream in(read_small_file(list, kMaxClassListBytes,
+                                        fmt::format("--data wds:{} (the class names beside the shards)", pattern_)));
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -214,6 +215,23 @@ void WdsSource::read_class_names() {
   classes_ = static_cast<int64_t>(class_names_.size());
 }
 
+std::vector<FileRole> WdsSource::inputs() const {
+  std::vector<FileRole> roles;
+  for (const std::string& shard : shards_) roles.push_back({"the data's shard", shard});
+  if (!class_names_.empty())
+    roles.push_back({"the data's class names", std::filesystem::path(shards_.front()).parent_path() / "classes.txt"});
+  return roles;
+}
+
+uint64_t WdsSource::content_hash() const {
+  uint64_t hash = kFnv1aOffset;
+  for (const Sample& s : samples_)
+    hash = fnv1a(fmt::format("{}\t{}\t{}\t{}\n", std::filesystem::path(shards_[static_cast<size_t>(s.shard)]).filename().string(),
+                             s.key, s.size, s.label), hash);
+  for (const std::string& name : class_names_) hash = fnv1a(name + "\n", hash);
+  return hash;
+}
+
 std::string WdsSource::describe() const {
   return fmt::format("wds {} ({} shards, {} images, {} classes{}, shard-level shuffle)", pattern_, shards_.size(),
                      samples_.size(), classes_, class_names_.empty() ? "" : " named in classes.txt");
@@ -228,8 +246,7 @@ SampleBytes WdsSource::read(int64_t index, std::vector<uint8_t>& scratch) const 
   const Sample& s = samples_[static_cast<size_t>(index)];
   DDPX_REQUIRE(s.size <= (uint64_t{1} << 30), "{}: larger than 1 GiB, not a training image", sample_name(index));
   scratch.resize(static_cast<size_t>(s.size));
-  pread_exact(fds_[static_cast<size_t>(s.shard)], scratch.data(), scratch.size(), s.offset,
-              shards_[static_cast<size_t>(s.shard)]);
+  files_[static_cast<size_t>(s.shard)].read_at(s.offset, scratch.data(), scratch.size());
   SampleBytes bytes;
   bytes.format = detect_image_format(scratch.data(), scratch.size(), sample_name(index));
   bytes.data = scratch.data();

@@ -1,10 +1,15 @@
 // WdsSource: WebDataset tar shards (--data wds:SHARDS), e.g. wds:/data/train-{000000..000127}.tar.
 // Guarantees:
 //  - SHARDS expands brace ranges {000..127} (zero-padded to the first bound's width) and lists {a,b,c}, as
-//    WebDataset's braceexpand does; every shard must exist.
+//    WebDataset's braceexpand does, to at most 1,000,000 shards (each range and their product); every shard must
+//    exist, be an uncompressed tar (a .tar.gz is named as such) and hold labels below 1,000,000.
 //  - A sample is WebDataset's: consecutive members sharing a key (the member's path up to the first '.' of its
 //    file name); its image is the KEY.jpg|jpeg|png member (format from the bytes), its label KEY.cls (a decimal
-//    class index). A sample without a .cls or without an image is an error naming the shard and the key.
+//    class index). A sample without a .cls or without an image, or with two of either (WebDataset refuses
+//    duplicate names too), is an error naming the shard and the key.
+//  - Shards and classes.txt are opened as io/posix_file's InputFile (a FIFO or device is refused at once); every
+//    member's offset and size is checked against the shard's size without a sum that can wrap
+//    (core/byte_range.hpp); a shard cut short while a run reads it is an error naming it.
 //  - The shards are indexed once at open (tar headers only, and the small .cls members); images are read with
 //    pread from the shard when a batch needs them. ustar, GNU and pax (path records) headers are read.
 //  - Shuffling is shard-level (shuffle_groups): each epoch takes the shards in an order drawn from (seed, epoch)
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "data/sample_source.hpp"
+#include "io/posix_file.hpp"
 
 namespace ddpx {
 
@@ -24,7 +30,6 @@ std::vector<std::string> expand_braces(const std::string& pattern);
 class WdsSource : public SampleSource {
  public:
   explicit WdsSource(const std::string& pattern);
-  ~WdsSource() override;
   WdsSource(const WdsSource&) = delete;
   WdsSource& operator=(const WdsSource&) = delete;
   std::string describe() const override;
@@ -36,6 +41,8 @@ class WdsSource : public SampleSource {
   SampleBytes read(int64_t index, std::vector<uint8_t>& scratch) const override;
   bool photographs() const override { return true; }
   std::vector<int64_t> shuffle_groups() const override { return shard_sizes_; }
+  std::vector<FileRole> inputs() const override;
+  uint64_t content_hash() const override;
 
  private:
   struct Sample {
@@ -49,7 +56,7 @@ class WdsSource : public SampleSource {
 
   std::string pattern_;
   std::vector<std::string> shards_;
-  std::vector<int> fds_;
+  std::vector<InputFile> files_;  // one per shard, opened as io/posix_file's InputFile (never a FIFO)
   std::vector<Sample> samples_;
   std::vector<int64_t> shard_sizes_;
   int64_t classes_ = 0;

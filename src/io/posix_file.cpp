@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/byte_range.hpp"
 #include "core/error.hpp"
 #include "core/test_fault.hpp"
 
@@ -22,23 +23,33 @@ namespace {
 
 }  // namespace
 
-InputFile::InputFile(std::filesystem::path path) : path_(std::move(path)) {
+InputFile::InputFile(std::filesystem::path path, std::string what) : path_(std::move(path)), what_(std::move(what)) {
   // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; regular files ignore the flag.
   fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd_ < 0) fail_errno("open", path_);
+  if (fd_ < 0) {
+    const int error = errno;
+    fail_here(fmt::format("cannot open '{}': {}", path_.string(), std::strerror(error)));
+  }
   struct stat info{};
   if (::fstat(fd_, &info) != 0) {
+    const int error = errno;
     ::close(fd_);
-    fail_errno("stat", path_);
+    fd_ = -1;
+    fail_here(fmt::format("cannot stat '{}': {}", path_.string(), std::strerror(error)));
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd_);
+    fd_ = -1;
     const char* kind = S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
                        : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? "a device"
                        : S_ISDIR(info.st_mode) ? "a folder"
                        : S_ISSOCK(info.st_mode) ? "a socket" : "not a regular file";
-    fail("'{}' is {}; ddpx reads regular files only (copy the data to a file first)", path_.string(), kind);
+    fail_here(fmt::format("'{}' is {}; ddpx reads regular files only (copy the data to a file first)",
+                          path_.string(), kind));
   }
+  // A regular file: blocking reads from here on (the flag only mattered for the open itself).
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
   size_ = static_cast<uint64_t>(info.st_size);
 }
 
@@ -46,20 +57,38 @@ InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-InputFile::InputFile(InputFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_), size_(other.size_) {
+InputFile::InputFile(InputFile&& other) noexcept
+    : path_(std::move(other.path_)), what_(std::move(other.what_)), fd_(other.fd_), size_(other.size_) {
   other.fd_ = -1;
 }
 
+void InputFile::fail_here(const std::string& message) const {
+  if (what_.empty()) fail("{}", message);
+  fail("{}: {}", what_, message);
+}
+
+uint64_t InputFile::current_size() const {
+  struct stat info{};
+  if (::fstat(fd_, &info) != 0) return 0;
+  return static_cast<uint64_t>(info.st_size);
+}
+
 void InputFile::read_at(uint64_t offset, void* destination, size_t n) const {
-  DDPX_REQUIRE(offset <= size_ && n <= size_ - offset,
-               "'{}' is truncated: reading {} bytes at offset {} needs {} bytes but the file has {}", path_.string(),
-               n, offset, offset + n, size_);
+  if (!range_fits(offset, n, size_))
+    fail_here(fmt::format("'{}' is truncated: reading {} bytes at offset {} goes past its {} bytes", path_.string(),
+                          n, offset, size_));
   auto* out = static_cast<char*>(destination);
   while (n > 0) {
     const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail_errno("read", path_);
-    DDPX_REQUIRE(got > 0, "'{}' shrank while being read (no data at offset {})", path_.string(), offset);
+    if (got < 0) {
+      const int error = errno;
+      fail_here(fmt::format("cannot read '{}': {}", path_.string(), std::strerror(error)));
+    }
+    if (got == 0)
+      fail_here(fmt::format("'{}' shrank while being read: {} bytes when opened, {} now (no data at offset {}); "
+                            "it was truncated or rewritten in place: restore it and restart", path_.string(), size_,
+                            current_size(), offset));
     out += got;
     offset += static_cast<uint64_t>(got);
     n -= static_cast<size_t>(got);
@@ -133,7 +162,7 @@ void OutputFile::close() {
 }
 
 std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what) {
-  InputFile file(path);
+  InputFile file(path, std::string(what));
   DDPX_REQUIRE(file.size() <= max_bytes, "{}: '{}' has {} bytes, more than the {} a file of this kind may have; "
                "check the path", what, path.string(), file.size(), max_bytes);
   std::string text(static_cast<size_t>(file.size()), '\0');

@@ -1,8 +1,13 @@
 // Thin POSIX file wrappers for tensor files: positioned reads, checked writes, fsync, and atomic replacement.
 // Guarantees: every failing system call throws ddpx::Error naming the file and the OS reason; a short read is
-// an error (never silently fewer bytes). An InputFile is opened without blocking (O_NONBLOCK) and must be a
-// regular file, so a FIFO without a writer or a device (/dev/urandom, a tape) is refused at once instead of
-// hanging or reading without end. replace_file_atomically() leaves either the old file or the complete
+// an error (never silently fewer bytes). InputFile is the one way ddpx opens a file it reads (data files, idx,
+// packs, shards, images, metrics, traces, configs; scripts/check_includes.py fails CI on a reader of src/data,
+// src/io or src/profile that calls open/fopen/ifstream itself): it is opened without blocking (O_NONBLOCK,
+// cleared once the file is known to be regular) and must be a regular file, so a FIFO without a writer or a
+// device (/dev/zero, /dev/urandom, a tape) or a folder is refused at once, naming the file, instead of hanging,
+// reading without end or reading as empty. Its size is taken at open and re-checked when a read comes up short:
+// a file that shrinks while it is read is an error naming the file and both sizes, never a crash (no mmap).
+// replace_file_atomically() leaves either the old file or the complete
 // new one at the target path, even if the process dies at any point (write temp, fsync, rename, fsync dir).
 // Objects are single-owner (movable, not copyable) and not shared between threads.
 #pragma once
@@ -17,8 +22,9 @@ namespace ddpx {
 
 class InputFile {
  public:
-  // Throws if the file cannot be opened or is not a regular file (FIFO, device, socket, directory).
-  explicit InputFile(std::filesystem::path path);
+  // Throws if the file cannot be opened or is not a regular file (FIFO, device, socket, directory). `what` prefixes
+  // every error ("--data pack:x.pack"); empty: errors name the path alone.
+  explicit InputFile(std::filesystem::path path, std::string what = {});
   ~InputFile();
   InputFile(InputFile&& other) noexcept;
   InputFile(const InputFile&) = delete;
@@ -27,11 +33,17 @@ class InputFile {
 
   const std::filesystem::path& path() const { return path_; }
   uint64_t size() const { return size_; }
-  // Reads exactly n bytes at offset; throws naming the file when fewer are available.
+  // Reads exactly n bytes at offset; throws naming the file when fewer are available (the range is checked with
+  // core/byte_range.hpp against the size at open, and a short read re-checks the size: "shrank from A to B bytes").
+  // Thread-safe (pread).
   void read_at(uint64_t offset, void* destination, size_t n) const;
+  // The file's size now (fstat), to compare with size() when a reader suspects it changed.
+  uint64_t current_size() const;
 
  private:
+  [[noreturn]] void fail_here(const std::string& message) const;
   std::filesystem::path path_;
+  std::string what_;
   int fd_ = -1;
   uint64_t size_ = 0;
 };

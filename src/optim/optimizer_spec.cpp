@@ -92,7 +92,10 @@ void OptimizerSpec::validate() const {
   }
   DDPX_REQUIRE(beta1 >= 0.f && beta1 < 1.f, "--beta1 must be in [0, 1), got {}", beta1);
   DDPX_REQUIRE(beta2 >= 0.f && beta2 < 1.f, "--beta2 must be in [0, 1), got {}", beta2);
-  DDPX_REQUIRE(std::isfinite(eps) && eps >= 0.f, "--eps must be a finite number >= 0, got {}", eps);
+  // eps keeps AdamW's update m / (sqrt(v) + eps) finite: with 0, a weight whose gradients were all 0 so far gets 0/0
+  // (issue 48: `--eps 0` was accepted and the run "diverged" at step 2).
+  DDPX_REQUIRE(std::isfinite(eps) && eps > 0.f,
+               "--eps must be a finite number > 0 (AdamW divides by sqrt(v) + eps; 1e-8 is the default), got {}", eps);
 }
 
 std::vector<std::string> optimizer_names() { return {"sgd", "adamw"}; }

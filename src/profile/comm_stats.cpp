@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
+#include "io/posix_file.hpp"
 #include "profile/json_fields.hpp"
 #include "profile/step_breakdown.hpp"
 
@@ -116,10 +116,9 @@ void from_json(const json& j, PeakTable& table) {
 }
 
 PeakTable load_peak_table(const std::string& path) {
-  std::ifstream in(path);
-  DDPX_REQUIRE(in.good(), "cannot open peak table '{}': write one with `ddpx allreduce --json {}`", path, path);
   std::stringstream text;
-  text << in.rdbuf();
+  text << read_small_file(path, uint64_t{64} << 20,
+                          fmt::format("peak table (write one with `ddpx allreduce --json {}`)", path));
   // nccl-tests' own text or -J JSON (profile/nccl_tests_log.hpp), else ddpx's peak table.
   if (std::optional<PeakTable> table = peak_table_from_nccl_tests(text.str(), "peak table '" + path + "'"))
     return *table;

@@ -5,17 +5,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "io/posix_file.hpp"
 #include "profile/svg_chart.hpp"
 
 namespace ddpx {
 namespace {
 
 constexpr double kWidth = 720, kPanelHeight = 220, kLeft = 70, kRight = 150, kTop = 36, kBottom = 34;
+constexpr uint64_t kMaxMetricsBytes = uint64_t{4} << 30;  // a metrics line per step: 4 GiB is millions of steps
 const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
 
 std::string panel_svg(const CurvePanel& panel, double y0) {
@@ -86,8 +88,8 @@ std::string render_curves_svg(const std::string& title, const std::vector<CurveP
 }
 
 std::vector<CurvePanel> read_metrics_curves(const std::string& path) {
-  std::ifstream in(path);
-  DDPX_REQUIRE(in.good(), "--metrics {}: cannot read it (a file written by `ddpx train --metrics`)", path);
+  // InputFile: a FIFO, /dev/zero or a folder is refused naming it (issue 48: they hung or read as empty).
+  std::istringstream in(read_small_file(path, kMaxMetricsBytes, "--metrics (a file written by `ddpx train --metrics`)"));
   CurveSeries train_loss{"train loss", {}}, val_loss{"val loss", {}}, ema_loss{"val loss (EMA)", {}};
   CurveSeries lr{"lr", {}}, top1{"top-1", {}}, top5{"top-5", {}}, ema_top1{"top-1 (EMA)", {}};
   int line_number = 0;
@@ -98,9 +100,19 @@ std::vector<CurvePanel> read_metrics_curves(const std::string& path) {
     DDPX_REQUIRE(j.is_object() && j.contains("kind") && j.contains("step") && j["step"].is_number(),
                  "--metrics {} line {}: not a metrics object (kind, step, ...)", path, line_number);
     const double step = j["step"].get<double>();
-    const auto number = [&](const char* key) {
-      return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+    // A chart spans max - min of each panel: values beyond +-1e300 (or a step beyond 1e15) would overflow it.
+    DDPX_REQUIRE(std::isfinite(step) && step >= 0 && step <= 1e15,
+                 "--metrics {} line {}: step {} is not a step number (0 to 1e15)", path, line_number, step);
+    const auto number = [&](const char* key) -> double {
+      if (!j.contains(key) || !j[key].is_number()) return NAN;
+      const double value = j[key].get<double>();
+      DDPX_REQUIRE(!std::isfinite(value) || std::abs(value) <= 1e300,
+                   "--metrics {} line {}: {} = {} is beyond the +-1e300 a curve can be drawn over", path,
+                   line_number, key, value);
+      return value;
     };
+    DDPX_REQUIRE(!j.contains("weights") || j["weights"].is_string(),
+                 "--metrics {} line {}: 'weights' is not a string (model or ema)", path, line_number);
     if (j["kind"] == "step") {
       train_loss.points.emplace_back(step, number("loss"));
       lr.points.emplace_back(step, number("lr"));

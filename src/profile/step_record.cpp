@@ -357,6 +357,8 @@ void to_json(json& j, const RunConfig& v) {
   if (!v.optimizer.name.empty()) j["optimizer"] = v.optimizer;
   if (!v.gradient_tensors.empty()) j["gradient_tensors"] = v.gradient_tensors;
   if (!v.classes.empty()) j["classes"] = v.classes;
+  if (!v.data_fingerprint.empty()) j["data_fingerprint"] = v.data_fingerprint;
+  if (v.allow_data_change) j["allow_data_change"] = true;
 }
 
 void from_json(const json& j, RunConfig& v) {
@@ -385,6 +387,8 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "optimizer", v.optimizer);
   jf::optional(j, record, "gradient_tensors", v.gradient_tensors);
   jf::optional(j, record, "classes", v.classes);
+  jf::optional(j, record, "data_fingerprint", v.data_fingerprint);
+  jf::optional(j, record, "allow_data_change", v.allow_data_change);
   for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
     const GradientTensorInfo& before = v.gradient_tensors[k - 1];
     DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,

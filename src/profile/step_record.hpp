@@ -203,6 +203,10 @@ struct RunConfig {
   // The training data's class names, label = index (train/data_classes.hpp); empty where it names none, and in
   // reports written before they were recorded.
   std::vector<std::string> classes;
+  // The training data's fingerprint (samples, classes, a hash of its file list or headers; data/sample_source.hpp),
+  // empty where the data has none; allow_data_change: --allow-data-change was given (a resume on other data).
+  std::string data_fingerprint;
+  bool allow_data_change = false;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.

@@ -5,10 +5,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
+#include "io/posix_file.hpp"
 #include "profile/json_fields.hpp"
 
 namespace ddpx {
@@ -196,8 +197,8 @@ void from_json(const json& j, TopologyTable& v) {
 }
 
 TopologyTable load_topology(const std::string& path) {
-  std::ifstream in(path);
-  DDPX_REQUIRE(in.good(), "cannot open topology '{}': write one with `ddpx topo --json {}`", path, path);
+  std::istringstream in(read_small_file(path, uint64_t{64} << 20,
+                                        fmt::format("topology (write one with `ddpx topo --json {}`)", path)));
   try {
     return parse_json(in, "the file").get<TopologyTable>();
   } catch (const json::exception& e) {

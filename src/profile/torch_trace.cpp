@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
 #include "io/posix_file.hpp"
+#include "io/same_file.hpp"
 #include "profile/time_intervals.hpp"
 
 namespace ddpx {
@@ -207,6 +208,14 @@ RankRun rank_run_from_torch_trace(const nlohmann::json& trace, const std::string
 
 RunReport read_torch_profiles(const std::vector<std::string>& paths, const TorchProfileOptions& options) {
   DDPX_REQUIRE(!paths.empty(), "--torch-profile: give one trace per rank (trace_rank0.json trace_rank1.json ...)");
+  // One trace given twice would be analysed as two ranks (issue 48: `--torch-profile t.json t.json`).
+  for (size_t i = 0; i < paths.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const std::optional<FileIdentity> a = file_identity(paths[j]), b = file_identity(paths[i]);
+      DDPX_REQUIRE(!a || !b || *a != *b,
+                   "--torch-profile '{}' and '{}' are the same file: one trace would be read as two ranks; give one "
+                   "trace per rank", paths[j], paths[i]);
+    }
   RunReport report;
   std::vector<RankRun> runs;
   for (size_t i = 0; i < paths.size(); ++i) {

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "io/output_file.hpp"
+#include "io/posix_file.hpp"
 #include "core/json_parse.hpp"
 #include "profile/json_fields.hpp"
 
@@ -172,8 +172,7 @@ void write_trial_config(const TrialConfig& config, const std::string& path) {
 }
 
 TrialConfig read_trial_config(const std::string& path) {
-  std::ifstream in(path);
-  DDPX_REQUIRE(in.good(), "cannot open config '{}': check the path", path);
+  std::istringstream in(read_small_file(path, uint64_t{64} << 20, "config"));
   TrialConfig config;
   if (ends_with(path, ".json")) {
     try {

@@ -3,6 +3,7 @@
 #include "train/checkpointing.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string_view>
@@ -44,6 +45,51 @@ void restore_weight_average(const std::filesystem::path& dir, CheckpointState& c
                run_decay == 0 ? std::string("none") : fmt::format("--ema-decay {}", run_decay), saved_decay);
   loaded.weight_average = std::move(found->second);
   loaded.weight_average_updates = extra["ema_updates"].get<int64_t>();
+}
+
+// The data a checkpoint was trained on against this run's (issue 48: `mv data/c0 data/c9` permuted the labels and
+// the run resumed): other class names, or the same in another order, are refused whatever the flags (the head's
+// outputs would mean other classes); other contents (files added, removed or replaced, another pack or shards) are
+// refused unless --allow-data-change, which the run report records.
+void require_same_data(const std::filesystem::path& dir, const nlohmann::json& extra, const TrainOptions& options) {
+  if (extra.contains("classes") && extra["classes"].is_array() && !options.class_names.empty()) {
+    const nlohmann::json run_classes = options.class_names;
+    DDPX_REQUIRE(extra["classes"] == run_classes,
+                 "--resume {}: the checkpoint was trained on the classes [{}], this run's --data {} has [{}]{}: "
+                 "labels are class indices, so the model's outputs would mean other classes; resume on the data it "
+                 "was trained on, or start a new run (--load its weights with --reset-head to fine-tune)",
+                 dir.string(), fmt::join(extra["classes"].get<std::vector<std::string>>(), ", "),
+                 options.data.text(), fmt::join(options.class_names, ", "),
+                 extra["classes"].size() == run_classes.size() ? " (another order or other names)" : "");
+  }
+  if (!extra.contains("data_fingerprint") || options.data_fingerprint.empty()) return;
+  const std::string saved = extra["data_fingerprint"].is_string() ? extra["data_fingerprint"].get<std::string>() : "";
+  DDPX_REQUIRE(saved == options.data_fingerprint || options.allow_data_change,
+               "--resume {}: --data {} is not the data the checkpoint was trained on (checkpoint: {}; now: {}): files "
+               "were added, removed or replaced, so the epochs would not continue the same stream; restore the data, "
+               "or give --allow-data-change to resume on the new data (the run report records it)", dir.string(),
+               options.data.text(), saved.empty() ? "unreadable" : saved, options.data_fingerprint);
+}
+
+// data_position as prepare_training_checkpoint writes it: whole numbers, micro_batch >= 0, world >= 1, and with
+// epochs, epoch and batch_in_epoch agreeing with micro_batch / batches_per_epoch. Checked now, although only world
+// is read today: a field a later version reads must not be trusted then (issue 48).
+void require_valid_position(const std::filesystem::path& dir, const nlohmann::json& position) {
+  if (position.is_null()) return;
+  const auto whole = [&](const char* key, int64_t least) {
+    return position.contains(key) && position[key].is_number_integer() && position[key].get<int64_t>() >= least;
+  };
+  bool valid = position.is_object() && whole("micro_batch", 0) && whole("world", 1);
+  if (valid && position.contains("batches_per_epoch")) {
+    valid = whole("batches_per_epoch", 1) && whole("epoch", 0) && whole("batch_in_epoch", 0);
+    if (valid) {
+      const int64_t micro = position["micro_batch"].get<int64_t>(), per = position["batches_per_epoch"].get<int64_t>();
+      valid = position["epoch"].get<int64_t>() == micro / per && position["batch_in_epoch"].get<int64_t>() == micro % per;
+    }
+  }
+  DDPX_REQUIRE(valid, "--resume {}: the checkpoint's data_position {} is not a position ddpx writes (whole numbers: "
+               "micro_batch, world, and with epochs batches_per_epoch, epoch, batch_in_epoch that agree); the file "
+               "is damaged", dir.string(), position.dump().substr(0, 200));
 }
 
 }  // namespace
@@ -110,9 +156,11 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
                    options.optimizer.schedule.varies() ? options.optimizer.schedule.describe() : "constant");
     same("grad_accum", "--grad-accum", options.grad_accum,
          "; resume with the same accumulation so the data stream continues");
+    require_same_data(dir, ckpt.extra, options);
   }
   // Epochs (image sources, npy) are cut per world size: the same stream continues only with as many ranks.
   const nlohmann::json& position = ckpt.data_position;
+  require_valid_position(dir, position);
   if (position.is_object() && position.contains("batches_per_epoch") && position.contains("world")) {
     const int world = detect_world().world_size;
     DDPX_REQUIRE(position["world"] == world,

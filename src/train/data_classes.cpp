@@ -34,6 +34,13 @@ TrainOptions with_data_classes(const TrainOptions& requested) {
   if (!requested.data.is_image_source()) return options;
   const std::unique_ptr<SampleSource> source = open_sample_source(requested.data, "--data");
   options.class_names = source->class_names();
+  options.data_inputs = source->inputs();
+  options.data_fingerprint = data_fingerprint(*source);
+  if (requested.val && requested.val->is_image_source())
+    for (FileRole role : open_sample_source(*requested.val, "--val")->inputs()) {
+      role.flag = "--val " + requested.val->text();
+      options.data_inputs.push_back(std::move(role));
+    }
   const bool file_decides = !requested.load.empty() && !requested.reset_head;
   if (file_decides || model_spec_names_classes(requested.model)) return options;
   if (make_model(requested.model)->num_classes() != source->num_classes())

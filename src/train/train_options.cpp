@@ -40,6 +40,7 @@ void TrainOptions::require_distinct_paths() const {
   // one is written, so the resumed file only counts as an input against the other outputs.
   if (!resume.empty() && resume != "auto") add(inputs, "--resume", checkpoint_file(resume).string());
   for (const std::string& file : config_files) add(inputs, "--config", file);
+  inputs.insert(inputs.end(), data_inputs.begin(), data_inputs.end());
   add(outputs, "--save", save);
   add(outputs, "--report", report);
   add(outputs, "--trace", trace);

@@ -17,6 +17,7 @@
 #include "data/data_spec.hpp"
 #include "data/dataset.hpp"
 #include "dist/backend_registry.hpp"
+#include "io/same_file.hpp"
 #include "model/precision.hpp"
 #include "optim/optimizer_spec.hpp"
 #include "train/engine_options.hpp"
@@ -56,6 +57,14 @@ struct TrainOptions {
   // The training data's class names, label = index; filled from --data by run_training (train/data_classes.hpp),
   // empty for sources that name none. Not a flag.
   std::vector<std::string> class_names;
+  // The training and --val data's files and folders (SampleSource::inputs()), filled with class_names: inputs no
+  // output may overwrite or be written inside (require_distinct_paths). Not a flag.
+  std::vector<FileRole> data_inputs;
+  // The training data's fingerprint (data/sample_source.hpp's data_fingerprint(): samples, classes, a hash of the
+  // file list or the pack/shard headers), filled with class_names; recorded in checkpoints and compared on
+  // --resume (train/checkpointing.cpp). Empty for synthetic and npy data. Not a flag.
+  std::string data_fingerprint;
+  bool allow_data_change = false;  // --allow-data-change: resume on data whose fingerprint changed (recorded)
   // optimizer: --optimizer and its hyperparameter flags, parsed once (parse_optimizer_spec)
   OptimizerSpec optimizer;  // its schedule's total_steps is --steps (cli/recipe_flags.cpp)
   RecipeOptions recipe;     // --label-smoothing, --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix

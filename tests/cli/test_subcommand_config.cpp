@@ -84,6 +84,28 @@ TEST(SubcommandConfig, IntegersAreDecimalOnTheCommandLineAndInFiles) {
   EXPECT_NE(parse_config("hex.cfg", "steps = 0x10\n").error.find("is not a decimal integer"), std::string::npos);
 }
 
+// Issue 48 item 9: float flags took hexadecimal (`--lr 0x10` trained at 16) and an empty value as the default.
+TEST(SubcommandConfig, FloatFlagsAreDecimalAndNeverEmpty) {
+  CLI::App app{"ddpx"};
+  CLI::App* cmd = app.add_subcommand("train", "train");
+  double lr = 0.1;
+  cmd->add_option("--lr", lr);
+  read_integers_in_decimal(app);
+  const auto error_of = [&](std::vector<std::string> args) {
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_of({"2.5e-1", "--lr", "train"}), "");
+  EXPECT_DOUBLE_EQ(lr, 0.25);
+  for (const std::string bad : {"0x10", "0x1p3", "0X2"})
+    EXPECT_NE(error_of({bad, "--lr", "train"}).find("is not a decimal number"), std::string::npos) << bad;
+  EXPECT_NE(error_of({"", "--lr", "train"}).find("an empty value is not a number"), std::string::npos);
+}
+
 // Issue 37 item 9: a UTF-8 byte-order mark (as some editors write) made the first key "unknown".
 TEST(SubcommandConfig, AByteOrderMarkIsNotPartOfTheFirstKey) {
   const ConfigRun run = parse_config("bom.cfg", "\xEF\xBB\xBFsteps = 12\n");

@@ -149,7 +149,7 @@ TEST(FolderAndPack, BadFoldersAreRefusedNamingTheFolderOrFile) {
   std::vector<uint8_t> scratch;
   expect_error([&] { folder.read(1, scratch); }, {"notes.jpg: not a JPEG or PNG image (5 bytes", "replace or remove"});
   fs::remove(dir.path / "b" / "notes.jpg");
-  expect_error([&] { folder.read(1, scratch); }, {"notes.jpg: cannot open it", "restore it, or remove it"});
+  expect_error([&] { folder.read(1, scratch); }, {"notes.jpg': No such file", "restore it, or remove it"});
 }
 
 TEST(FolderAndPack, ALabelOutsideTheModelsClassesNamesTheFileAndItsClass) {

@@ -124,6 +124,24 @@ TEST(SameFile, FindsOneFileUnderEverySpellingAndPathsNotCreatedYet) {
   EXPECT_NO_THROW(require_distinct_files(inputs, distinct));
 }
 
+TEST(SameFile, AnOutputInsideAnInputFolderTreeIsRefusedHowEverItIsSpelled) {
+  TempDir dir;
+  fs::create_directories(dir / "data/c0/deep");
+  fs::create_directories(dir / "elsewhere");
+  write_bytes(dir / "data/c0/0.png", "png");
+  fs::create_symlink(dir / "data/c0", dir / "link_to_c0");
+  ::link((dir / "data/c0/0.png").c_str(), (dir / "elsewhere/hard.png").c_str());
+  const std::vector<FileRole> inputs = {{"the data folder:D", dir / "data", FileRole::Kind::folder}};
+  for (const fs::path& spelling : {dir / "data/c0/0.png", dir / "data/new.pack", dir / "data/c0/deep/new/x.json",
+                                   dir / "link_to_c0/0.png", dir / "data/c0/../c0/1.png", dir / "elsewhere/hard.png"}) {
+    const std::vector<FileRole> outputs = {{"OUT", spelling}};
+    expect_error([&] { require_distinct_files(inputs, outputs); },
+                 {"OUT", spelling.string(), "is inside the data folder:D", "choose a path outside the data folder"});
+  }
+  const std::vector<FileRole> outside = {{"OUT", dir / "elsewhere/new.pack"}, {"--report", dir / "r.json"}};
+  EXPECT_NO_THROW(require_distinct_files(inputs, outside));
+}
+
 TEST(ProbeOutputDirectory, CreatesTheFolderOrNamesWhyItCannot) {
   TempDir dir;
   probe_output_directory(dir / "a/b/ck", "--checkpoint-dir");

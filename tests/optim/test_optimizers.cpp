@@ -248,6 +248,7 @@ TEST(Optimizer, ValidateNamesTheFlag) {
           {"--nesterov", "--dampening"});
   refused({.kind = OptimizerKind::adamw, .beta2 = 1.f}, {"--beta2", "1"});
   refused({.kind = OptimizerKind::adamw, .eps = -1e-8f}, {"--eps"});
+  refused({.kind = OptimizerKind::adamw, .eps = 0.f}, {"--eps must be a finite number > 0", "got 0"});
 }
 
 // The flags as `ddpx train` reads them: `given` answers for the flags the user gave.

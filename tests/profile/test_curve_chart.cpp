@@ -1,6 +1,8 @@
 // Training curves from --metrics lines: panels, one polyline per series with the right number of points, escaped
 // text, and a bad line named by number.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -47,6 +49,37 @@ TEST(CurveChart, DrawsLossRateAndAccuracyFromMetricsLines) {
   }
   testing::expect_error([&] { read_metrics_curves(path.string()); }, {"line 8", "not a metrics object"});
   std::filesystem::remove(path);
+}
+
+// issue 48: hostile lines ended in "internal error ... a bug in ddpx" or an error without file and line; a FIFO hung
+// and /dev/zero or a folder read as an empty file.
+TEST(CurveChart, HostileMetricsFilesAreRefusedNamingFileAndLine) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ddpx_test_hostile_metrics_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "m.jsonl";
+  const auto with_lines = [&](const std::string& text) {
+    std::ofstream(path) << R"({"kind":"step","step":1,"loss":2.0,"lr":0.1})" << "\n" << text << "\n";
+    return testing::error_of([&] { render_curves_svg("t", read_metrics_curves(path.string())); });
+  };
+  for (const std::string& line : {std::string(R"({"kind":"eval","step":2,"loss":1,"weights":5})"),
+                                  std::string(R"({"kind":"eval","step":2,"loss":1,"weights":["ema"]})")}) {
+    const std::string error = with_lines(line);
+    EXPECT_NE(error.find(path.string() + " line 2"), std::string::npos) << error;
+    EXPECT_NE(error.find("'weights' is not a string"), std::string::npos) << error;
+  }
+  for (const std::string& line : {std::string(R"({"kind":"step","step":2,"loss":-1e308})"),
+                                  std::string(R"({"kind":"step","step":2,"loss":1e308})")}) {
+    const std::string error = with_lines(line);
+    EXPECT_NE(error.find(path.string() + " line 2"), std::string::npos) << error;
+    EXPECT_NE(error.find("loss = "), std::string::npos) << error;
+  }
+  EXPECT_NE(with_lines(R"({"kind":"step","step":1e300,"loss":1})").find("line 2: step"), std::string::npos);
+  EXPECT_NE(with_lines(R"({"kind":"step","step":-3,"loss":1})").find("line 2: step"), std::string::npos);
+  const std::string fifo = (dir / "fifo").string();
+  ::mkfifo(fifo.c_str(), 0600);
+  for (const std::string& not_a_file : {fifo, std::string("/dev/zero"), dir.string()})
+    testing::expect_error([&] { read_metrics_curves(not_a_file); }, {"--metrics", not_a_file, "regular files only"});
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -140,6 +140,10 @@ TEST(TorchTrace, RefusesRanksWithDifferentSteps) {
                         "the ranks' traces hold different steps: rank 0 has ProfilerStep#2..3 (2 steps), rank 1 has "
                         "#3..4");
   EXPECT_ERROR_CONTAINS(read_torch_profiles({(dir / "missing.json").string()}), "missing.json");
+  // One trace twice (a symlink counts) is not two ranks (issue 48).
+  std::filesystem::create_symlink(dir / "a.json", dir / "link.json");
+  EXPECT_ERROR_CONTAINS(read_torch_profiles({(dir / "a.json").string(), (dir / "link.json").string()}),
+                        "are the same file: one trace would be read as two ranks");
   std::filesystem::remove_all(dir);
 }
 

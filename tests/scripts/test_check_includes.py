@@ -40,6 +40,23 @@ class CopyOfSource(unittest.TestCase):
         rc, output = run_check(self.root)
         self.assertEqual(rc, 0, output)
 
+    def test_a_reader_that_opens_a_file_itself_fails(self):
+        # issue 48: readers that opened with a plain open() hung on a FIFO; every reader goes through InputFile.
+        for relative, line_text in [("data/idx_source.cpp", "std::ifstream in(path);"),
+                                    ("profile/curve_chart.cpp", "  const int fd = ::open(path.c_str(), O_RDONLY);"),
+                                    ("io/npy.cpp", "FILE* f = fopen(path.c_str(), \"rb\");")]:
+            line = self.append_line(relative, line_text)
+            rc, output = run_check(self.root)
+            self.assertEqual(rc, 1, output)
+            self.assertIn(f"src/{relative}:{line}: opens a file directly", output)
+            self.assertIn("InputFile", output)
+            shutil.rmtree(os.path.join(self.root, "src"))
+            shutil.copytree(os.path.join(ROOT, "src"), os.path.join(self.root, "src"))
+        # A string that merely mentions open( is not a call.
+        self.append_line("data/folder_source.cpp", 'const char* hint = "Image.open(f)";')
+        rc, output = run_check(self.root)
+        self.assertEqual(rc, 0, output)
+
     def test_a_sideways_include_names_file_line_and_rule(self):
         # ddp knows nothing of the model: its contract is a flat gradient buffer.
         line = self.append_line("ddp/reducer.cpp", '#include "model/vit/vit_layout.hpp"')

@@ -118,7 +118,7 @@ TEST(RunSettings, OneRowPerSettingAndTheAgreedOnesAreTheStartupAgreementsTable) 
                           "--lr-schedule (with --lr-warmup-steps, --lr-warmup-start, --min-lr)",
                           "--label-smoothing", "--clip-grad-norm", "--no-decay", "--mixup/--cutmix", "--ema-decay",
                           "--data", "--randaugment", "--images", "--labels", "the data's class names",
-                          "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
+                          "the data's fingerprint", "--allow-data-change", "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
                           "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
                           "--report", "--trace", "--warmup", "--calibrate-steps", "--val/--eval-every"}));
     for (const RunSetting& row : settings.rows())
@@ -166,6 +166,9 @@ TEST(RunSettings, EachAgreedRowReadsItsOwnSetting) {
       {"--images", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.images = file; }},
       {"--labels", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.labels = file; }},
       {"the data's class names", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.class_names[1] = "cow"; }},
+      {"the data's fingerprint",
+       [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.data_fingerprint = "4 samples, 2 classes, contents 1"; }},
+      {"--allow-data-change", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.allow_data_change = true; }},
       {"--comm-hook", [](TrainOptions&, RunFacts& f, const FlatLayout*&) { f.hook_spec = "fp16"; }},
       {"the bucket plan (--bucket-mb/--first-bucket-mb)",
        [](TrainOptions&, RunFacts& f, const FlatLayout*&) { f.bucket_plan_signature = "another plan"; }},
