@@ -129,6 +129,10 @@ Command add_train_command(CLI::App& app) {
   data.option("--max-pixels", o->image_pipeline.max_pixels,
               "image sources: refuse an image whose header claims more pixels (a decompression bomb) before "
               "allocating it (default 178956970, PIL's limit)");
+  data.option("--shuffle-buffer", o->image_pipeline.shuffle_buffer,
+              "wds: samples stream (shards in a shuffled order, each front to back) through WebDataset's shuffle(N) "
+              "buffer of N samples: each incoming sample replaces a random slot, whose sample goes next; a pure "
+              "function of (seed, epoch), so resumes stay exact. N >= the data's size: a full shuffle; 0 or 1: off");
   data.option("--images", o->images,
               ".npy images [N, C, H, W] float32 (with --labels), in epochs as --epochs says but unshuffled; "
               "--batch at most N / ranks");
@@ -218,7 +222,7 @@ Command add_train_command(CLI::App& app) {
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
                            "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--lr-warmup-steps",
                            "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
-                           "--ranks-per-gpu", "--max-pixels", "--epochs"}) {
+                           "--ranks-per-gpu", "--max-pixels", "--epochs", "--shuffle-buffer"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));

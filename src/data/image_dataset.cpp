@@ -48,7 +48,8 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
       seed_(context.seed),
       shuffle_(context.training),
       flag_text_(flag_text),
-      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups()) {
+      shuffle_buffer_(context.training && !source_->shuffle_groups().empty() ? context.images.shuffle_buffer : 0),
+      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups(), shuffle_buffer_) {
   DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
                "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
   require_labels_in_model(*source_, shape_.num_classes, flag_text_);
@@ -58,9 +59,12 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
           : (source_->photographs() && context.training ? Augmentation::crop_flip : Augmentation::resize);
   transform_.crop_flip = augmentation == Augmentation::crop_flip;
   transform_.size = static_cast<int>(shape_.image_size);
-  // Photographs: the usual eval resize 256 for 224 (ratio 0.875); idx and other small centered images: no margin.
-  transform_.resize = source_->photographs() ? static_cast<int>(std::lround(shape_.image_size / 0.875))
-                                             : static_cast<int>(shape_.image_size);
+  // Photographs: the usual eval resize 256 for 224 (ratio 0.875); idx and other small centered images: no margin;
+  // `ddpx eval`: the training data's ratio where the weights record it.
+  const double crop_fraction = context.images.center_crop_fraction > 0 ? context.images.center_crop_fraction
+                               : source_->photographs()                  ? 0.875
+                                                                         : 1.0;
+  transform_.resize = static_cast<int>(std::lround(static_cast<double>(shape_.image_size) / crop_fraction));
   transform_.channels = static_cast<int>(shape_.channels);
   transform_.max_pixels = context.images.max_pixels;
   transform_.dct_scaling = context.images.dct_scaling;
@@ -71,14 +75,39 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
                "--mean/--std: {} and {} values for a model with {} channel(s); give one per channel", mean_.size(),
                std_.size(), shape_.channels);
   for (float s : std_) DDPX_REQUIRE(s > 0 && std::isfinite(s), "--std {}: every value must be positive", s);
+  if (shuffle_ && !source_->shuffle_groups().empty()) {
+    int64_t run = 0;
+    for (int64_t i = 0; i < source_->size(); ++i) {
+      run = i > 0 && source_->label(i) == source_->label(i - 1) ? run + 1 : 1;
+      if (run > longest_label_run_) longest_label_run_ = run, longest_run_label_ = source_->label(i);
+    }
+  }
+}
+
+bool ImageDataset::buffer_spans_few_classes() const {
+  // A buffer as large as the data is a full shuffle, whatever the runs.
+  return longest_label_run_ > 1 && shuffle_buffer_ < source_->size() &&
+         10 * longest_label_run_ > std::max<int64_t>(shuffle_buffer_, 1);
 }
 
 std::string ImageDataset::describe() const {
-  return fmt::format("{}, {}{}{}", source_->describe(),
+  return fmt::format("{}, {}{}{}{}", source_->describe(),
                      transform_.crop_flip ? fmt::format("RandomResizedCrop({}) + flip", transform_.size)
                                           : fmt::format("resize {} + center crop {}", transform_.resize, transform_.size),
                      transform_.rand_augment.enabled() ? " + " + transform_.rand_augment.describe() : "",
-                     shuffle_ ? ", shuffled per epoch" : "");
+                     !shuffle_              ? ""
+                     : shuffle_buffer_ > 1 ? fmt::format(", shuffled per epoch (shards, then a buffer of {} samples)",
+                                                         shuffle_buffer_)
+                     : source_->shuffle_groups().empty() ? ", shuffled per epoch"
+                                                         : ", shards shuffled per epoch, samples in stored order",
+                     buffer_spans_few_classes()
+                         ? fmt::format(" (warning: the shards hold {} samples of class {} in a row, and a "
+                                       "--shuffle-buffer of {} mixes fewer than 10 such runs: batches will hold few "
+                                       "classes and train worse; raise --shuffle-buffer to {} or more, or write the "
+                                       "shards shuffled)",
+                                       longest_label_run_, longest_run_label_, shuffle_buffer_,
+                                       std::min<int64_t>(10 * longest_label_run_, source_->size()))
+                         : "");
 }
 
 int64_t ImageDataset::batches_per_epoch(int world, int64_t batch) const {

@@ -2,7 +2,8 @@
 // Guarantees:
 //  - fill_pixels(step, rank, world, batch) holds the samples EpochSampler picks for micro-batch `step` (see Note
 //    [Epochs and the sampler]), each transformed with a generator keyed by (seed, epoch, global position): a pure
-//    function of (seed, step, rank, world), whatever thread fills it.
+//    function of (seed, step, rank, world), whatever thread fills it. Training data read shard by shard (wds)
+//    passes through the --shuffle-buffer (Note [Shuffle buffer]); --val never does.
 //  - fill_batch is fill_pixels then normalize_pixels (host normalization, for the CPU engine and the CUDA engine's
 //    float path).
 //  - Labels outside the model's classes are refused when the dataset is built, naming the first such sample (file,
@@ -27,6 +28,9 @@ class ImageDataset : public Dataset {
   void fill_pixels(int64_t step, int rank, int world, int64_t batch, uint8_t* pixels, int32_t* labels) const override;
   int64_t batches_per_epoch(int world, int64_t batch) const override;
   std::vector<std::string> class_names() const override { return source_->class_names(); }
+  double center_crop_fraction() const override {
+    return static_cast<double>(transform_.size) / static_cast<double>(transform_.resize);
+  }
   const SampleSource& source() const { return *source_; }
   const TransformSpec& transform() const { return transform_; }
 
@@ -38,6 +42,12 @@ class ImageDataset : public Dataset {
   std::string flag_text_;  // "--data idx:DIR:train", for messages
   TransformSpec transform_;
   std::vector<float> mean_, std_;
+  int64_t shuffle_buffer_;  // the training stream's (sources with shuffle groups); 0 otherwise
+  // The training stream's longest run of one label in stored order (sources with shuffle groups), which describe()
+  // warns of when it outlasts the buffer: batches would then hold few classes.
+  int64_t longest_label_run_ = 0;
+  int32_t longest_run_label_ = 0;
+  bool buffer_spans_few_classes() const;  // the buffer mixes fewer than 10 such runs
   EpochSamplers samplers_;
 };
 

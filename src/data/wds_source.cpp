@@ -215,7 +215,7 @@ void WdsSource::read_class_names() {
 }
 
 std::string WdsSource::describe() const {
-  return fmt::format("wds {} ({} shards, {} images, {} classes{}, shard-level shuffle)", pattern_, shards_.size(),
+  return fmt::format("wds {} ({} shards, {} images, {} classes{})", pattern_, shards_.size(),
                      samples_.size(), classes_, class_names_.empty() ? "" : " named in classes.txt");
 }
 
