@@ -33,6 +33,9 @@ struct PixelNormalization {
 // (the eval transform, the identity when sizes match) for idx.
 enum class Augmentation { automatic, crop_flip, resize };
 
+// --shuffle-buffer auto (parse_shuffle_buffer, data/data_spec.hpp).
+inline constexpr int64_t kAutoShuffleBuffer = -1;
+
 // The image pipeline's flags (--augment, --mean, --std, --max-pixels, --randaugment, --shuffle-buffer), parsed once
 // where the flags are read.
 struct ImagePipelineSettings {
@@ -42,8 +45,9 @@ struct ImagePipelineSettings {
   bool dct_scaling = true;  // JPEG crops decoded at 1/2..1/8 scale where they allow (data/image_decode.hpp)
   RandAugmentSpec rand_augment;  // --randaugment N,M: training data only (data/rand_augment.hpp); off by default
   // Sources read shard by shard (wds): the slots of WebDataset's shuffle(n) buffer the training stream passes
-  // through (Note [Shuffle buffer], data/epoch_sampler.hpp); 0 or 1: off. Training data only.
-  int64_t shuffle_buffer = 1000;
+  // through (Note [Shuffle buffer], data/epoch_sampler.hpp); 0 or 1: off; kAutoShuffleBuffer: 1000, raised where
+  // the stored order has long runs of one class (ImageDataset says how). Training data only.
+  int64_t shuffle_buffer = kAutoShuffleBuffer;
   // > 0: the eval transform is Resize(size / f) + CenterCrop(size) whatever the source (`ddpx eval`: the training
   // data's f, from the weights' metadata); 0: the source's own (0.875 for photographs, 1 for idx).
   double center_crop_fraction = 0;

@@ -39,6 +39,26 @@ void require_labels_in_model(const SampleSource& source, int64_t model_classes, 
        source.num_classes());
 }
 
+// (length, label) of the longest run of one label in the stored order; (0, 0) for sources without shuffle groups.
+std::pair<int64_t, int32_t> longest_label_run(const SampleSource& source) {
+  std::pair<int64_t, int32_t> longest{0, 0};
+  if (source.shuffle_groups().empty()) return longest;
+  int64_t run = 0;
+  for (int64_t i = 0; i < source.size(); ++i) {
+    run = i > 0 && source.label(i) == source.label(i - 1) ? run + 1 : 1;
+    if (run > longest.first) longest = {run, source.label(i)};
+  }
+  return longest;
+}
+
+constexpr int64_t kBaseShuffleBuffer = 1000;  // WebDataset's usual shuffle(1000)
+
+// auto: 1000, or enough to mix 10 runs of one class (at most the data's size: then a full shuffle).
+int64_t resolved_shuffle_buffer(int64_t requested, int64_t longest_run, int64_t samples) {
+  if (requested != kAutoShuffleBuffer) return requested;
+  return std::max(kBaseShuffleBuffer, std::min(10 * longest_run, samples));
+}
+
 }  // namespace
 
 ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetContext& context,
@@ -48,7 +68,12 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
       seed_(context.seed),
       shuffle_(context.training),
       flag_text_(flag_text),
-      shuffle_buffer_(context.training && !source_->shuffle_groups().empty() ? context.images.shuffle_buffer : 0),
+      longest_label_run_(context.training ? longest_label_run(*source_) : std::pair<int64_t, int32_t>{0, 0}),
+      shuffle_buffer_(context.training && !source_->shuffle_groups().empty()
+                          ? resolved_shuffle_buffer(context.images.shuffle_buffer, longest_label_run_.first,
+                                                    source_->size())
+                          : 0),
+      auto_buffer_raised_(context.images.shuffle_buffer == kAutoShuffleBuffer && shuffle_buffer_ > kBaseShuffleBuffer),
       samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups(), shuffle_buffer_) {
   DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
                "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
@@ -75,19 +100,12 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
                "--mean/--std: {} and {} values for a model with {} channel(s); give one per channel", mean_.size(),
                std_.size(), shape_.channels);
   for (float s : std_) DDPX_REQUIRE(s > 0 && std::isfinite(s), "--std {}: every value must be positive", s);
-  if (shuffle_ && !source_->shuffle_groups().empty()) {
-    int64_t run = 0;
-    for (int64_t i = 0; i < source_->size(); ++i) {
-      run = i > 0 && source_->label(i) == source_->label(i - 1) ? run + 1 : 1;
-      if (run > longest_label_run_) longest_label_run_ = run, longest_run_label_ = source_->label(i);
-    }
-  }
 }
 
 bool ImageDataset::buffer_spans_few_classes() const {
   // A buffer as large as the data is a full shuffle, whatever the runs.
-  return longest_label_run_ > 1 && shuffle_buffer_ < source_->size() &&
-         10 * longest_label_run_ > std::max<int64_t>(shuffle_buffer_, 1);
+  return longest_label_run_.first > 1 && shuffle_buffer_ < source_->size() &&
+         10 * longest_label_run_.first > std::max<int64_t>(shuffle_buffer_, 1);
 }
 
 std::string ImageDataset::describe() const {
@@ -96,8 +114,13 @@ std::string ImageDataset::describe() const {
                                           : fmt::format("resize {} + center crop {}", transform_.resize, transform_.size),
                      transform_.rand_augment.enabled() ? " + " + transform_.rand_augment.describe() : "",
                      !shuffle_              ? ""
-                     : shuffle_buffer_ > 1 ? fmt::format(", shuffled per epoch (shards, then a buffer of {} samples)",
-                                                         shuffle_buffer_)
+                     : shuffle_buffer_ > 1
+                         ? fmt::format(", shuffled per epoch (shards, then a buffer of {} samples{})", shuffle_buffer_,
+                                       auto_buffer_raised_
+                                           ? fmt::format("; auto: raised from 1000 for the shards' run of {} samples "
+                                                         "of class {}", longest_label_run_.first,
+                                                         longest_label_run_.second)
+                                           : "")
                      : source_->shuffle_groups().empty() ? ", shuffled per epoch"
                                                          : ", shards shuffled per epoch, samples in stored order",
                      buffer_spans_few_classes()
@@ -105,8 +128,8 @@ std::string ImageDataset::describe() const {
                                        "--shuffle-buffer of {} mixes fewer than 10 such runs: batches will hold few "
                                        "classes and train worse; raise --shuffle-buffer to {} or more, or write the "
                                        "shards shuffled)",
-                                       longest_label_run_, longest_run_label_, shuffle_buffer_,
-                                       std::min<int64_t>(10 * longest_label_run_, source_->size()))
+                                       longest_label_run_.first, longest_label_run_.second, shuffle_buffer_,
+                                       std::min<int64_t>(10 * longest_label_run_.first, source_->size()))
                          : "");
 }
 

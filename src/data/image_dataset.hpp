@@ -3,13 +3,16 @@
 //  - fill_pixels(step, rank, world, batch) holds the samples EpochSampler picks for micro-batch `step` (see Note
 //    [Epochs and the sampler]), each transformed with a generator keyed by (seed, epoch, global position): a pure
 //    function of (seed, step, rank, world), whatever thread fills it. Training data read shard by shard (wds)
-//    passes through the --shuffle-buffer (Note [Shuffle buffer]); --val never does.
+//    passes through the --shuffle-buffer (Note [Shuffle buffer]); --val never does. auto is 1000 samples, raised to
+//    10 x the longest run of one label in the stored order (at most the data's size), so a class-sorted shard
+//    mixes; the start-up line (describe) says so, and warns when a given buffer mixes fewer than 10 runs.
 //  - fill_batch is fill_pixels then normalize_pixels (host normalization, for the CPU engine and the CUDA engine's
 //    float path).
 //  - Labels outside the model's classes are refused when the dataset is built, naming the first such sample (file,
 //    member or record), its label and both class counts.
 #pragma once
 #include <memory>
+#include <utility>
 
 #include "data/dataset.hpp"
 #include "data/epoch_sampler.hpp"
@@ -42,11 +45,11 @@ class ImageDataset : public Dataset {
   std::string flag_text_;  // "--data idx:DIR:train", for messages
   TransformSpec transform_;
   std::vector<float> mean_, std_;
-  int64_t shuffle_buffer_;  // the training stream's (sources with shuffle groups); 0 otherwise
-  // The training stream's longest run of one label in stored order (sources with shuffle groups), which describe()
-  // warns of when it outlasts the buffer: batches would then hold few classes.
-  int64_t longest_label_run_ = 0;
-  int32_t longest_run_label_ = 0;
+  // The training stream's longest run of one label in stored order (sources with shuffle groups; else 0): auto
+  // sizes the buffer to mix 10 such runs, and describe() warns when a given buffer mixes fewer.
+  std::pair<int64_t, int32_t> longest_label_run_;  // (length, label)
+  int64_t shuffle_buffer_;  // the training stream's, resolved (sources with shuffle groups); 0 otherwise
+  bool auto_buffer_raised_ = false;  // auto, raised above 1000 for the runs
   bool buffer_spans_few_classes() const;  // the buffer mixes fewer than 10 such runs
   EpochSamplers samplers_;
 };

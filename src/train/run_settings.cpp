@@ -113,8 +113,9 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
       // RandAugment changes what every rank trains on (the loader applies it to the data: the run's math).
       {"--randaugment", rand_augment.enabled() ? rand_augment.describe() : "off", true, {}, {}},
       // wds: the buffer decides the order of the samples (Note [Shuffle buffer]); a resume continues it only as is.
-      {"--shuffle-buffer", std::to_string(options.image_pipeline.shuffle_buffer), true, {},
-       when(options.data.source == DataSource::wds, extra("shuffle_buffer", options.image_pipeline.shuffle_buffer))},
+      {"--shuffle-buffer", shuffle_buffer_text(options.image_pipeline.shuffle_buffer), true, {},
+       when(options.data.source == DataSource::wds,
+            extra("shuffle_buffer", shuffle_buffer_text(options.image_pipeline.shuffle_buffer)))},
       {"--images", file_fingerprint(options.images), true, {}, {}},
       {"--labels", file_fingerprint(options.labels), true, {}, {}},
       {"the data's class names", fmt::format("{}", fmt::join(classes, ", ")), true,
