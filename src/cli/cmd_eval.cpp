@@ -41,7 +41,7 @@ namespace {
 struct EvalOptions {
   std::string model, weights, data, images, labels, out, json, device = "cpu", precision = "fp32";
   std::string augment, mean, std, backend = "auto";
-  int64_t max_pixels = 0;  // 0: the weights' record (or the default)
+  int64_t max_pixels = 0;    // 0: the weights' record (or the default)
   double crop_fraction = 0;  // 0: the weights' record (or the source's own)
   int64_t batch = 64;
   int nproc = 0;
@@ -54,8 +54,10 @@ std::string model_of(const EvalOptions& e, const SafetensorsReader& reader) {
   if (!e.model.empty()) return e.model;
   for (const char* key : {"ddpx.model", "model"})
     if (const auto found = reader.metadata().find(key); found != reader.metadata().end()) return found->second;
-  fail("--weights {}: the file does not record its model (it was not saved by `ddpx train --save`); give --model "
-       "(see `ddpx model --help`)", e.weights);
+  fail(
+      "--weights {}: the file does not record its model (it was not saved by `ddpx train --save`); give --model "
+      "(see `ddpx model --help`)",
+      e.weights);
 }
 
 // The eval transform: the weights' record, each flag given overriding its part.
@@ -69,7 +71,8 @@ ImagePipelineSettings eval_transform(const EvalOptions& e, const RecordedEvalTra
   DDPX_REQUIRE(settings.max_pixels > 0, "--max-pixels {}: must be positive", settings.max_pixels);
   DDPX_REQUIRE(settings.center_crop_fraction >= 0 && settings.center_crop_fraction <= 1,
                "--crop-fraction {}: give the part of the resized image the center crop keeps, in (0, 1] (0.875: "
-               "Resize(256) + CenterCrop(224))", settings.center_crop_fraction);
+               "Resize(256) + CenterCrop(224))",
+               settings.center_crop_fraction);
   return settings;
 }
 
@@ -107,8 +110,7 @@ EvalInput open_input(const EvalOptions& e, const DataShape& shape, const ImagePi
 std::unique_ptr<StepEngine> make_eval_engine(const Model& model, const EngineOptions& options,
                                              const DistContext& dist) {
   switch (options.device) {
-    case Device::cpu:
-      return make_cpu_engine(model, options, dist.local_world);  // the node's cores shared by its ranks
+    case Device::cpu: return make_cpu_engine(model, options, dist.local_world);  // the node's cores shared by its ranks
     case Device::cuda:
 #ifdef DDPX_HAVE_CUDA
       return make_cuda_engine(model, options, dist.cuda_device, dist.rank);
@@ -167,8 +169,10 @@ int run_eval(const EvalOptions& e) {
   std::vector<float> params(layout.buffer_size(), 0.f);
   load_params_safetensors(e.weights, layout, params.data());
   if (const uint64_t bad = first_nonfinite(params); bad != ~0ull)
-    fail("--weights {}: the weights hold {} in {}; they come from a diverged run or a damaged file, and the logits "
-         "would not be finite", e.weights, params[bad], tensor_at(layout, bad));
+    fail(
+        "--weights {}: the weights hold {} in {}; they come from a diverged run or a damaged file, and the logits "
+        "would not be finite",
+        e.weights, params[bad], tensor_at(layout, bad));
   // The training data's class names, where `ddpx train --save` recorded them (io/param_safetensors.hpp).
   std::vector<std::string> class_names = weights_class_names(reader);
   if (static_cast<int64_t>(class_names.size()) != classes) class_names.clear();  // not this head's: numbers only
@@ -189,8 +193,8 @@ int run_eval(const EvalOptions& e) {
     if (indices_only) data_names.clear();
     DDPX_REQUIRE(data_names.empty() || class_names.empty() || data_names == class_names,
                  "--data {}: its classes ({}) are not the ones --weights {} was trained on ({}); labels are class "
-                 "indices, so evaluate data with the training data's classes", e.data,
-                 fmt::format("{}", fmt::join(data_names, ", ")), e.weights,
+                 "indices, so evaluate data with the training data's classes",
+                 e.data, fmt::format("{}", fmt::join(data_names, ", ")), e.weights,
                  fmt::format("{}", fmt::join(class_names, ", ")));
     if (class_names.empty()) class_names = data_names;
   }

@@ -3,8 +3,8 @@
 // Note [Epochs and the sampler]
 // Epoch e's order is a permutation of the N samples drawn from (seed, e) alone, the same on every rank (no shuffle:
 // 0..N-1; with groups, e.g. tar shards: the groups in a permutation drawn from (seed, e), their samples streamed in
-// that order through a shuffle buffer, see Note [Shuffle buffer]). As DistributedSampler does, the order is padded by repeating its first samples to a multiple of the
-// world size W, and rank r takes positions r, r+W, r+2W, ...: shares are disjoint up to the padding and all have
+// that order through a shuffle buffer, see Note [Shuffle buffer]). As DistributedSampler does, the order is
+// padded by repeating its first samples to a multiple of the world size W, and rank r takes positions r, r+W, r+2W, ...: shares are disjoint up to the padding and all have
 // ceil(N/W) samples. Each rank cuts its share into micro-batches of b and drops the last partial one (DataLoader's
 // drop_last), so every rank runs the same number of batches per epoch, floor(ceil(N/W) / b): no rank waits at an
 // epoch's end for a batch another rank never runs (the hang of uneven shares). Micro-batch m of the run is batch

@@ -10,12 +10,9 @@ namespace ddpx {
 
 std::string_view augmentation_name(Augmentation augmentation) {
   switch (augmentation) {
-    case Augmentation::automatic:
-      return "auto";
-    case Augmentation::crop_flip:
-      return "crop-flip";
-    case Augmentation::resize:
-      return "resize";
+    case Augmentation::automatic: return "auto";
+    case Augmentation::crop_flip: return "crop-flip";
+    case Augmentation::resize: return "resize";
   }
   return "auto";
 }

@@ -2,8 +2,9 @@
 // evaluates D the way that run's --val would have.
 // Guarantees:
 //  - eval_transform_metadata() writes "ddpx.eval_transform" (a JSON object: augment, mean and std where given,
-//    max_pixels, dct_scaling, center_crop_fraction: the training data's size / resize) and "ddpx.data" (the training --data's canonical text); read_eval_transform() reads
-//    the first back into the settings it came from: write then read gives the same settings (tested).
+//    max_pixels, dct_scaling, center_crop_fraction: the training data's size / resize) and "ddpx.data" (the
+//    training --data's canonical text); read_eval_transform() reads the first back into the settings it came from:
+//    write then read gives the same settings (tested).
 //  - A file without the key (saved by PyTorch, or by an older ddpx) reads as the defaults, recorded = false; a key
 //    that is not such an object is an error naming the file and the key.
 #pragma once

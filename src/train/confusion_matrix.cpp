@@ -82,8 +82,7 @@ std::string per_class_table(const ConfusionMatrix& matrix, const std::vector<std
   return out;
 }
 
-std::string confusion_table(const ConfusionMatrix& matrix, const std::vector<std::string>& names,
-                            int64_t max_classes) {
+std::string confusion_table(const ConfusionMatrix& matrix, const std::vector<std::string>& names, int64_t max_classes) {
   const int64_t classes = matrix.classes();
   if (classes > max_classes) {
     struct Cell {
@@ -106,7 +105,8 @@ std::string confusion_table(const ConfusionMatrix& matrix, const std::vector<std
   for (int64_t count : matrix.counts()) largest = std::max(largest, count);
   const size_t cell = std::max(fmt::formatted_size("{}", largest), fmt::formatted_size("{}", classes - 1)) + 1;
   size_t label_width = 10;
-  for (int64_t t = 0; t < classes; ++t) label_width = std::max(label_width, std::min<size_t>(class_label(t, names).size(), 20));
+  for (int64_t t = 0; t < classes; ++t)
+    label_width = std::max(label_width, std::min<size_t>(class_label(t, names).size(), 20));
   std::string out = "confusion matrix (rows: true class, columns: predicted class, counts of images)\n";
   out += fmt::format("  {:<{}}", "true \\ pred", label_width);
   for (int64_t p = 0; p < classes; ++p) out += fmt::format("{:>{}}", p, cell);

@@ -24,7 +24,9 @@ class ConfusionMatrix {
   // Adds a batch of logits [n, classes] with their labels (each in [0, classes): accumulate_eval checks them).
   void add(const float* logits, const int32_t* labels, int64_t n);
   int64_t classes() const { return classes_; }
-  int64_t at(int64_t truth, int64_t predicted) const { return counts_[static_cast<size_t>(truth * classes_ + predicted)]; }
+  int64_t at(int64_t truth, int64_t predicted) const {
+    return counts_[static_cast<size_t>(truth * classes_ + predicted)];
+  }
   int64_t images_of(int64_t truth) const;  // the row's sum
   int64_t correct_of(int64_t truth) const { return at(truth, truth); }
   std::vector<int64_t>& counts() { return counts_; }  // [truth * classes + predicted]
@@ -40,7 +42,8 @@ ConfusionMatrix sum_over_ranks(Communicator* comm, const ConfusionMatrix& mine);
 // "0 T-shirt/top" or "0" (names: empty, or one per class).
 std::string class_label(int64_t index, const std::vector<std::string>& names);
 // Every class's accuracy up to `max_rows` classes, else the `max_rows` lowest and a line saying how many were left.
-std::string per_class_table(const ConfusionMatrix& matrix, const std::vector<std::string>& names, int64_t max_rows = 50);
+std::string per_class_table(const ConfusionMatrix& matrix, const std::vector<std::string>& names,
+                            int64_t max_rows = 50);
 // The whole matrix up to `max_classes` classes, else the 10 largest off-diagonal counts (true -> predicted).
 std::string confusion_table(const ConfusionMatrix& matrix, const std::vector<std::string>& names,
                             int64_t max_classes = 20);

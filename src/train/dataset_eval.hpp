@@ -25,8 +25,8 @@ struct DatasetEvaluation {
 };
 
 struct DatasetEvalJob {
-  EvalReader read;      // samples [first, first + count) of the set
-  EvalLogits logits;    // the engine's logits of `count` images
+  EvalReader read;    // samples [first, first + count) of the set
+  EvalLogits logits;  // the engine's logits of `count` images
   int64_t total = 0, image_numel = 0, classes = 0, batch = 64;
   bool labelled = true, keep_logits = false;
   Communicator* comm = nullptr;  // null: one rank
