@@ -19,7 +19,7 @@ mkdir -p "$work"
 recipe=(--device cpu --model mlp:image=28,channels=1,layers=1,width=64,classes=10 --val "folder:$work/val"
         --augment resize --steps 2811 --lr-schedule cosine --batch 64 --optimizer adamw --lr 0.002
         --eval-every 100000 --workers 2 --warmup 0 --seed 2 "$@")
-top1() { grep '^accuracy:' | grep -o 'top-1 [0-9.]*%' | grep -o '[0-9.]*'; }
+top1() { grep '^accuracy:' | sed -n 's/.*top-1 \([0-9.]*\)%.*/\1/p'; }
 folder=$("$ddpx" train --data "folder:$work/train" "${recipe[@]}" 2>&1 | top1)
 sorted=$("$ddpx" train --data "wds:$work/sorted.tar" "${recipe[@]}" 2>&1 | top1)
 webdataset=$("$ddpx" train --data "wds:$work/sorted.tar" "${recipe[@]}" --shuffle-buffer 1000 2>&1 | top1)
