@@ -32,7 +32,7 @@ struct ModeFlags {
   std::string device = "cpu", precision = "fp32", data = "synthetic", optimizer = "sgd";
   std::string optimizer_overlap = "auto", backend = "auto", comm_hook = "allreduce", cuda_graph = "auto";
   std::string weight_grads = "auto";
-  std::string val, augment = "auto", mean, std, normalize = "host";  // image sources
+  std::string val, augment = "auto", mean, std, normalize = "host", shuffle_buffer = "auto";  // image sources
   int64_t powersgd_start = 2;
 };
 
@@ -129,6 +129,12 @@ Command add_train_command(CLI::App& app) {
   data.option("--max-pixels", o->image_pipeline.max_pixels,
               "image sources: refuse an image whose header claims more pixels (a decompression bomb) before "
               "allocating it (default 178956970, PIL's limit)");
+  data.option("--shuffle-buffer", modes->shuffle_buffer,
+              "wds: samples stream (shards in a shuffled order, each front to back) through WebDataset's shuffle(N) "
+              "buffer of N samples: each incoming sample replaces a random slot, whose sample goes next; a pure "
+              "function of (seed, epoch), so resumes stay exact. N >= the data's size: a full shuffle; 0 or 1: off; "
+              "auto: 1000, raised to 10 x the longest run of one class in the shards (a class-sorted shard), at most "
+              "the data's size");
   data.option("--images", o->images,
               ".npy images [N, C, H, W] float32 (with --labels), in epochs as --epochs says but unshuffled; "
               "--batch at most N / ranks");
@@ -238,6 +244,7 @@ Command add_train_command(CLI::App& app) {
                          o->epochs, o->steps);
             if (!modes->val.empty()) o->val = parse_data_spec(modes->val, "--val");
             o->image_pipeline.augmentation = parse_augmentation(modes->augment);
+            o->image_pipeline.shuffle_buffer = parse_shuffle_buffer(modes->shuffle_buffer);
             DDPX_REQUIRE(modes->normalize == "host" || modes->normalize == "device",
                          "--normalize '{}' is not known; choose host or device", modes->normalize);
             o->normalize_on = modes->normalize == "device" ? NormalizeOn::device : NormalizeOn::host;

@@ -65,8 +65,8 @@ const std::vector<DataSourceRow>& data_source_rows() {
        "docs/pack-format.md)", true, nullptr, open_pack},
       {DataSource::wds, "wds", "wds:SHARDS",
        "WebDataset tar shards, braces expanded (wds:/d/train-{000000..000127}.tar), samples KEY.jpg|jpeg|png with "
-       "KEY.cls; shuffled shard by shard, each shard read front to back; classes.txt beside the shards names the "
-       "classes", true, nullptr, open_wds},
+       "KEY.cls; each epoch streams the shards in a shuffled order, front to back, through a --shuffle-buffer of "
+       "samples (WebDataset's shuffle(n)); classes.txt beside the shards names the classes", true, nullptr, open_wds},
   };
   return rows;
 }

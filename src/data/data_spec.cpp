@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -76,6 +77,20 @@ Augmentation parse_augmentation(std::string_view text) {
   if (text == "crop-flip") return Augmentation::crop_flip;
   if (text == "resize") return Augmentation::resize;
   fail("--augment '{}' is not known; choose auto, crop-flip or resize", text);
+}
+
+int64_t parse_shuffle_buffer(std::string_view text) {
+  if (text == "auto") return kAutoShuffleBuffer;
+  int64_t buffer = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), buffer);
+  DDPX_REQUIRE(ec == std::errc() && end == text.data() + text.size() && buffer >= 0,
+               "--shuffle-buffer {}: give a number of samples, 0 or more (0 or 1: off, the shards' stored order), or "
+               "auto", text);
+  return buffer;
+}
+
+std::string shuffle_buffer_text(int64_t buffer) {
+  return buffer == kAutoShuffleBuffer ? "auto" : std::to_string(buffer);
 }
 
 std::vector<float> parse_float_list(std::string_view text, std::string_view flag) {

@@ -6,6 +6,7 @@
 //    and the run report store it; --resume compares it).
 //  - Nothing here opens a file: existence and contents are checked by the source when it is built.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,9 @@ DataSpec parse_data_spec(std::string_view text, std::string_view flag);
 
 enum class Augmentation;
 Augmentation parse_augmentation(std::string_view text);      // --augment auto | crop-flip | resize
+// --shuffle-buffer auto | N (a whole number of samples, 0 or more): N, or kAutoShuffleBuffer (data/dataset.hpp).
+int64_t parse_shuffle_buffer(std::string_view text);
+std::string shuffle_buffer_text(int64_t buffer);  // "auto" or the number, as the flag takes it
 std::vector<float> parse_float_list(std::string_view text, std::string_view flag);  // --mean 0.5,0.5,0.5
 std::string_view data_source_name(DataSource source);  // the row's name: "idx", "synthetic-device", ...
 

@@ -33,14 +33,24 @@ struct PixelNormalization {
 // (the eval transform, the identity when sizes match) for idx.
 enum class Augmentation { automatic, crop_flip, resize };
 
-// The image pipeline's flags (--augment, --mean, --std, --max-pixels, --randaugment), parsed once where the flags are
-// read.
+// --shuffle-buffer auto (parse_shuffle_buffer, data/data_spec.hpp).
+inline constexpr int64_t kAutoShuffleBuffer = -1;
+
+// The image pipeline's flags (--augment, --mean, --std, --max-pixels, --randaugment, --shuffle-buffer), parsed once
+// where the flags are read.
 struct ImagePipelineSettings {
   Augmentation augmentation = Augmentation::automatic;
   PixelNormalization normalization;
   int64_t max_pixels = 178956970;  // decompression-bomb limit (PIL's default: 2 x 89,478,485); see Note [Pixel limit]
   bool dct_scaling = true;  // JPEG crops decoded at 1/2..1/8 scale where they allow (data/image_decode.hpp)
   RandAugmentSpec rand_augment;  // --randaugment N,M: training data only (data/rand_augment.hpp); off by default
+  // Sources read shard by shard (wds): the slots of WebDataset's shuffle(n) buffer the training stream passes
+  // through (Note [Shuffle buffer], data/epoch_sampler.hpp); 0 or 1: off; kAutoShuffleBuffer: 1000, raised where
+  // the stored order has long runs of one class (ImageDataset says how). Training data only.
+  int64_t shuffle_buffer = kAutoShuffleBuffer;
+  // > 0: the eval transform is Resize(size / f) + CenterCrop(size) whatever the source (`ddpx eval`: the training
+  // data's f, from the weights' metadata); 0: the source's own (0.875 for photographs, 1 for idx).
+  double center_crop_fraction = 0;
 };
 
 // What a source needs beyond its spec: the model's input, the seed, the pipeline's settings. Filled by the trainer.
@@ -65,6 +75,8 @@ class Dataset {
   virtual int64_t batches_per_epoch(int world, int64_t batch) const { return 0; }
   // Image sources with named classes (folder, pack of a folder): the class names, label = index.
   virtual std::vector<std::string> class_names() const { return {}; }
+  // Image sources: the part of the resized image the eval transform's center crop keeps (size / resize); 0: none.
+  virtual double center_crop_fraction() const { return 0; }
 };
 
 struct DataSpec;

@@ -1,6 +1,7 @@
 // DistributedSampler-like epochs; see Note [Epochs and the sampler] in epoch_sampler.hpp.
 #include "data/epoch_sampler.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -10,8 +11,14 @@
 namespace ddpx {
 
 EpochSampler::EpochSampler(int64_t samples, int world, int64_t batch, uint64_t seed, bool shuffle,
-                           const std::string& what, std::vector<int64_t> groups)
-    : samples_(samples), world_(world), batch_(batch), seed_(seed), shuffle_(shuffle), group_sizes_(std::move(groups)) {
+                           const std::string& what, std::vector<int64_t> groups, int64_t shuffle_buffer)
+    : samples_(samples),
+      world_(world),
+      batch_(batch),
+      seed_(seed),
+      shuffle_(shuffle),
+      group_sizes_(std::move(groups)),
+      shuffle_buffer_(shuffle_buffer) {
   int64_t start = 0;
   for (int64_t size : group_sizes_) group_starts_.push_back(start), start += size;
   DDPX_INTERNAL_ASSERT(group_sizes_.empty() || start == samples, "groups of {} samples for {}", start, samples);
@@ -44,9 +51,29 @@ std::vector<int64_t> EpochSampler::order(int64_t epoch) const {
   std::iota(groups.begin(), groups.end(), int64_t{0});
   shuffle(groups);
   order.clear();
+  // Note [Shuffle buffer]: the groups' samples stream through the buffer as they are read.
+  const size_t slots = static_cast<size_t>(shuffle_buffer_ > 1 ? shuffle_buffer_ : 0);
+  std::vector<int64_t> buffer;
+  buffer.reserve(std::min(slots, static_cast<size_t>(samples_)));
   for (int64_t g : groups)
-    for (int64_t i = 0; i < group_sizes_[static_cast<size_t>(g)]; ++i)
-      order.push_back(group_starts_[static_cast<size_t>(g)] + i);
+    for (int64_t i = 0; i < group_sizes_[static_cast<size_t>(g)]; ++i) {
+      const int64_t incoming = group_starts_[static_cast<size_t>(g)] + i;
+      if (slots == 0) {
+        order.push_back(incoming);
+      } else if (buffer.size() < slots) {
+        buffer.push_back(incoming);
+      } else {
+        int64_t& slot = buffer[static_cast<size_t>(rng.below(slots))];
+        order.push_back(slot);
+        slot = incoming;
+      }
+    }
+  while (!buffer.empty()) {  // the stream's end: the buffer empties in a random order
+    int64_t& slot = buffer[static_cast<size_t>(rng.below(buffer.size()))];
+    order.push_back(slot);
+    slot = buffer.back();
+    buffer.pop_back();
+  }
   return order;
 }
 
@@ -75,14 +102,20 @@ void EpochSampler::pick(int64_t micro_batch, int rank, SamplePick* out) const {
 }
 
 EpochSamplers::EpochSamplers(int64_t samples, uint64_t seed, bool shuffle, std::string what,
-                             std::vector<int64_t> groups)
-    : samples_(samples), seed_(seed), shuffle_(shuffle), what_(std::move(what)), groups_(std::move(groups)) {}
+                             std::vector<int64_t> groups, int64_t shuffle_buffer)
+    : samples_(samples),
+      seed_(seed),
+      shuffle_(shuffle),
+      what_(std::move(what)),
+      groups_(std::move(groups)),
+      shuffle_buffer_(shuffle_buffer) {}
 
 const EpochSampler& EpochSamplers::get(int world, int64_t batch) const {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < keys_.size(); ++i)
     if (keys_[i] == std::pair<int, int64_t>{world, batch}) return *samplers_[i];
-  samplers_.push_back(std::make_unique<EpochSampler>(samples_, world, batch, seed_, shuffle_, what_, groups_));
+  samplers_.push_back(std::make_unique<EpochSampler>(samples_, world, batch, seed_, shuffle_, what_, groups_,
+                                                            shuffle_buffer_));
   keys_.emplace_back(world, batch);
   return *samplers_.back();
 }

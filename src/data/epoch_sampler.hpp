@@ -2,9 +2,9 @@
 //
 // Note [Epochs and the sampler]
 // Epoch e's order is a permutation of the N samples drawn from (seed, e) alone, the same on every rank (no shuffle:
-// 0..N-1; with groups, e.g. tar shards: the groups in a permutation drawn from (seed, e), each group's samples in
-// their stored order). As DistributedSampler does, the order is padded by repeating its first samples to a multiple of the
-// world size W, and rank r takes positions r, r+W, r+2W, ...: shares are disjoint up to the padding and all have
+// 0..N-1; with groups, e.g. tar shards: the groups in a permutation drawn from (seed, e), their samples streamed in
+// that order through a shuffle buffer, see Note [Shuffle buffer]). As DistributedSampler does, the order is
+// padded by repeating its first samples to a multiple of the world size W, and rank r takes positions r, r+W, r+2W, ...: shares are disjoint up to the padding and all have
 // ceil(N/W) samples. Each rank cuts its share into micro-batches of b and drops the last partial one (DataLoader's
 // drop_last), so every rank runs the same number of batches per epoch, floor(ceil(N/W) / b): no rank waits at an
 // epoch's end for a batch another rank never runs (the hang of uneven shares). Micro-batch m of the run is batch
@@ -12,6 +12,14 @@
 // --resume at step s starts at m = s x grad_accum and sees exactly what an uninterrupted run would have.
 // Global position p = (k*b + t)*W + r of batch k's t-th sample on rank r is also the key of the sample's random
 // crop and flip: W ranks with b samples each see the same samples, augmented the same, as one rank with W*b.
+//
+// Note [Shuffle buffer]
+// WebDataset's shuffle(n): the stream of samples (the shards in the epoch's shard order, each front to back) passes
+// through a buffer of n slots. The first n samples fill it; then each incoming sample draws a uniformly random slot,
+// whose sample is output and replaced by the incoming one; at the stream's end the buffer empties in a random
+// order. So samples mix inside a shard and across neighbouring shards while a rank still reads each shard roughly
+// front to back; n >= the epoch's size is a uniform shuffle, n of 0 or 1 keeps the stream's order. The draws come
+// from the same (seed, epoch) stream as the shard order: the epoch's order stays a pure function of (seed, epoch).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,8 +38,9 @@ struct SamplePick {
 class EpochSampler {
  public:
   // Throws ddpx::Error when one rank's share holds fewer than `batch` samples (naming --batch and the sizes).
+  // shuffle_buffer: slots of the buffer the grouped stream passes through (Note [Shuffle buffer]); groups only.
   EpochSampler(int64_t samples, int world, int64_t batch, uint64_t seed, bool shuffle, const std::string& what,
-               std::vector<int64_t> groups = {});
+               std::vector<int64_t> groups = {}, int64_t shuffle_buffer = 0);
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
   int64_t share() const { return share_; }  // ceil(N / W)
   // Samples of micro-batch `micro_batch` (counted from the run's start) on `rank`; out has `batch` entries.
@@ -48,6 +57,7 @@ class EpochSampler {
   uint64_t seed_;
   bool shuffle_;
   std::vector<int64_t> group_starts_, group_sizes_;  // empty: samples shuffled one by one
+  int64_t shuffle_buffer_ = 0;
   int64_t share_ = 0, batches_per_epoch_ = 0;
   mutable std::mutex cache_mutex_;
   mutable std::vector<std::pair<int64_t, std::shared_ptr<const std::vector<int64_t>>>> cache_;  // recent epochs
@@ -57,7 +67,8 @@ class EpochSampler {
 // loader thread may ask. Used by every source with epochs (image sources and .npy).
 class EpochSamplers {
  public:
-  EpochSamplers(int64_t samples, uint64_t seed, bool shuffle, std::string what, std::vector<int64_t> groups = {});
+  EpochSamplers(int64_t samples, uint64_t seed, bool shuffle, std::string what, std::vector<int64_t> groups = {},
+                int64_t shuffle_buffer = 0);
   // Throws ddpx::Error as EpochSampler does when one rank's share is smaller than `batch`.
   const EpochSampler& get(int world, int64_t batch) const;
 
@@ -67,6 +78,7 @@ class EpochSamplers {
   bool shuffle_;
   std::string what_;  // "--data idx:DIR:train", "--images x.npy": for messages
   std::vector<int64_t> groups_;
+  int64_t shuffle_buffer_ = 0;
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<EpochSampler>> samplers_;
   mutable std::vector<std::pair<int, int64_t>> keys_;  // (world, batch) of samplers_[i]

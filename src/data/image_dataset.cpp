@@ -39,6 +39,26 @@ void require_labels_in_model(const SampleSource& source, int64_t model_classes, 
        source.num_classes());
 }
 
+// (length, label) of the longest run of one label in the stored order; (0, 0) for sources without shuffle groups.
+std::pair<int64_t, int32_t> longest_label_run(const SampleSource& source) {
+  std::pair<int64_t, int32_t> longest{0, 0};
+  if (source.shuffle_groups().empty()) return longest;
+  int64_t run = 0;
+  for (int64_t i = 0; i < source.size(); ++i) {
+    run = i > 0 && source.label(i) == source.label(i - 1) ? run + 1 : 1;
+    if (run > longest.first) longest = {run, source.label(i)};
+  }
+  return longest;
+}
+
+constexpr int64_t kBaseShuffleBuffer = 1000;  // WebDataset's usual shuffle(1000)
+
+// auto: 1000, or enough to mix 10 runs of one class (at most the data's size: then a full shuffle).
+int64_t resolved_shuffle_buffer(int64_t requested, int64_t longest_run, int64_t samples) {
+  if (requested != kAutoShuffleBuffer) return requested;
+  return std::max(kBaseShuffleBuffer, std::min(10 * longest_run, samples));
+}
+
 }  // namespace
 
 ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetContext& context,
@@ -48,7 +68,13 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
       seed_(context.seed),
       shuffle_(context.training),
       flag_text_(flag_text),
-      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups()) {
+      longest_label_run_(context.training ? longest_label_run(*source_) : std::pair<int64_t, int32_t>{0, 0}),
+      shuffle_buffer_(context.training && !source_->shuffle_groups().empty()
+                          ? resolved_shuffle_buffer(context.images.shuffle_buffer, longest_label_run_.first,
+                                                    source_->size())
+                          : 0),
+      auto_buffer_raised_(context.images.shuffle_buffer == kAutoShuffleBuffer && shuffle_buffer_ > kBaseShuffleBuffer),
+      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups(), shuffle_buffer_) {
   DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
                "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
   require_labels_in_model(*source_, shape_.num_classes, flag_text_);
@@ -58,9 +84,12 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
           : (source_->photographs() && context.training ? Augmentation::crop_flip : Augmentation::resize);
   transform_.crop_flip = augmentation == Augmentation::crop_flip;
   transform_.size = static_cast<int>(shape_.image_size);
-  // Photographs: the usual eval resize 256 for 224 (ratio 0.875); idx and other small centered images: no margin.
-  transform_.resize = source_->photographs() ? static_cast<int>(std::lround(shape_.image_size / 0.875))
-                                             : static_cast<int>(shape_.image_size);
+  // Photographs: the usual eval resize 256 for 224 (ratio 0.875); idx and other small centered images: no margin;
+  // `ddpx eval`: the training data's ratio where the weights record it.
+  const double crop_fraction = context.images.center_crop_fraction > 0 ? context.images.center_crop_fraction
+                               : source_->photographs()                  ? 0.875
+                                                                         : 1.0;
+  transform_.resize = static_cast<int>(std::lround(static_cast<double>(shape_.image_size) / crop_fraction));
   transform_.channels = static_cast<int>(shape_.channels);
   transform_.max_pixels = context.images.max_pixels;
   transform_.dct_scaling = context.images.dct_scaling;
@@ -73,12 +102,35 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
   for (float s : std_) DDPX_REQUIRE(s > 0 && std::isfinite(s), "--std {}: every value must be positive", s);
 }
 
+bool ImageDataset::buffer_spans_few_classes() const {
+  // A buffer as large as the data is a full shuffle, whatever the runs.
+  return longest_label_run_.first > 1 && shuffle_buffer_ < source_->size() &&
+         10 * longest_label_run_.first > std::max<int64_t>(shuffle_buffer_, 1);
+}
+
 std::string ImageDataset::describe() const {
-  return fmt::format("{}, {}{}{}", source_->describe(),
+  return fmt::format("{}, {}{}{}{}", source_->describe(),
                      transform_.crop_flip ? fmt::format("RandomResizedCrop({}) + flip", transform_.size)
                                           : fmt::format("resize {} + center crop {}", transform_.resize, transform_.size),
                      transform_.rand_augment.enabled() ? " + " + transform_.rand_augment.describe() : "",
-                     shuffle_ ? ", shuffled per epoch" : "");
+                     !shuffle_              ? ""
+                     : shuffle_buffer_ > 1
+                         ? fmt::format(", shuffled per epoch (shards, then a buffer of {} samples{})", shuffle_buffer_,
+                                       auto_buffer_raised_
+                                           ? fmt::format("; auto: raised from 1000 for the shards' run of {} samples "
+                                                         "of class {}", longest_label_run_.first,
+                                                         longest_label_run_.second)
+                                           : "")
+                     : source_->shuffle_groups().empty() ? ", shuffled per epoch"
+                                                         : ", shards shuffled per epoch, samples in stored order",
+                     buffer_spans_few_classes()
+                         ? fmt::format(" (warning: the shards hold {} samples of class {} in a row, and a "
+                                       "--shuffle-buffer of {} mixes fewer than 10 such runs: batches will hold few "
+                                       "classes and train worse; raise --shuffle-buffer to {} or more, or write the "
+                                       "shards shuffled)",
+                                       longest_label_run_.first, longest_label_run_.second, shuffle_buffer_,
+                                       std::min<int64_t>(10 * longest_label_run_.first, source_->size()))
+                         : "");
 }
 
 int64_t ImageDataset::batches_per_epoch(int world, int64_t batch) const {

@@ -2,13 +2,17 @@
 // Guarantees:
 //  - fill_pixels(step, rank, world, batch) holds the samples EpochSampler picks for micro-batch `step` (see Note
 //    [Epochs and the sampler]), each transformed with a generator keyed by (seed, epoch, global position): a pure
-//    function of (seed, step, rank, world), whatever thread fills it.
+//    function of (seed, step, rank, world), whatever thread fills it. Training data read shard by shard (wds)
+//    passes through the --shuffle-buffer (Note [Shuffle buffer]); --val never does. auto is 1000 samples, raised to
+//    10 x the longest run of one label in the stored order (at most the data's size), so a class-sorted shard
+//    mixes; the start-up line (describe) says so, and warns when a given buffer mixes fewer than 10 runs.
 //  - fill_batch is fill_pixels then normalize_pixels (host normalization, for the CPU engine and the CUDA engine's
 //    float path).
 //  - Labels outside the model's classes are refused when the dataset is built, naming the first such sample (file,
 //    member or record), its label and both class counts.
 #pragma once
 #include <memory>
+#include <utility>
 
 #include "data/dataset.hpp"
 #include "data/epoch_sampler.hpp"
@@ -27,6 +31,9 @@ class ImageDataset : public Dataset {
   void fill_pixels(int64_t step, int rank, int world, int64_t batch, uint8_t* pixels, int32_t* labels) const override;
   int64_t batches_per_epoch(int world, int64_t batch) const override;
   std::vector<std::string> class_names() const override { return source_->class_names(); }
+  double center_crop_fraction() const override {
+    return static_cast<double>(transform_.size) / static_cast<double>(transform_.resize);
+  }
   const SampleSource& source() const { return *source_; }
   const TransformSpec& transform() const { return transform_; }
 
@@ -38,6 +45,12 @@ class ImageDataset : public Dataset {
   std::string flag_text_;  // "--data idx:DIR:train", for messages
   TransformSpec transform_;
   std::vector<float> mean_, std_;
+  // The training stream's longest run of one label in stored order (sources with shuffle groups; else 0): auto
+  // sizes the buffer to mix 10 such runs, and describe() warns when a given buffer mixes fewer.
+  std::pair<int64_t, int32_t> longest_label_run_;  // (length, label)
+  int64_t shuffle_buffer_;  // the training stream's, resolved (sources with shuffle groups); 0 otherwise
+  bool auto_buffer_raised_ = false;  // auto, raised above 1000 for the runs
+  bool buffer_spans_few_classes() const;  // the buffer mixes fewer than 10 such runs
   EpochSamplers samplers_;
 };
 

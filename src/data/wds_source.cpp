@@ -233,7 +233,7 @@ uint64_t WdsSource::content_hash() const {
 }
 
 std::string WdsSource::describe() const {
-  return fmt::format("wds {} ({} shards, {} images, {} classes{}, shard-level shuffle)", pattern_, shards_.size(),
+  return fmt::format("wds {} ({} shards, {} images, {} classes{})", pattern_, shards_.size(),
                      samples_.size(), classes_, class_names_.empty() ? "" : " named in classes.txt");
 }
 

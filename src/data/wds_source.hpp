@@ -12,8 +12,9 @@
 //    (core/byte_range.hpp); a shard cut short while a run reads it is an error naming it.
 //  - The shards are indexed once at open (tar headers only, and the small .cls members); images are read with
 //    pread from the shard when a batch needs them. ustar, GNU and pax (path records) headers are read.
-//  - Shuffling is shard-level (shuffle_groups): each epoch takes the shards in an order drawn from (seed, epoch)
-//    and the samples of a shard in their stored order, so every rank reads its shards front to back.
+//  - The shards are the shuffle groups: each epoch takes the shards in an order drawn from (seed, epoch), their
+//    samples streamed front to back through the training run's --shuffle-buffer (Note [Shuffle buffer],
+//    data/epoch_sampler.hpp), so reads stay near the front of few shards at a time.
 //  - classes = the largest label + 1; or, where the first shard's folder holds classes.txt (one name a line, line k
 //    naming label k), its names: a list too short for the largest label is an error naming the file.
 #pragma once

@@ -147,6 +147,8 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
     same("batch", "--batch", options.batch, "; resume with the same batch so the data stream continues");
     same("seed", "--seed", options.seed, "");
     same("data", "--data", options.data.text(), "; resume on the same data");
+    same("shuffle_buffer", "--shuffle-buffer", shuffle_buffer_text(options.image_pipeline.shuffle_buffer),
+         "; resume with the same buffer so the data stream continues");
     if (ckpt.extra.contains("lr_schedule") || options.optimizer.schedule.varies())
       DDPX_REQUIRE(ckpt.extra.value("lr_schedule", std::string("constant")) ==
                        (options.optimizer.schedule.varies() ? options.optimizer.schedule.describe() : "constant"),

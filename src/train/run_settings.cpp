@@ -112,6 +112,10 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
       {"--data", options.data.text(), true, report("data", options.data.text()), extra("data", options.data.text())},
       // RandAugment changes what every rank trains on (the loader applies it to the data: the run's math).
       {"--randaugment", rand_augment.enabled() ? rand_augment.describe() : "off", true, {}, {}},
+      // wds: the buffer decides the order of the samples (Note [Shuffle buffer]); a resume continues it only as is.
+      {"--shuffle-buffer", shuffle_buffer_text(options.image_pipeline.shuffle_buffer), true, {},
+       when(options.data.source == DataSource::wds,
+            extra("shuffle_buffer", shuffle_buffer_text(options.image_pipeline.shuffle_buffer)))},
       {"--images", file_fingerprint(options.images), true, {}, {}},
       {"--labels", file_fingerprint(options.labels), true, {}, {}},
       {"the data's class names", fmt::format("{}", fmt::join(classes, ", ")), true,

@@ -117,6 +117,9 @@ void TrainOptions::validate() const {
                "--reset-head needs --load W (it loads every tensor of W but the classifier head)");
   DDPX_REQUIRE(epochs >= 0, "--epochs {}: must be 0 (use --steps) or more", epochs);
   DDPX_REQUIRE(image_pipeline.max_pixels > 0, "--max-pixels {}: must be positive", image_pipeline.max_pixels);
+  DDPX_REQUIRE(image_pipeline.shuffle_buffer >= 0 || image_pipeline.shuffle_buffer == kAutoShuffleBuffer,
+               "--shuffle-buffer {}: give a number of samples, 0 or more (0 or 1: off, the shards' stored order), or "
+               "auto", image_pipeline.shuffle_buffer);
   DDPX_REQUIRE(!image_pipeline.rand_augment.enabled() || data.is_image_source(),
                "--randaugment {},{} augments the images the loader decodes: it needs an image source (--data "
                "idx:, folder:, pack: or wds:), not --data {}", image_pipeline.rand_augment.num_ops,

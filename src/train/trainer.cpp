@@ -15,6 +15,7 @@
 #include "data/batch_loader.hpp"
 #include "data/data_sources.hpp"
 #include "data/dataset.hpp"
+#include "data/eval_transform_metadata.hpp"
 #include "data/loader_affinity.hpp"
 #include "data/loader_workers.hpp"
 #include "dist/bootstrap.hpp"
@@ -314,6 +315,7 @@ struct RunParts {
   const RunLog& log;
   MetricsLog* metrics;             // --metrics (rank 0), else null
   int64_t batches_per_epoch = 0;   // of one rank at this world size; 0: the source has no epochs
+  const Dataset* training_data = nullptr;  // --save records its eval transform (data/eval_transform_metadata.hpp)
   // The fraction of the training set seen after `step` steps, for --metrics; nullopt without epochs.
   std::optional<double> epoch_at(int64_t step) const {
     const int64_t steps_per_epoch = batches_per_epoch / options.grad_accum;
@@ -333,7 +335,11 @@ void save_weights(const RunParts& run, int64_t step) {
   const TrainOptions& options = run.options;
   std::vector<float> params(run.layout.buffer_size());
   run.engine.download_params(params.data());
-  const TensorMetadata metadata = weights_metadata(run.layout, step, options.class_names);
+  TensorMetadata metadata = weights_metadata(run.layout, step, options.class_names);
+  // The transform --val would apply, so `ddpx eval --weights` evaluates any data as this run did.
+  if (options.data.is_image_source() && run.training_data != nullptr)
+    metadata.merge(eval_transform_metadata(options.image_pipeline, options.data,
+                                           run.training_data->center_crop_fraction()));
   save_params_safetensors(options.save, run.layout, params.data(), metadata, "--save");
   if (const std::optional<std::vector<float>> average = run.engine.weight_average()) {
     TensorMetadata average_metadata = metadata;
@@ -525,7 +531,8 @@ TrainSummary run_training(const TrainOptions& requested) {
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   StepRunner runner(*engine, loader, *reducer, schedule.graphs, schedule.calibration, options.grad_accum,
                     overlap_updates);
-  const RunParts run{options, start.settings, layout, dist, *engine, log, metrics.get(), batches_per_epoch};
+  const RunParts run{options, start.settings, layout, dist, *engine, log, metrics.get(), batches_per_epoch,
+                     dataset.get()};
   Progress progress(options, start.step, dist.world);
   Checkpoints checkpoints(run);
   LastEvaluation last_eval;

@@ -117,8 +117,9 @@ TEST(RunSettings, OneRowPerSettingAndTheAgreedOnesAreTheStartupAgreementsTable) 
                           "--nesterov", "--dampening", "--weight-decay", "--beta1/--beta2", "--eps",
                           "--lr-schedule (with --lr-warmup-steps, --lr-warmup-start, --min-lr)",
                           "--label-smoothing", "--clip-grad-norm", "--no-decay", "--mixup/--cutmix", "--ema-decay",
-                          "--data", "--randaugment", "--images", "--labels", "the data's class names",
-                          "the data's fingerprint", "--allow-data-change", "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
+                          "--data", "--randaugment", "--shuffle-buffer", "--images", "--labels",
+                          "the data's class names", "the data's fingerprint", "--allow-data-change",
+                          "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
                           "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
                           "--report", "--trace", "--warmup", "--calibrate-steps", "--val/--eval-every"}));
     for (const RunSetting& row : settings.rows())
@@ -163,6 +164,7 @@ TEST(RunSettings, EachAgreedRowReadsItsOwnSetting) {
       {"--data", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.data = DataSource::learnable; }},
       {"--randaugment",
        [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.rand_augment = parse_rand_augment("2,9"); }},
+      {"--shuffle-buffer", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.shuffle_buffer = 64; }},
       {"--images", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.images = file; }},
       {"--labels", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.labels = file; }},
       {"the data's class names", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.class_names[1] = "cow"; }},
