@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "data/image_transform.hpp"
 #include "data/pixel_normalization.hpp"
 
 namespace ddpx {
@@ -58,8 +59,9 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
           : (source_->photographs() && context.training ? Augmentation::crop_flip : Augmentation::resize);
   transform_.crop_flip = augmentation == Augmentation::crop_flip;
   transform_.size = static_cast<int>(shape_.image_size);
-  // Photographs: the usual eval resize 256 for 224 (ratio 0.875); idx and other small centered images: no margin.
-  transform_.resize = source_->photographs() ? static_cast<int>(std::lround(shape_.image_size / 0.875))
+  // Photographs: torchvision's eval resize, int(size / 0.875) (256 for 224, 36 for 32); idx and other small centered
+  // images: no margin.
+  transform_.resize = source_->photographs() ? eval_resize_side(static_cast<int>(shape_.image_size))
                                              : static_cast<int>(shape_.image_size);
   transform_.channels = static_cast<int>(shape_.channels);
   transform_.max_pixels = context.images.max_pixels;
@@ -98,6 +100,14 @@ void ImageDataset::fill_pixels(int64_t step, int rank, int world, int64_t batch,
     transform_sample(*source_, pick.index, transform_, rng, scratch, pixels + t * image_bytes);
     labels[t] = source_->label(pick.index);
   }
+}
+
+std::vector<std::string> ImageDataset::picked_names(int64_t step, int rank, int world, int64_t batch) const {
+  std::vector<SamplePick> picks(static_cast<size_t>(batch));
+  samplers_.get(world, batch).pick(step, rank, picks.data());
+  std::vector<std::string> names;
+  for (const SamplePick& pick : picks) names.push_back(source_->sample_name(pick.index));
+  return names;
 }
 
 void ImageDataset::fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const {

@@ -28,6 +28,8 @@ class ImageDataset : public Dataset {
   int64_t batches_per_epoch(int world, int64_t batch) const override;
   std::vector<std::string> class_names() const override { return source_->class_names(); }
   const SampleSource& source() const { return *source_; }
+  // The names (file, member or record) of the samples fill_pixels puts in that batch, in order.
+  std::vector<std::string> picked_names(int64_t step, int rank, int world, int64_t batch) const;
   const TransformSpec& transform() const { return transform_; }
 
  private:
