@@ -30,7 +30,7 @@ namespace {
 struct PreviewFlags {
   std::string source, out, dump, dump_labels, randaugment, mean, std;
   bool eval = false;
-  int64_t count = 16, size = 224, channels = 3, step = 0, columns = 0;
+  int64_t count = 16, size = 224, channels = 3, step = 0, columns = 0, val_resize_size = 0;
   uint64_t seed = 0;
 };
 
@@ -64,6 +64,9 @@ int run_preview(const PreviewFlags& f) {
                  f.randaugment);
     context.images.rand_augment = parse_rand_augment(f.randaugment);
   }
+  DDPX_REQUIRE(f.val_resize_size == 0 || f.eval, "--val-resize-size {} sets the eval transform's resize: add --eval",
+               f.val_resize_size);
+  context.images.eval_resize = f.val_resize_size;
   if (!f.mean.empty()) context.images.normalization.mean = parse_float_list(f.mean, "--mean");
   if (!f.std.empty()) context.images.normalization.std = parse_float_list(f.std, "--std");
   const ImageDataset dataset(std::move(source), context, "SOURCE " + f.source);
@@ -145,6 +148,10 @@ Command add_data_preview_command(CLI::App& app) {
   cmd->add_flag("--eval", f->eval,
                 "the eval transform (--val's: Resize(int(size / 0.875)) + CenterCrop(size), in order) instead of "
                 "training's (RandomResizedCrop + flip for photographs, shuffled)");
+  cmd->add_option("--val-resize-size", f->val_resize_size,
+                  "with --eval: the side Resize makes the shorter one before CenterCrop(--size) (torchvision's "
+                  "--val-resize-size; 0: int(size / 0.875))")
+      ->capture_default_str();
   cmd->add_option("--count", f->count, "images in the batch (1 to 1024)")->capture_default_str();
   cmd->add_option("--size", f->size, "the model's input side in pixels")->capture_default_str();
   cmd->add_option("--channels", f->channels, "the model's channels: 3 (RGB) or 1 (gray)")->capture_default_str();

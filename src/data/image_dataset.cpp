@@ -59,10 +59,15 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
           : (source_->photographs() && context.training ? Augmentation::crop_flip : Augmentation::resize);
   transform_.crop_flip = augmentation == Augmentation::crop_flip;
   transform_.size = static_cast<int>(shape_.image_size);
-  // Photographs: torchvision's eval resize, int(size / 0.875) (256 for 224, 36 for 32); idx and other small centered
-  // images: no margin.
-  transform_.resize = source_->photographs() ? eval_resize_side(static_cast<int>(shape_.image_size))
-                                             : static_cast<int>(shape_.image_size);
+  // Photographs: the resize side given (torchvision's --val-resize-size), else torchvision's int(size / 0.875) (256 for
+  // 224, 36 for 32); idx and other small centered images: no margin.
+  DDPX_REQUIRE(context.images.eval_resize == 0 || context.images.eval_resize >= shape_.image_size,
+               "{}: the eval resize side {} is below the crop {}: give a resize side of at least {} (torchvision's "
+               "--val-resize-size >= --val-crop-size)", flag_text_, context.images.eval_resize, shape_.image_size,
+               shape_.image_size);
+  transform_.resize = !source_->photographs()         ? static_cast<int>(shape_.image_size)
+                      : context.images.eval_resize > 0 ? static_cast<int>(context.images.eval_resize)
+                                                       : eval_resize_side(static_cast<int>(shape_.image_size));
   transform_.channels = static_cast<int>(shape_.channels);
   transform_.max_pixels = context.images.max_pixels;
   transform_.dct_scaling = context.images.dct_scaling;

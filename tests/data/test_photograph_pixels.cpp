@@ -4,7 +4,8 @@
 //    (tests/fixtures/photographs from tools/make_photograph_fixtures.py: PIL's decode and BILINEAR resize);
 //  - the DCT-scaled JPEG decode stays within its documented bound of a full decode (mean |difference| under 1.5
 //    levels per image) at 224, 64 and 32, on the eval crop and on RandomResizedCrop's crops, and does scale;
-//  - 16-bit PNGs: RGB as PIL reads it, gray from the high byte (where PIL clips to white), as the docs say.
+//  - 16-bit PNGs: RGB as PIL reads it, gray from the high byte (where PIL clips to white), as the docs say;
+//  - an eval resize side given (torchvision's --val-resize-size) replaces int(size / 0.875) in a folder's eval batch.
 // Photographs missing (python3-skimage not installed) or different from the fixtures' skip, naming why.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,10 +16,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/data_spec.hpp"
+#include "data/dataset.hpp"
 #include "data/image_decode.hpp"
 #include "data/image_pipeline.hpp"
 #include "data/image_transform.hpp"
+#include "error_expect.hpp"
 #include "image_files.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace ddpx {
 namespace {
@@ -215,6 +220,40 @@ TEST(PhotographPixels, SixteenBitPngsAreReadFromTheirHighByte) {
     if (name == "rgb16.png") EXPECT_EQ(high, pil);  // PIL reads 16-bit RGB from the high byte too
     else EXPECT_NE(high, pil);                      // and clips 16-bit gray: the documented difference
   }
+}
+
+TEST(PhotographPixels, AGivenEvalResizeSideReplacesTheDefault) {
+  const testing::Pixels photo = testing::skimage_photograph("coffee.png");
+  if (photo.data.empty()) GTEST_SKIP() << "scikit-image's photographs (python3-skimage) are missing";
+  const testing::ScratchDir dir("ddpx-eval-resize");
+  const std::vector<uint8_t> png = testing::encode_png(photo);
+  testing::write_file((dir.path() / "cup" / "coffee.png").string(), png);
+  const DataSpec spec = parse_data_spec("folder:" + dir.path().string(), "--val");
+  const OneFileSource same_file(png, "coffee.png");
+  for (const int64_t given : {int64_t{0}, int64_t{48}}) {
+    DatasetContext context;
+    context.shape = DataShape{3, 32, 1};
+    context.training = false;
+    context.images.eval_resize = given;
+    const std::unique_ptr<Dataset> dataset = make_dataset(spec, context);
+    const int resize = given > 0 ? int(given) : 36;
+    EXPECT_NE(dataset->describe().find("resize " + std::to_string(resize) + " + center crop 32"), std::string::npos)
+        << dataset->describe();
+    std::vector<uint8_t> pixels(32 * 32 * 3), want(pixels.size());
+    int32_t label = -1;
+    dataset->fill_pixels(0, 0, 1, 1, pixels.data(), &label);
+    TransformSpec direct;
+    direct.crop_flip = false, direct.size = 32, direct.resize = resize;
+    Rng rng(0);
+    PipelineScratch scratch;
+    transform_sample(same_file, 0, direct, rng, scratch, want.data());
+    EXPECT_EQ(pixels, want) << given;
+  }
+  DatasetContext too_small;
+  too_small.shape = DataShape{3, 32, 1};
+  too_small.training = false;
+  too_small.images.eval_resize = 30;
+  testing::expect_error([&] { make_dataset(spec, too_small); }, {"eval resize side 30 is below the crop 32"});
 }
 
 }  // namespace
