@@ -121,8 +121,8 @@ int run_preview(const PreviewFlags& f) {
     const std::vector<int64_t> wide(labels.begin(), labels.end());
     write_npy(f.dump_labels, HostTensor::from_values<int64_t>({f.count}, std::span(wide)));
   }
-  fmt::print("ddpx data-preview: {} images, step {}, seed {}: {}\n  grid: {} ({} x {} tiles of {} px, class index under "
-             "each)\n  tiles: {}\n",
+  fmt::print("ddpx data-preview: {} images, step {}, seed {}: {}\n"
+             "  grid: {} ({} x {} tiles of {} px, class index under each)\n  tiles: {}\n",
              f.count, f.step, f.seed, dataset.describe(), f.out, grid.columns,
              (f.count + grid.columns - 1) / grid.columns, f.size, side);
   if (!f.dump.empty())

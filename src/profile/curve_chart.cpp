@@ -41,8 +41,9 @@ std::string panel_svg(const CurvePanel& panel, const std::vector<int64_t>& resum
                        kLeft - 6, y + 4, escape_xml(yt.labels[i]));
   }
   for (size_t i = 0; i < xt.values.size(); ++i)
-    out += fmt::format("<text class=\"xtick\" x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n",
-                       px(xt.values[i]), y0 + kTop + plot_h + 16, escape_xml(xt.labels[i]));
+    out += fmt::format(
+        "<text class=\"xtick\" x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n",
+        px(xt.values[i]), y0 + kTop + plot_h + 16, escape_xml(xt.labels[i]));
   out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">step</text>\n",
                      kLeft + plot_w / 2, y0 + kPanelHeight - 4);
   for (const int64_t step : resumed_from) {
@@ -131,7 +132,10 @@ TrainingCurves read_metrics_curves(const std::string& path) {
                    {"validation accuracy (%)", {top1, top5}},
                    {"step time (ms, mean since the previous point)", {step_ms}},
                    {"data wait per step (ms)", {wait_ms}}};
-  if (!ema_loss.points.empty()) curves.panels[0].series.push_back(ema_loss), curves.panels[2].series.push_back(ema_top1);
+  if (!ema_loss.points.empty()) {
+    curves.panels[0].series.push_back(ema_loss);
+    curves.panels[2].series.push_back(ema_top1);
+  }
   for (size_t i = 1; i < file.attempt_starts.size(); ++i) curves.resumed_from.push_back(file.attempt_starts[i]);
   return curves;
 }

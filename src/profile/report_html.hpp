@@ -20,7 +20,7 @@ struct ReportPage {
   std::string breakdown;    // format_breakdown's table
   std::string comm_stats;   // format_comm_stats' table; "" without communication
   std::string trace_link;   // "" for none
-  std::string curves_svg;   // render_curves_svg's document of the run's --metrics (profile/curve_chart.hpp); "" for none
+  std::string curves_svg;   // render_curves_svg of the run's --metrics (profile/curve_chart.hpp); "" for none
 };
 
 std::string report_html(const RunReport& report, const StepBreakdown& breakdown, const Verdict& verdict,

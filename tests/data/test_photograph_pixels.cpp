@@ -39,7 +39,7 @@ nlohmann::json fixture_index() {
 // One encoded file as a source, read the way the folder source reads its files.
 class OneFileSource : public SampleSource {
  public:
-  explicit OneFileSource(std::vector<uint8_t> bytes, std::string name) : bytes_(std::move(bytes)), name_(std::move(name)) {}
+  OneFileSource(std::vector<uint8_t> bytes, std::string name) : bytes_(std::move(bytes)), name_(std::move(name)) {}
   std::string describe() const override { return name_; }
   int64_t size() const override { return 1; }
   int32_t label(int64_t) const override { return 0; }
@@ -166,10 +166,12 @@ TEST(PhotographPixels, DctScaledDecodeStaysWithinItsBound) {
     std::string worst_what;
     for (const auto& [name, jpeg] : jpegs) {
       std::vector<uint8_t> buffer;
-      const DecodedRegion whole = decode_jpeg(jpeg.data(), jpeg.size(), request_for(name, {}, false, out, false), buffer);
+      const DecodedRegion whole =
+          decode_jpeg(jpeg.data(), jpeg.size(), request_for(name, {}, false, out, false), buffer);
       const int height = whole.view.height, width = whole.view.width;
       // The eval crop, then eight of RandomResizedCrop's.
-      std::vector<std::pair<CropBox, bool>> crops = {{center_crop_box(height, width, eval_resize_side(out), out), false}};
+      std::vector<std::pair<CropBox, bool>> crops = {
+          {center_crop_box(height, width, eval_resize_side(out), out), false}};
       Rng rng(50 + static_cast<uint64_t>(out));
       for (int i = 0; i < 8; ++i) crops.push_back({random_resized_crop_box(height, width, rng), true});
       for (const auto& [box, bounds_sampling] : crops) {
