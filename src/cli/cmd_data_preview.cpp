@@ -28,7 +28,7 @@ namespace ddpx::cli {
 namespace {
 
 struct PreviewFlags {
-  std::string source, out, dump, dump_labels, randaugment, mean, std;
+  std::string source, out, dump, dump_labels, randaugment, mean, std, jpeg_scaled_decode = "on";
   bool eval = false;
   int64_t count = 16, size = 224, channels = 3, step = 0, columns = 0, val_resize_size = 0;
   uint64_t seed = 0;
@@ -67,6 +67,9 @@ int run_preview(const PreviewFlags& f) {
   DDPX_REQUIRE(f.val_resize_size == 0 || f.eval, "--val-resize-size {} sets the eval transform's resize: add --eval",
                f.val_resize_size);
   context.images.eval_resize = f.val_resize_size;
+  DDPX_REQUIRE(f.jpeg_scaled_decode == "on" || f.jpeg_scaled_decode == "off",
+               "--jpeg-scaled-decode '{}' is not known; choose on or off", f.jpeg_scaled_decode);
+  context.images.dct_scaling = f.jpeg_scaled_decode == "on";
   if (!f.mean.empty()) context.images.normalization.mean = parse_float_list(f.mean, "--mean");
   if (!f.std.empty()) context.images.normalization.std = parse_float_list(f.std, "--std");
   const ImageDataset dataset(std::move(source), context, "SOURCE " + f.source);
@@ -151,6 +154,9 @@ Command add_data_preview_command(CLI::App& app) {
   cmd->add_option("--val-resize-size", f->val_resize_size,
                   "with --eval: the side Resize makes the shorter one before CenterCrop(--size) (torchvision's "
                   "--val-resize-size; 0: int(size / 0.875))")
+      ->capture_default_str();
+  cmd->add_option("--jpeg-scaled-decode", f->jpeg_scaled_decode,
+                  "on | off, as ddpx train's: large JPEG crops decoded at reduced scale, or always at full size")
       ->capture_default_str();
   cmd->add_option("--count", f->count, "images in the batch (1 to 1024)")->capture_default_str();
   cmd->add_option("--size", f->size, "the model's input side in pixels")->capture_default_str();

@@ -8,6 +8,8 @@ On a made-up image folder (2 classes; PNGs and a JPEG of several sizes, smooth g
   - the grid PNG has the size its layout gives, each tile holds the dumped image's pixels, and the tile list (.json)
     names each tile's sample, label and class;
   - the train transform is a pure function of --seed (same bytes twice, different with another seed);
+  - a large JPEG at 32 pixels: with --jpeg-scaled-decode off its eval tensor is torchvision's within 1 level; on
+    (the default: decoded at reduced scale) it differs, within the documented 1.5 levels on average;
   - a bad --count is refused naming the flag.
 Needs numpy, PIL and torchvision (Debian's /usr/bin/python3 has them: the script re-runs itself there); skips (77)
 without them. Usage: test_data_preview.py DDPX_BINARY"""
@@ -104,6 +106,25 @@ try:
         failures.append("the train transform differs between two runs with the same --seed")
     if np.array_equal(first, other):
         failures.append("the train transform is the same under another --seed")
+
+    big = work / "big" / "photo" / "big.jpg"
+    big.parent.mkdir(parents=True)
+    image(rng, 420, 520).save(big, quality=90)
+    tensors = {}
+    for mode in ("off", "on"):
+        run = ddpx(f"folder:{work / 'big'}", "--eval", "--count", "1", "--size", str(size), "--jpeg-scaled-decode", mode,
+                   "--out", str(work / f"big_{mode}.png"), "--dump", str(work / f"big_{mode}.npy"))
+        assert run.returncode == 0, run.stdout + run.stderr
+        tensors[mode] = np.load(work / f"big_{mode}.npy")[0]
+    theirs = eval_transform(Image.open(big).convert("RGB")).numpy()
+    levels = {mode: np.abs(theirs - t) / level for mode, t in tensors.items()}
+    print(f"big JPEG at {size}: full-size decode max {levels['off'].max():.2f} levels from torchvision; scaled decode "
+          f"mean {levels['on'].mean():.2f}, max {levels['on'].max():.2f}")
+    if levels["off"].max() > 1.001:
+        failures.append(f"--jpeg-scaled-decode off: {levels['off'].max():.2f} levels from torchvision")
+    if np.array_equal(tensors["on"], tensors["off"]) or levels["on"].mean() >= 1.5:
+        failures.append(f"--jpeg-scaled-decode on: mean {levels['on'].mean():.2f} levels (expected a scaled decode "
+                        "within 1.5 levels on average)")
 
     bad = ddpx(f"folder:{work / 'data'}", "--count", "0", "--out", str(work / "bad.png"))
     if bad.returncode != 2 or "--count 0" not in bad.stderr:
