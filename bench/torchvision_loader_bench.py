@@ -5,7 +5,7 @@
 
 ImageFolder (PIL decoding) + DataLoader(batch_size=32, num_workers=W, shuffle=True), the transform of
 torchvision's ImageNet reference: train = RandomResizedCrop(size) + RandomHorizontalFlip + ToTensor + Normalize,
-eval = Resize(size / 0.875) + CenterCrop(size) + ToTensor + Normalize (antialiased bilinear, PIL's); with
+eval = Resize(int(size / 0.875)) + CenterCrop(size) + ToTensor + Normalize (antialiased bilinear, PIL's); with
 --randaugment N,M the train transform gets RandAugment(num_ops=N, magnitude=M) after the flip, on the PIL image, as
 torchvision's reference recipe (presets.py, --auto-augment ra --ra-magnitude M) places it. Iterates
 until --images images were delivered (whole epochs repeated as needed; one warm-up batch excluded) and prints one
@@ -70,7 +70,7 @@ def main():
             steps.append(transforms.RandAugment(num_ops=num_ops, magnitude=magnitude))
         transform = transforms.Compose(steps + [transforms.ToTensor(), normalize])
     else:
-        transform = transforms.Compose([transforms.Resize(round(args.size / 0.875)), transforms.CenterCrop(args.size),
+        transform = transforms.Compose([transforms.Resize(int(args.size / 0.875)), transforms.CenterCrop(args.size),
                                         transforms.ToTensor(), normalize])
     if args.transform == "randaugment-only":
         return randaugment_only(args)

@@ -5,6 +5,9 @@
 // 0's loss curve (first and last logged values); fields an older report lacks read "not recorded".
 // --check-trace FILE checks a Chrome/Perfetto trace (profile/trace_check.hpp): with or without a report, it prints
 // what it found and the command exits 1 when the trace has problems (2 when it cannot be read).
+// --metrics FILE (a `ddpx train --metrics` file, every attempt of a resumed run) is drawn as curves (--curves SVG,
+// and in the --html page beside a run report) and tabulated for spreadsheets (--csv); profile/curve_chart.hpp,
+// profile/metrics_table.hpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,8 +20,9 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
-#include "profile/curve_chart.hpp"
 #include "profile/comm_stats.hpp"
+#include "profile/curve_chart.hpp"
+#include "profile/metrics_table.hpp"
 #include "profile/report_html.hpp"
 #include "profile/step_breakdown.hpp"
 #include "profile/step_record.hpp"
@@ -125,7 +129,7 @@ int check_trace_command(const std::string& path) {
 
 Command add_report_command(CLI::App& app) {
   struct Flags {
-    std::string report, peak, trace, check_trace, metrics, curves, html;
+    std::string report, peak, trace, check_trace, metrics, curves, html, csv;
     bool json = false;
     std::vector<std::string> torch_profile;
     int64_t torch_batch = 1, torch_gradients = 0;
@@ -141,15 +145,21 @@ Command add_report_command(CLI::App& app) {
   cmd->add_flag("--json", f->json, "print breakdown and verdict as JSON instead of tables");
   cmd->add_option("--html", f->html,
                   "also write the run as one HTML page: verdict, breakdown chart and table, communication, each "
-                  "rank's step, what made the run, and a link to --trace's file");
+                  "rank's step, what made the run, a link to --trace's file, and with --metrics the training curves");
   cmd->add_option("--check-trace", f->check_trace,
                   "check a Chrome/Perfetto trace (from --trace): every track well nested (no partly overlapping "
                   "slices), in time order, steps in order; exits 1 when it is not (runs after --trace, so it can "
                   "check the trace just written)");
   cmd->add_option("--metrics", f->metrics,
-                  "draw the curves of a `ddpx train --metrics` file (loss, learning rate, validation accuracy) into "
-                  "--curves OUT.svg");
-  cmd->add_option("--curves", f->curves, "the SVG --metrics draws (default: the metrics file with .svg)");
+                  "a `ddpx train --metrics` file, every attempt of a resumed run: draw its curves (loss, learning "
+                  "rate, validation top-1/top-5, step time, data wait) into --curves OUT.svg, into the --html page "
+                  "with a run report, and/or tabulate it with --csv");
+  cmd->add_option("--curves", f->curves,
+                  "the SVG --metrics draws (default, when --metrics is given alone: the metrics file with .svg)");
+  cmd->add_option("--csv", f->csv,
+                  "write --metrics as CSV for a spreadsheet: one row per step or eval line (kind, attempt, step, "
+                  "epoch, time, elapsed, lr, loss, grad_norm, images_per_s, step_ms, data_wait_ms, top1, top5, "
+                  "count, weights)");
   cmd->add_option("--torch-profile", f->torch_profile,
                   "analyse a PyTorch DDP run instead: its torch.profiler Chrome traces, one per rank "
                   "(export_chrome_trace; Kineto's or the legacy profiler's), with prof.step() every iteration")
@@ -164,20 +174,35 @@ Command add_report_command(CLI::App& app) {
                   "model.parameters() if p.requires_grad)")
       ->check(CLI::PositiveNumber);
   return {cmd, [f] {
+            DDPX_REQUIRE(f->curves.empty() || !f->metrics.empty(),
+                         "ddpx report --curves needs --metrics FILE (from `ddpx train --metrics`)");
+            DDPX_REQUIRE(f->csv.empty() || !f->metrics.empty(),
+                         "ddpx report --csv needs --metrics FILE (from `ddpx train --metrics`)");
+            const bool metrics_alone = f->report.empty() && f->torch_profile.empty() && f->check_trace.empty();
             if (!f->metrics.empty()) {
-              DDPX_REQUIRE(f->report.empty() && f->check_trace.empty(),
-                           "ddpx report --metrics draws curves on its own; give the run report in a second call");
-              const std::string out = f->curves.empty() ? f->metrics + ".svg" : f->curves;
-              const std::vector<FileRole> inputs = {{"--metrics", f->metrics}};
-              const std::vector<FileRole> outputs = {{"--curves", out}};
+              DDPX_REQUIRE(!metrics_alone || (f->html.empty() && f->trace.empty() && f->peak.empty() && !f->json),
+                           "ddpx report --metrics: --html, --trace, --peak and --json need the run report too "
+                           "(ddpx report run.json --metrics {} --html page.html)", f->metrics);
+              // The curves SVG: where --curves says, or beside the metrics when nothing else was asked for.
+              const std::string curves = !f->curves.empty() ? f->curves
+                                         : metrics_alone && f->csv.empty() ? f->metrics + ".svg"
+                                                                           : "";
+              const std::vector<FileRole> inputs = {{"--metrics", f->metrics}, {"report", f->report}};
+              const std::vector<FileRole> outputs = {{"--curves", curves}, {"--csv", f->csv}, {"--html", f->html}};
               require_distinct_files(inputs, outputs);
-              write_output_text(out, "--curves",
-                                render_curves_svg("ddpx training curves: " + f->metrics,
-                                                  read_metrics_curves(f->metrics)));
-              fmt::print("curves: {}\n", out);
-              return 0;
+              if (!curves.empty()) {
+                write_output_text(curves, "--curves",
+                                  render_curves_svg("ddpx training curves: " + f->metrics,
+                                                    read_metrics_curves(f->metrics)));
+                if (!f->json) fmt::print("curves: {}\n", curves);
+              }
+              if (!f->csv.empty()) {
+                const MetricsFile metrics = read_metrics_file(f->metrics);
+                write_output_text(f->csv, "--csv", metrics_csv(metrics));
+                if (!f->json) fmt::print("csv: {} ({} rows)\n", f->csv, metrics.rows.size());
+              }
+              if (metrics_alone) return 0;
             }
-            DDPX_REQUIRE(f->curves.empty(), "ddpx report --curves needs --metrics FILE (from `ddpx train --metrics`)");
             DDPX_REQUIRE(f->torch_profile.empty() || f->report.empty(),
                          "ddpx report: give a run report or --torch-profile traces, not both");
             DDPX_REQUIRE(!f->torch_profile.empty() || (f->one_rank_report.empty() && f->torch_gradients == 0),
@@ -257,6 +282,8 @@ Command add_report_command(CLI::App& app) {
               page.provenance = provenance_block(report);
               page.breakdown = format_breakdown(breakdown);
               page.comm_stats = comm_text;
+              if (!f->metrics.empty())
+                page.curves_svg = render_curves_svg("Training curves: " + f->metrics, read_metrics_curves(f->metrics));
               // The link as the page will find it: relative when the trace sits in the page's folder.
               if (!f->trace.empty()) {
                 const std::filesystem::path trace_path(f->trace), html_path(f->html);

@@ -36,6 +36,7 @@ Command add_tune_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
 Command add_pack_command(CLI::App& app);
 Command add_data_bench_command(CLI::App& app);
+Command add_data_preview_command(CLI::App& app);
 
 inline CommandSet register_commands(CLI::App& app) {
   CommandSet set;
@@ -51,6 +52,7 @@ inline CommandSet register_commands(CLI::App& app) {
   set.commands.push_back(add_predict_command(app));
   set.commands.push_back(add_pack_command(app));
   set.commands.push_back(add_data_bench_command(app));
+  set.commands.push_back(add_data_preview_command(app));
   read_integers_in_decimal(app);  // after every command's own checks: "010" is 10, never octal
   return set;
 }

@@ -32,7 +32,12 @@ const std::map<std::string, std::string>& command_examples() {
       {"report",
        "  ddpx report run.json                                breakdown, bandwidth and verdict of a saved run\n"
        "  ddpx report run.json --peak peak.json --trace run.trace.json\n"
-       "  ddpx report --check-trace run.trace.json            every track well nested and in order\n"},
+       "  ddpx report --check-trace run.trace.json            every track well nested and in order\n"
+       "  ddpx report run.json --metrics m.jsonl --html page.html   the run's page with its training curves\n"
+       "  ddpx report --metrics m.jsonl --csv m.csv           the --metrics lines as CSV for a spreadsheet\n"},
+      {"data-preview",
+       "  ddpx data-preview folder:DIR --out grid.png         16 training images as the model gets them\n"
+       "  ddpx data-preview folder:DIR/val --eval --out val.png --dump x.npy --dump-labels y.npy\n"},
       {"topo",
        "  ddpx topo                                           GPU links and the NCCL transport per pair\n"
        "  ddpx topo --json topo.json\n"},

@@ -43,6 +43,8 @@ struct ImagePipelineSettings {
   PixelNormalization normalization;
   int64_t max_pixels = 178956970;  // decompression-bomb limit (PIL's default: 2 x 89,478,485); see Note [Pixel limit]
   bool dct_scaling = true;  // JPEG crops decoded at 1/2..1/8 scale where they allow (data/image_decode.hpp)
+  // The eval transform's resize side for photographs (torchvision's --val-resize-size); 0: int(size / 0.875).
+  int64_t eval_resize = 0;
   RandAugmentSpec rand_augment;  // --randaugment N,M: training data only (data/rand_augment.hpp); off by default
   // Sources read shard by shard (wds): the slots of WebDataset's shuffle(n) buffer the training stream passes
   // through (Note [Shuffle buffer], data/epoch_sampler.hpp); 0 or 1: off; kAutoShuffleBuffer: 1000, raised where

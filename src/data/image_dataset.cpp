@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "data/image_transform.hpp"
 #include "data/pixel_normalization.hpp"
 
 namespace ddpx {
@@ -84,12 +85,19 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
           : (source_->photographs() && context.training ? Augmentation::crop_flip : Augmentation::resize);
   transform_.crop_flip = augmentation == Augmentation::crop_flip;
   transform_.size = static_cast<int>(shape_.image_size);
-  // Photographs: the usual eval resize 256 for 224 (ratio 0.875); idx and other small centered images: no margin;
-  // `ddpx eval`: the training data's ratio where the weights record it.
+  // The eval resize side: the one given (torchvision's --val-resize-size) for photographs; else torchvision's
+  // int(size / crop fraction) (256 for 224, 36 for 32), the fraction being the training data's where `ddpx eval`'s
+  // weights record it, 0.875 for photographs; idx and other small centered images: no margin (fraction 1).
+  DDPX_REQUIRE(context.images.eval_resize == 0 || context.images.eval_resize >= shape_.image_size,
+               "{}: the eval resize side {} is below the crop {}: give a resize side of at least {} (torchvision's "
+               "--val-resize-size >= --val-crop-size)", flag_text_, context.images.eval_resize, shape_.image_size,
+               shape_.image_size);
   const double crop_fraction = context.images.center_crop_fraction > 0 ? context.images.center_crop_fraction
                                : source_->photographs()                  ? 0.875
                                                                          : 1.0;
-  transform_.resize = static_cast<int>(std::lround(static_cast<double>(shape_.image_size) / crop_fraction));
+  transform_.resize = source_->photographs() && context.images.eval_resize > 0
+                          ? static_cast<int>(context.images.eval_resize)
+                          : eval_resize_side(static_cast<int>(shape_.image_size), crop_fraction);
   transform_.channels = static_cast<int>(shape_.channels);
   transform_.max_pixels = context.images.max_pixels;
   transform_.dct_scaling = context.images.dct_scaling;
@@ -150,6 +158,14 @@ void ImageDataset::fill_pixels(int64_t step, int rank, int world, int64_t batch,
     transform_sample(*source_, pick.index, transform_, rng, scratch, pixels + t * image_bytes);
     labels[t] = source_->label(pick.index);
   }
+}
+
+std::vector<std::string> ImageDataset::picked_names(int64_t step, int rank, int world, int64_t batch) const {
+  std::vector<SamplePick> picks(static_cast<size_t>(batch));
+  samplers_.get(world, batch).pick(step, rank, picks.data());
+  std::vector<std::string> names;
+  for (const SamplePick& pick : picks) names.push_back(source_->sample_name(pick.index));
+  return names;
 }
 
 void ImageDataset::fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const {

@@ -35,6 +35,8 @@ class ImageDataset : public Dataset {
     return static_cast<double>(transform_.size) / static_cast<double>(transform_.resize);
   }
   const SampleSource& source() const { return *source_; }
+  // The names (file, member or record) of the samples fill_pixels puts in that batch, in order.
+  std::vector<std::string> picked_names(int64_t step, int rank, int world, int64_t batch) const;
   const TransformSpec& transform() const { return transform_; }
 
  private:

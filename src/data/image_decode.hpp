@@ -6,11 +6,15 @@
 //  - JPEG: gray stays gray, YCbCr becomes RGB (libjpeg's conversion, as PIL's), CMYK and YCCK (Adobe, inverted or
 //    not) become RGB as PIL's convert("RGB") does: R = (255 - C)(255 - K) / 255. A crop that bounds the sampling
 //    (RandomResizedCrop) decodes only its rows (jpeg_skip_scanlines) and its iMCU-aligned columns
-//    (jpeg_crop_scanline), each with a 16-pixel margin so chroma upsampling gives the full decode's pixels; where the crop is at least twice the output size on both axes it is decoded at 1/2,
-//    1/4 or 1/8 scale in the DCT domain (libjpeg's scale_denom), the largest that still leaves at least the output
-//    size: faster, and within the tolerance tests/data/test_image_decode.cpp states of a full decode.
-//  - PNG: any bit depth, palette and gray become 8-bit RGB (16-bit is scaled as PIL does, alpha dropped as PIL's
-//    convert("RGB")); gray stays 1 channel.
+//    (jpeg_crop_scanline), each with a 16-pixel margin so chroma upsampling gives the full decode's pixels.
+//  - With dct_scaling, a crop at least 5 times the output size on both axes is decoded at 1/2, 1/4 or 1/8 scale in
+//    the DCT domain (libjpeg's scale_denom), the largest that still leaves 2.5 times the output size (Note [DCT
+//    scale from its error], image_decode.cpp): faster, and after the resample within 1.5 levels on average of a full
+//    decode's (tests/data/test_photograph_pixels.cpp, on photographs at 224, 64 and 32: worst mean 0.64).
+//  - PNG: palette and 8-bit gray with alpha become 8-bit RGB, alpha dropped as PIL's convert("RGB"); 8-bit gray
+//    stays 1 channel. 16-bit channels are read from their high byte (v >> 8, libspng's conversion): 16-bit RGB(A)
+//    as PIL reads it; 16-bit gray becomes RGB from the high byte where PIL's convert("RGB") clips the 16-bit value
+//    to 255 (a mostly white image), so such files differ from torchvision's tensors: convert them to 8 bits to match.
 //  - A truncated or corrupt file is an error naming the sample and saying to replace or remove it; libjpeg's own
 //    message is quoted. Nothing is written outside the returned view.
 #pragma once

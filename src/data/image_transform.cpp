@@ -90,6 +90,11 @@ CropBox random_resized_crop_box(int height, int width, Rng& rng, double scale_mi
           static_cast<double>(w)};
 }
 
+int eval_resize_side(int size, double crop_pct) {
+  // The same double division as Python's size / crop_pct, then int(): truncation toward zero.
+  return static_cast<int>(static_cast<double>(size) / crop_pct);
+}
+
 CropBox center_crop_box(int height, int width, int resize, int size) {
   // torchvision's Resize(int): the shorter side becomes `resize`, the longer int(resize * long / short).
   int new_h = resize, new_w = resize;

@@ -28,6 +28,10 @@ struct CropBox {  // source coordinates; fractional for the eval transform
 
 CropBox random_resized_crop_box(int height, int width, Rng& rng, double scale_min = 0.08, double scale_max = 1.0,
                                 double ratio_min = 3.0 / 4.0, double ratio_max = 4.0 / 3.0);
+// The eval transform's resize side for a `size` crop: int(size / crop_pct) as torchvision's reference scripts and
+// timm compute it (truncated, never rounded: 32 -> 36, 224 -> 256), crop_pct 0.875 by default.
+int eval_resize_side(int size, double crop_pct = 0.875);
+
 // Resize so the shorter side is `resize` (the longer one int(resize * long / short), as torchvision), then take the
 // centered `size` x `size` (torchvision's int(round((resized - size) / 2)) offsets).
 CropBox center_crop_box(int height, int width, int resize, int size);

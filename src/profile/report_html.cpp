@@ -66,6 +66,8 @@ std::string report_html(const RunReport& report, const StepBreakdown& breakdown,
   html += "<h2>Where the time goes</h2>\n<div class=\"charts\">\n" + inline_svg(render_svg(phase_chart(breakdown)));
   if (breakdown.ranks.size() > 1) html += inline_svg(render_svg(rank_chart(breakdown)));
   html += "</div>\n" + pre(page.breakdown);
+  if (!page.curves_svg.empty())
+    html += "<h2>Training curves</h2>\n<div class=\"charts\">\n" + inline_svg(page.curves_svg) + "</div>\n";
   if (!page.comm_stats.empty()) html += "<h2>Communication</h2>\n" + pre(page.comm_stats);
   html += "<h2>The run</h2>\n" + pre(page.provenance);
   if (!page.trace_link.empty())

@@ -62,6 +62,38 @@ AxisTicks nice_ticks(double max_value, int target) {
   return ticks;
 }
 
+AxisTicks nice_range_ticks(double low, double high, int target) {
+  DDPX_REQUIRE(std::isfinite(low) && std::isfinite(high) && low <= high,
+               "axis ticks: the range must be finite and ordered, got [{}, {}]", low, high);
+  DDPX_REQUIRE(target >= 1, "axis ticks: target tick count must be >= 1, got {}", target);
+  // A flat line gets an axis below a positive value (100% stays the top tick), above a negative one, [0, 1] at 0.
+  if (high == low) {
+    const double pad = high != 0 ? std::abs(high) * 0.1 : 1.0;
+    (high > 0 ? low : high) += high > 0 ? -pad : pad;
+  }
+  const double span = high - low;
+  const double raw = span / target;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  AxisTicks ticks;
+  ticks.step = 10 * magnitude;
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * magnitude >= raw * (1 - 1e-9)) {
+      ticks.step = m * magnitude;
+      break;
+    }
+  ticks.decimals = std::max(0, -static_cast<int>(std::floor(std::log10(ticks.step) + 1e-9)));
+  // Multiples of the step as integers, so 0.1-steps print 0.3, not 0.30000000000000004.
+  const int64_t first = static_cast<int64_t>(std::floor(low / ticks.step + 1e-9));
+  int64_t last = static_cast<int64_t>(std::ceil(high / ticks.step - 1e-9));
+  if (last == first) ++last;
+  for (int64_t k = first; k <= last; ++k) {
+    ticks.values.push_back(static_cast<double>(k) * ticks.step);
+    ticks.labels.push_back(fmt::format("{:.{}f}", static_cast<double>(k) * ticks.step, ticks.decimals));
+  }
+  ticks.axis_max = ticks.values.back();
+  return ticks;
+}
+
 namespace {
 
 constexpr const char* kColors[] = {"#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2"};

@@ -60,6 +60,12 @@ struct AxisTicks {
   std::vector<std::string> labels;
 };
 AxisTicks nice_ticks(double max_value, int target = 5);
+// Round ticks covering [low, high] (low <= high, both finite): a 1-2-5 step, the first tick the largest multiple
+// of it at or below low, the last the smallest at or above high, so every label is a multiple of the step (95, 96,
+// ... never 93.75 or 101.8); values and labels are absolute (values[0] == labels' first number). A flat range
+// [v, v] is widened by 10% of v away from zero on the side of 0 (so a flat 100% keeps 100 as its top tick), and
+// [0, 0] becomes [0, 1]. axis_max is the last tick.
+AxisTicks nice_range_ticks(double low, double high, int target = 5);
 
 // Estimated width in px of text at font_size in a sans-serif font: 0.62 em per character (wider than the average
 // glyph, so a fitted text is not wider than estimated in common fonts).

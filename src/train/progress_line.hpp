@@ -17,6 +17,7 @@ struct ProgressPoint {
   double steps_per_s = 0;        // since the last progress line
   double images_per_step = 0;    // batch x accumulation x ranks
   double elapsed_s = 0;          // since this run's first step began
+  double data_wait_ms = 0;       // mean per step since the last progress line: waiting for the batch (--metrics)
 };
 
 // "step     20/100 | loss 2.1234 | lr 0.001 |    12.34 steps/s |     395.1 images/s | 5s elapsed, ETA 20s"

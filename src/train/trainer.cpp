@@ -258,6 +258,7 @@ class Progress {
   void end_step(int64_t step, double data_wait_ms) {
     if (step > start_step_ + options_.warmup_steps) ++measured_steps_, measured_wait_s_ += data_wait_ms / 1e3;
     ++interval_steps_;
+    interval_wait_ms_ += data_wait_ms;
   }
   bool logs(int64_t step) const {
     return step % options_.log_every == 0 || step == options_.steps || step == start_step_ + 1;
@@ -267,8 +268,10 @@ class Progress {
     if (step == start_step_ + 1) summary_.first_loss = loss;
     summary_.final_loss = loss;
     const double rate = interval_steps_ / std::max(seconds_since(interval_start_), 1e-9);
+    const double wait_ms = interval_wait_ms_ / std::max<int64_t>(interval_steps_, 1);
     interval_start_ = Clock::now();
     interval_steps_ = 0;
+    interval_wait_ms_ = 0;
     return {.step = step,
             .total_steps = options_.steps,
             .start_step = start_step_,
@@ -276,7 +279,8 @@ class Progress {
             .lr = lr,
             .steps_per_s = rate,
             .images_per_step = static_cast<double>(options_.batch * options_.grad_accum * world_),
-            .elapsed_s = seconds_since(run_start_)};
+            .elapsed_s = seconds_since(run_start_),
+            .data_wait_ms = wait_ms};
   }
   TrainSummary summary() {
     summary_.steps_run = options_.steps - start_step_;
@@ -302,6 +306,7 @@ class Progress {
   double measured_wait_s_ = 0;
   Clock::time_point interval_start_ = run_start_;
   int64_t interval_steps_ = 0;
+  double interval_wait_ms_ = 0;
   bool all_warmup_ = false;
 };
 
@@ -359,7 +364,8 @@ void log_progress(const RunParts& run, Progress& progress, RunRecorder& recorder
   if (run.metrics)
     run.metrics->step(step, run.epoch_at(step), point.lr, loss,
                       grad_norm ? std::optional<double>(*grad_norm) : std::nullopt,
-                      point.steps_per_s * point.images_per_step);
+                      point.steps_per_s * point.images_per_step, 1e3 / std::max(point.steps_per_s, 1e-9),
+                      point.data_wait_ms);
 }
 
 // Note [Deferred checkpoint commit]

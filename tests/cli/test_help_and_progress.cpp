@@ -26,7 +26,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 TEST(Help, EveryCommandFits120ColumnsWithPlainTypesAndItsOwnExamples) {
   for (const std::string command : {"", "model", "eval", "train", "report", "topo", "allreduce", "bench", "tune",
-                                    "predict"}) {
+                                    "predict", "data-preview"}) {
     const auto r = run_ddpx(command + " --help");
     ASSERT_EQ(r.status, 0) << command << "\n" << r.output;
     for (const std::string& line : lines_of(r.output))

@@ -2,6 +2,7 @@
 // the loss against a hand computation, and --metrics lines.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -100,10 +101,11 @@ TEST(MetricsLog, WritesOneCompleteObjectPerLine) {
   const auto path = std::filesystem::temp_directory_path() / "ddpx_test_metrics.jsonl";
   {
     MetricsLog log(path.string(), false);
-    log.step(10, 0.5, 0.01, 2.25, std::nullopt, 1234.5);
+    log.step(10, 0.5, 0.01, 2.25, std::nullopt, 1234.5, 25.5, 1.25);
     log.eval(10, 0.5, EvalResult{.loss = 0.5, .top1 = 80, .top5 = 99, .count = 100}, "ema");
   }
-  { MetricsLog log(path.string(), true); log.step(11, std::nullopt, 0.02, 2.0, 0.75, 10); }
+  const double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  { MetricsLog log(path.string(), true); log.step(11, std::nullopt, 0.02, 2.0, 0.75, 10, 12, 0); }
   std::ifstream in(path);
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
@@ -116,6 +118,17 @@ TEST(MetricsLog, WritesOneCompleteObjectPerLine) {
   EXPECT_EQ(lines[1]["weights"], "ema");
   EXPECT_TRUE(lines[2]["epoch"].is_null());
   EXPECT_EQ(lines[2]["grad_norm"], 0.75);
+  // Step time and data wait per step; every line stamped with Unix seconds and the seconds since its log opened.
+  EXPECT_EQ(lines[0]["step_ms"], 25.5);
+  EXPECT_EQ(lines[0]["data_wait_ms"], 1.25);
+  for (const nlohmann::json& line : lines) {
+    ASSERT_TRUE(line["time"].is_number()) << line;
+    EXPECT_GT(line["time"].get<double>(), 1.7e9);
+    EXPECT_GE(line["elapsed"].get<double>(), 0);
+    EXPECT_LT(line["elapsed"].get<double>(), 60);
+  }
+  EXPECT_GE(lines[2]["time"].get<double>(), before - 0.001);
+  EXPECT_LE(lines[2]["time"].get<double>(), before + 60);
   std::filesystem::remove(path);
   testing::expect_error([] { MetricsLog("/nonexistent-dir/m.jsonl", false); }, {"--metrics", "/nonexistent-dir"});
 }
