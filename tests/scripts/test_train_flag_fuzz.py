@@ -1,0 +1,450 @@
+"""A fuzzer of `ddpx train`'s flags: random sets of the flags `ddpx train --help` lists, with valid, boundary and
+wrong values, on tiny data of every source (idx, folder, pack, wds, npy, learnable), on 1 and 2 ranks, by --steps and
+by --epochs, with and without --resume; plus a pairwise set over recipe flags x sources x {steps, epochs} x resume x
+ranks, and the named regression cases (every failure the fuzzer ever found, as a fixed command line).
+
+Usage: test_train_flag_fuzz.py DDPX [--runs N] [--seed S] [--jobs J] [--keep DIR] [--no-pairwise]
+Environment: DDPX_FUZZ_SEED and DDPX_FUZZ_RUNS override --seed and --runs (CI: the fixed defaults below).
+
+Guarantees (the oracle, for every run):
+- no signal (exit status < 0 or >= 128) and no hang (RUN_TIMEOUT_S per run);
+- the exit status is 0 or 2;
+- a refusal (2) says `ddpx: error:` and names a flag (`--something`) or a file the command line names;
+- a run that exits 0 wrote what it was asked to: --report and --trace parse as JSON, every --metrics line parses as
+  JSON, --save has a safetensors header that parses, --checkpoint-dir holds a checkpoint.
+The flag table comes from `ddpx train --help` at run time, so a flag added to train is drawn the day it lands (by its
+help's type and `a | b | c` choices where VALUES has no row for it). A run whose failure matches a KNOWN_FAILURES entry
+(an open issue's row) is counted as known, not failed; the test fails when a REGRESSIONS case with a known entry
+passes, so the entry gets removed. The seed, the run count and the time are printed; a failing case is printed as a
+command line to paste into REGRESSIONS.
+"""
+import argparse
+import concurrent.futures
+import itertools
+import json
+import os
+import random
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from standin_data import make_standin_data  # noqa: E402
+
+CI_SEED, CI_RUNS = 20261207, 160
+RUN_TIMEOUT_S = 60
+
+# Flags the fuzzer sets itself (the case's source, ranks, length and resume), or never draws, with the reason.
+CONTROLLED = {
+    "--data": "the case's source", "--images": "the case's source", "--labels": "the case's source",
+    "--steps": "the case's length", "--epochs": "the case's length",
+    "--nproc-per-node": "the case's ranks", "--nproc_per_node": "the case's ranks",
+    "--resume": "the case's resume", "--checkpoint-dir": "the case's resume",
+    "--nnodes": "several nodes: a launcher waits for peers", "--node-rank": "several nodes",
+    "--master-addr": "several nodes", "--master-port": "several nodes", "--join-timeout": "several nodes",
+    "--config": "a file of flags: fuzz_train_config fuzzes its reader", "--help": "prints help",
+    "--cpu-threads": "kept at 1 on the shared 2-core machine",
+}
+
+# Values per flag: (valid, boundary, wrong). "{dir}" is the run's folder, "{w}" a weights file of the case's model.
+VALUES = {
+    "--device": (["cpu"], [], ["cuda", "tpu"]),
+    "--model": (["{model}"], ["mlp_tiny_test:classes=3", "vit_tiny_test"], ["vit_nope", "mlp:image=0"]),
+    "--precision": (["fp32"], [], ["bf16", "fp64"]),
+    "--batch": (["1", "2", "4"], ["0", "100000"], ["-1", "x"]),
+    "--warmup": (["0", "1"], ["100000"], ["-1"]),
+    "--calibrate-steps": (["0", "1"], ["2", "3"], ["-1"]),
+    "--seed": (["0", "7", "123456789"], ["18446744073709551615"], ["-1", "1e3"]),
+    "--val": (["{val}"], [], ["folder:{dir}/none", "bogus:x"]),
+    "--augment": (["auto", "crop-flip", "resize"], [], ["flip"]),
+    "--mean": (["0.5", "0.485,0.456,0.406"], ["0"], ["a,b"]),
+    "--std": (["0.5", "0.229,0.224,0.225"], ["0", "0,0,0"], ["-1"]),
+    "--normalize": (["host"], ["device"], ["gpu"]),
+    "--max-pixels": (["178956970"], ["1", "0"], ["-5"]),
+    "--workers": (["1", "2"], ["0", "16"], ["17", "-1"]),
+    "--prefetch": (["0", "2"], ["1", "64"], ["-1"]),
+    "--optimizer": (["sgd", "adamw"], [], ["adam"]),
+    "--lr": (["0.01", "1e-3"], ["0", "1e30"], ["-1", "nan", "fast"]),
+    "--weight-decay": (["0", "0.05"], ["1"], ["-0.1"]),
+    "--lr-schedule": (["constant", "cosine", "linear", "step:2", "step:1:0.5"], ["step:100000"],
+                      ["step:0", "exp", "step:2:-1"]),
+    "--lr-warmup-steps": (["0", "1", "2"], ["100000"], ["-1"]),
+    "--lr-warmup-start": (["0.1", "1"], ["0"], ["-1", "2"]),
+    "--min-lr": (["0", "1e-5"], [], ["-1"]),
+    "--label-smoothing": (["0", "0.1"], ["0.99"], ["1.5", "-0.1"]),
+    "--clip-grad-norm": (["1", "0.5"], ["0", "1e-30"], ["-1"]),
+    "--ema-decay": (["0.9", "0.999"], ["0", "1"], ["1.5", "-0.5"]),
+    "--eval-every": (["1", "2", "epoch"], ["100000"], ["0", "-1", "sometimes"]),
+    "--mixup": (["0.2", "1"], ["0"], ["-1"]),
+    "--cutmix": (["1"], ["0"], ["-1"]),
+    "--randaugment": (["2,9", "1,0"], ["16,30"], ["0,5", "2,31", "x"]),
+    "--load": (["{w}"], [], ["{dir}/missing.safetensors", "{dir}"]),
+    "--save": (["{dir}/w.safetensors"], ["/dev/null"], ["{dir}/no/such/dir/w.safetensors", "{dir}"]),
+    "--checkpoint-every": (["1", "2"], ["100000"], ["0", "-1"]),
+    "--keep-checkpoints": (["1", "2"], ["100"], ["0", "-1"]),
+    "--backend": (["auto", "gloo"], ["mpi"], ["nccl", "tcp"]),
+    "--ranks-per-gpu": (["1"], ["2"], ["0"]),
+    "--comm-hook": (["allreduce", "bf16", "powersgd:1", "powersgd:2:3"], ["powersgd:64"], ["powersgd:0", "zip"]),
+    "--bucket-mb": (["25", "0.001"], ["100000"], ["0", "-1", "25MB"]),
+    "--first-bucket-mb": (["1", "0.001"], ["100000"], ["0", "-1"]),
+    "--grad-accum": (["1", "2"], ["8"], ["0", "-1"]),
+    "--powersgd-start": (["2", "3"], ["1", "100000"], ["0", "-1"]),
+    "--comm-timeout": (["60"], ["100000"], ["0", "-1"]),
+    "--optimizer-overlap": (["auto", "on", "off"], [], ["maybe"]),
+    "--cuda-graph": (["auto", "off"], ["on"], ["yes"]),
+    "--weight-grads": (["auto", "fp32"], [], ["bf16"]),
+    "--profile-steps": (["1:2"], ["0:0"], ["2:1", "x"]),
+    "--report": (["{dir}/run.json"], ["/dev/null"], ["{dir}/no/such/dir/r.json", "{dir}"]),
+    "--trace": (["{dir}/run.trace.json"], [], ["{dir}/no/such/dir/t.json"]),
+    "--metrics": (["{dir}/metrics.jsonl"], [], ["{dir}/no/such/dir/m.jsonl"]),
+    "--log-every": (["1", "3"], ["100000"], ["0", "-1"]),
+    "--divergence-ratio": (["0", "10"], ["1"], ["-1"]),
+    "--momentum": (["0", "0.9"], ["1"], ["-0.5"]),
+    "--dampening": (["0", "0.1"], ["1"], ["-1"]),
+    "--beta1": (["0.9"], ["0"], ["1", "-1"]),
+    "--beta2": (["0.999"], ["0"], ["1.5"]),
+    "--eps": (["1e-8"], ["0"], ["-1"]),
+}
+# By type, for a flag without a row above (a new flag).
+GENERIC = {
+    "INT": (["1", "2"], ["0", "2147483648"], ["-1", "x", "1.5", "0x10"]),
+    "FLOAT": (["0.5", "1"], ["0", "1e30"], ["-1", "nan", "x"]),
+    "TEXT": (["x"], [""], ["\x01"]),
+}
+
+SOURCES = ["idx", "folder", "pack", "wds", "npy", "learnable"]
+# The model each source trains by default (the input shapes of the tiny data) and its held-out set.
+SOURCE_MODEL = {"idx": "mlp:image=28,channels=1,layers=1,width=16", "folder": "mlp_tiny_test",
+                "pack": "mlp_tiny_test", "wds": "mlp_tiny_test", "npy": "mlp_tiny_test", "learnable": "mlp_tiny_test"}
+
+# Recipe levels for the pairwise set: each a fixed group of recipe flags (a value of the "recipe" factor).
+RECIPES = {
+    "plain": [],
+    "cosine-warmup": ["--lr-schedule", "cosine", "--lr-warmup-steps", "1", "--min-lr", "1e-5"],
+    "step-nodecay": ["--lr-schedule", "step:1:0.5", "--no-decay", "--optimizer", "adamw"],
+    "smooth-mix": ["--label-smoothing", "0.1", "--mixup", "0.2", "--cutmix", "1"],
+    "ema-clip": ["--ema-decay", "0.9", "--clip-grad-norm", "1", "--save", "{dir}/w.safetensors"],
+    "val-every": ["--val", "{val}", "--eval-every", "1", "--metrics", "{dir}/metrics.jsonl"],
+    "randaug-accum": ["--randaugment", "2,9", "--grad-accum", "2", "--report", "{dir}/run.json"],
+}
+
+# Failures an open issue already names (matched on the case and its result): (name, issue row, predicate).
+KNOWN_FAILURES = [
+    ("val_without_eval_every", "issue 47 row 1: --val without --eval-every dies of SIGFPE (step % 0)",
+     lambda case, r: "--val" in case.flags and "--eval-every" not in case.flags and r.rc == 136),
+]
+
+# Every failure the fuzzer found, and the issue rows it checks, as fixed cases: (name, source, ranks, length, resume,
+# extra flags, expect, known). expect: "oracle" (the oracle above), "exit0" (the run must train), "exit2" (it must be
+# refused by the oracle's rules). known: the open issue row it fails by today, or None; a known case that passes
+# fails the test, so that the mark is removed once the fix lands.
+REGRESSIONS = [
+    ("val_alone_idx", "idx", 1, "steps", False, ["--val", "{val}"], "exit0",
+     "issue 47 row 1: --val without --eval-every: SIGFPE"),
+    ("val_alone_2_ranks_folder", "folder", 2, "steps", False, ["--val", "{val}"], "exit0",
+     "issue 47 row 1: --val without --eval-every: SIGFPE"),
+    ("epochs_cosine_warmup", "folder", 1, "epochs", False, ["--lr-schedule", "cosine", "--lr-warmup-steps", "1"],
+     "exit0", "issue 47 row 2: a schedule's horizon is read before --epochs sets the steps"),
+    ("epochs_zero", "learnable", 1, "steps", False, ["--epochs", "0"], "exit2",
+     "issue 47 row 3: --epochs 0 trains the default steps"),
+]
+
+
+class Case:
+    def __init__(self, name, source, ranks, length, resume, flags, expect="oracle", known=None):
+        self.name, self.source, self.ranks, self.length, self.resume, self.flags = (
+            name, source, ranks, length, resume, list(flags))
+        self.expect, self.known = expect, known
+
+
+class Result:
+    def __init__(self, rc, stderr, seconds, argv):
+        self.rc, self.stderr, self.seconds, self.argv = rc, stderr, seconds, argv
+
+
+def read_flag_table(ddpx):
+    """`ddpx train --help` -> {flag: type}, type INT, FLOAT, TEXT or FLAG, and {flag: [choices]} from `a | b`."""
+    text = subprocess.run([ddpx, "train", "--help"], capture_output=True, text=True, timeout=60).stdout
+    table, choices, current = {}, {}, None
+    for line in text.split("\n"):
+        m = re.match(r"^\s{1,8}((?:-[A-Za-z0-9],\s*)?--[a-z0-9][a-z0-9_-]*(?:,\s*--?[a-z0-9_-]+)*)(?:\s+([A-Z]+))?(\s.*)?$",
+                     line)
+        if m:
+            names = [n.strip() for n in m.group(1).split(",")]
+            flag = next(n for n in names if n.startswith("--"))
+            table[flag] = m.group(2) or "FLAG"
+            current = flag
+            desc = (m.group(3) or "").strip()
+        elif current and line.startswith(" ") and line.strip():
+            desc = line.strip()
+        else:
+            current = None
+            continue
+        found = re.match(r"^([a-z0-9][a-z0-9:_-]*(?:\s\|\s[a-z0-9][a-z0-9:_-]*)+)", desc)
+        if found and current not in choices:
+            choices[current] = [c.strip() for c in found.group(1).split("|")]
+    return table, choices
+
+
+def values_for(flag, kind, choices):
+    if flag in VALUES:
+        return VALUES[flag]
+    if kind in GENERIC:
+        valid, boundary, wrong = GENERIC[kind]
+        if flag in choices:
+            return choices[flag], [], ["not-a-choice"]
+        return valid, boundary, wrong
+    return None  # FLAG: present or not
+
+
+def draw_case(rng, index, table, choices):
+    source = rng.choice(SOURCES)
+    ranks = rng.choice([1, 1, 2])
+    length = rng.choice(["steps", "steps", "epochs"])
+    resume = rng.random() < 0.25
+    drawable = sorted(f for f in table if f not in CONTROLLED)
+    flags = []
+    for flag in rng.sample(drawable, rng.randint(1, 5)):
+        values = values_for(flag, table[flag], choices)
+        if values is None:
+            flags.append(flag)
+            continue
+        valid, boundary, wrong = values
+        roll = rng.random()
+        pool = valid if roll < 0.7 or not (boundary or wrong) else boundary if (roll < 0.88 and boundary) or not wrong \
+            else wrong
+        flags += [flag, rng.choice(pool)]
+    return Case(f"random-{index}", source, ranks, length, resume, flags)
+
+
+def pairwise_cases():
+    """A greedy covering array: every pair of values of two factors appears in some case."""
+    factors = [("recipe", list(RECIPES)), ("source", SOURCES), ("length", ["steps", "epochs"]),
+               ("resume", [False, True]), ("ranks", [1, 2])]
+    uncovered = {((i, a), (j, b)) for i, j in itertools.combinations(range(len(factors)), 2)
+                 for a in range(len(factors[i][1])) for b in range(len(factors[j][1]))}
+    rows = []
+    while uncovered:
+        (i, a), (j, b) = min(uncovered)
+        row = {i: a, j: b}
+        for k in range(len(factors)):
+            if k in row:
+                continue
+            row[k] = max(range(len(factors[k][1])),
+                         key=lambda v: sum(1 for m, w in row.items()
+                                           if ((min(k, m), v if k < m else w), (max(k, m), w if k < m else v))
+                                           in uncovered))
+        for p, q in itertools.combinations(sorted(row), 2):
+            uncovered.discard(((p, row[p]), (q, row[q])))
+        rows.append({factors[k][0]: factors[k][1][v] for k, v in row.items()})
+    return [Case(f"pairwise-{n}-{r['recipe']}", r["source"], r["ranks"], r["length"], r["resume"], RECIPES[r["recipe"]])
+            for n, r in enumerate(rows)]
+
+
+class Runner:
+    def __init__(self, ddpx, root, data):
+        self.ddpx, self.root, self.data = ddpx, root, data
+        self.weights = {}
+
+    def source_flags(self, source):
+        d = self.data
+        return {"idx": ["--data", "idx:" + d["idx"]], "folder": ["--data", "folder:" + d["folder"]],
+                "pack": ["--data", "pack:" + d["pack"]], "wds": ["--data", d["wds"]],
+                "npy": ["--images", d["images"], "--labels", d["labels"]], "learnable": ["--data", "learnable"]}[source]
+
+    def val_of(self, source):
+        d = self.data
+        return {"idx": "idx:" + d["idx"] + ":test", "folder": "folder:" + d["folder_val"], "pack": "pack:" + d["pack"],
+                "wds": d["wds"], "npy": "learnable", "learnable": "learnable"}[source]
+
+    def weights_of(self, model):
+        """A weights file of `model` (10 classes), made once by a short run."""
+        if model not in self.weights:
+            path = os.path.join(self.root, f"w-{len(self.weights)}.safetensors")
+            subprocess.run([self.ddpx, "train", "--device", "cpu", "--model", model, "--data", "learnable", "--steps",
+                            "1", "--warmup", "0", "--quiet", "--cpu-threads", "1", "--save", path],
+                           capture_output=True, timeout=RUN_TIMEOUT_S)
+            self.weights[model] = path
+        return self.weights[model]
+
+    def argv(self, case, folder, phase):
+        model = SOURCE_MODEL[case.source]
+        fill = {"dir": folder, "val": self.val_of(case.source), "model": model}
+        if any("{w}" in f for f in case.flags):
+            fill["w"] = self.weights_of(model)
+        argv = [self.ddpx, "train", "--device", "cpu", "--model", model, "--batch", "2", "--warmup", "0",
+                "--cpu-threads", "1", "--quiet"]
+        argv += [f.format(**fill) for f in case.flags]
+        argv += self.source_flags(case.source)
+        if case.length == "epochs":
+            argv += ["--epochs", "1"]
+        elif "--epochs" not in case.flags:
+            argv += ["--steps", "2" if case.resume and phase == 0 else "3"]
+        if case.resume:
+            argv += ["--checkpoint-dir", os.path.join(folder, "ck"), "--checkpoint-every", "1"]
+            if phase == 1:
+                argv += ["--resume", "auto" if case.length == "epochs" else os.path.join(folder, "ck")]
+        if case.ranks > 1:
+            argv += ["--nproc-per-node", str(case.ranks)]
+            if "--backend" not in case.flags:
+                argv += ["--backend", "gloo"]
+        return argv
+
+    def run(self, case):
+        """Runs the case (twice with resume: the first run leaves a checkpoint, the second resumes it); returns
+        [(Result, problem or None)]."""
+        folder = tempfile.mkdtemp(prefix=case.name + "-", dir=self.root)
+        results = []
+        for phase in range(2 if case.resume else 1):
+            argv = self.argv(case, folder, phase)
+            started = time.monotonic()
+            try:
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=folder,
+                                      env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                                               OMPI_MCA_rmaps_base_oversubscribe="1"))
+                result = Result(done.returncode, done.stderr, time.monotonic() - started, argv)
+            except subprocess.TimeoutExpired as e:
+                result = Result("timeout", (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes)
+                                else (e.stderr or ""), time.monotonic() - started, argv)
+            problem = problem_of(result)
+            if problem is None and case.expect == "exit0" and result.rc != 0:
+                problem = f"exit {result.rc}, where this case must train"
+            if problem is None and case.expect == "exit2" and result.rc != 2:
+                problem = f"exit {result.rc}, where this case must be refused"
+            results.append((result, problem))
+            if result.rc != 0:
+                break
+        shutil.rmtree(folder, ignore_errors=True)
+        return results
+
+
+def flag_value(argv, name):
+    value = None
+    for i, w in enumerate(argv[:-1]):
+        if w == name:
+            value = argv[i + 1]
+    return value
+
+
+def parses_json(path):
+    with open(path, encoding="utf-8") as f:
+        json.load(f)
+
+
+def check_outputs(argv):
+    """What a run that exited 0 must have written; the problem, or None."""
+    checks = []
+    for flag in ("--report", "--trace"):
+        path = flag_value(argv, flag)
+        if path and path != "/dev/null":
+            checks.append((flag, path, parses_json))
+    metrics = flag_value(argv, "--metrics")
+    if metrics:
+        checks.append(("--metrics", metrics, lambda p: [json.loads(l) for l in open(p, encoding="utf-8")
+                                                         if l.strip()]))
+    save = flag_value(argv, "--save")
+    if save and save != "/dev/null":
+        def header(p):
+            with open(p, "rb") as f:
+                size, = struct.unpack("<Q", f.read(8))
+                json.loads(f.read(size))
+        checks.append(("--save", save, header))
+    ck = flag_value(argv, "--checkpoint-dir")
+    if ck:
+        def has_checkpoint(p):
+            if not any(n.startswith("checkpoint") and n.endswith(".safetensors") for n in os.listdir(p)):
+                raise ValueError("no checkpoint*.safetensors in it")
+        checks.append(("--checkpoint-dir", ck, has_checkpoint))
+    for flag, path, check in checks:
+        try:
+            check(path)
+        except (OSError, ValueError, struct.error) as error:
+            return f"exit 0 but {flag} {path}: {error}"
+    return None
+
+
+def problem_of(r):
+    if r.rc == "timeout":
+        return f"hang: no exit within {RUN_TIMEOUT_S} s"
+    if r.rc < 0 or r.rc >= 128:
+        return f"signal: exit {r.rc}"
+    if r.rc not in (0, 2):
+        return f"exit {r.rc} (only 0 or 2 expected)"
+    if r.rc == 2:
+        if "ddpx: error:" not in r.stderr:
+            return "exit 2 without 'ddpx: error:'"
+        named = re.search(r"--[a-z][a-z0-9-]+", r.stderr) or any(
+            len(w) > 3 and ("/" in w or "." in w) and w.split(":")[-1] in r.stderr for w in r.argv[2:])
+        if not named:
+            return "a refusal that names no flag and no file"
+        return None
+    return check_outputs(r.argv)
+
+
+def known_failure(case, result):
+    return next((f"{name} ({row})" for name, row, predicate in KNOWN_FAILURES if predicate(case, result)), None)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("ddpx")
+    parser.add_argument("--runs", type=int, default=int(os.environ.get("DDPX_FUZZ_RUNS", CI_RUNS)))
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("DDPX_FUZZ_SEED", CI_SEED)))
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--keep", help="work in this folder and keep it")
+    parser.add_argument("--no-pairwise", action="store_true")
+    args = parser.parse_args()
+    ddpx = os.path.abspath(args.ddpx)
+    started = time.monotonic()
+    table, choices = read_flag_table(ddpx)
+    for must in ("--steps", "--batch", "--data", "--lr", "--report", "--resume"):
+        if must not in table:
+            print(f"FAIL: `ddpx train --help` parsed to {len(table)} flags without {must}: the help's format changed")
+            return 1
+    undrawn = sorted(f for f in table if f not in CONTROLLED and f not in VALUES and table[f] != "FLAG")
+    root = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="ddpx-fuzz-")
+    os.makedirs(root, exist_ok=True)
+    runner = Runner(ddpx, root, make_standin_data(ddpx, os.path.join(root, "data")))
+    rng = random.Random(args.seed)
+    cases = [Case(*row) for row in REGRESSIONS]
+    cases += [] if args.no_pairwise else pairwise_cases()
+    cases += [draw_case(rng, i, table, choices) for i in range(args.runs)]
+    print(f"train flag fuzzer: seed {args.seed}, {len(table)} flags from `ddpx train --help` "
+          f"({len(table) - len([f for f in table if f in CONTROLLED])} drawn; by type only: {' '.join(undrawn) or 'none'}), "
+          f"{len(REGRESSIONS)} regression cases, {len(cases) - len(REGRESSIONS) - args.runs} pairwise, "
+          f"{args.runs} random")
+    failures, known, runs, exits = [], [], 0, {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for case, results in zip(cases, pool.map(runner.run, cases)):
+            if case.known and all(problem is None for _, problem in results):
+                failures.append(f"{case.name}: passes now; remove its known mark ({case.known}) in REGRESSIONS")
+            for result, problem in results:
+                runs += 1
+                exits[result.rc] = exits.get(result.rc, 0) + 1
+                if problem is None:
+                    continue
+                why = case.known or known_failure(case, result)
+                line = f"{case.name} [{case.source}, {case.ranks} rank(s), {case.length}, resume {case.resume}]: " \
+                       f"{problem}\n    {shlex.join(result.argv)}\n    stderr: {result.stderr.strip()[-600:]}"
+                (known if why else failures).append(line + (f"\n    known: {why}" if why else ""))
+    for line in known:
+        print("known " + line)
+    for line in failures:
+        print("FAIL " + line)
+    elapsed = time.monotonic() - started
+    print(f"seed {args.seed}: {len(cases)} cases, {runs} runs of ddpx train in {elapsed:.0f} s; exit statuses "
+          + ", ".join(f"{k}: {v}" for k, v in sorted(exits.items(), key=lambda kv: str(kv[0])))
+          + f"; {len(failures)} failures, {len(known)} known")
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
