@@ -21,6 +21,7 @@ Guarantees:
   command passed or was skipped or failed as known.
 """
 import argparse
+import glob
 import os
 import re
 import shlex
@@ -77,12 +78,23 @@ STANDINS = {
     "powersgd1.json": ("ddpx", TRAIN_TINY + ["--ddp", "--comm-hook", "powersgd:1", "--report", "powersgd1.json"]),
     "peak.json": ("fixture", "tests/profile/data/peak_shm_2xh200.json"),
     "ar.json": ("fixture", "tests/profile/data/nccl_tests_all_reduce_2xh200.json"),
-    "ar.log": ("fixture", "tests/profile/data/nccl_tests_all_reduce_2xh200.txt"),
+    "ar.log": ("write", lambda repo: eight_rank_log(repo)),  # the docs' `mpirun -np 8 all_reduce_perf > ar.log`
     "topo.json": ("fixture", "tests/profile/data/topo_2xh200_nv18.json"),
     "run.log": ("fixture", "tests/profile/data/nccl_info_shm.log"),  # what NCCL_DEBUG=INFO printed
     "trace_rank0.json": ("fixture", "tests/fixtures/torch_profile/trace_rank0.json"),
     "trace_rank1.json": ("fixture", "tests/fixtures/torch_profile/trace_rank1.json"),
 }
+
+def eight_rank_log(repo):
+    """The recorded 2-rank all_reduce_perf log with 8 device lines: the shape of the docs' `mpirun -np 8` log."""
+    text = open(os.path.join(repo, "tests/profile/data/nccl_tests_all_reduce_2xh200.txt"), encoding="utf-8").read()
+    lines = text.split("\n")
+    first = next(i for i, l in enumerate(lines) if re.match(r"#\s+Rank\s+0 ", l))
+    template = lines[first]
+    ranks = [re.sub(r"Rank\s+0 ", f"Rank {r:2d} ", template).replace("device  0", f"device {r:2d}") for r in range(8)]
+    rest = [l for l in lines[first:] if not re.match(r"#\s+Rank\s+\d+ ", l)]
+    return "\n".join(lines[:first] + ranks + rest)
+
 
 # Examples that fail today for a reason an open issue names: {(file, first line): "issue N row ..."}.
 KNOWN_FAILURES = {
@@ -197,6 +209,11 @@ class Standins:
             return self.data[what]
         if kind == "fixture":
             return os.path.join(self.repo, what)
+        if kind == "write":
+            written = os.path.join(self.cache, name)
+            with open(written, "w", encoding="utf-8") as f:
+                f.write(what(self.repo))
+            return written
         made = os.path.join(self.cache, name)
         if not os.path.exists(made):
             done = subprocess.run([self.ddpx] + what, cwd=self.cache, capture_output=True, text=True,
@@ -239,8 +256,11 @@ def shorten(command, words):
             extra += ["--warmup", "1"]
     elif command.sub == "bench":
         words = cap("--steps", 4, cap("--warmup", 1, words))
-    elif command.sub == "allreduce":
-        extra += ["--iters", "2", "--warmup", "1"]
+        if "--warmup" not in words:
+            extra += ["--warmup", "1"]
+    elif command.sub == "allreduce":  # allreduce refuses a flag given twice
+        extra += [w for flag, value in (("--iters", "2"), ("--warmup", "1")) if flag not in words
+                  for w in (flag, value)]
     if "--" in words:
         at = words.index("--")
         return words[:at] + extra + words[at:]
@@ -266,7 +286,10 @@ def matches_expected(expected, stderr):
 
 def run_one(command, ddpx, standins, root):
     folder = tempfile.mkdtemp(prefix="ex-", dir=root)
-    words = shorten(command, standins.place(command, folder))
+    words = []
+    for w in shorten(command, standins.place(command, folder)):  # the shell's globs, in the run's folder
+        matched = sorted(glob.glob(w, root_dir=folder)) if re.search(r"[*?]", w) else []
+        words += matched or [w]
     argv = launcher_words(command) + [ddpx] + words[1:]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", **command.env)

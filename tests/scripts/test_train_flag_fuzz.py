@@ -31,6 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -113,6 +114,7 @@ VALUES = {
 # By type, for a flag without a row above (a new flag).
 GENERIC = {
     "INT": (["1", "2"], ["0", "2147483648"], ["-1", "x", "1.5", "0x10"]),
+    "UINT": (["1", "2"], ["0", "18446744073709551615"], ["-1", "x"]),
     "FLOAT": (["0.5", "1"], ["0", "1e30"], ["-1", "nan", "x"]),
     "TEXT": (["x"], [""], ["\x01"]),
 }
@@ -172,7 +174,7 @@ def read_flag_table(ddpx):
     text = subprocess.run([ddpx, "train", "--help"], capture_output=True, text=True, timeout=60).stdout
     table, choices, current = {}, {}, None
     for line in text.split("\n"):
-        m = re.match(r"^\s{1,8}((?:-[A-Za-z0-9],\s*)?--[a-z0-9][a-z0-9_-]*(?:,\s*--?[a-z0-9_-]+)*)(?:\s+([A-Z]+))?(\s.*)?$",
+        m = re.match(r"^\s{1,8}((?:-[A-Za-z0-9],\s*)?--[a-z0-9][a-z0-9_-]*(?:,\s*--?[a-z0-9_-]+)*)(?: ([A-Z]+))?(\s{2,}.*)?$",
                      line)
         if m:
             names = [n.strip() for n in m.group(1).split(",")]
@@ -187,7 +189,7 @@ def read_flag_table(ddpx):
             continue
         found = re.match(r"^([a-z0-9][a-z0-9:_-]*(?:\s\|\s[a-z0-9][a-z0-9:_-]*)+)", desc)
         if found and current not in choices:
-            choices[current] = [c.strip() for c in found.group(1).split("|")]
+            choices[current] = [c.strip().rstrip(":") for c in found.group(1).split("|")]
     return table, choices
 
 
@@ -249,7 +251,7 @@ def pairwise_cases():
 class Runner:
     def __init__(self, ddpx, root, data):
         self.ddpx, self.root, self.data = ddpx, root, data
-        self.weights = {}
+        self.weights, self.weights_lock = {}, threading.Lock()
 
     def source_flags(self, source):
         d = self.data
@@ -264,6 +266,10 @@ class Runner:
 
     def weights_of(self, model):
         """A weights file of `model` (10 classes), made once by a short run."""
+        with self.weights_lock:
+            return self._weights_of(model)
+
+    def _weights_of(self, model):
         if model not in self.weights:
             path = os.path.join(self.root, f"w-{len(self.weights)}.safetensors")
             subprocess.run([self.ddpx, "train", "--device", "cpu", "--model", model, "--data", "learnable", "--steps",
