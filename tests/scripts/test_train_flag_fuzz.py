@@ -99,7 +99,7 @@ VALUES = {
     "--optimizer-overlap": (["auto", "on", "off"], [], ["maybe"]),
     "--cuda-graph": (["auto", "off"], ["on"], ["yes"]),
     "--weight-grads": (["auto", "fp32"], [], ["bf16"]),
-    "--profile-steps": (["1:2"], ["0:0"], ["2:1", "x"]),
+    "--profile-steps": ([], ["0:0"], ["1:2", "2:1", "x"]),  # CUDA's profiler: refused on the CPU
     "--report": (["{dir}/run.json"], ["/dev/null"], ["{dir}/no/such/dir/r.json", "{dir}"]),
     "--trace": (["{dir}/run.trace.json"], [], ["{dir}/no/such/dir/t.json"]),
     "--metrics": (["{dir}/metrics.jsonl"], [], ["{dir}/no/such/dir/m.jsonl"]),
@@ -117,6 +117,15 @@ GENERIC = {
     "UINT": (["1", "2"], ["0", "18446744073709551615"], ["-1", "x"]),
     "FLOAT": (["0.5", "1"], ["0", "1e30"], ["-1", "nan", "x"]),
     "TEXT": (["x"], [""], ["\x01"]),
+}
+
+# The flags a drawn flag needs to be used at all (added with probability 0.8, so the lone flag's refusal is drawn too).
+NEEDS = {
+    "--beta1": ["--optimizer", "adamw"], "--beta2": ["--optimizer", "adamw"], "--eps": ["--optimizer", "adamw"],
+    "--nesterov": ["--momentum", "0.9"], "--reset-head": ["--load", "{w}"], "--eval-every": ["--val", "{val}"],
+    "--min-lr": ["--lr-schedule", "cosine"], "--checkpoint-every": ["--checkpoint-dir", "{dir}/ck"],
+    "--keep-checkpoints": ["--checkpoint-dir", "{dir}/ck"], "--val": ["--eval-every", "1"],
+    "--powersgd-start": ["--comm-hook", "powersgd:1"],
 }
 
 SOURCES = ["idx", "folder", "pack", "wds", "npy", "learnable"]
@@ -138,7 +147,10 @@ RECIPES = {
 # Failures an open issue already names (matched on the case and its result): (name, issue row, predicate).
 KNOWN_FAILURES = [
     ("val_without_eval_every", "issue 47 row 1: --val without --eval-every dies of SIGFPE (step % 0)",
-     lambda case, r: "--val" in case.flags and "--eval-every" not in case.flags and r.rc == 136),
+     lambda case, r: "--val" in case.flags and "--eval-every" not in case.flags and r.rc in (136, -8)),
+    ("model_spec_refusal_names_no_flag", "found by this fuzzer: a --model spec the registry refuses is named "
+     "('model 'mlp:image=0': image must be positive') but --model is not",
+     lambda case, r: r.rc == 2 and "ddpx: error: model '" in r.stderr and not re.search(r"--[a-z]", r.stderr)),
 ]
 
 # Every failure the fuzzer found, and the issue rows it checks, as fixed cases: (name, source, ranks, length, resume,
@@ -154,14 +166,21 @@ REGRESSIONS = [
      "exit0", "issue 47 row 2: a schedule's horizon is read before --epochs sets the steps"),
     ("epochs_zero", "learnable", 1, "steps", False, ["--epochs", "0"], "exit2",
      "issue 47 row 3: --epochs 0 trains the default steps"),
+    ("resume_auto_of_finished_run", "folder", 1, "steps", True, [], "exit0",
+     "issue 47 row 7: --resume auto on a finished run exits 2 ('raise --steps')", {"resume_same_length": True}),
+    ("model_spec_refusal_names_flag", "learnable", 1, "steps", False, ["--model", "mlp:image=0"], "oracle",
+     "found by this fuzzer (seed 20261207): 'ddpx: error: model 'mlp:image=0': image must be positive, got 0' "
+     "names no flag"),
 ]
 
 
 class Case:
-    def __init__(self, name, source, ranks, length, resume, flags, expect="oracle", known=None):
+    def __init__(self, name, source, ranks, length, resume, flags, expect="oracle", known=None, options=None):
         self.name, self.source, self.ranks, self.length, self.resume, self.flags = (
             name, source, ranks, length, resume, list(flags))
         self.expect, self.known = expect, known
+        # resume_same_length: the resumed run asks for the length the first one finished (a restarted job).
+        self.resume_same_length = (options or {}).get("resume_same_length", False)
 
 
 class Result:
@@ -218,9 +237,12 @@ def draw_case(rng, index, table, choices):
             continue
         valid, boundary, wrong = values
         roll = rng.random()
-        pool = valid if roll < 0.7 or not (boundary or wrong) else boundary if (roll < 0.88 and boundary) or not wrong \
+        pool = valid if (roll < 0.75 and valid) or not (boundary or wrong) else boundary if (roll < 0.88 and boundary) or not wrong \
             else wrong
         flags += [flag, rng.choice(pool)]
+    for flag in list(flags):
+        if flag in NEEDS and NEEDS[flag][0] not in flags and rng.random() < 0.8:
+            flags += NEEDS[flag]
     return Case(f"random-{index}", source, ranks, length, resume, flags)
 
 
@@ -287,14 +309,16 @@ class Runner:
                 "--cpu-threads", "1", "--quiet"]
         argv += [f.format(**fill) for f in case.flags]
         argv += self.source_flags(case.source)
+        longer = phase == 1 and not case.resume_same_length  # a resumed run goes on past the first one's end
         if case.length == "epochs":
-            argv += ["--epochs", "1"]
+            argv += ["--epochs", "2" if longer else "1"]
         elif "--epochs" not in case.flags:
-            argv += ["--steps", "2" if case.resume and phase == 0 else "3"]
+            argv += ["--steps", "4" if longer else "2"]
         if case.resume:
             argv += ["--checkpoint-dir", os.path.join(folder, "ck"), "--checkpoint-every", "1"]
             if phase == 1:
-                argv += ["--resume", "auto" if case.length == "epochs" else os.path.join(folder, "ck")]
+                auto = case.length == "epochs" or case.resume_same_length  # both spellings, by the case
+                argv += ["--resume", "auto" if auto else os.path.join(folder, "ck")]
         if case.ranks > 1:
             argv += ["--nproc-per-node", str(case.ranks)]
             if "--backend" not in case.flags:
