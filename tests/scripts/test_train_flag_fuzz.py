@@ -149,8 +149,9 @@ KNOWN_FAILURES = [
     ("val_without_eval_every", "issue 47 row 1: --val without --eval-every dies of SIGFPE (step % 0)",
      lambda case, r: "--val" in case.flags and "--eval-every" not in case.flags and r.rc in (136, -8)),
     ("model_spec_refusal_names_no_flag", "found by this fuzzer: a --model spec the registry refuses is named "
-     "('model 'mlp:image=0': image must be positive') but --model is not",
-     lambda case, r: r.rc == 2 and "ddpx: error: model '" in r.stderr and not re.search(r"--[a-z]", r.stderr)),
+     "('model 'mlp:image=0': image must be positive', 'unknown model 'vit_nope'') but --model is not",
+     lambda case, r: r.rc == 2 and re.search(r"ddpx: error: (unknown )?model '", r.stderr) is not None
+     and not re.search(r"--[a-z]", r.stderr)),
 ]
 
 # Every failure the fuzzer found, and the issue rows it checks, as fixed cases: (name, source, ranks, length, resume,
@@ -171,6 +172,8 @@ REGRESSIONS = [
     ("model_spec_refusal_names_flag", "learnable", 1, "steps", False, ["--model", "mlp:image=0"], "oracle",
      "found by this fuzzer (seed 20261207): 'ddpx: error: model 'mlp:image=0': image must be positive, got 0' "
      "names no flag"),
+    ("unknown_model_refusal_names_flag", "npy", 1, "steps", True, ["--model", "vit_nope"], "oracle",
+     "found by this fuzzer (seed 11): 'ddpx: error: unknown model 'vit_nope'; known models: ...' names no flag"),
 ]
 
 
@@ -410,7 +413,7 @@ def problem_of(r):
         if "ddpx: error:" not in r.stderr:
             return "exit 2 without 'ddpx: error:'"
         named = re.search(r"--[a-z][a-z0-9-]+", r.stderr) or any(
-            len(w) > 3 and ("/" in w or "." in w) and w.split(":")[-1] in r.stderr for w in r.argv[2:])
+            "/" in w and w.split(":")[-1] in r.stderr for w in r.argv[2:])  # a flag, or a path given
         if not named:
             return "a refusal that names no flag and no file"
         return None
