@@ -347,6 +347,8 @@ def main():
                          command.text))
             failures.append(command)
         else:
+            if re.search(r"No such file|does not exist|cannot open", stderr):
+                why += " (a file it names has no stand-in? add a row to STANDINS or PATH_STANDINS)"
             rows.append((command.where(), "FAIL", why, command.text))
             failures.append(command)
             print(f"--- {command.where()}: {why}\n    ran: {shlex.join(argv)}\n    stderr: {stderr[-1500:]}")

@@ -37,7 +37,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from standin_data import make_standin_data  # noqa: E402
 
-CI_SEED, CI_RUNS = 20261207, 160
+CI_SEED, CI_RUNS = 20261207, 220
 RUN_TIMEOUT_S = 60
 
 # Flags the fuzzer sets itself (the case's source, ranks, length and resume), or never draws, with the reason.
@@ -243,6 +243,8 @@ def draw_case(rng, index, table, choices):
         pool = valid if (roll < 0.75 and valid) or not (boundary or wrong) else boundary if (roll < 0.88 and boundary) or not wrong \
             else wrong
         flags += [flag, rng.choice(pool)]
+    if ranks > 1 and "--backend" not in flags and rng.random() < 0.3:
+        flags += ["--backend", "mpi"]  # ranks under mpirun (else Gloo, ddpx's own workers)
     for flag in list(flags):
         if flag in NEEDS and NEEDS[flag][0] not in flags and rng.random() < 0.8:
             flags += NEEDS[flag]
@@ -269,8 +271,12 @@ def pairwise_cases():
         for p, q in itertools.combinations(sorted(row), 2):
             uncovered.discard(((p, row[p]), (q, row[q])))
         rows.append({factors[k][0]: factors[k][1][v] for k, v in row.items()})
-    return [Case(f"pairwise-{n}-{r['recipe']}", r["source"], r["ranks"], r["length"], r["resume"], RECIPES[r["recipe"]])
-            for n, r in enumerate(rows)]
+    cases = []
+    for n, r in enumerate(rows):
+        mpi = r["ranks"] > 1 and sum(1 for q in rows[:n] if q["ranks"] > 1) % 2 == 1  # every other 2-rank row
+        cases.append(Case(f"pairwise-{n}-{r['recipe']}{'-mpi' if mpi else ''}", r["source"], r["ranks"], r["length"],
+                          r["resume"], RECIPES[r["recipe"]] + (["--backend", "mpi"] if mpi else [])))
+    return cases
 
 
 class Runner:
