@@ -52,7 +52,8 @@ CONTROLLED = {
     "--cpu-threads": "kept at 1 on the shared 2-core machine",
 }
 
-# Values per flag: (valid, boundary, wrong). "{dir}" is the run's folder, "{w}" a weights file of the case's model.
+# Values per flag: (valid, boundary, wrong). "{dir}" is the run's folder, "{w}" a weights file of the case's model
+# (10 classes), "{w4}" of the same model with 4 classes, "{val}" the held-out set of the case's source.
 VALUES = {
     "--device": (["cpu"], [], ["cuda", "tpu"]),
     "--model": (["{model}"], ["mlp_tiny_test:classes=3", "vit_tiny_test"], ["vit_nope", "mlp:image=0"]),
@@ -84,7 +85,7 @@ VALUES = {
     "--mixup": (["0.2", "1"], ["0"], ["-1"]),
     "--cutmix": (["1"], ["0"], ["-1"]),
     "--randaugment": (["2,9", "1,0"], ["16,30"], ["0,5", "2,31", "x"]),
-    "--load": (["{w}"], [], ["{dir}/missing.safetensors", "{dir}"]),
+    "--load": (["{w}", "{w4}"], [], ["{dir}/missing.safetensors", "{dir}"]),
     "--save": (["{dir}/w.safetensors"], ["/dev/null"], ["{dir}/no/such/dir/w.safetensors", "{dir}"]),
     "--checkpoint-every": (["1", "2"], ["100000"], ["0", "-1"]),
     "--keep-checkpoints": (["1", "2"], ["100"], ["0", "-1"]),
@@ -169,6 +170,8 @@ REGRESSIONS = [
      "issue 47 row 3: --epochs 0 trains the default steps"),
     ("resume_auto_of_finished_run", "folder", 1, "steps", True, [], "exit0",
      "issue 47 row 7: --resume auto on a finished run exits 2 ('raise --steps')", {"resume_same_length": True}),
+    ("load_alone_takes_files_classes", "folder", 1, "steps", False, ["--load", "{w4}"], "exit0",
+     "issue 47 row 4: --load without classes= ignores the file's class count ('expects [10]')"),
     ("model_spec_refusal_names_flag", "learnable", 1, "steps", False, ["--model", "mlp:image=0"], "oracle",
      "found by this fuzzer (seed 20261207): 'ddpx: error: model 'mlp:image=0': image must be positive, got 0' "
      "names no flag"),
@@ -314,6 +317,8 @@ class Runner:
         fill = {"dir": folder, "val": self.val_of(case.source), "model": model}
         if any("{w}" in f for f in case.flags):
             fill["w"] = self.weights_of(model)
+        if any("{w4}" in f for f in case.flags):  # the same model with a head of 4 classes
+            fill["w4"] = self.weights_of(model + ("," if ":" in model else ":") + "classes=4")
         argv = [self.ddpx, "train", "--device", "cpu", "--model", model, "--batch", "2", "--warmup", "0",
                 "--cpu-threads", "1", "--quiet"]
         argv += [f.format(**fill) for f in case.flags]
