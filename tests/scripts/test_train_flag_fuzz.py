@@ -172,6 +172,9 @@ REGRESSIONS = [
      "issue 47 row 7: --resume auto on a finished run exits 2 ('raise --steps')", {"resume_same_length": True}),
     ("load_alone_takes_files_classes", "folder", 1, "steps", False, ["--load", "{w4}"], "exit0",
      "issue 47 row 4: --load without classes= ignores the file's class count ('expects [10]')"),
+    ("metrics_of_killed_and_resumed_run", "learnable", 1, "steps", True, ["--metrics", "{dir}/metrics.jsonl",
+     "--report", "{dir}/run.json"], "exit0", "issue 47 row 8: the metrics file holds the killed attempt's steps after "
+     "its last checkpoint twice", {"killed": True}),
     ("model_spec_refusal_names_flag", "learnable", 1, "steps", False, ["--model", "mlp:image=0"], "oracle",
      "found by this fuzzer (seed 20261207): 'ddpx: error: model 'mlp:image=0': image must be positive, got 0' "
      "names no flag"),
@@ -186,7 +189,10 @@ class Case:
             name, source, ranks, length, resume, list(flags))
         self.expect, self.known = expect, known
         # resume_same_length: the resumed run asks for the length the first one finished (a restarted job).
+        # killed: the first run is killed (SIGKILL) once it has written a checkpoint, as a preempted job is; the
+        # second resumes from the newest and goes 3 steps further.
         self.resume_same_length = (options or {}).get("resume_same_length", False)
+        self.killed = (options or {}).get("killed", False)
 
 
 class Result:
@@ -312,7 +318,7 @@ class Runner:
             self.weights[model] = path
         return self.weights[model]
 
-    def argv(self, case, folder, phase):
+    def argv(self, case, folder, phase, killed_at=0):
         model = SOURCE_MODEL[case.source]
         fill = {"dir": folder, "val": self.val_of(case.source), "model": model}
         if any("{w}" in f for f in case.flags):
@@ -324,12 +330,15 @@ class Runner:
         argv += [f.format(**fill) for f in case.flags]
         argv += self.source_flags(case.source)
         longer = phase == 1 and not case.resume_same_length  # a resumed run goes on past the first one's end
-        if case.length == "epochs":
+        if case.killed:  # checkpoints 20 steps apart: the kill lands between two
+            argv += ["--steps", str(killed_at + 3) if phase == 1 else "100000", "--log-every", "1"]
+        elif case.length == "epochs":
             argv += ["--epochs", "2" if longer else "1"]
         elif "--epochs" not in case.flags:
             argv += ["--steps", "4" if longer else "2"]
         if case.resume:
-            argv += ["--checkpoint-dir", os.path.join(folder, "ck"), "--checkpoint-every", "1"]
+            argv += ["--checkpoint-dir", os.path.join(folder, "ck"),
+                     "--checkpoint-every", "20" if case.killed else "1"]
             if phase == 1:
                 auto = case.length == "epochs" or case.resume_same_length  # both spellings, by the case
                 argv += ["--resume", "auto" if auto else os.path.join(folder, "ck")]
@@ -344,8 +353,12 @@ class Runner:
         [(Result, problem or None)]."""
         folder = tempfile.mkdtemp(prefix=case.name + "-", dir=self.root)
         results = []
+        killed_at = 0
         for phase in range(2 if case.resume else 1):
-            argv = self.argv(case, folder, phase)
+            if case.killed and phase == 0:
+                killed_at = self.run_until_checkpoint(self.argv(case, folder, 0), folder)
+                continue
+            argv = self.argv(case, folder, phase, killed_at)
             started = time.monotonic()
             try:
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=folder,
@@ -366,6 +379,45 @@ class Runner:
                 break
         shutil.rmtree(folder, ignore_errors=True)
         return results
+
+    def run_until_checkpoint(self, argv, folder):
+        """Starts argv (which logs every step to --metrics) and kills it (SIGKILL) once --metrics has gone 3 steps
+        past its first checkpoint; returns the newest checkpoint's step. Tried again (3 times at most) where the
+        kill came before any step past the newest checkpoint was logged, so the resumed run repeats some."""
+        ck, metrics = os.path.join(folder, "ck"), flag_value(argv, "--metrics")
+
+        def steps_in(names, pattern):
+            return [int(m.group(1)) for n in names if (m := re.fullmatch(pattern, n))]
+
+        def last_logged():
+            try:
+                lines = open(metrics, encoding="utf-8").read().split("\n")
+            except OSError:
+                return -1
+            return max((json.loads(l).get("step", -1) for l in lines if l.strip().endswith("}")), default=-1)
+
+        newest = 0
+        for _ in range(3):
+            shutil.rmtree(ck, ignore_errors=True)
+            if os.path.exists(metrics):
+                os.remove(metrics)
+            child = subprocess.Popen(argv, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+            deadline, first = time.monotonic() + RUN_TIMEOUT_S, None
+            while time.monotonic() < deadline and child.poll() is None:
+                if first is None and os.path.isdir(ck):
+                    first = max(steps_in(os.listdir(ck), r"checkpoint-(\d+)\.safetensors"), default=None)
+                if first is not None and last_logged() >= first + 3:
+                    break
+                time.sleep(0.005)
+            if child.poll() is None:
+                os.killpg(child.pid, 9)
+            child.wait()
+            newest = max(steps_in(os.listdir(ck), r"checkpoint-(\d+)\.safetensors"), default=0) \
+                if os.path.isdir(ck) else 0
+            if last_logged() > newest:
+                break
+        return newest
 
 
 def flag_value(argv, name):
@@ -390,8 +442,14 @@ def check_outputs(argv):
             checks.append((flag, path, parses_json))
     metrics = flag_value(argv, "--metrics")
     if metrics:
-        checks.append(("--metrics", metrics, lambda p: [json.loads(l) for l in open(p, encoding="utf-8")
-                                                         if l.strip()]))
+        def each_step_once(p):
+            # A step once, or once per attempt where the lines name their attempt (issue 47 allows either).
+            steps = [(r.get("attempt"), r.get("step")) for r in (json.loads(l) for l in open(p, encoding="utf-8")
+                                                                 if l.strip()) if r.get("kind") == "step"]
+            repeated = sorted({x[1] for x in steps if steps.count(x) > 1})
+            if repeated:
+                raise ValueError(f"steps {repeated} appear more than once")
+        checks.append(("--metrics", metrics, each_step_once))
     save = flag_value(argv, "--save")
     if save and save != "/dev/null":
         def header(p):
