@@ -45,6 +45,7 @@ SKIP_RULES = [
      lambda c: (c.flag("--nnodes") not in (None, "1")) or "-H" in c.launcher_args
      or c.launcher_flag("--nnodes") not in (None, "1")),
     ("needs NCCL (a GPU)", lambda c: any(k.startswith("NCCL_") for k in c.env)),
+    ("its launcher is not installed", lambda c: c.launcher is not None and shutil.which(c.launcher) is None),
     ("allreduce and bench default to NCCL on GPUs", lambda c: c.sub in ("allreduce", "bench")
      and c.flag("--device") != "cpu"),
     ("writes the GPU table NVML gives (none without a GPU)",
