@@ -11,7 +11,8 @@ Guarantees (the oracle, for every run):
 - the exit status is 0 or 2;
 - a refusal (2) says `ddpx: error:` and names a flag (`--something`) or a file the command line names;
 - a run that exits 0 wrote what it was asked to: --report and --trace parse as JSON, every --metrics line parses as
-  JSON, --save has a safetensors header that parses, --checkpoint-dir holds a checkpoint.
+  JSON and names each step once (or once per attempt), --save has a safetensors header that parses,
+  --checkpoint-dir holds a checkpoint.
 The flag table comes from `ddpx train --help` at run time, so a flag added to train is drawn the day it lands (by its
 help's type and `a | b | c` choices where VALUES has no row for it). A run whose failure matches a KNOWN_FAILURES entry
 (an open issue's row) is counted as known, not failed; the test fails when a REGRESSIONS case with a known entry
@@ -156,7 +157,7 @@ KNOWN_FAILURES = [
 ]
 
 # Every failure the fuzzer found, and the issue rows it checks, as fixed cases: (name, source, ranks, length, resume,
-# extra flags, expect, known). expect: "oracle" (the oracle above), "exit0" (the run must train), "exit2" (it must be
+# extra flags, expect, known[, options: Case's resume_same_length, killed]). expect: "oracle" (the oracle above), "exit0" (the run must train), "exit2" (it must be
 # refused by the oracle's rules). known: the open issue row it fails by today, or None; a known case that passes
 # fails the test, so that the mark is removed once the fix lands.
 REGRESSIONS = [
