@@ -180,7 +180,7 @@ def extract(repo, files):
             logical = raw
             while logical.rstrip().endswith("\\") and i + 1 < len(lines):
                 i += 1
-                logical = logical.rstrip()[:-1] + " " + lines[i].strip()
+                logical = logical.rstrip()[:-1].rstrip() + " " + lines[i].strip()
             i += 1
             prompt = logical.lstrip().startswith("$ ")
             text = logical.lstrip()[2:] if prompt else logical.strip()
@@ -313,6 +313,23 @@ def run_one(command, ddpx, standins, root):
     return ok, why, seconds, argv, stderr
 
 
+def check_extractor():
+    """The extractor on a made-up page: the problem, or None."""
+    page = "\n".join(["text `ddpx train --not-in-a-block`", "```bash", "ddpx train --device cpu \\",
+                      "    --steps 5   # a comment", "X=1 ddpx model --list && ddpx topo > t.log 2>&1", "cmake --build b",
+                      "mpirun -np 2 ddpx allreduce --device cpu", "```", "```", "$ ddpx trian", "ddpx: error: no ... 'train'",
+                      "ddpx launch: rank 3 was killed", "```"])
+    with tempfile.TemporaryDirectory() as folder:
+        with open(os.path.join(folder, "page.md"), "w", encoding="utf-8") as f:
+            f.write(page)
+        got = [(c.line, c.text, c.expected_error, c.env, c.launcher) for c in extract(folder, ["page.md"])]
+    want = [(3, "ddpx train --device cpu --steps 5", None, {}, None),
+            (5, "X=1 ddpx model --list", None, {"X": "1"}, None), (5, "ddpx topo", None, {}, None),
+            (7, "mpirun -np 2 ddpx allreduce --device cpu", None, {}, "mpirun"),
+            (10, "ddpx trian", "no ... 'train'", {}, None)]
+    return None if got == want else f"the extractor read {got}, expected {want}"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("ddpx")
@@ -322,6 +339,10 @@ def main():
     args = parser.parse_args()
     ddpx, repo = os.path.abspath(args.ddpx), os.path.abspath(args.repo)
     docs = ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(repo, "docs")) if f.endswith(".md"))
+    problem = check_extractor()
+    if problem:
+        print(f"FAIL: {problem}")
+        return 1
     commands = extract(repo, docs)
     if len(commands) < 20:
         print(f"FAIL: only {len(commands)} ddpx commands found in {', '.join(docs)}: the extractor broke")

@@ -11,7 +11,8 @@ Guarantees (the oracle, for every run):
 - the exit status is 0 or 2;
 - a refusal (2) says `ddpx: error:` and names a flag (`--something`) or a file the command line names;
 - a run that exits 0 wrote what it was asked to: --report and --trace parse as JSON, every --metrics line parses as
-  JSON and names each step once (or once per attempt), --save has a safetensors header that parses,
+  JSON and names each step once (or once per attempt), --save has a safetensors header that parses (and so has
+  its .ema.safetensors twin with --ema-decay),
   --checkpoint-dir holds a checkpoint.
 The flag table comes from `ddpx train --help` at run time, so a flag added to train is drawn the day it lands (by its
 help's type and `a | b | c` choices where VALUES has no row for it). A run whose failure matches a KNOWN_FAILURES entry
@@ -458,6 +459,9 @@ def check_outputs(argv):
                 size, = struct.unpack("<Q", f.read(8))
                 json.loads(f.read(size))
         checks.append(("--save", save, header))
+        ema = flag_value(argv, "--ema-decay")
+        if ema and re.fullmatch(r"0?\.\d*[1-9]\d*", ema):  # an average kept: saved beside the weights
+            checks.append(("--ema-decay with --save", re.sub(r"\.safetensors$", "", save) + ".ema.safetensors", header))
     ck = flag_value(argv, "--checkpoint-dir")
     if ck:
         def has_checkpoint(p):
