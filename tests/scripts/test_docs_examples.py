@@ -14,7 +14,7 @@ Guarantees:
   fixtures); absolute data paths of the docs are mapped to stand-ins (PATH_STANDINS). A file a command names that
   has no stand-in and does not exist fails the test, naming it: a new example needs a row in a table here, never
   an edit of the extractor.
-- Runs are shortened by SHORTEN (steps, warm-up, ranks, iterations); nothing else of the command changes.
+- Runs are shortened by shorten() (steps, warm-up, ranks, iterations); nothing else of the command changes.
 - KNOWN_FAILURES names the examples that fail today because of an open issue (with its row), by their text; such an
   example is still run, reported as `known`, and the test fails once it passes (or once no example matches the
   entry), so the list empties as the fixes land.
@@ -245,7 +245,7 @@ class Standins:
 
 
 def shorten(command, words):
-    """The command's words with the run made short (SHORTEN's rules); flags go before a `--` if there is one."""
+    """The command's words with the run made short; flags go before a `--` if there is one."""
     def cap(flag, most, ws):
         return [str(min(int(ws[i]), most)) if i > 0 and ws[i - 1] == flag and ws[i].isdigit() else w
                 for i, w in enumerate(ws)]
@@ -316,8 +316,9 @@ def run_one(command, ddpx, standins, root):
 def check_extractor():
     """The extractor on a made-up page: the problem, or None."""
     page = "\n".join(["text `ddpx train --not-in-a-block`", "```bash", "ddpx train --device cpu \\",
-                      "    --steps 5   # a comment", "X=1 ddpx model --list && ddpx topo > t.log 2>&1", "cmake --build b",
-                      "mpirun -np 2 ddpx allreduce --device cpu", "```", "```", "$ ddpx trian", "ddpx: error: no ... 'train'",
+                      "    --steps 5   # a comment", "X=1 ddpx model --list && ddpx topo > t.log 2>&1",
+                      "cmake --build b", "mpirun -np 2 ddpx allreduce --device cpu", "```", "```", "$ ddpx trian",
+                      "ddpx: error: no ... 'train'",
                       "ddpx launch: rank 3 was killed", "```"])
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "page.md"), "w", encoding="utf-8") as f:

@@ -60,7 +60,7 @@ VALUES = {
     "--device": (["cpu"], [], ["cuda", "tpu"]),
     "--model": (["{model}"], ["mlp_tiny_test:classes=3", "vit_tiny_test"], ["vit_nope", "mlp:image=0"]),
     "--precision": (["fp32"], [], ["bf16", "fp64"]),
-    "--batch": (["1", "2", "4"], ["0", "100000"], ["-1", "x"]),
+    "--batch": (["1", "2", "3", "4"], ["0", "100000"], ["-1", "x"]),  # 3: ranks and epochs that do not divide
     "--warmup": (["0", "1"], ["100000"], ["-1"]),
     "--calibrate-steps": (["0", "1"], ["2", "3"], ["-1"]),
     "--seed": (["0", "7", "123456789"], ["18446744073709551615"], ["-1", "1e3"]),
@@ -158,9 +158,9 @@ KNOWN_FAILURES = [
 ]
 
 # Every failure the fuzzer found, and the issue rows it checks, as fixed cases: (name, source, ranks, length, resume,
-# extra flags, expect, known[, options: Case's resume_same_length, killed]). expect: "oracle" (the oracle above), "exit0" (the run must train), "exit2" (it must be
-# refused by the oracle's rules). known: the open issue row it fails by today, or None; a known case that passes
-# fails the test, so that the mark is removed once the fix lands.
+# extra flags, expect, known[, options: Case's resume_same_length, killed]). expect: "oracle" (the oracle above),
+# "exit0" (the run must train), "exit2" (it must be refused by the oracle's rules). known: the open issue row it
+# fails by today, or None; a known case that passes fails the test, so that the mark is removed once the fix lands.
 REGRESSIONS = [
     ("val_alone_idx", "idx", 1, "steps", False, ["--val", "{val}"], "exit0",
      "issue 47 row 1: --val without --eval-every: SIGFPE"),
@@ -207,8 +207,8 @@ def read_flag_table(ddpx):
     text = subprocess.run([ddpx, "train", "--help"], capture_output=True, text=True, timeout=60).stdout
     table, choices, current = {}, {}, None
     for line in text.split("\n"):
-        m = re.match(r"^\s{1,8}((?:-[A-Za-z0-9],\s*)?--[a-z0-9][a-z0-9_-]*(?:,\s*--?[a-z0-9_-]+)*)(?: ([A-Z]+))?(\s{2,}.*)?$",
-                     line)
+        m = re.match(r"^\s{1,8}((?:-[A-Za-z0-9],\s*)?--[a-z0-9][a-z0-9_-]*(?:,\s*--?[a-z0-9_-]+)*)"
+                     r"(?: ([A-Z]+))?(\s{2,}.*)?$", line)
         if m:
             names = [n.strip() for n in m.group(1).split(",")]
             flag = next(n for n in names if n.startswith("--"))
@@ -251,8 +251,10 @@ def draw_case(rng, index, table, choices):
             continue
         valid, boundary, wrong = values
         roll = rng.random()
-        pool = valid if (roll < 0.75 and valid) or not (boundary or wrong) else boundary if (roll < 0.88 and boundary) or not wrong \
-            else wrong
+        if (roll < 0.75 and valid) or not (boundary or wrong):
+            pool = valid
+        else:
+            pool = boundary if (roll < 0.88 and boundary) or not wrong else wrong
         flags += [flag, rng.choice(pool)]
     if ranks > 1 and "--backend" not in flags and rng.random() < 0.3:
         flags += ["--backend", "mpi"]  # ranks under mpirun (else Gloo, ddpx's own workers)
@@ -523,7 +525,7 @@ def main():
     cases += [] if args.no_pairwise else pairwise_cases()
     cases += [draw_case(rng, i, table, choices) for i in range(args.runs)]
     print(f"train flag fuzzer: seed {args.seed}, {len(table)} flags from `ddpx train --help` "
-          f"({len(table) - len([f for f in table if f in CONTROLLED])} drawn; by type only: {' '.join(undrawn) or 'none'}), "
+          f"({len([f for f in table if f not in CONTROLLED])} drawn; by type only: {' '.join(undrawn) or 'none'}), "
           f"{len(REGRESSIONS)} regression cases, {len(cases) - len(REGRESSIONS) - args.runs} pairwise, "
           f"{args.runs} random")
     failures, known, runs, exits = [], [], 0, {}
