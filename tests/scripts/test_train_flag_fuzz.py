@@ -159,7 +159,8 @@ KNOWN_FAILURES = [
 
 # Every failure the fuzzer found, and the issue rows it checks, as fixed cases: (name, source, ranks, length, resume,
 # extra flags, expect, known[, options: Case's resume_same_length, killed]). expect: "oracle" (the oracle above),
-# "exit0" (the run must train), "exit2" (it must be refused by the oracle's rules). known: the open issue row it
+# "exit0" (the run must train), "exit2" (it must be refused by the oracle's rules), "names:FLAG" (refused, naming
+# FLAG). known: the open issue row it
 # fails by today, or None; a known case that passes fails the test, so that the mark is removed once the fix lands.
 REGRESSIONS = [
     ("val_alone_idx", "idx", 1, "steps", False, ["--val", "{val}"], "exit0",
@@ -183,6 +184,20 @@ REGRESSIONS = [
     ("unknown_model_refusal_names_flag", "npy", 1, "steps", True, ["--model", "vit_nope"], "oracle",
      "found by this fuzzer (seed 11): 'ddpx: error: unknown model 'vit_nope'; known models: ...' names no flag"),
 ]
+
+
+# The spellings a torchvision or timm user types, and the ddpx flag a refusal of each must name (issue 47 row 10):
+# {typed: (value or None, the ddpx flag)}; all but --lr-scheduler are known failures today.
+OTHER_SPELLINGS = {
+    "-b": ("4", "--batch"), "--batch-size": ("4", "--batch"), "--wd": ("0.1", "--weight-decay"),
+    "--sched": ("cosine", "--lr-schedule"), "--lr-scheduler": ("cosine", "--lr-schedule"),
+    "--smoothing": ("0.1", "--label-smoothing"), "--model-ema": (None, "--ema-decay"), "--weights": ("w", "--load"),
+    "--opt": ("adamw", "--optimizer"), "--data-path": ("/x", "--data"), "--amp": (None, "--precision"),
+}
+ROW_10 = "issue 47 row 10: did-you-mean does not know the torchvision/timm spelling"
+REGRESSIONS += [(f"other_spelling_{typed.strip('-')}", "learnable", 1, "steps", False,
+                 [typed] + ([value] if value else []), "names:" + flag, None if typed == "--lr-scheduler" else ROW_10)
+                for typed, (value, flag) in OTHER_SPELLINGS.items()]
 
 
 class Case:
@@ -378,6 +393,10 @@ class Runner:
                 problem = f"exit {result.rc}, where this case must train"
             if problem is None and case.expect == "exit2" and result.rc != 2:
                 problem = f"exit {result.rc}, where this case must be refused"
+            if problem is None and case.expect.startswith("names:"):
+                flag = case.expect[len("names:"):]
+                if result.rc != 2 or not re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", result.stderr):
+                    problem = f"exit {result.rc}, where this case must be refused naming {flag}"
             results.append((result, problem))
             if result.rc != 0:
                 break
