@@ -158,7 +158,7 @@ KNOWN_FAILURES = [
 ]
 
 # Every failure the fuzzer found, and the issue rows it checks, as fixed cases: (name, source, ranks, length, resume,
-# extra flags, expect, known[, options: Case's resume_same_length, killed]). expect: "oracle" (the oracle above),
+# extra flags, expect, known[, options: Case's resume_same_length, killed, interrupted]). expect: "oracle" (the oracle above),
 # "exit0" (the run must train), "exit2" (it must be refused by the oracle's rules), "names:FLAG" (refused, naming
 # FLAG). known: the open issue row it
 # fails by today, or None; a known case that passes fails the test, so that the mark is removed once the fix lands.
@@ -178,6 +178,8 @@ REGRESSIONS = [
     ("metrics_of_killed_and_resumed_run", "learnable", 1, "steps", True, ["--metrics", "{dir}/metrics.jsonl",
      "--report", "{dir}/run.json"], "exit0", "issue 47 row 8: the metrics file holds the killed attempt's steps after "
      "its last checkpoint twice", {"killed": True}),
+    ("ctrl_c_says_how_to_continue", "learnable", 1, "steps", True, [], "oracle",
+     "issue 47 row 9: Ctrl-C exits 130 with no word of where it stopped or how to continue", {"interrupted": True}),
     ("model_spec_refusal_names_flag", "learnable", 1, "steps", False, ["--model", "mlp:image=0"], "oracle",
      "found by this fuzzer (seed 20261207): 'ddpx: error: model 'mlp:image=0': image must be positive, got 0' "
      "names no flag"),
@@ -210,6 +212,9 @@ class Case:
         # second resumes from the newest and goes 3 steps further.
         self.resume_same_length = (options or {}).get("resume_same_length", False)
         self.killed = (options or {}).get("killed", False)
+        # interrupted: one run, sent SIGINT (Ctrl-C) once it has written a checkpoint; it must say the step it
+        # reached and how to continue (--resume), whatever its exit status.
+        self.interrupted = (options or {}).get("interrupted", False)
 
 
 class Result:
@@ -349,7 +354,7 @@ class Runner:
         argv += [f.format(**fill) for f in case.flags]
         argv += self.source_flags(case.source)
         longer = phase == 1 and not case.resume_same_length  # a resumed run goes on past the first one's end
-        if case.killed:  # checkpoints 20 steps apart: the kill lands between two
+        if case.killed or case.interrupted:  # a long run, checkpoints 20 steps apart: the signal lands between two
             argv += ["--steps", str(killed_at + 3) if phase == 1 else "100000", "--log-every", "1"]
         elif case.length == "epochs":
             argv += ["--epochs", "2" if longer else "1"]
@@ -357,7 +362,7 @@ class Runner:
             argv += ["--steps", "4" if longer else "2"]
         if case.resume:
             argv += ["--checkpoint-dir", os.path.join(folder, "ck"),
-                     "--checkpoint-every", "20" if case.killed else "1"]
+                     "--checkpoint-every", "20" if case.killed or case.interrupted else "1"]
             if phase == 1:
                 auto = case.length == "epochs" or case.resume_same_length  # both spellings, by the case
                 argv += ["--resume", "auto" if auto else os.path.join(folder, "ck")]
@@ -373,6 +378,12 @@ class Runner:
         folder = tempfile.mkdtemp(prefix=case.name + "-", dir=self.root)
         results = []
         killed_at = 0
+        if case.interrupted:
+            result = self.interrupt_after_checkpoint(self.argv(case, folder, 0), folder)
+            problem = None if re.search(r"step \d+", result.stderr) and "--resume" in result.stderr else \
+                f"exit {result.rc} after SIGINT with no word of the step reached and how to continue (--resume)"
+            shutil.rmtree(folder, ignore_errors=True)
+            return [(result, problem)]
         for phase in range(2 if case.resume else 1):
             if case.killed and phase == 0:
                 killed_at = self.run_until_checkpoint(self.argv(case, folder, 0), folder)
@@ -402,6 +413,25 @@ class Runner:
                 break
         shutil.rmtree(folder, ignore_errors=True)
         return results
+
+    def interrupt_after_checkpoint(self, argv, folder):
+        """Starts argv and sends its process group SIGINT, as Ctrl-C does, once it has written a checkpoint."""
+        ck, started = os.path.join(folder, "ck"), time.monotonic()
+        child = subprocess.Popen(argv, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        while time.monotonic() < started + RUN_TIMEOUT_S and child.poll() is None:
+            if os.path.isdir(ck) and any(n.startswith("checkpoint-") for n in os.listdir(ck)):
+                break
+            time.sleep(0.01)
+        if child.poll() is None:
+            os.killpg(child.pid, 2)
+        try:
+            _, stderr = child.communicate(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, 9)
+            _, stderr = child.communicate()
+            return Result("timeout", stderr, time.monotonic() - started, argv)
+        return Result(child.returncode, stderr, time.monotonic() - started, argv)
 
     def run_until_checkpoint(self, argv, folder):
         """Starts argv (which logs every step to --metrics) and kills it (SIGKILL) once --metrics has gone 3 steps
