@@ -380,7 +380,7 @@ class Runner:
         killed_at = 0
         if case.interrupted:
             result = self.interrupt_after_checkpoint(self.argv(case, folder, 0), folder)
-            problem = None if re.search(r"step \d+", result.stderr) and "--resume" in result.stderr else \
+            problem = None if re.search(r"step\D{0,3}\d+", result.stderr) and "--resume" in result.stderr else \
                 f"exit {result.rc} after SIGINT with no word of the step reached and how to continue (--resume)"
             shutil.rmtree(folder, ignore_errors=True)
             return [(result, problem)]
@@ -417,7 +417,8 @@ class Runner:
     def interrupt_after_checkpoint(self, argv, folder):
         """Starts argv and sends its process group SIGINT, as Ctrl-C does, once it has written a checkpoint."""
         ck, started = os.path.join(folder, "ck"), time.monotonic()
-        child = subprocess.Popen(argv, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        argv = [a for a in argv if a != "--quiet"]  # the line may be on either stream, and not held back by --quiet
+        child = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  start_new_session=True)
         while time.monotonic() < started + RUN_TIMEOUT_S and child.poll() is None:
             if os.path.isdir(ck) and any(n.startswith("checkpoint-") for n in os.listdir(ck)):
@@ -426,12 +427,12 @@ class Runner:
         if child.poll() is None:
             os.killpg(child.pid, 2)
         try:
-            _, stderr = child.communicate(timeout=RUN_TIMEOUT_S)
+            output, _ = child.communicate(timeout=RUN_TIMEOUT_S)  # both streams, as a terminal shows them
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, 9)
-            _, stderr = child.communicate()
-            return Result("timeout", stderr, time.monotonic() - started, argv)
-        return Result(child.returncode, stderr, time.monotonic() - started, argv)
+            output, _ = child.communicate()
+            return Result("timeout", output[-4000:], time.monotonic() - started, argv)
+        return Result(child.returncode, output[-4000:], time.monotonic() - started, argv)
 
     def run_until_checkpoint(self, argv, folder):
         """Starts argv (which logs every step to --metrics) and kills it (SIGKILL) once --metrics has gone 3 steps
