@@ -39,7 +39,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from standin_data import make_standin_data  # noqa: E402
 
-CI_SEED, CI_RUNS = 20261207, 220
+CI_SEED, CI_RUNS = 20261207, 300
 RUN_TIMEOUT_S = 60
 
 # Flags the fuzzer sets itself (the case's source, ranks, length and resume), or never draws, with the reason.
