@@ -29,6 +29,14 @@ std::string model_spec_with_classes(const std::string& spec, int64_t classes) {
   return fmt::format("{}:{}{}classes={}", split.base, split.overrides, split.overrides.empty() ? "" : ",", classes);
 }
 
+DatasetContext training_data_context(const TrainOptions& options, const Model& model) {
+  DatasetContext context;
+  context.shape = DataShape{model.input_shape().channels, model.input_shape().image_size, model.num_classes()};
+  context.seed = options.seed;
+  context.images = options.image_pipeline;
+  return context;
+}
+
 TrainOptions with_data_classes(const TrainOptions& requested) {
   TrainOptions options = requested;
   if (!requested.data.is_image_source()) return options;

@@ -13,11 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset.hpp"
+#include "model/model.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {
 
 TrainOptions with_data_classes(const TrainOptions& requested);
+// What the training data is opened with: the model's input shape and class count, --seed, the image pipeline.
+DatasetContext training_data_context(const TrainOptions& options, const Model& model);
 // The spec with classes=K added, or unchanged when it names classes= already ("vit_b_32" -> "vit_b_32:classes=10",
 // "mlp:width=64" -> "mlp:width=64,classes=10").
 std::string model_spec_with_classes(const std::string& spec, int64_t classes);

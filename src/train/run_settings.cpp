@@ -135,7 +135,8 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
       {"--calibrate-steps", std::to_string(options.calibrate_steps), true, {}, {}},
       {"--val/--eval-every",
        options.val ? fmt::format("{} at {}", options.val->text(),
-                                 options.eval_every.empty() ? "the end" : "every " + options.eval_every)
+                                 options.eval_every.empty() ? (options.epochs > 0 ? "each epoch's end" : "the end")
+                                                            : "every " + options.eval_every)
                    : "none",
        true, {}, {}},
       {"the number of ranks", std::to_string(facts.world), false, report("world", facts.world), {}},
