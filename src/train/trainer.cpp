@@ -461,6 +461,9 @@ TrainSummary run_training(const TrainOptions& requested) {
   DistContext dist = setup_distributed(dist_settings);
   const RunLog log{.lead = dist.rank == 0, .quiet = options.quiet};
   const std::unique_ptr<DirectoryLock> checkpoint_lock = lock_checkpoint_dir(options, dist.rank);
+  if (options.model != requested.model && !options.load.empty() && !options.reset_head)
+    log(fmt::format("--load {}: the file's classifier head has {} classes, so --model {} trains as {}", options.load,
+                    model->num_classes(), requested.model, options.model));
   // A communicator means a reducer (attach_reducer below), which reads fp32 gradients unless its hook reads nothing
   // at this world size (the allreduce hook at one rank). The engine's options say once whether its weight
   // gradients are bf16; the start-up line and the run report repeat what they say.
