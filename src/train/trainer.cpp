@@ -470,6 +470,16 @@ TrainSummary run_training(const TrainOptions& requested) {
   const EngineOptions engine_settings =
       engine_options(options, reducer_reads_gradients(options, dist.communicator != nullptr, dist.world));
   const std::string resume_from = resume_checkpoint(options);  // --resume auto: the newest checkpoint, if any
+  // A requeued or restarted job whose run had already finished: nothing to do, and that is success.
+  if (options.resume == "auto" && !resume_from.empty()) {
+    const int64_t done = read_checkpoint_info(resume_from).state.step;
+    if (done >= plan.steps) {
+      log.result(fmt::format("--resume auto: the run is complete: {} holds step {}, the end of the run ({}); nothing "
+                             "to train (raise --steps to train further)", options.checkpoint_dir, done,
+                             plan.length_text));
+      return TrainSummary{.world_size = dist.world};
+    }
+  }
   // A large model takes seconds to place and initialize (vit_h_14: 632 M parameters): say so before, not after.
   log(fmt::format("ddpx train: preparing {} ({} parameters, {:.1f} GB of fp32 weights){}", layout.spec(),
                   layout.num_params(), static_cast<double>(layout.num_params()) * 4 / 1e9,
