@@ -30,6 +30,7 @@
 #include "train/checkpointing.hpp"
 #include "train/data_classes.hpp"
 #include "train/dist_setup.hpp"
+#include "train/interrupt_notice.hpp"
 #include "train/metrics_log.hpp"
 #include "train/progress_line.hpp"
 #include "train/reducer_port.hpp"
@@ -280,6 +281,24 @@ class Progress {
   bool all_warmup_ = false;
 };
 
+// Rank 0 says, if SIGINT or SIGTERM ends the run, where it stopped and how to continue (train/interrupt_notice.hpp).
+// A worker of a multi-rank job knows only its own argv (not the launcher's), so it names no exact command.
+std::unique_ptr<InterruptNotice> make_interrupt_notice(const TrainOptions& options, const RunPlan& plan,
+                                                       const DistContext& dist, int64_t start_step) {
+  if (dist.rank != 0) return nullptr;
+  const bool has_checkpoint_dir = !options.checkpoint_dir.empty();
+  InterruptContext context{
+      .total_steps = plan.steps,
+      .checkpoint_dir = options.checkpoint_dir,
+      .continue_command = dist.world > 1 ? "" : continue_command(options.command_line, !options.resume.empty(),
+                                                                 has_checkpoint_dir),
+      .has_resume = !options.resume.empty()};
+  auto notice = std::make_unique<InterruptNotice>(std::move(context), start_step);
+  if (has_checkpoint_dir && checkpoint_exists(options.checkpoint_dir))
+    notice->checkpoint(read_checkpoint_info(options.checkpoint_dir).state.step);
+  return notice;
+}
+
 // The parts of a run the loop's outputs read (set up by run_training).
 struct RunParts {
   const TrainOptions& options;
@@ -290,6 +309,7 @@ struct RunParts {
   StepEngine& engine;
   const RunLog& log;
   MetricsLog* metrics;             // --metrics (rank 0), else null
+  InterruptNotice* interrupt_notice;  // rank 0: what SIGINT/SIGTERM print, else null
   int64_t batches_per_epoch = 0;   // of one rank at this world size; 0: the source has no epochs
   // The fraction of the training set seen after `step` steps, for --metrics; nullopt without epochs.
   std::optional<double> epoch_at(int64_t step) const {
@@ -387,6 +407,7 @@ class Checkpoints {
     const int64_t step = pending_->step();
     pending_->commit();
     pending_.reset();
+    if (run_.interrupt_notice) run_.interrupt_notice->checkpoint(step);
     if (step % (run_.options.log_every * 10) == 0 || step == run_.plan.steps)
       run_.log(fmt::format("checkpoint: {} (step {})", run_.options.checkpoint_dir, step));
   }
@@ -518,7 +539,9 @@ TrainSummary run_training(const TrainOptions& requested) {
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   StepRunner runner(*engine, loader, *reducer, schedule.graphs, schedule.calibration, options.grad_accum,
                     overlap_updates);
-  const RunParts run{options, plan, start.settings, layout, dist, *engine, log, metrics.get(), batches_per_epoch};
+  const std::unique_ptr<InterruptNotice> interrupt_notice = make_interrupt_notice(options, plan, dist, start.step);
+  const RunParts run{options, plan,          start.settings, layout, dist, *engine, log, metrics.get(),
+                     interrupt_notice.get(), batches_per_epoch};
   Progress progress(options, plan, start.step, dist.world);
   Checkpoints checkpoints(run);
   LastEvaluation last_eval;
@@ -542,6 +565,7 @@ TrainSummary run_training(const TrainOptions& requested) {
     progress.end_step(step, outcome.data_wait_ms);
     if (progress.logs(step)) log_progress(run, progress, recorder, step);
     checkpoints.after_step(step);  // Note [Deferred checkpoint commit]
+    if (interrupt_notice) interrupt_notice->reached(step);
     if (evaluator && evaluator->due(step)) evaluate(run, *evaluator, recorder, step, last_eval);
   }
   return finish_run(run, progress, profile_window, recorder, last_eval);
