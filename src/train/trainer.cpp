@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "data/batch_loader.hpp"
 #include "data/data_sources.hpp"
@@ -445,12 +446,14 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
   profile_window.finish();
   const TrainSummary summary = progress.summary();
   if (!options.save.empty() && run.dist.rank == 0) {
-    run.log(fmt::format("saving weights to {} ({:.1f} GB)", options.save,
-                        static_cast<double>(run.layout.num_params()) * 4 / 1e9));
+    run.log(fmt::format("saving weights to {} ({})", options.save,
+                        byte_size(static_cast<double>(run.layout.num_params()) * 4)));
     save_weights(run, run.plan.steps);
     run.log(fmt::format("saved weights: {}", options.save));
   }
-  run.log.result(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s ({}) | "
+  // Two throughputs are printed: this one by the wall clock (progress lines, evaluations and checkpoints included),
+  // the breakdown's from the median step; each says which it is.
+  run.log.result(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s by the wall clock ({}) | "
                              "loss {:.4f} -> {:.4f} | data wait {:.1f}% of the step",
                              summary.steps_run, summary.seconds, summary.steps_per_s, summary.images_per_s,
                              progress.all_warmup()
@@ -502,8 +505,8 @@ TrainSummary run_training(const TrainOptions& requested) {
     }
   }
   // A large model takes seconds to place and initialize (vit_h_14: 632 M parameters): say so before, not after.
-  log(fmt::format("ddpx train: preparing {} ({} parameters, {:.1f} GB of fp32 weights){}", layout.spec(),
-                  layout.num_params(), static_cast<double>(layout.num_params()) * 4 / 1e9,
+  log(fmt::format("ddpx train: preparing {} ({} parameters, {} of fp32 weights){}", layout.spec(),
+                  layout.num_params(), byte_size(static_cast<double>(layout.num_params()) * 4),
                   resume_from.empty() ? "" : "; reading the checkpoint"));
   const std::unique_ptr<StepEngine> engine = make_engine(*model, engine_settings, dist);
   const Start start = start_engine(*model, options, plan, resume_from, dist, *engine);
