@@ -464,6 +464,7 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
     run.log.result(fmt::format("peak device memory {:.2f} GiB (allocations after context creation, cudaMemGetInfo)",
                                run.engine.device_memory_gib()));
   recorder.finish(summary, run.log.lead);
+  if (run.metrics) run.metrics->end(run.plan.steps, "finished");
   if (last_eval.result)
     run.log(fmt::format("accuracy: {} at step {} on --val {}", last_eval.result->describe(), last_eval.step,
                         options.val->text()));
@@ -530,7 +531,7 @@ TrainSummary run_training(const TrainOptions& requested) {
   // --metrics: rank 0 writes it; a resumed run appends to it.
   const std::unique_ptr<MetricsLog> metrics = options.metrics.empty() || dist.rank != 0
                                                   ? nullptr
-                                                  : std::make_unique<MetricsLog>(options.metrics, start.step > 0);
+                                                  : std::make_unique<MetricsLog>(options.metrics, start.step);
   if (metrics) metrics->run(start.step, layout.spec(), options.data.text(), options.class_names);
   RunRecorder recorder(options, dist, layout, start.settings);
   recorder.set_device_name(engine->device_name());
