@@ -23,17 +23,18 @@ void require_epochs(const TrainOptions& options, int64_t batches_per_epoch, cons
                "give steps instead", flag, options.data.text());
 }
 
-int64_t run_steps(const TrainOptions& options, int64_t steps_per_epoch, int64_t batches_per_epoch) {
+int64_t run_steps(const TrainOptions& options, int64_t batches_per_epoch) {
   if (options.epochs == 0) {
     DDPX_REQUIRE(options.steps > 0, "--steps must be positive, got {}", options.steps);
     return options.steps;
   }
   DDPX_REQUIRE(options.epochs > 0, "--epochs {}: give a positive number of epochs (or --steps N)", options.epochs);
   require_epochs(options, batches_per_epoch, fmt::format("--epochs {}", options.epochs));
-  DDPX_REQUIRE(steps_per_epoch >= 1,
-               "--epochs {}: one epoch is {} micro-batch(es) per rank, which do not make one step of --grad-accum {}",
-               options.epochs, batches_per_epoch, options.grad_accum);
-  return options.epochs * steps_per_epoch;
+  // The micro-batches of all epochs, then the steps they make (an epoch need not be a whole number of steps).
+  const int64_t steps = options.epochs * batches_per_epoch / options.grad_accum;
+  DDPX_REQUIRE(steps >= 1, "--epochs {}: {} micro-batch(es) per rank do not make one step of --grad-accum {}",
+               options.epochs, options.epochs * batches_per_epoch, options.grad_accum);
+  return steps;
 }
 
 LrSchedule planned_schedule(const TrainOptions& options, const RunPlan& plan) {
@@ -60,12 +61,17 @@ LrSchedule planned_schedule(const TrainOptions& options, const RunPlan& plan) {
 
 EvalEvery planned_evaluation(const TrainOptions& options, const RunPlan& plan) {
   if (!options.val) return {};
-  if (options.eval_every.empty()) return {.epoch = options.epochs > 0};  // --val alone: each epoch's end in epochs
+  // --val alone: each epoch's end in a run given in epochs (where an epoch is at least one step), and the last step.
+  if (options.eval_every.empty()) return {.epoch = options.epochs > 0 && plan.steps_per_epoch > 0};
   const EvalEvery every = parse_eval_every(options.eval_every);
-  if (every.epoch)
-    DDPX_REQUIRE(plan.steps_per_epoch > 0,
+  if (every.epoch) {
+    DDPX_REQUIRE(options.data.has_epochs(),
                  "--eval-every epoch: the training data (--data {}) has no epochs; give a number of steps instead",
                  options.data.text());
+    DDPX_REQUIRE(plan.steps_per_epoch > 0,
+                 "--eval-every epoch: an epoch is less than one step of --grad-accum {}; give a number of steps",
+                 options.grad_accum);
+  }
   return every;
 }
 
@@ -83,7 +89,7 @@ RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch) {
       require_epochs(options, batches_per_epoch, fmt::format("--lr-warmup-epochs {}", options.lr_warmup_epochs));
     plan.steps_per_epoch = batches_per_epoch / options.grad_accum;
   }
-  plan.steps = run_steps(options, plan.steps_per_epoch, batches_per_epoch);
+  plan.steps = run_steps(options, batches_per_epoch);
   plan.length_text = options.epochs > 0 ? fmt::format("--epochs {} = {} steps", options.epochs, plan.steps)
                                         : fmt::format("--steps {}", plan.steps);
   plan.schedule = planned_schedule(options, plan);

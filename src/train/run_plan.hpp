@@ -5,8 +5,10 @@
 //
 // The rules (docs/cli.md, "How long a run is"):
 //  - --steps N (default 100): N optimizer steps. --epochs E instead: E x the batches each rank runs per epoch at
-//    this world size (Note [Epochs and the sampler], data/epoch_sampler.hpp) / --grad-accum, for sources with
-//    epochs (idx, folder, pack, wds, --images); refused on endless ones.
+//    this world size (Note [Epochs and the sampler], data/epoch_sampler.hpp), then / --grad-accum (rounded down: an
+//    epoch need not be a whole number of steps), for sources with epochs (idx, folder, pack, wds, --images); refused
+//    on endless ones. "The steps of one epoch" (--lr-warmup-epochs, --eval-every epoch) are its micro-batches /
+//    --grad-accum, rounded down.
 //  - the schedule's horizon is that length; its warm-up is --lr-warmup-steps W, or --lr-warmup-epochs E' (E' x the
 //    steps of one epoch; any run on a source with epochs), and must be shorter than the run.
 //  - --val: --eval-every N (steps) or epoch (each epoch's last step); without --eval-every, at the end of the run,

@@ -98,6 +98,10 @@ TEST(RunPlan, NoLengthOfZero) {
   o.epochs = 1;
   o.grad_accum = 20;
   expect_error([&] { (void)plan_run(o, 10); }, {"--epochs 1", "one step of --grad-accum 20"});
+  // An epoch need not be a whole number of steps: 2 epochs of 3 micro-batches with --grad-accum 2 are 3 steps.
+  o.epochs = 2;
+  o.grad_accum = 2;
+  EXPECT_EQ(plan_run(o, 3).steps, 3);
 }
 
 // Through the CLI, on Fashion-MNIST's test split (10,000 images; batch 2500: 4 batches per epoch): each schedule with
