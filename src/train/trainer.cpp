@@ -86,6 +86,7 @@ struct StartState {
   int64_t step = 0;  // optimizer steps already done
   std::optional<HostOptimizerState> optimizer;
   std::vector<std::string> head_reset;  // --reset-head: the head tensors left at their initialization, and why
+  std::vector<int64_t> attempt_starts = {0};  // the run's attempts, this one last (RunFacts::attempt_starts)
 };
 
 StartState initial_state(const Model& model, const TrainOptions& options, const std::string& resume_from) {
@@ -96,6 +97,7 @@ StartState initial_state(const Model& model, const TrainOptions& options, const 
     LoadedCheckpoint ckpt = load_training_checkpoint(resume_from, layout, options, start.params.data());
     start.step = ckpt.step;
     start.optimizer = std::move(ckpt.optimizer);
+    start.attempt_starts = attempt_starts_after(std::move(ckpt.attempt_starts), ckpt.step);
     return start;
   }
   if (!options.load.empty() && options.reset_head) {
@@ -115,19 +117,20 @@ struct Start {
   int64_t step = 0;
   std::vector<std::string> head_reset;
   RunSettings settings;  // the run's settings, agreed here and recorded in the report and checkpoints
+  std::vector<int64_t> attempt_starts;
 };
 
 Start start_engine(const Model& model, const TrainOptions& options, const RunPlan& plan,
                    const std::string& resume_from, DistContext& dist, StepEngine& engine) {
   StartState start = initial_state(model, options, resume_from);
-  RunSettings settings = describe_run(options, model.layout(), start.step, dist);
+  RunSettings settings = describe_run(options, model.layout(), start.step, dist, start.attempt_starts);
   if (dist.communicator) broadcast_initial_parameters(dist, settings, model.layout(), start.params.data());
   engine.upload_params(start.params.data());
   if (start.optimizer) engine.upload_optimizer_state(*start.optimizer);
   DDPX_REQUIRE(start.step < plan.steps,
                "--resume {}: the checkpoint is at step {}, which is not below the run's length ({}); raise --steps",
                resume_from, start.step, plan.length_text);
-  return {start.step, std::move(start.head_reset), std::move(settings)};
+  return {start.step, std::move(start.head_reset), std::move(settings), std::move(start.attempt_starts)};
 }
 
 BatchLoader::Options loader_options(const TrainOptions& options, const LoaderWorkerChoice& workers,
@@ -537,6 +540,7 @@ TrainSummary run_training(const TrainOptions& requested) {
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
   recorder.set_bf16_weight_grads(engine_settings.bf16_weight_grads);
+  recorder.set_attempts(run_attempts(start.attempt_starts, plan.steps));
   StepSchedule schedule = plan_step_schedule(options, *engine, *reducer, with_reducer, start.step, log);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()

@@ -1,13 +1,19 @@
 // How a run ends when it is restarted or stopped: --resume auto on a finished run exits 0 saying it is complete
 // (a requeued job succeeds), a raised --steps continues from the checkpoint; SIGINT and SIGTERM print one line with
-// the step reached, the newest checkpoint and the command that continues, and keep their exit status (130, 143).
+// the step reached, the newest checkpoint and the command that continues, and keep their exit status (130, 143); a
+// killed and resumed run's report names both attempts and its --metrics file holds every step once.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
 #include "cli_runner.hpp"
 #include "train/interrupt_notice.hpp"
+#include "train/run_settings.hpp"
 
 namespace ddpx {
 namespace {
@@ -60,6 +66,47 @@ TEST(RunEndings, SigintAndSigtermSayWhereTheRunStoppedAndHowToContinue) {
   EXPECT_EQ(none.status, 130) << none.output;
   EXPECT_NE(none.output.find("step 2 of 20 done; no checkpoint (no --checkpoint-dir)"), std::string::npos)
       << none.output;
+}
+
+TEST(RunEndings, AttemptsFromTheirStartSteps) {
+  EXPECT_EQ(attempt_starts_after({}, 0), (std::vector<int64_t>{0}));
+  EXPECT_EQ(attempt_starts_after({}, 4), (std::vector<int64_t>{0, 4}));  // a checkpoint that recorded none
+  EXPECT_EQ(attempt_starts_after({0, 4}, 8), (std::vector<int64_t>{0, 4, 8}));
+  const std::vector<RunAttempt> attempts = run_attempts({0, 4}, 10);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0], (RunAttempt{0, 4, "stopped; the next attempt resumed from its checkpoint at step 4"}));
+  EXPECT_EQ(attempts[1], (RunAttempt{4, 10, "finished"}));
+}
+
+// Killed (SIGKILL) as step 7 begins, with step 4's checkpoint the newest committed, then resumed: the report names
+// both attempts (it used to cover only the resumed part), `ddpx report` prints them, and --metrics has each step once
+// (the killed attempt's step 6 was written twice).
+TEST(RunEndings, AKilledAndResumedRunsReportNamesBothAttemptsAndItsMetricsEachStepOnce) {
+  const fs::path dir = testing::fresh_dir("train", "attempts");
+  const std::string run = kRun + " --ddp --steps 10 --log-every 2 --checkpoint-every 2 --resume auto --checkpoint-dir " +
+                          (dir / "ck").string() + " --metrics " + (dir / "m.jsonl").string() + " --report " +
+                          (dir / "r.json").string();
+  const testing::CliResult killed = run_ddpx(run, "DDPX_TEST_FAULT=step-7:0:kill");
+  ASSERT_EQ(killed.status, 128 + 9) << killed.output;
+  const testing::CliResult resumed = run_ddpx(run);
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  const nlohmann::json report = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  ASSERT_EQ(report["attempts"].size(), 2u) << report.dump();
+  EXPECT_EQ(report["attempts"][0]["start_step"], 0);
+  EXPECT_EQ(report["attempts"][0]["end_step"], 4);
+  EXPECT_EQ(report["attempts"][1]["start_step"], 4);
+  EXPECT_EQ(report["attempts"][1]["end_step"], 10);
+  EXPECT_EQ(report["attempts"][1]["reason"], "finished");
+  const testing::CliResult shown = run_ddpx("report " + (dir / "r.json").string());
+  EXPECT_NE(shown.output.find("attempts: 2 (steps 1-4: stopped; the next attempt resumed from its checkpoint at step "
+                              "4; steps 5-10: finished)"), std::string::npos) << shown.output;
+  std::vector<int64_t> steps;
+  std::ifstream metrics(dir / "m.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const nlohmann::json object = nlohmann::json::parse(line);
+    if (object["kind"] == "step") steps.push_back(object["step"]);
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 4, 5, 6, 8, 10}));
 }
 
 }  // namespace
