@@ -5,8 +5,9 @@
 //  - DDPX_TEST_FAULT="PHASE[@N]:RANK:KIND[:SECONDS]" makes the process whose rank is RANK (read from RANK,
 //    OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, in bootstrap's order; 0 without any) misbehave the N-th time
 //    (default 1) it reaches test_fault_point(PHASE): KIND kill raises SIGKILL, stop raises SIGSTOP, sigint and
-//    sigterm raise those (Ctrl-C, a scheduler's stop), slow sleeps SECONDS (default 60), throw throws ddpx::Error("injected fault ..."), internal fails a DDPX_INTERNAL_ASSERT
-//    (ddpx::InternalError: the CLI's exit status 4). Other processes and phases are untouched.
+//    sigterm raise those (Ctrl-C, a scheduler's stop), slow sleeps SECONDS (default 60), throw throws
+//    ddpx::Error("injected fault ..."), internal fails a DDPX_INTERNAL_ASSERT (ddpx::InternalError: the CLI's exit
+//    status 4). Other processes and phases are untouched.
 //  - The variable is parsed once; a malformed value is a ddpx::Error naming it at the first fault point.
 //  - Cost when unset: one load of a parsed flag per call. Fault points sit at phase boundaries and in file writes,
 //    never inside a step's kernels; per-step points compare an integer (test_fault_step).
