@@ -46,6 +46,9 @@ LrSchedule planned_schedule(const TrainOptions& options, const RunPlan& plan) {
     DDPX_REQUIRE(schedule.warmup_steps == 0,
                  "--lr-warmup-epochs {} and --lr-warmup-steps {}: give one (both set the warm-up's length)",
                  options.lr_warmup_epochs, schedule.warmup_steps);
+    DDPX_REQUIRE(plan.steps_per_epoch > 0,
+                 "--lr-warmup-epochs {}: an epoch is less than one step of --grad-accum {}; give --lr-warmup-steps",
+                 options.lr_warmup_epochs, options.grad_accum);
     schedule.warmup_steps = options.lr_warmup_epochs * plan.steps_per_epoch;
     DDPX_REQUIRE(schedule.warmup_steps < plan.steps,
                  "--lr-warmup-epochs {} ({} steps) is not shorter than the run ({}): the schedule would never reach "

@@ -64,6 +64,11 @@ TEST(RunPlan, WarmUpInEpochsIsEpochsTimesTheStepsOfOne) {
   o.epochs = 1;
   expect_error([&] { (void)plan_run(o, 8); },
                {"--lr-warmup-steps 15 is not shorter than the run (--epochs 1 = 8 steps)"});
+  o.epochs = 0;
+  o.optimizer.schedule.warmup_steps = 0;
+  o.lr_warmup_epochs = 1;
+  o.grad_accum = 20;  // an epoch of 8 micro-batches is no whole step: the warm-up would silently be none
+  expect_error([&] { (void)plan_run(o, 8); }, {"--lr-warmup-epochs 1: an epoch is less than one step"});
   TrainOptions endless;
   endless.data = DataSource::learnable;
   endless.lr_warmup_epochs = 1;
