@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/byte_size.hpp"
 #include "io/param_safetensors.hpp"
 #include "model/model_registry.hpp"
 
@@ -51,9 +52,10 @@ Command add_model_command(CLI::App& app) {
                 fmt::print("{:<58} {:>18} {:>12} {:>12}\n", t.name, fmt::format("[{}]", fmt::join(t.shape, ", ")),
                            t.offset, t.numel);
             }
-            fmt::print("{}: {}\nparameters: {} ({:.1f} M); flat buffer {} elements ({:.1f} MB in fp32), {} tensors\n",
-                       layout.spec(), model->summary(), layout.num_params(), layout.num_params() / 1e6,
-                       layout.buffer_size(), layout.buffer_size() * 4 / 1e6, layout.tensors().size());
+            fmt::print("{}: {}\nparameters: {} ({}); flat buffer {} elements ({} in fp32), {} tensors\n",
+                       layout.spec(), model->summary(), layout.num_params(),
+                       si_prefixed(static_cast<double>(layout.num_params()), ""), layout.buffer_size(),
+                       byte_size(static_cast<double>(layout.buffer_size()) * 4), layout.tensors().size());
             const double flops = model->forward_flops_per_image();
             fmt::print("FLOPs per image: forward {:.4g} G (matrix products, 2 per multiply-add), training step about "
                        "{:.4g} G (MFU = images/s x that / the GPU's peak)\n",

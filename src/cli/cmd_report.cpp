@@ -69,6 +69,16 @@ std::string classes_line(const std::vector<std::string>& classes) {
   return fmt::format("classes: {} ({})\n", classes.size(), names);
 }
 
+// A resumed run's attempts: "attempts: 2 (steps 1-20: stopped; ..., steps 21-40: finished)"; nothing for a run of one.
+std::string attempts_line(const std::vector<RunAttempt>& attempts) {
+  if (attempts.size() < 2) return "";
+  std::string text = fmt::format("attempts: {}", attempts.size());
+  for (size_t k = 0; k < attempts.size(); ++k)
+    text += fmt::format("{}steps {}-{}: {}", k == 0 ? " (" : "; ", attempts[k].start_step + 1, attempts[k].end_step,
+                        attempts[k].reason);
+  return text + ")\n";
+}
+
 // Every --val evaluation, one row each (nccl-tests' shape: a header, then the rows).
 std::string evaluation_table(const std::vector<EvalPoint>& evaluations) {
   if (evaluations.empty()) return "";
@@ -104,6 +114,7 @@ std::string provenance_block(const RunReport& report) {
     text += fmt::format("throughput: {:.2f} steps/s, {:.1f} images/s\n", report.throughput->steps_per_s,
                         report.throughput->images_per_s);
   text += classes_line(c.classes);
+  text += attempts_line(report.attempts);
   text += evaluation_table(report.evaluations);
   text += clock_line(report);
   return text;

@@ -96,7 +96,9 @@ Command add_train_command(CLI::App& app) {
               "--precision bf16 when no reducer reads the gradients and without --grad-accum, else fp32 "
               "(docs/cli.md says when and what it gains). fp32: always, more precise than autocast");
   what.option("--batch", o->batch, "images per rank per micro-batch");
-  what.option("--steps", o->steps, "optimizer steps (a resumed run continues up to this step)");
+  what.option("--steps", o->steps,
+              "optimizer steps (a resumed run continues up to this step); docs/cli.md says how the run's length is "
+              "resolved");
   what.option("--epochs", o->epochs,
               "image sources and --images: train N epochs instead of --steps (N x the batches each rank runs per "
               "epoch / --grad-accum). Epochs follow DistributedSampler: the order is shuffled from (seed, epoch), "
@@ -234,7 +236,7 @@ Command add_train_command(CLI::App& app) {
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
                            "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--lr-warmup-steps",
                            "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
-                           "--ranks-per-gpu", "--max-pixels", "--epochs"}) {
+                           "--ranks-per-gpu", "--max-pixels", "--epochs", "--lr-warmup-epochs"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
@@ -248,6 +250,9 @@ Command add_train_command(CLI::App& app) {
             DDPX_REQUIRE(o->epochs == 0 || cmd->get_option("--steps")->count() == 0,
                          "--epochs {} and --steps {}: give one (--epochs sets the steps from the data's size)",
                          o->epochs, o->steps);
+            // 0 is the API's "not given" (TrainOptions::epochs); typed, it would silently train --steps' default.
+            DDPX_REQUIRE(o->epochs > 0 || cmd->get_option("--epochs")->count() == 0,
+                         "--epochs {}: give a positive number of epochs (or --steps N)", o->epochs);
             if (!modes->val.empty()) o->val = parse_data_spec(modes->val, "--val");
             o->image_pipeline.augmentation = parse_augmentation(modes->augment);
             o->image_pipeline.shuffle_buffer = parse_shuffle_buffer(modes->shuffle_buffer);

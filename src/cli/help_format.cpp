@@ -1,6 +1,7 @@
 // Help text layout and per-command examples (see help_format.hpp).
 #include "cli/help_format.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <memory>
@@ -90,12 +91,11 @@ class HelpFormatter : public CLI::Formatter {
     return wrap_text(text, kHelpWidth - kFlagColumn);
   }
 
-  // In the list of commands: the first line of each command's description, wrapped beside the name.
+  // In the list of commands: the first sentence of each command's description, wrapped beside the name.
   std::string make_subcommand(const CLI::App* sub) const override {
-    const std::string description = sub->get_description();
     std::stringstream out;
     CLI::detail::format_help(out, sub->get_display_name(true),
-                             wrap_text(description.substr(0, description.find('\n')), kHelpWidth - kFlagColumn),
+                             wrap_text(first_sentence(sub->get_description()), kHelpWidth - kFlagColumn),
                              kFlagColumn);
     return out.str();
   }
@@ -106,6 +106,17 @@ class HelpFormatter : public CLI::Formatter {
 };
 
 }  // namespace
+
+std::string first_sentence(const std::string& text) {
+  std::string flat = text;
+  std::replace(flat.begin(), flat.end(), '\n', ' ');
+  for (size_t end = flat.find(". "); end != std::string::npos; end = flat.find(". ", end + 1)) {
+    const std::string before = flat.substr(0, end);
+    if (before.ends_with("e.g") || before.ends_with("i.e") || before.ends_with("etc")) continue;  // not an end
+    return flat.substr(0, end + 1);
+  }
+  return flat;
+}
 
 std::string wrap_text(const std::string& text, size_t width) {
   std::string out;

@@ -18,6 +18,10 @@ constexpr size_t kHelpWidth = 120;
 // `width` stands on a line of its own.
 std::string wrap_text(const std::string& text, size_t width);
 
+// The text up to the end of its first sentence (". ", not after "e.g" or "i.e"), its line breaks made spaces: what
+// the list of commands shows of a description (a description's first line may end mid-sentence).
+std::string first_sentence(const std::string& text);
+
 // Call after every subcommand is registered.
 void apply_help_format(CLI::App& root);
 

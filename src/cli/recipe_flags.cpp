@@ -18,6 +18,10 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
                   "linear warm-up over the first N optimizer steps from --lr-warmup-start x --lr to --lr "
                   "(LinearLR in a SequentialLR; not --warmup, which only leaves steps unmeasured)")
       ->group(group);
+  cmd->add_option("--lr-warmup-epochs", flags.lr_warmup_epochs,
+                  "the same warm-up over the first N epochs (N x the optimizer steps of one epoch; torchvision's "
+                  "--lr-warmup-epochs); sources with epochs; not with --lr-warmup-steps")
+      ->group(group);
   cmd->add_option("--lr-warmup-start", flags.lr_warmup_start,
                   "the warm-up's first rate as a fraction of --lr (torchvision's --lr-warmup-decay)")
       ->group(group);
@@ -41,7 +45,8 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
   cmd->add_option("--eval-every", flags.eval_every,
                   "N | epoch: evaluate on --val every N steps or at each epoch's end, and at the last step: loss, "
                   "top-1 and top-5 over the whole set, sharded exactly across ranks (with --ema-decay, the average "
-                  "too); in progress lines, --metrics, the run report and the verdict")
+                  "too); in progress lines, --metrics, the run report and the verdict. Without it, --val is "
+                  "evaluated at the last step, and at each epoch's end in a run given in --epochs")
       ->group(group);
   cmd->add_option("--metrics", flags.metrics,
                   "write JSON Lines as the run goes (rank 0, flushed at each progress line): step, lr, loss, grad "
@@ -68,8 +73,10 @@ void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options) {
   schedule.warmup_steps = flags.lr_warmup_steps;
   schedule.warmup_start_factor = flags.lr_warmup_start;
   schedule.min_lr = flags.min_lr;
-  schedule.total_steps = options.steps;
+  // The horizon (and a warm-up in epochs) are the run plan's, resolved once the run's length is known
+  // (train/run_plan.hpp); here the schedule is checked as far as it goes without it.
   options.optimizer.schedule = schedule;
+  options.lr_warmup_epochs = flags.lr_warmup_epochs;
   options.optimizer.validate();  // the schedule's checks name --lr-warmup-steps, --min-lr, ...
   options.recipe = flags.recipe;
   options.reset_head = flags.reset_head;

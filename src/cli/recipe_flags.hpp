@@ -3,7 +3,7 @@
 // once into the OptimizerSpec's LrSchedule, TrainOptions::recipe and (--randaugment, which the loader applies)
 // TrainOptions::image_pipeline.
 // Guarantee: apply_recipe_flags() validates what it sets and throws ddpx::Error naming the flag and value before
-// any training starts (a warm-up not shorter than --steps, a non-finite or negative value, --min-lr above --lr).
+// any training starts (a non-finite or negative value, --min-lr above --lr).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -14,7 +14,7 @@ namespace ddpx::cli {
 
 struct RecipeFlags {
   std::string lr_schedule = "constant";
-  int64_t lr_warmup_steps = 0;
+  int64_t lr_warmup_steps = 0, lr_warmup_epochs = 0;
   double lr_warmup_start = 0.01, min_lr = 0;
   RecipeOptions recipe;
   bool reset_head = false;
@@ -23,7 +23,8 @@ struct RecipeFlags {
 };
 
 void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags);
-// Sets options.optimizer.schedule (horizon: options.steps) and options.recipe; call after the optimizer is parsed.
+// Sets options.optimizer.schedule (its horizon left to the run plan, train/run_plan.hpp), options.lr_warmup_epochs and
+// options.recipe; call after the optimizer is parsed.
 void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options);
 
 }  // namespace ddpx::cli

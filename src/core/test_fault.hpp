@@ -4,9 +4,10 @@
 // Guarantees:
 //  - DDPX_TEST_FAULT="PHASE[@N]:RANK:KIND[:SECONDS]" makes the process whose rank is RANK (read from RANK,
 //    OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, in bootstrap's order; 0 without any) misbehave the N-th time
-//    (default 1) it reaches test_fault_point(PHASE): KIND kill raises SIGKILL, stop raises SIGSTOP, slow sleeps
-//    SECONDS (default 60), throw throws ddpx::Error("injected fault ..."), internal fails a DDPX_INTERNAL_ASSERT
-//    (ddpx::InternalError: the CLI's exit status 4). Other processes and phases are untouched.
+//    (default 1) it reaches test_fault_point(PHASE): KIND kill raises SIGKILL, stop raises SIGSTOP, sigint and
+//    sigterm raise those (Ctrl-C, a scheduler's stop), slow sleeps SECONDS (default 60), throw throws
+//    ddpx::Error("injected fault ..."), internal fails a DDPX_INTERNAL_ASSERT (ddpx::InternalError: the CLI's exit
+//    status 4). Other processes and phases are untouched.
 //  - The variable is parsed once; a malformed value is a ddpx::Error naming it at the first fault point.
 //  - Cost when unset: one load of a parsed flag per call. Fault points sit at phase boundaries and in file writes,
 //    never inside a step's kernels; per-step points compare an integer (test_fault_step).
@@ -65,7 +66,8 @@ inline FaultSpec parse(const char* text) {
     rest.remove_prefix(colon + 1);
   }
   spec.error = std::string("DDPX_TEST_FAULT='") + text +
-               "' is not PHASE[@N]:RANK:KIND[:SECONDS] with KIND kill, stop, slow, throw or internal (a test hook)";
+               "' is not PHASE[@N]:RANK:KIND[:SECONDS] with KIND kill, stop, sigint, sigterm, slow, throw or internal "
+               "(a test hook)";
   if (count < 3) return spec;
   std::string_view phase = parts[0];
   if (const size_t at = phase.find('@'); at != std::string_view::npos) {
@@ -76,7 +78,7 @@ inline FaultSpec parse(const char* text) {
   if (phase.empty() || !parse_number(parts[1], rank)) return spec;
   if (count == 4 && !parse_number(parts[3], seconds)) return spec;
   if (parts[2] != "kill" && parts[2] != "stop" && parts[2] != "slow" && parts[2] != "throw" &&
-      parts[2] != "internal")
+      parts[2] != "internal" && parts[2] != "sigint" && parts[2] != "sigterm")
     return spec;
   spec.phase = std::string(phase);
   spec.rank = static_cast<int>(rank);
@@ -100,6 +102,8 @@ inline void test_fault_point(std::string_view phase) {
   if (!spec.active || phase != spec.phase || ++spec.reached != spec.occurrence) return;
   if (spec.kind == "kill") ::raise(SIGKILL);
   if (spec.kind == "stop") ::raise(SIGSTOP);
+  if (spec.kind == "sigint") ::raise(SIGINT);  // Ctrl-C, as the process's handler (if any) sees it
+  if (spec.kind == "sigterm") ::raise(SIGTERM);
   if (spec.kind == "slow") ::sleep(spec.seconds);
   if (spec.kind == "throw") fail("rank {}: injected fault at {} (DDPX_TEST_FAULT)", spec.rank, phase);
   DDPX_INTERNAL_ASSERT(spec.kind != "internal", "rank {}: injected internal fault at {} (DDPX_TEST_FAULT)",

@@ -57,7 +57,8 @@ std::string LrSchedule::describe() const {
 
 void LrSchedule::validate(double base_lr) const {
   DDPX_REQUIRE(warmup_steps >= 0, "--lr-warmup-steps must be >= 0, got {}", warmup_steps);
-  DDPX_REQUIRE(warmup_steps == 0 || warmup_steps < total_steps,
+  // total_steps 0: not planned yet (the run plan checks the warm-up against the run's length, naming how it was given)
+  DDPX_REQUIRE(warmup_steps == 0 || total_steps == 0 || warmup_steps < total_steps,
                "--lr-warmup-steps {} is not shorter than the run (--steps {}): the schedule would never reach --lr; "
                "give a warm-up of fewer steps or a longer run",
                warmup_steps, total_steps);

@@ -30,7 +30,7 @@ struct LrSchedule {
   double min_lr = 0;                  // --min-lr: cosine's eta_min, linear's last rate
   int64_t step_every = 0;             // step: StepLR's step_size
   double step_gamma = 0.1;            // step: StepLR's gamma
-  int64_t total_steps = 0;            // the run's --steps (the schedule's horizon)
+  int64_t total_steps = 0;            // the run's length in steps (the horizon; train/run_plan.hpp); 0: not yet known
 
   // Whether the rate changes during the run (a warm-up or any schedule but constant).
   bool varies() const { return kind != LrScheduleKind::constant || warmup_steps > 0; }
@@ -38,7 +38,7 @@ struct LrSchedule {
   double rate_at(double base_lr, int64_t step) const;
   // "cosine, warm-up 100 steps from 0.01x, min 1e-05": the start-up line and the run report.
   std::string describe() const;
-  // Throws ddpx::Error naming the flag: a warm-up as long as the run or longer, a non-finite or negative value,
+  // Throws ddpx::Error naming the flag: a warm-up as long as the run or longer (once total_steps is known), a non-finite or negative value,
   // --min-lr above --lr, step:0.
   void validate(double base_lr) const;
   bool operator==(const LrSchedule&) const = default;

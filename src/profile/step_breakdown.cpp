@@ -176,8 +176,14 @@ std::string format_breakdown(const StepBreakdown& b) {
     out += phase_line(phase, phase == Phase::comm ? "  (overlaps backward; not a serial part)" : "");
     if (phase != Phase::comm) serial += b[phase].median;
   }
-  out += fmt::format("  {:>14} {:>11.3f} {:>10} {:>10} {:>10.1f}  (total - serial parts)\n", "other",
-                     total - serial, "-", "-", 100.0 * (total - serial) / total);
+  // A median does not add: phases that are slow in different steps leave a gap between the total's median and the
+  // sum of theirs although every step's parts add up. Where the check below passes, that gap is said to be one.
+  const bool gap_of_medians = b.parts_add_up && std::abs(total - serial) > StepBreakdown::kPartsTolerance * total;
+  out += fmt::format("  {:>14} {:>11.3f} {:>10} {:>10} {:>10.1f}  {}\n", "other", total - serial, "-", "-",
+                     100.0 * (total - serial) / total,
+                     gap_of_medians ? "(total - the phases' medians: medians do not add up; each step's parts do, "
+                                      "see 'parts add up')"
+                                    : "(total - serial parts)");
   out += phase_line(Phase::total, "");
   out += fmt::format("#\n# {:>4} {:<24} {:>6} {:>11} {:>17} {:>14}\n", "rank", "device", "steps", "total(ms)",
                      "exposed comm(ms)", "data wait(ms)");
@@ -186,13 +192,14 @@ std::string format_breakdown(const StepBreakdown& b) {
                        r.device_name.empty() ? "-" : r.device_name, r.steps, r[Phase::total].median,
                        r[Phase::exposed_comm].median, r[Phase::data_wait].median);
   out += fmt::format("# straggler: {}, median step {:.3f} ms\n", b.straggler, b.step_ms);
-  out += fmt::format("# steps/s: {:.3f}   images/s: {:.1f}   ({} images per step)\n", b.steps_per_s,
+  out += fmt::format("# steps/s: {:.3f}   images/s: {:.1f}   ({} images per step; from the straggler's median step, "
+                     "without the time between steps that a wall-clock figure counts)\n", b.steps_per_s,
                      b.images_per_s, c.images_per_step());
   // Two figures, said as two: "other" above is the difference of the medians, this one the median of each
   // step's own difference (robust to a phase's slow steps), which the check uses.
   out += fmt::format("# parts add up: {} (step by step, the serial phases differ from the step's total by {:.1f}% "
-                     "(median) on the worst rank; tolerance {:.0f}%; 'other' above is the same gap between the "
-                     "phases' medians)\n",
+                     "(median) on the worst rank; tolerance {:.0f}%; 'other' above is the gap between the phases' "
+                     "medians, which need not add up)\n",
                      b.parts_add_up ? "yes" : "NO, some time is not measured", 100.0 * b.parts_mismatch,
                      100.0 * StepBreakdown::kPartsTolerance);
   if (c.ddp) out += format_ddp_cost(b.ddp_cost);

@@ -433,6 +433,12 @@ void to_json(json& j, const RunReport& v) {
   if (v.throughput) j["throughput"] = *v.throughput;
   if (v.ddp_cost) j["ddp_cost"] = *v.ddp_cost;
   if (!v.evaluations.empty()) j["evaluations"] = v.evaluations;
+  if (!v.attempts.empty()) {
+    json attempts = json::array();
+    for (const RunAttempt& a : v.attempts)
+      attempts.push_back(json{{"start_step", a.start_step}, {"end_step", a.end_step}, {"reason", a.reason}});
+    j["attempts"] = attempts;
+  }
 }
 
 void from_json(const json& j, RunReport& v) {
@@ -444,6 +450,20 @@ void from_json(const json& j, RunReport& v) {
   if (auto it = j.find("ddp_cost"); it != j.end() && !it->is_null()) v.ddp_cost = it->get<DdpCost>();
   v.evaluations.clear();
   jf::optional(j, "run report", "evaluations", v.evaluations);
+  v.attempts.clear();
+  if (auto it = j.find("attempts"); it != j.end() && !it->is_null()) {
+    DDPX_REQUIRE(it->is_array(), "run report: field 'attempts' must be an array");
+    for (const json& item : *it) {
+      RunAttempt a;
+      jf::require(item, "attempt", "start_step", a.start_step);
+      jf::require(item, "attempt", "end_step", a.end_step);
+      jf::require(item, "attempt", "reason", a.reason);
+      DDPX_REQUIRE(a.start_step >= 0 && a.end_step >= a.start_step,
+                   "run report: an attempt must end at or after its start step, got {} to {}", a.start_step,
+                   a.end_step);
+      v.attempts.push_back(std::move(a));
+    }
+  }
 }
 
 double report_steps_per_s(const RunReport& report) {

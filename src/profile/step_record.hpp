@@ -151,6 +151,15 @@ struct EvalPoint {
   bool operator==(const EvalPoint&) const = default;
 };
 
+// One attempt of a run that was resumed (--resume): the steps it contributed, start_step (exclusive) to end_step,
+// and why it ended: "finished", or "stopped; the next attempt resumed from its checkpoint at step N" (a stopped
+// attempt's steps after that checkpoint ran again in the next one, so end_step is where the run's weights came from).
+struct RunAttempt {
+  int64_t start_step = 0, end_step = 0;
+  std::string reason;
+  bool operator==(const RunAttempt&) const = default;
+};
+
 // One tensor of the flat fp32 gradient buffer, in buffer order (= the order gradients become final in backward).
 // Recorded so that analyses (ddpx predict) can re-cut buckets and size PowerSGD's factors without the model code.
 struct GradientTensorInfo {
@@ -229,6 +238,9 @@ struct RunReport {
   std::optional<DdpCost> ddp_cost;          // DDP's cost as the run computed it (profile/ddp_cost.hpp); absent
                                             // without --ddp or calibration steps, and in older reports
   std::vector<EvalPoint> evaluations;       // every --val evaluation in step order; empty without --val
+  // Every attempt of the run, the last one this report's (which wrote it); empty in older reports. The steps,
+  // losses and evaluations above are the last attempt's.
+  std::vector<RunAttempt> attempts;
   bool operator==(const RunReport&) const = default;
 };
 

@@ -175,6 +175,10 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
   restore_weight_average(dir, ckpt, options, loaded.optimizer);
   loaded.step = ckpt.step;
   loaded.optimizer.step = optimizer->step_count();
+  if (ckpt.extra.is_object() && ckpt.extra.contains("attempt_starts") && ckpt.extra["attempt_starts"].is_array())
+    for (const nlohmann::json& start : ckpt.extra["attempt_starts"])
+      if (start.is_number_integer() && start.get<int64_t>() >= 0 && start.get<int64_t>() < ckpt.step)
+        loaded.attempt_starts.push_back(start.get<int64_t>());
   for (const auto& name : optimizer->state_names()) {
     auto values = optimizer->state(name);
     loaded.optimizer.buffers.push_back({name, std::vector<float>(values.begin(), values.end())});

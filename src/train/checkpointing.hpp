@@ -41,6 +41,7 @@ PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, 
 struct LoadedCheckpoint {
   int64_t step = 0;
   HostOptimizerState optimizer;
+  std::vector<int64_t> attempt_starts;  // the run's attempts up to the checkpoint's (empty: not recorded)
 };
 LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
                                           const TrainOptions& options, float* params);

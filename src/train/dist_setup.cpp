@@ -101,9 +101,10 @@ DistContext setup_distributed(const DistOptions& options) {
 }
 
 RunSettings describe_run(const TrainOptions& options, const FlatLayout& layout, int64_t start_step,
-                         const DistContext& dist) {
+                         const DistContext& dist, std::vector<int64_t> attempt_starts) {
   RunFacts facts;
   facts.start_step = start_step;
+  facts.attempt_starts = std::move(attempt_starts);
   facts.hook_spec = options.comm_hook.text();
   facts.bucket_plan_signature = bucket_plan_of(dist_options(options), grad_tensors_of(layout)).signature();
   facts.world = dist.world;

@@ -61,9 +61,10 @@ DistOptions dist_options(const TrainOptions& options);
 // watchdog and then, under the watchdog, the communicator when the job has several ranks or --ddp is given.
 DistContext setup_distributed(const DistOptions& options);
 // The table of the run's settings (train/run_settings.hpp) for this job: the hook and the bucket plan of the
-// options over the layout, the ranks, the communicator's backend and whether a reducer is attached.
+// options over the layout, the ranks, the communicator's backend, whether a reducer is attached, and the start
+// steps of the run's attempts (RunFacts::attempt_starts).
 RunSettings describe_run(const TrainOptions& options, const FlatLayout& layout, int64_t start_step,
-                         const DistContext& dist);
+                         const DistContext& dist, std::vector<int64_t> attempt_starts = {0});
 // Rank 0's parameters overwrite everyone's (host buffer), after checking in one collective that all ranks agree
 // on the table's agreed rows (model, optimizer, steps, the step this run starts at, data, hook, bucket plan,
 // outputs...; the broadcast's size depends on the model: it must not start before that check); disagreement is an

@@ -14,7 +14,9 @@
 namespace ddpx {
 
 std::string EvalResult::describe() const {
-  return fmt::format("val loss {:.4f} | top-1 {:.2f}% | top-5 {:.2f}% ({} images)", loss, top1, top5, count);
+  // Top-5 of 5 classes or fewer counts every sample: 100% says nothing, so it is not printed.
+  const std::string top_k = classes == 0 || classes > 5 ? fmt::format(" | top-5 {:.2f}%", top5) : "";
+  return fmt::format("val loss {:.4f} | top-1 {:.2f}%{} ({} images)", loss, top1, top_k, count);
 }
 
 std::pair<int64_t, int64_t> eval_shard(int64_t total, int rank, int world) {
@@ -80,7 +82,9 @@ EvalResult evaluate_set(const EvalReader& read, const EvalLogits& logits, int64_
     const std::vector<float> out = logits(images.data(), count);
     accumulate_eval(out.data(), labels.data(), count, classes, mine);
   }
-  return finish_eval(sum_over_ranks(comm, mine));
+  EvalResult result = finish_eval(sum_over_ranks(comm, mine));
+  result.classes = classes;
+  return result;
 }
 
 }  // namespace ddpx

@@ -28,7 +28,10 @@ struct EvalTotals {
 struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;  // mean loss; accuracies in percent
   int64_t count = 0;                    // samples evaluated, all ranks
-  std::string describe() const;         // "val loss 0.3712 | top-1 86.41% | top-5 99.70% (10000 images)"
+  int64_t classes = 0;                  // the model's classes (0: not known)
+  // "val loss 0.3712 | top-1 86.41% | top-5 99.70% (10000 images)"; top-5 only where 5 < classes (or classes
+  // unknown): with 5 classes or fewer it is 100% by definition
+  std::string describe() const;
 };
 
 std::pair<int64_t, int64_t> eval_shard(int64_t total, int rank, int world);

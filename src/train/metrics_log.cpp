@@ -3,6 +3,11 @@
 
 #include <cmath>
 
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
 #include "core/error.hpp"
 
 namespace ddpx {
@@ -12,10 +17,39 @@ nlohmann::json optional_number(std::optional<double> value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+// Keeps the file's lines up to step `resumed_at` (the "run" lines of earlier attempts, and their step and eval lines
+// up to it); drops what a stopped attempt wrote after it, and a line it left half written. Returns the last step the
+// file held (0: none).
+int64_t keep_lines_up_to(const std::string& path, int64_t resumed_at) {
+  std::ifstream in(path);
+  if (!in) return 0;
+  std::vector<std::string> kept;
+  int64_t reached = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!object.is_object() || !object.contains("step") || !object["step"].is_number_integer()) continue;
+    const int64_t step = object["step"].get<int64_t>();
+    reached = std::max(reached, step);
+    if (step <= resumed_at) kept.push_back(line);
+  }
+  in.close();
+  const std::string rewritten = path + ".resumed";
+  {
+    std::ofstream out(rewritten, std::ios::trunc);
+    for (const std::string& line : kept) out << line << '\n';
+    DDPX_REQUIRE(out.good(), "--metrics {}: rewriting it for the resumed run failed (disk full?)", path);
+  }
+  std::error_code error;
+  std::filesystem::rename(rewritten, path, error);
+  DDPX_REQUIRE(!error, "--metrics {}: replacing it for the resumed run failed: {}", path, error.message());
+  return reached;
+}
+
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, bool append)
-    : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
+MetricsLog::MetricsLog(const std::string& path, int64_t resumed_at)
+    : path_(path), previous_reached_(resumed_at > 0 ? keep_lines_up_to(path, resumed_at) : 0),
+      out_(path, resumed_at > 0 ? std::ios::app : std::ios::trunc) {
   DDPX_REQUIRE(out_.good(), "--metrics {}: cannot open it for writing; give a writable file path", path);
 }
 
@@ -33,7 +67,9 @@ void MetricsLog::write(nlohmann::json line) {
 
 void MetricsLog::run(int64_t start_step, const std::string& model, const std::string& data,
                      const std::vector<std::string>& classes) {
-  write(nlohmann::json{{"kind", "run"}, {"step", start_step}, {"model", model}, {"data", data}, {"classes", classes}});
+  nlohmann::json line{{"kind", "run"}, {"step", start_step}, {"model", model}, {"data", data}, {"classes", classes}};
+  if (previous_reached_ > start_step) line["previous_attempt_reached"] = previous_reached_;
+  write(std::move(line));
 }
 
 void MetricsLog::step(int64_t step, std::optional<double> epoch, double lr, double loss,
@@ -41,6 +77,10 @@ void MetricsLog::step(int64_t step, std::optional<double> epoch, double lr, doub
   write(nlohmann::json{{"kind", "step"}, {"step", step}, {"epoch", optional_number(epoch)}, {"lr", lr},
                        {"loss", loss}, {"grad_norm", optional_number(grad_norm)}, {"images_per_s", images_per_s},
                        {"step_ms", step_ms}, {"data_wait_ms", data_wait_ms}});
+}
+
+void MetricsLog::end(int64_t step, const std::string& reason) {
+  write(nlohmann::json{{"kind", "end"}, {"step", step}, {"reason", reason}});
 }
 
 void MetricsLog::eval(int64_t step, std::optional<double> epoch, const EvalResult& result,

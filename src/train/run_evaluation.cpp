@@ -38,7 +38,7 @@ RunEvaluator::RunEvaluator(const Dataset& val, EvalEvery every, int64_t steps_pe
 bool RunEvaluator::due(int64_t step) const {
   if (step == last_step_) return true;
   if (every_.epoch) return step % steps_per_epoch_ == 0;
-  return step % every_.steps == 0;
+  return every_.steps > 0 && step % every_.steps == 0;  // none: the last step only
 }
 
 EvalResult RunEvaluator::evaluate(StepEngine& engine, bool weight_average, Communicator* comm, int rank,

@@ -1,7 +1,8 @@
 // Evaluation during training (--eval-every N|epoch on --val SOURCE): when it is due, and the whole --val set
 // evaluated on every rank's shard (train/evaluation.hpp) with the weights and, under --ema-decay, their average.
 // Guarantees: parse_eval_every() takes a positive step count or "epoch" and names --eval-every in its errors; due()
-// is true every N steps (or at each epoch's last step) and at the run's last step; the --val set's size is its
+// is true every N steps (or at each epoch's last step) and at the run's last step, only there for an EvalEvery of
+// neither; the --val set's size is its
 // unshuffled sample count (Dataset::batches_per_epoch(1, 1)), read sample k as the one-sample batch k of one rank,
 // so each sample is read once, in order, whatever the world size.
 #pragma once
@@ -21,6 +22,7 @@ class StepEngine;
 struct EvalEvery {
   int64_t steps = 0;  // > 0: every this many steps
   bool epoch = false;  // at the end of every epoch
+  // Neither: the last step only (--val without --eval-every in a run given in --steps; train/run_plan.hpp).
 };
 EvalEvery parse_eval_every(std::string_view text);
 

@@ -196,6 +196,7 @@ void RunRecorder::finish(const TrainSummary& summary, bool print) {
   RunReport report;
   report.config = config_;
   report.evaluations = evaluations_;
+  report.attempts = attempts_;
   if (summary.steps_per_s > 0 && summary.images_per_s > 0)
     report.throughput = RunThroughput{summary.steps_per_s, summary.images_per_s};
   StringGather gather;

@@ -53,6 +53,8 @@ class RunRecorder {
   void set_loader_workers(int workers) { config_.workers = workers; }  // what --workers resolved to
   // What --weight-grads resolved to (EngineOptions::bf16_weight_grads): config.weight_grads "bf16" or "fp32".
   void set_bf16_weight_grads(bool bf16) { config_.weight_grads = bf16 ? "bf16" : "fp32"; }
+  // The run's attempts (train/run_settings.hpp: RunFacts::attempt_starts): recorded when the run reaches its end.
+  void set_attempts(std::vector<RunAttempt> attempts) { attempts_ = std::move(attempts); }
   // Whether step `step`'s bucket timings are read (on CUDA that waits for the step's last bucket, so only at
   // progress lines; the CPU reads every step's). The trainer records ready times only at these steps.
   bool samples_buckets(int64_t step, bool cuda_engine) const {
@@ -65,6 +67,7 @@ class RunRecorder {
   RunConfig config_;
   RankRun run_;
   std::vector<EvalPoint> evaluations_;
+  std::vector<RunAttempt> attempts_;
   int64_t first_measured_step_;
   double previous_host_total_ms_ = 0;  // the host's time of the step recorded last (CUDA fills it in a step late)
   double run_origin_ms_ = 0;  // rank 0's run start on rank 0's steady clock (ms): the run clock's zero

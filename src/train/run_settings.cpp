@@ -145,7 +145,8 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
       {"--calibrate-steps", std::to_string(options.calibrate_steps), true, {}, {}},
       {"--val/--eval-every",
        options.val ? fmt::format("{} at {}", options.val->text(),
-                                 options.eval_every.empty() ? "the end" : "every " + options.eval_every)
+                                 options.eval_every.empty() ? (options.epochs > 0 ? "each epoch's end" : "the end")
+                                                            : "every " + options.eval_every)
                    : "none",
        true, {}, {}},
       {"the number of ranks", std::to_string(facts.world), false, report("world", facts.world), {}},
@@ -153,10 +154,31 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
        when(!facts.backend.empty(), report("backend", facts.backend)), {}},
       {"the reducer (--ddp, or several ranks)", facts.reducer ? "attached" : "none", false,
        report("ddp", facts.reducer), {}},
+      {"the run's attempts (--resume)", fmt::format("started at steps {}", fmt::join(facts.attempt_starts, ", ")),
+       false, {}, extra("attempt_starts", facts.attempt_starts)},
       {"the command line", fmt::format("{}", fmt::join(options.command_line, " ")), false,
        when(!options.command_line.empty(), report("command_line", options.command_line)), {}},
   };
   // clang-format on
+}
+
+std::vector<RunAttempt> run_attempts(const std::vector<int64_t>& starts, int64_t end_step) {
+  std::vector<RunAttempt> attempts;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const bool last = k + 1 == starts.size();
+    attempts.push_back({starts[k], last ? end_step : starts[k + 1],
+                        last ? "finished"
+                             : fmt::format("stopped; the next attempt resumed from its checkpoint at step {}",
+                                           starts[k + 1])});
+  }
+  return attempts;
+}
+
+std::vector<int64_t> attempt_starts_after(std::vector<int64_t> recorded, int64_t start_step) {
+  if (start_step == 0) return {0};
+  if (recorded.empty()) recorded = {0};  // a checkpoint written before attempts were recorded: one earlier attempt
+  recorded.push_back(start_step);
+  return recorded;
 }
 
 std::vector<AgreedSetting> RunSettings::agreed() const {

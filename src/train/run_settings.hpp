@@ -58,6 +58,9 @@ struct RunFacts {
   int world = 1;                      // ranks in the job
   std::string backend;                // the communicator's backend_name() ("gloo", "mpi", ...); "" without one
   bool reducer = false;               // a reducer is attached (a communicator: --ddp or several ranks)
+  // The step each attempt of the run started from, this one last ({0} for a fresh run): the checkpoint keeps them,
+  // so the report of the attempt that finishes names every attempt (run_attempts()).
+  std::vector<int64_t> attempt_starts = {0};
 };
 
 class RunSettings {
@@ -73,6 +76,12 @@ class RunSettings {
  private:
   std::vector<RunSetting> rows_;
 };
+
+// The run's attempts from their start steps (the last this attempt's) and the run's last step: attempt k ran from
+// starts[k] to starts[k + 1] (where the next resumed from its checkpoint), the last to end_step, "finished".
+std::vector<RunAttempt> run_attempts(const std::vector<int64_t>& starts, int64_t end_step);
+// The start steps of a resumed run: those the checkpoint recorded ({0} when it recorded none) and this attempt's.
+std::vector<int64_t> attempt_starts_after(std::vector<int64_t> recorded, int64_t start_step);
 
 // "1048704 bytes, fingerprint 0123456789abcdef"; "missing or unreadable: <reason>" when it cannot be read.
 std::string file_fingerprint(const std::string& path);

@@ -71,8 +71,6 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(std::isfinite(divergence_ratio) && (divergence_ratio == 0 || divergence_ratio >= 1),
                "--divergence-ratio must be 0 (off) or at least 1, got {}", divergence_ratio);
   DDPX_REQUIRE(grad_accum >= 1, "--grad-accum must be >= 1, got {}", grad_accum);
-  DDPX_REQUIRE(!optimizer.schedule.varies() || optimizer.schedule.total_steps == steps,
-               "--lr-schedule: the schedule's horizon {} is not --steps {}", optimizer.schedule.total_steps, steps);
   DDPX_REQUIRE(recipe.clip_grad_norm == 0 || optimizer_overlap != OverlapPolicy::on,
                "--clip-grad-norm {} with --optimizer-overlap on: clipping needs the whole step's gradient norm before "
                "any parameter is updated; use --optimizer-overlap auto or off", recipe.clip_grad_norm);
@@ -115,7 +113,7 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(images.empty() == labels.empty(), "--images and --labels must be given together");
   DDPX_REQUIRE(!reset_head || !load.empty(),
                "--reset-head needs --load W (it loads every tensor of W but the classifier head)");
-  DDPX_REQUIRE(epochs >= 0, "--epochs {}: must be 0 (use --steps) or more", epochs);
+  DDPX_REQUIRE(epochs >= 0, "--epochs {}: give a positive number of epochs (or --steps N)", epochs);
   DDPX_REQUIRE(image_pipeline.max_pixels > 0, "--max-pixels {}: must be positive", image_pipeline.max_pixels);
   DDPX_REQUIRE(image_pipeline.shuffle_buffer >= 0 || image_pipeline.shuffle_buffer == kAutoShuffleBuffer,
                "--shuffle-buffer {}: give a number of samples, 0 or more (0 or 1: off, the shards' stored order), or "

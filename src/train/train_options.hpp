@@ -34,8 +34,11 @@ struct TrainOptions {
   std::string model = "vit_small_test";
   Precision precision = Precision::fp32;  // tf32 and bf16 need Device::cuda
   int64_t batch = 32;                     // per rank, per micro-batch
-  int64_t steps = 100;                    // optimizer steps
+  // optimizer steps; the trainer's run plan (train/run_plan.hpp) resolves the length from this or --epochs
+  int64_t steps = 100;
   int64_t epochs = 0;  // --epochs N (image sources, npy): steps = N x batches per epoch / grad_accum; 0: --steps
+  // --lr-warmup-epochs N: the schedule's warm-up in epochs (train/run_plan.hpp); 0: --lr-warmup-steps decides
+  int64_t lr_warmup_epochs = 0;
   int64_t warmup_steps = 5;               // excluded from the throughput figures
   // --calibrate-steps N: with a reducer, up to N warm-up steps run without it during backward, to measure the
   // plain step DDP's cost is taken against (Note [Calibration steps], train/calibration.hpp); 0: off
@@ -66,7 +69,7 @@ struct TrainOptions {
   std::string data_fingerprint;
   bool allow_data_change = false;  // --allow-data-change: resume on data whose fingerprint changed (recorded)
   // optimizer: --optimizer and its hyperparameter flags, parsed once (parse_optimizer_spec)
-  OptimizerSpec optimizer;  // its schedule's total_steps is --steps (cli/recipe_flags.cpp)
+  OptimizerSpec optimizer;  // its schedule's horizon is the run plan's (train/run_plan.hpp); 0 until planned
   RecipeOptions recipe;     // --label-smoothing, --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix
   // the optimizer span by span during backward (on; automatic: only with a reducer) or after it
   OverlapPolicy optimizer_overlap = OverlapPolicy::automatic;
@@ -92,7 +95,7 @@ struct TrainOptions {
   GraphPolicy cuda_graph = GraphPolicy::automatic;
   std::string profile_steps;  // "A:B": cudaProfilerStart/Stop window for nsys
   std::string report, trace;
-  std::string eval_every;  // --eval-every N|epoch on --val (train/run_evaluation.hpp); empty: at the end only
+  std::string eval_every;  // --eval-every N|epoch on --val; empty: the run plan decides (train/run_plan.hpp)
   std::string metrics;  // --metrics FILE: JSON Lines as the run goes (train/metrics_log.hpp)
   int64_t log_every = 10;
   bool quiet = false;

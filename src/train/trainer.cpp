@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "data/batch_loader.hpp"
 #include "data/data_sources.hpp"
@@ -31,10 +32,12 @@
 #include "train/checkpointing.hpp"
 #include "train/data_classes.hpp"
 #include "train/dist_setup.hpp"
+#include "train/interrupt_notice.hpp"
 #include "train/metrics_log.hpp"
 #include "train/progress_line.hpp"
 #include "train/reducer_port.hpp"
 #include "train/run_evaluation.hpp"
+#include "train/run_plan.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
 #include "train/step_graphs.hpp"
@@ -77,32 +80,6 @@ std::unique_ptr<StepEngine> make_engine(const Model& model, const EngineOptions&
 #endif
 }
 
-DatasetContext data_context(const TrainOptions& options, const Model& model) {
-  DatasetContext context;
-  context.shape = DataShape{model.input_shape().channels, model.input_shape().image_size, model.num_classes()};
-  context.seed = options.seed;
-  context.images = options.image_pipeline;
-  return context;
-}
-
-// --epochs N as --steps: N x the batches every rank runs per epoch at this world size (Note [Epochs and the
-// sampler]), over --grad-accum micro-batches per step. The dataset is opened here to count its samples.
-TrainOptions with_epochs_as_steps(const TrainOptions& requested) {
-  TrainOptions options = requested;
-  if (requested.epochs <= 0) return options;
-  DDPX_REQUIRE(requested.data.has_epochs(),
-               "--epochs {} needs data with epochs (--images/--labels, idx:, folder:, pack:, wds:); --data {} is "
-               "endless: give --steps", requested.epochs, requested.data.text());
-  const std::unique_ptr<Model> model = make_model(requested.model);
-  const std::unique_ptr<Dataset> dataset = make_dataset(requested.data, data_context(requested, *model));
-  const int64_t micro_batches =
-      requested.epochs * dataset->batches_per_epoch(detect_world().world_size, requested.batch);
-  options.steps = micro_batches / std::max<int64_t>(requested.grad_accum, 1);
-  DDPX_REQUIRE(options.steps >= 1, "--epochs {}: {} micro-batches do not make one step of --grad-accum {}",
-               requested.epochs, micro_batches, requested.grad_accum);
-  return options;
-}
-
 // Initial parameters: --resume checkpoint (resume_from: --resume auto resolved), else --load weights (--reset-head:
 // all but the head), else the model family's initialization from --seed.
 struct StartState {
@@ -110,6 +87,7 @@ struct StartState {
   int64_t step = 0;  // optimizer steps already done
   std::optional<HostOptimizerState> optimizer;
   std::vector<std::string> head_reset;  // --reset-head: the head tensors left at their initialization, and why
+  std::vector<int64_t> attempt_starts = {0};  // the run's attempts, this one last (RunFacts::attempt_starts)
 };
 
 StartState initial_state(const Model& model, const TrainOptions& options, const std::string& resume_from) {
@@ -120,6 +98,7 @@ StartState initial_state(const Model& model, const TrainOptions& options, const 
     LoadedCheckpoint ckpt = load_training_checkpoint(resume_from, layout, options, start.params.data());
     start.step = ckpt.step;
     start.optimizer = std::move(ckpt.optimizer);
+    start.attempt_starts = attempt_starts_after(std::move(ckpt.attempt_starts), ckpt.step);
     return start;
   }
   if (!options.load.empty() && options.reset_head) {
@@ -139,19 +118,20 @@ struct Start {
   int64_t step = 0;
   std::vector<std::string> head_reset;
   RunSettings settings;  // the run's settings, agreed here and recorded in the report and checkpoints
+  std::vector<int64_t> attempt_starts;
 };
 
-Start start_engine(const Model& model, const TrainOptions& options, const std::string& resume_from,
-                   DistContext& dist, StepEngine& engine) {
+Start start_engine(const Model& model, const TrainOptions& options, const RunPlan& plan,
+                   const std::string& resume_from, DistContext& dist, StepEngine& engine) {
   StartState start = initial_state(model, options, resume_from);
-  RunSettings settings = describe_run(options, model.layout(), start.step, dist);
+  RunSettings settings = describe_run(options, model.layout(), start.step, dist, start.attempt_starts);
   if (dist.communicator) broadcast_initial_parameters(dist, settings, model.layout(), start.params.data());
   engine.upload_params(start.params.data());
   if (start.optimizer) engine.upload_optimizer_state(*start.optimizer);
-  DDPX_REQUIRE(start.step < options.steps,
-               "--resume {}: the checkpoint is at step {}, which is not below --steps {}; raise --steps",
-               resume_from, start.step, options.steps);
-  return {start.step, std::move(start.head_reset), std::move(settings)};
+  DDPX_REQUIRE(start.step < plan.steps,
+               "--resume {}: the checkpoint is at step {}, which is not below the run's length ({}); raise --steps",
+               resume_from, start.step, plan.length_text);
+  return {start.step, std::move(start.head_reset), std::move(settings), std::move(start.attempt_starts)};
 }
 
 BatchLoader::Options loader_options(const TrainOptions& options, const LoaderWorkerChoice& workers,
@@ -174,8 +154,8 @@ BatchLoader::Options loader_options(const TrainOptions& options, const LoaderWor
 
 // --val: evaluated at the last step and every --eval-every (train/run_evaluation.hpp). Its labels must be classes
 // of the model: a source that names more classes than the model has is refused now, before any step.
-std::optional<RunEvaluator> make_evaluator(const TrainOptions& options, const Model& model,
-                                           const Dataset* val_dataset, int64_t steps_per_epoch) {
+std::optional<RunEvaluator> make_evaluator(const TrainOptions& options, const RunPlan& plan, const Model& model,
+                                           const Dataset* val_dataset) {
   if (!val_dataset) return std::nullopt;
   const std::vector<std::string> val_classes = val_dataset->class_names();
   DDPX_REQUIRE(val_classes.empty() || static_cast<int64_t>(val_classes.size()) == model.num_classes(),
@@ -183,8 +163,8 @@ std::optional<RunEvaluator> make_evaluator(const TrainOptions& options, const Mo
                "a model with classes={})", options.val->text(), val_classes.size(), options.model,
                model.num_classes(), val_classes.size());
   return std::optional<RunEvaluator>(
-      std::in_place, *val_dataset, options.eval_every.empty() ? EvalEvery{} : parse_eval_every(options.eval_every),
-      steps_per_epoch, options.steps, model.input_shape().numel(), model.num_classes(), options.batch);
+      std::in_place, *val_dataset, plan.eval, plan.steps_per_epoch, plan.steps, model.input_shape().numel(),
+      model.num_classes(), options.batch);
 }
 
 void log_start(const TrainOptions& options, const FlatLayout& layout, const StepEngine& engine,
@@ -244,8 +224,8 @@ StepSchedule plan_step_schedule(const TrainOptions& options, StepEngine& engine,
 // since the last progress line; and the losses the summary reports.
 class Progress {
  public:
-  Progress(const TrainOptions& options, int64_t start_step, int world)
-      : options_(options), start_step_(start_step), world_(world) {
+  Progress(const TrainOptions& options, const RunPlan& plan, int64_t start_step, int world)
+      : options_(options), plan_(plan), start_step_(start_step), world_(world) {
     summary_.world_size = world;
   }
   // The measured steps start after the warm-up, with the device idle.
@@ -261,7 +241,7 @@ class Progress {
     interval_wait_ms_ += data_wait_ms;
   }
   bool logs(int64_t step) const {
-    return step % options_.log_every == 0 || step == options_.steps || step == start_step_ + 1;
+    return step % options_.log_every == 0 || step == plan_.steps || step == start_step_ + 1;
   }
   // The progress point of a logged step, whose loss the caller read: the pace since the last one.
   ProgressPoint point(int64_t step, float loss, double lr) {
@@ -273,7 +253,7 @@ class Progress {
     interval_steps_ = 0;
     interval_wait_ms_ = 0;
     return {.step = step,
-            .total_steps = options_.steps,
+            .total_steps = plan_.steps,
             .start_step = start_step_,
             .loss = loss,
             .lr = lr,
@@ -283,7 +263,7 @@ class Progress {
             .data_wait_ms = wait_ms};
   }
   TrainSummary summary() {
-    summary_.steps_run = options_.steps - start_step_;
+    summary_.steps_run = plan_.steps - start_step_;
     summary_.seconds = seconds_since(run_start_);
     const double measured_seconds = seconds_since(measure_start_);
     all_warmup_ = measured_steps_ == 0;
@@ -297,6 +277,7 @@ class Progress {
 
  private:
   const TrainOptions& options_;
+  const RunPlan& plan_;
   const int64_t start_step_;
   const int world_;
   TrainSummary summary_;
@@ -310,15 +291,35 @@ class Progress {
   bool all_warmup_ = false;
 };
 
+// Rank 0 says, if SIGINT or SIGTERM ends the run, where it stopped and how to continue (train/interrupt_notice.hpp).
+// A worker of a multi-rank job knows only its own argv (not the launcher's), so it names no exact command.
+std::unique_ptr<InterruptNotice> make_interrupt_notice(const TrainOptions& options, const RunPlan& plan,
+                                                       const DistContext& dist, int64_t start_step) {
+  if (dist.rank != 0) return nullptr;
+  const bool has_checkpoint_dir = !options.checkpoint_dir.empty();
+  InterruptContext context{
+      .total_steps = plan.steps,
+      .checkpoint_dir = options.checkpoint_dir,
+      .continue_command = dist.world > 1 ? "" : continue_command(options.command_line, !options.resume.empty(),
+                                                                 has_checkpoint_dir),
+      .has_resume = !options.resume.empty()};
+  auto notice = std::make_unique<InterruptNotice>(std::move(context), start_step);
+  if (has_checkpoint_dir && checkpoint_exists(options.checkpoint_dir))
+    notice->checkpoint(read_checkpoint_info(options.checkpoint_dir).state.step);
+  return notice;
+}
+
 // The parts of a run the loop's outputs read (set up by run_training).
 struct RunParts {
   const TrainOptions& options;
+  const RunPlan& plan;          // the run's length (train/run_plan.hpp)
   const RunSettings& settings;  // the table of the run's settings (train/run_settings.hpp)
   const FlatLayout& layout;
   const DistContext& dist;
   StepEngine& engine;
   const RunLog& log;
   MetricsLog* metrics;             // --metrics (rank 0), else null
+  InterruptNotice* interrupt_notice;  // rank 0: what SIGINT/SIGTERM print, else null
   int64_t batches_per_epoch = 0;   // of one rank at this world size; 0: the source has no epochs
   const Dataset* training_data = nullptr;  // --save records its eval transform (data/eval_transform_metadata.hpp)
   // The fraction of the training set seen after `step` steps, for --metrics; nullopt without epochs.
@@ -387,7 +388,7 @@ class Checkpoints {
       commit();
     }
     const TrainOptions& options = run_.options;
-    const bool last = step == options.steps;
+    const bool last = step == run_.plan.steps;
     const bool due = !options.checkpoint_dir.empty() &&
                      ((options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || last);
     if (!due) return;
@@ -422,7 +423,8 @@ class Checkpoints {
     const int64_t step = pending_->step();
     pending_->commit();
     pending_.reset();
-    if (step % (run_.options.log_every * 10) == 0 || step == run_.options.steps)
+    if (run_.interrupt_notice) run_.interrupt_notice->checkpoint(step);
+    if (step % (run_.options.log_every * 10) == 0 || step == run_.plan.steps)
       run_.log(fmt::format("checkpoint: {} (step {})", run_.options.checkpoint_dir, step));
   }
 
@@ -444,7 +446,7 @@ void evaluate(const RunParts& run, const RunEvaluator& evaluator, RunRecorder& r
     if (average && run.options.recipe.ema_decay == 0) continue;  // no average to evaluate
     const EvalResult result =
         evaluator.evaluate(run.engine, average, run.dist.communicator.get(), run.dist.rank, run.dist.world);
-    run.log(fmt::format("eval   {:>6}/{} | {}{}", step, run.options.steps, result.describe(), average ? " (EMA)" : ""));
+    run.log(fmt::format("eval   {:>6}/{} | {}{}", step, run.plan.steps, result.describe(), average ? " (EMA)" : ""));
     if (run.metrics) run.metrics->eval(step, run.epoch_at(step), result, average ? "ema" : "model");
     recorder.record_eval(step, run.epoch_at(step), result, average);
     if (!average) last = {result, step};
@@ -459,12 +461,14 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
   profile_window.finish();
   const TrainSummary summary = progress.summary();
   if (!options.save.empty() && run.dist.rank == 0) {
-    run.log(fmt::format("saving weights to {} ({:.1f} GB)", options.save,
-                        static_cast<double>(run.layout.num_params()) * 4 / 1e9));
-    save_weights(run, options.steps);
+    run.log(fmt::format("saving weights to {} ({})", options.save,
+                        byte_size(static_cast<double>(run.layout.num_params()) * 4)));
+    save_weights(run, run.plan.steps);
     run.log(fmt::format("saved weights: {}", options.save));
   }
-  run.log.result(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s ({}) | "
+  // Two throughputs are printed: this one by the wall clock (progress lines, evaluations and checkpoints included),
+  // the breakdown's from the median step; each says which it is.
+  run.log.result(fmt::format("summary: {} steps in {:.2f} s | {:.2f} steps/s, {:.1f} images/s by the wall clock ({}) | "
                              "loss {:.4f} -> {:.4f} | data wait {:.1f}% of the step",
                              summary.steps_run, summary.seconds, summary.steps_per_s, summary.images_per_s,
                              progress.all_warmup()
@@ -475,6 +479,7 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
     run.log.result(fmt::format("peak device memory {:.2f} GiB (allocations after context creation, cudaMemGetInfo)",
                                run.engine.device_memory_gib()));
   recorder.finish(summary, run.log.lead);
+  if (run.metrics) run.metrics->end(run.plan.steps, "finished");
   if (last_eval.result)
     run.log(fmt::format("accuracy: {} at step {} on --val {}", last_eval.result->describe(), last_eval.step,
                         options.val->text()));
@@ -484,8 +489,11 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
 }  // namespace
 
 TrainSummary run_training(const TrainOptions& requested) {
-  // The data's class names (and count, where --model gives none), then --epochs N as the steps of N epochs.
-  const TrainOptions options = with_epochs_as_steps(with_data_classes(requested));
+  // The data's class names (and count, where --model gives none), then the run's plan: its length from --steps or
+  // --epochs and what follows from it (the schedule's horizon and warm-up, --val's cadence), resolved once here.
+  const TrainOptions with_classes = with_data_classes(requested);
+  const RunPlan plan = plan_run(with_classes);
+  const TrainOptions options = with_plan(with_classes, plan);
   options.validate();
   const std::unique_ptr<Model> model = make_model(options.model);
   const FlatLayout& layout = model->layout();
@@ -493,30 +501,43 @@ TrainSummary run_training(const TrainOptions& requested) {
   DistContext dist = setup_distributed(dist_settings);
   const RunLog log{.lead = dist.rank == 0, .quiet = options.quiet};
   const std::unique_ptr<DirectoryLock> checkpoint_lock = lock_checkpoint_dir(options, dist.rank);
+  if (options.model != requested.model && !options.load.empty() && !options.reset_head)
+    log(fmt::format("--load {}: the file's classifier head has {} classes, so --model {} trains as {}", options.load,
+                    model->num_classes(), requested.model, options.model));
   // A communicator means a reducer (attach_reducer below), which reads fp32 gradients unless its hook reads nothing
   // at this world size (the allreduce hook at one rank). The engine's options say once whether its weight
   // gradients are bf16; the start-up line and the run report repeat what they say.
   const EngineOptions engine_settings =
       engine_options(options, reducer_reads_gradients(options, dist.communicator != nullptr, dist.world));
   const std::string resume_from = resume_checkpoint(options);  // --resume auto: the newest checkpoint, if any
+  // A requeued or restarted job whose run had already finished: nothing to do, and that is success.
+  if (options.resume == "auto" && !resume_from.empty()) {
+    const int64_t done = read_checkpoint_info(resume_from).state.step;
+    if (done >= plan.steps) {
+      log.result(fmt::format("--resume auto: the run is complete: {} holds step {}, the end of the run ({}); nothing "
+                             "to train (raise --steps to train further)", options.checkpoint_dir, done,
+                             plan.length_text));
+      return TrainSummary{.world_size = dist.world};
+    }
+  }
   // A large model takes seconds to place and initialize (vit_h_14: 632 M parameters): say so before, not after.
-  log(fmt::format("ddpx train: preparing {} ({} parameters, {:.1f} GB of fp32 weights){}", layout.spec(),
-                  layout.num_params(), static_cast<double>(layout.num_params()) * 4 / 1e9,
+  log(fmt::format("ddpx train: preparing {} ({} parameters, {} of fp32 weights){}", layout.spec(),
+                  layout.num_params(), byte_size(static_cast<double>(layout.num_params()) * 4),
                   resume_from.empty() ? "" : "; reading the checkpoint"));
   const std::unique_ptr<StepEngine> engine = make_engine(*model, engine_settings, dist);
-  const Start start = start_engine(*model, options, resume_from, dist, *engine);
+  const Start start = start_engine(*model, options, plan, resume_from, dist, *engine);
   // A communicator means a reducer. Whether the updates overlap backward is asked once; the reducer's after-reduce
   // (or the port without one) and the runner follow that answer (Note [Optimizer overlapped with backward]).
   const bool with_reducer = dist.communicator != nullptr;
   const bool overlap_updates = updates_overlap_backward(options, with_reducer);
   const std::unique_ptr<ReducerPort> reducer = attach_reducer(dist, dist_settings, layout, *engine, overlap_updates);
-  const std::unique_ptr<Dataset> dataset = make_dataset(options.data, data_context(options, *model));
+  const std::unique_ptr<Dataset> dataset = make_dataset(options.data, training_data_context(options, *model));
   // --val is opened and checked against the training data now (files, labels, class names), before any step.
   const std::unique_ptr<Dataset> val_dataset =
-      options.val ? make_val_dataset(*options.val, *dataset, options.data, data_context(options, *model)) : nullptr;
+      options.val ? make_val_dataset(*options.val, *dataset, options.data, training_data_context(options, *model))
+                  : nullptr;
   const int64_t batches_per_epoch = dataset->batches_per_epoch(dist.world, options.batch);
-  const std::optional<RunEvaluator> evaluator =
-      make_evaluator(options, *model, val_dataset.get(), batches_per_epoch / options.grad_accum);
+  const std::optional<RunEvaluator> evaluator = make_evaluator(options, plan, *model, val_dataset.get());
   const LoaderWorkerChoice workers =
       choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), dist.local_world);
   BatchLoader loader(*dataset, dist.rank, dist.world, options.batch, start.step * options.grad_accum,
@@ -525,26 +546,28 @@ TrainSummary run_training(const TrainOptions& requested) {
   // --metrics: rank 0 writes it; a resumed run appends to it.
   const std::unique_ptr<MetricsLog> metrics = options.metrics.empty() || dist.rank != 0
                                                   ? nullptr
-                                                  : std::make_unique<MetricsLog>(options.metrics, start.step > 0);
+                                                  : std::make_unique<MetricsLog>(options.metrics, start.step);
   if (metrics) metrics->run(start.step, layout.spec(), options.data.text(), options.class_names);
   RunRecorder recorder(options, dist, layout, start.settings);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
   recorder.set_bf16_weight_grads(engine_settings.bf16_weight_grads);
+  recorder.set_attempts(run_attempts(start.attempt_starts, plan.steps));
   StepSchedule schedule = plan_step_schedule(options, *engine, *reducer, with_reducer, start.step, log);
   ProfileWindow profile_window = options.profile_steps.empty()
                                      ? ProfileWindow()
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   StepRunner runner(*engine, loader, *reducer, schedule.graphs, schedule.calibration, options.grad_accum,
                     overlap_updates);
-  const RunParts run{options, start.settings, layout, dist, *engine, log, metrics.get(), batches_per_epoch,
-                     dataset.get()};
-  Progress progress(options, start.step, dist.world);
+  const std::unique_ptr<InterruptNotice> interrupt_notice = make_interrupt_notice(options, plan, dist, start.step);
+  const RunParts run{options, plan,          start.settings, layout, dist, *engine, log, metrics.get(),
+                     interrupt_notice.get(), batches_per_epoch, dataset.get()};
+  Progress progress(options, plan, start.step, dist.world);
   Checkpoints checkpoints(run);
   LastEvaluation last_eval;
   const AbortCommunicatorOnError abort_on_error(dist);  // declared after everything the loop uses: see its Note
 
-  for (int64_t step = start.step + 1; step <= options.steps; ++step) {
+  for (int64_t step = start.step + 1; step <= plan.steps; ++step) {
     progress.begin_step(step, *engine);
     profile_window.on_step_begin(step);
     NvtxRange batch_range(fmt::format("Batch {}", step));
@@ -562,6 +585,7 @@ TrainSummary run_training(const TrainOptions& requested) {
     progress.end_step(step, outcome.data_wait_ms);
     if (progress.logs(step)) log_progress(run, progress, recorder, step);
     checkpoints.after_step(step);  // Note [Deferred checkpoint commit]
+    if (interrupt_notice) interrupt_notice->reached(step);
     if (evaluator && evaluator->due(step)) evaluate(run, *evaluator, recorder, step, last_eval);
   }
   return finish_run(run, progress, profile_window, recorder, last_eval);

@@ -64,6 +64,26 @@ TEST(CliSlips, MistypedFlagGetsDidYouMeanInTheOrderTyped) {
   expect_user_error(run_ddpx("train --frobnicate"), "ddpx train: unknown flag --frobnicate; 'ddpx train --help'");
 }
 
+// torchvision's and timm's spellings get the ddpx one: -b used to suggest -h, --sched --seed, and --batch-size,
+// --wd, --smoothing, --model-ema and --weights got no hint at all.
+TEST(CliSlips, OtherFrameworksSpellingsGetTheDdpxFlag) {
+  expect_user_error(run_ddpx("train --device cpu -b 64"), "ddpx train: unknown flag -b; ddpx spells it --batch (");
+  expect_user_error(run_ddpx("train --batch-size=64"), "ddpx train: unknown flag --batch-size; ddpx spells it --batch");
+  expect_user_error(run_ddpx("train --sched cosine"), "ddpx train: unknown flag --sched; ddpx spells it --lr-schedule");
+  expect_user_error(run_ddpx("train --amp"), "ddpx train: unknown flag --amp; ddpx spells it --precision bf16");
+  for (const std::string typed : {"--wd", "--lr-scheduler", "--smoothing", "--model-ema", "--weights", "--opt",
+                                  "--data-path"})
+    ASSERT_TRUE(cli::flag_alias(typed).has_value()) << typed;
+  // Every alias names a flag `ddpx train` has, and is not one itself: typed, it gets the ddpx spelling.
+  for (const cli::FlagAlias& alias : cli::flag_aliases()) {
+    const auto r = run_ddpx("train " + std::string(alias.typed) + " 1");
+    expect_user_error(r, "ddpx train: unknown flag " + std::string(alias.typed) + "; ddpx spells it " +
+                             std::string(alias.ddpx) + " (");
+  }
+  // A command without the ddpx flag falls back to the nearest of its own names.
+  EXPECT_EQ(run_ddpx("model --batch-size 4").output.find("ddpx spells it"), std::string::npos);
+}
+
 TEST(CliSlips, ANumberWithAUnitNamesTheFlagAndThePlainNumber) {
   expect_user_error(run_ddpx("train --device cpu --bucket-mb 25MB"),
                     "ddpx train: --bucket-mb '25MB': give a plain number; the unit is in the flag's name or its help "

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/help_format.hpp"
 #include "cli_runner.hpp"
 #include "io/npy.hpp"
 
@@ -40,6 +41,25 @@ TEST(Help, EveryCommandFits120ColumnsWithPlainTypesAndItsOwnExamples) {
       EXPECT_EQ(r.output.find("ddpx topo                                           GPU links"), std::string::npos)
           << "the global examples under ddpx " << command;
   }
+}
+
+// The list of commands shows each description's first sentence whole; it used to cut at the first line break
+// ("out-of-place and in-place time," and nothing after).
+TEST(Help, TheListOfCommandsShowsWholeSentences) {
+  EXPECT_EQ(cli::first_sentence("One line\nand its end. A second sentence."), "One line and its end.");
+  EXPECT_EQ(cli::first_sentence("Flags (e.g. --ddp) here. More."), "Flags (e.g. --ddp) here.");
+  EXPECT_EQ(cli::first_sentence("No full stop"), "No full stop");
+  const auto r = run_ddpx("--help");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::string flat;  // the help with its line breaks and indentation made single spaces
+  for (const std::string& line : lines_of(r.output)) {
+    std::istringstream words(line);
+    for (std::string word; words >> word;) flat += word + " ";
+  }
+  EXPECT_NE(flat.find("and write the peak table that run reports compare their buckets with."), std::string::npos)
+      << r.output;
+  EXPECT_NE(flat.find("Train a ViT, data-parallel when started on several ranks. "), std::string::npos) << r.output;
+  EXPECT_EQ(flat.find("Prints a progress line every --log-every steps"), std::string::npos) << r.output;
 }
 
 TEST(Help, TrainHelpTeachesWithoutBenchmarkFiguresOrFilePolicy) {
@@ -75,8 +95,13 @@ TEST(Progress, QuietDropsProgressButKeepsSummaryBreakdownAndVerdict) {
   EXPECT_EQ(r.output.find("preparing"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("saving weights"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("summary: 4 steps"), std::string::npos) << r.output;
+  // Two throughputs, each saying which it is: the summary's by the wall clock, the breakdown's from the median step.
+  EXPECT_NE(r.output.find("images/s by the wall clock"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("from the straggler's median step"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("verdict"), std::string::npos) << r.output;
   const auto loud = run_ddpx(kTiny + "--steps 4 --save " + (dir / "w2.safetensors").string());
+  EXPECT_EQ(loud.output.find("0.0 GB"), std::string::npos) << loud.output;  // the unit follows the size
+  EXPECT_NE(loud.output.find("kB of fp32 weights"), std::string::npos) << loud.output;
   EXPECT_NE(loud.output.find("saving weights to " + (dir / "w2.safetensors").string()), std::string::npos)
       << loud.output;
   std::filesystem::remove_all(dir);

@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "error_expect.hpp"
 #include "io/checkpoint.hpp"
 #include "io/npy.hpp"
 #include "io/param_safetensors.hpp"
+#include "model/model_registry.hpp"
 #include "train/data_classes.hpp"
 
 namespace ddpx {
@@ -133,6 +135,41 @@ TEST(DataClasses, FashionMnistsNamesReachTheReportMetricsCheckpointWeightsAndEva
     ++named;
   }
   EXPECT_EQ(named, 4) << eval.output;
+}
+
+// --load W: a --model without classes= takes W's class count and the run says so (a custom shape used to become the
+// family's default and fail on the head's shape); a classes= that differs from W's names both and --reset-head.
+TEST(DataClasses, LoadedWeightsDecideTheClassCount) {
+  const std::string four = "mlp:image=4,channels=1,layers=1,width=8,classes=4";
+  const std::unique_ptr<Model> model = make_model(four);
+  std::vector<float> params(model->layout().buffer_size());
+  model->init_params(params.data(), 3);
+  const std::string weights = scratch("four_classes.safetensors").string();
+  save_params_safetensors(weights, model->layout(), params.data());
+  EXPECT_EQ(weights_class_count(weights, *make_model("mlp:image=4,channels=1,layers=1,width=8")), 4);
+  TrainOptions o;
+  o.model = "mlp:image=4,channels=1,layers=1,width=8";  // the MLP's default would be 10 classes
+  o.data = DataSource::learnable;
+  o.load = weights;
+  EXPECT_EQ(with_data_classes(o).model, "mlp:image=4,channels=1,layers=1,width=8,classes=4");
+  o.data = parse_data_spec("idx:" + tiny_idx().string(), "--data");  // the file, not the data's 3 classes
+  EXPECT_EQ(with_data_classes(o).model, "mlp:image=4,channels=1,layers=1,width=8,classes=4");
+  o.model = "mlp:image=4,channels=1,layers=1,width=8,classes=5";
+  testing::expect_error([&] { (void)with_data_classes(o); },
+                        {"--model mlp:image=4,channels=1,layers=1,width=8,classes=5 has 5 classes",
+                         "holds a classifier head of 4 classes", "--reset-head"});
+  o.model = four;
+  EXPECT_EQ(with_data_classes(o).model, four);
+
+  const testing::CliResult r = testing::run_ddpx("train --device cpu --model mlp:image=4,channels=1,layers=1,width=8 "
+                                                 "--data learnable --steps 2 --batch 4 --warmup 0 --load " + weights);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("the file's classifier head has 4 classes"), std::string::npos) << r.output;
+  const testing::CliResult differs = testing::run_ddpx(
+      "train --device cpu --model mlp:image=4,channels=1,layers=1,width=8,classes=10 --data learnable --steps 2 "
+      "--load " + weights);
+  EXPECT_EQ(differs.status, 2) << differs.output;
+  EXPECT_NE(differs.output.find("--reset-head"), std::string::npos) << differs.output;
 }
 
 }  // namespace

@@ -97,15 +97,49 @@ TEST(Evaluation, TopKCountsTiesAgainstTheLabelAndTheLossIsCrossEntropy) {
                         {"label 6 at index 2", "6 classes"});
 }
 
+// A resumed attempt supersedes what the stopped one wrote after the checkpoint it resumes from: every step is in the
+// file once (the killed attempt's steps 72 and 80 used to appear twice), and the resumed "run" line says how far the
+// stopped attempt had got.
+TEST(MetricsLog, AResumedAttemptSupersedesTheStepsAfterItsCheckpoint) {
+  const auto path = std::filesystem::temp_directory_path() / "ddpx_test_metrics_resumed.jsonl";
+  {
+    MetricsLog first(path.string(), 0);
+    first.run(0, "m", "d", {});
+    for (int64_t step : {8, 16, 24}) first.step(step, std::nullopt, 0.1, 1.0, std::nullopt, 10, 5, 0);
+    std::ofstream(path, std::ios::app) << R"({"kind": "step", "st)";  // killed mid-line
+  }
+  {
+    MetricsLog resumed(path.string(), 20);
+    resumed.run(20, "m", "d", {});
+    for (int64_t step : {24, 32}) resumed.step(step, std::nullopt, 0.1, 0.5, std::nullopt, 10, 5, 0);
+    resumed.end(32, "finished");
+  }
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 7u);
+  std::vector<int64_t> steps;
+  for (const nlohmann::json& line : lines)
+    if (line["kind"] == "step") steps.push_back(line["step"]);
+  EXPECT_EQ(steps, (std::vector<int64_t>{8, 16, 24, 32}));
+  EXPECT_EQ(lines[3]["kind"], "run");
+  EXPECT_EQ(lines[3]["step"], 20);
+  EXPECT_EQ(lines[3]["previous_attempt_reached"], 24);
+  EXPECT_EQ(lines[4]["loss"], 0.5);  // step 24 is the resumed attempt's
+  EXPECT_EQ(lines[6]["kind"], "end");
+  EXPECT_EQ(lines[6]["reason"], "finished");
+  std::filesystem::remove(path);
+}
+
 TEST(MetricsLog, WritesOneCompleteObjectPerLine) {
   const auto path = std::filesystem::temp_directory_path() / "ddpx_test_metrics.jsonl";
   {
-    MetricsLog log(path.string(), false);
+    MetricsLog log(path.string(), 0);
     log.step(10, 0.5, 0.01, 2.25, std::nullopt, 1234.5, 25.5, 1.25);
     log.eval(10, 0.5, EvalResult{.loss = 0.5, .top1 = 80, .top5 = 99, .count = 100}, "ema");
   }
   const double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  { MetricsLog log(path.string(), true); log.step(11, std::nullopt, 0.02, 2.0, 0.75, 10, 12, 0); }
+  { MetricsLog log(path.string(), 10); log.step(11, std::nullopt, 0.02, 2.0, 0.75, 10, 12, 0); }
   std::ifstream in(path);
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
@@ -130,7 +164,7 @@ TEST(MetricsLog, WritesOneCompleteObjectPerLine) {
   EXPECT_GE(lines[2]["time"].get<double>(), before - 0.001);
   EXPECT_LE(lines[2]["time"].get<double>(), before + 60);
   std::filesystem::remove(path);
-  testing::expect_error([] { MetricsLog("/nonexistent-dir/m.jsonl", false); }, {"--metrics", "/nonexistent-dir"});
+  testing::expect_error([] { MetricsLog("/nonexistent-dir/m.jsonl", 0); }, {"--metrics", "/nonexistent-dir"});
 }
 
 }  // namespace

@@ -272,11 +272,13 @@ TEST(RunSettings, EveryCheckpointRowReachesTheCheckpointsMetadata) {
     std::set<std::string> extra;
     for (const auto& [key, value] : metadata["extra"].items()) extra.insert(key);
     EXPECT_EQ(extra, fed);  // nothing in extra that no row accounts for
-    EXPECT_EQ(extra, (std::set<std::string>{"batch", "classes", "data", "ema_decay", "ema_updates", "grad_accum",
-                                            "lr_schedule", "seed"}));
-    // And the run that wrote it resumes from it.
+    EXPECT_EQ(extra, (std::set<std::string>{"attempt_starts", "batch", "classes", "data", "ema_decay", "ema_updates",
+                                            "grad_accum", "lr_schedule", "seed"}));
+    // And the run that wrote it resumes from it, knowing the attempts before it (one, from step 0).
     std::vector<float> loaded(layout.buffer_size());
-    EXPECT_EQ(load_training_checkpoint(dir, layout, options, loaded.data()).step, 6);
+    const LoadedCheckpoint resumed = load_training_checkpoint(dir, layout, options, loaded.data());
+    EXPECT_EQ(resumed.step, 6);
+    EXPECT_EQ(resumed.attempt_starts, (std::vector<int64_t>{0}));
     fs::remove_all(dir);
   }
 }

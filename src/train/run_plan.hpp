@@ -1,0 +1,50 @@
+// The run's plan: how long the run is, in optimizer steps, resolved once before anything reads it, and what
+// follows from that length (the learning-rate schedule's horizon and warm-up, when --val is evaluated). The trainer
+// asks plan_run() once; the loop, the schedule, the evaluator, the checkpoints (the last step's) and the progress
+// line's ETA read its `steps`; nothing copies the length at parse time (the CLI leaves the schedule's horizon 0).
+//
+// The rules (docs/cli.md, "How long a run is"):
+//  - --steps N (default 100): N optimizer steps. --epochs E instead: E x the batches each rank runs per epoch at
+//    this world size (Note [Epochs and the sampler], data/epoch_sampler.hpp), then / --grad-accum (rounded down: an
+//    epoch need not be a whole number of steps), for sources with epochs (idx, folder, pack, wds, --images); refused
+//    on endless ones. "The steps of one epoch" (--lr-warmup-epochs, --eval-every epoch) are its micro-batches /
+//    --grad-accum, rounded down.
+//  - the schedule's horizon is that length; its warm-up is --lr-warmup-steps W, or --lr-warmup-epochs E' (E' x the
+//    steps of one epoch; any run on a source with epochs), and must be shorter than the run.
+//  - --val: --eval-every N (steps) or epoch (each epoch's last step); without --eval-every, at the end of the run,
+//    and at each epoch's end when the run is given in --epochs. The last step always evaluates.
+// Guarantees: plan_run() throws ddpx::Error naming the flag (--epochs, --lr-warmup-epochs, --lr-warmup-steps,
+// --eval-every, --lr-schedule, --min-lr) for every plan that cannot run; a returned plan has steps >= 1, a schedule
+// whose horizon is `steps` and that passed LrSchedule::validate, and an evaluation cadence with no zero divisor.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "optim/lr_schedule.hpp"
+#include "train/run_evaluation.hpp"
+#include "train/train_options.hpp"
+
+namespace ddpx {
+
+struct RunPlan {
+  int64_t steps = 0;            // optimizer steps of the whole run (a resumed run continues up to this step)
+  int64_t steps_per_epoch = 0;  // optimizer steps of one epoch; 0 where not needed or the source has no epochs
+  LrSchedule schedule;          // the horizon is `steps`, the warm-up resolved from steps or epochs
+  EvalEvery eval;               // --val's cadence (none: the last step only)
+  // How the length was given, for messages: "--steps 100" or "--epochs 2 (= 234 steps)".
+  std::string length_text;
+};
+
+// batches_per_epoch: the micro-batches each rank runs per epoch at this run's world size (Dataset::
+// batches_per_epoch), 0 for an endless source; read only when the plan needs epochs.
+RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch);
+// The same, counting the training data's batches per epoch (the data opened for its size) only when the plan needs
+// them: --epochs, --lr-warmup-epochs, --eval-every epoch.
+RunPlan plan_run(const TrainOptions& options);
+bool plan_needs_epochs(const TrainOptions& options);
+
+// The options the run's parts read, with the plan's length and schedule: the one place a run's --steps and the
+// schedule's horizon are assigned.
+TrainOptions with_plan(const TrainOptions& requested, const RunPlan& plan);
+
+}  // namespace ddpx

@@ -1,0 +1,166 @@
+// The run plan (train/run_plan.hpp): the run's length resolved once from --steps or --epochs, the schedule's horizon
+// and warm-up (in steps or epochs) and --val's cadence read from it; every schedule x warm-up x {--steps, --epochs}
+// combination trains through the CLI; --val alone evaluates at the end (and at each epoch's end in an epochs run);
+// --epochs 0, --steps 0 and --eval-every 0 are refused naming the flag.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <tuple>
+
+#include "cli_runner.hpp"
+#include "error_expect.hpp"
+#include "train/run_plan.hpp"
+
+namespace ddpx {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_error;
+using testing::run_ddpx;
+
+TrainOptions epoch_data_run() {
+  TrainOptions o;
+  o.data = parse_data_spec("idx:/usr/share/datasets/fashion-mnist:test", "--data");
+  o.optimizer.lr = 0.1f;
+  return o;
+}
+
+TEST(RunPlan, StepsOrEpochsGiveTheOneLengthTheScheduleReads) {
+  TrainOptions o = epoch_data_run();
+  o.steps = 40;
+  o.optimizer.schedule = parse_lr_schedule("cosine");
+  const RunPlan by_steps = plan_run(o, 10);
+  EXPECT_EQ(by_steps.steps, 40);
+  EXPECT_EQ(by_steps.schedule.total_steps, 40);
+  EXPECT_EQ(by_steps.length_text, "--steps 40");
+  // 3 epochs of 10 micro-batches per rank, 2 per step: 15 steps, whatever --steps says.
+  o.epochs = 3;
+  o.grad_accum = 2;
+  const RunPlan by_epochs = plan_run(o, 10);
+  EXPECT_EQ(by_epochs.steps, 15);
+  EXPECT_EQ(by_epochs.steps_per_epoch, 5);
+  EXPECT_EQ(by_epochs.schedule.total_steps, 15);
+  EXPECT_EQ(by_epochs.length_text, "--epochs 3 = 15 steps");
+  const TrainOptions planned = with_plan(o, by_epochs);
+  EXPECT_EQ(planned.steps, 15);
+  EXPECT_EQ(planned.optimizer.schedule.total_steps, 15);
+  EXPECT_NO_THROW(planned.validate());
+}
+
+TEST(RunPlan, WarmUpInEpochsIsEpochsTimesTheStepsOfOne) {
+  TrainOptions o = epoch_data_run();
+  o.steps = 50;
+  o.lr_warmup_epochs = 2;
+  EXPECT_EQ(plan_run(o, 8).schedule.warmup_steps, 16);  // in a --steps run too
+  o.optimizer.schedule.warmup_steps = 3;
+  expect_error([&] { (void)plan_run(o, 8); }, {"--lr-warmup-epochs 2 and --lr-warmup-steps 3: give one"});
+  o.optimizer.schedule.warmup_steps = 0;
+  o.lr_warmup_epochs = 7;
+  expect_error([&] { (void)plan_run(o, 8); }, {"--lr-warmup-epochs 7 (56 steps) is not shorter than the run",
+                                               "--steps 50"});
+  o.lr_warmup_epochs = 0;
+  o.optimizer.schedule.warmup_steps = 15;
+  o.epochs = 1;
+  expect_error([&] { (void)plan_run(o, 8); },
+               {"--lr-warmup-steps 15 is not shorter than the run (--epochs 1 = 8 steps)"});
+  o.epochs = 0;
+  o.optimizer.schedule.warmup_steps = 0;
+  o.lr_warmup_epochs = 1;
+  o.grad_accum = 20;  // an epoch of 8 micro-batches is no whole step: the warm-up would silently be none
+  expect_error([&] { (void)plan_run(o, 8); }, {"--lr-warmup-epochs 1: an epoch is less than one step"});
+  TrainOptions endless;
+  endless.data = DataSource::learnable;
+  endless.lr_warmup_epochs = 1;
+  expect_error([&] { (void)plan_run(endless, 0); }, {"--lr-warmup-epochs 1 needs data with epochs"});
+}
+
+TEST(RunPlan, ValAloneEvaluatesAtTheEndAndAtEachEpochsEndInAnEpochsRun) {
+  TrainOptions o = epoch_data_run();
+  o.val = o.data;
+  const RunPlan steps = plan_run(o, 10);
+  EXPECT_EQ(steps.eval.steps, 0);
+  EXPECT_FALSE(steps.eval.epoch);
+  o.epochs = 2;
+  const RunPlan epochs = plan_run(o, 10);
+  EXPECT_TRUE(epochs.eval.epoch);
+  EXPECT_EQ(epochs.steps_per_epoch, 10);
+  o.eval_every = "0";
+  expect_error([&] { (void)plan_run(o, 10); }, {"--eval-every 0"});
+  o.eval_every = "epoch";
+  o.epochs = 0;
+  o.data = DataSource::learnable;
+  expect_error([&] { (void)plan_run(o, 0); }, {"--eval-every epoch", "has no epochs"});
+}
+
+TEST(RunPlan, NoLengthOfZero) {
+  TrainOptions o = epoch_data_run();
+  o.steps = 0;
+  expect_error([&] { (void)plan_run(o, 10); }, {"--steps must be positive, got 0"});
+  o.steps = 100;
+  o.epochs = -1;
+  expect_error([&] { (void)plan_run(o, 10); }, {"--epochs -1: give a positive number of epochs"});
+  o.epochs = 1;
+  o.grad_accum = 20;
+  expect_error([&] { (void)plan_run(o, 10); }, {"--epochs 1", "one step of --grad-accum 20"});
+  // An epoch need not be a whole number of steps: 2 epochs of 3 micro-batches with --grad-accum 2 are 3 steps.
+  o.epochs = 2;
+  o.grad_accum = 2;
+  EXPECT_EQ(plan_run(o, 3).steps, 3);
+}
+
+// Through the CLI, on Fashion-MNIST's test split (10,000 images; batch 2500: 4 batches per epoch): each schedule with
+// each warm-up, the run given in steps or in epochs, trains to its last step with the horizon it printed.
+const char* const kFashion = "/usr/share/datasets/fashion-mnist";
+
+using Combination = std::tuple<std::string, std::string, bool>;  // schedule, warm-up flags, in epochs
+
+class EveryScheduleAndWarmUp : public ::testing::TestWithParam<Combination> {};
+
+TEST_P(EveryScheduleAndWarmUp, TrainsInStepsAndInEpochs) {
+  if (!fs::exists(fs::path(kFashion) / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  const auto& [schedule, warmup, in_epochs] = GetParam();
+  const testing::CliResult r = run_ddpx(
+      "train --device cpu --model mlp:image=28,channels=1,layers=1,width=16,classes=10 --data idx:" +
+      std::string(kFashion) + ":test --batch 2500 --warmup 0 --workers 1 --lr 0.05 --lr-schedule " + schedule + " " +
+      warmup + (in_epochs ? " --epochs 3" : " --steps 12"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("step     12/12"), std::string::npos) << r.output;
+  if (schedule == "cosine" || schedule == "linear") EXPECT_NE(r.output.find("at step 12"), std::string::npos) << r.output;
+  if (!warmup.empty()) EXPECT_NE(r.output.find("warm-up 4 steps"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(RunPlan, EveryScheduleAndWarmUp,
+                         ::testing::Combine(::testing::Values("constant", "cosine", "linear", "step:5"),
+                                            ::testing::Values("", "--lr-warmup-steps 4", "--lr-warmup-epochs 1"),
+                                            ::testing::Bool()));
+
+TEST(RunPlanCli, ValAloneEvaluatesAtTheLastStepAndEpochsAtEachEnd) {
+  if (!fs::exists(fs::path(kFashion) / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  const std::string common = "train --device cpu --model mlp:image=28,channels=1,layers=1,width=16,classes=10 --data idx:" +
+                             std::string(kFashion) + ":test --val idx:" + std::string(kFashion) +
+                             ":test --batch 2500 --warmup 0 --workers 1 --lr 0.05";
+  const testing::CliResult steps = run_ddpx(common + " --steps 6");
+  ASSERT_EQ(steps.status, 0) << steps.output;  // was SIGFPE (step % 0) after step 1
+  EXPECT_EQ(steps.output.find("eval        1/6"), std::string::npos) << steps.output;
+  EXPECT_NE(steps.output.find("eval        6/6"), std::string::npos) << steps.output;
+  const testing::CliResult epochs = run_ddpx(common + " --epochs 2");
+  ASSERT_EQ(epochs.status, 0) << epochs.output;
+  EXPECT_NE(epochs.output.find("eval        4/8"), std::string::npos) << epochs.output;
+  EXPECT_NE(epochs.output.find("eval        8/8"), std::string::npos) << epochs.output;
+}
+
+TEST(RunPlanCli, ZeroLengthsAndCadencesAreRefusedByName) {
+  const std::string common = "train --device cpu --model mlp_tiny_test --data learnable";
+  for (const auto& [flags, needle] :
+       {std::pair<std::string, std::string>{" --epochs 0", "--epochs 0: give a positive number of epochs"},
+        {" --steps 0", "--steps must be positive, got 0"},
+        {" --val learnable --eval-every 0", "--eval-every 0"}}) {
+    const testing::CliResult r = run_ddpx(common + flags);
+    EXPECT_EQ(r.status, 2) << flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << flags << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace ddpx
