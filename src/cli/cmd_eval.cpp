@@ -158,7 +158,8 @@ int run_eval(const EvalOptions& e) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
   };
   const SafetensorsReader reader(e.weights);
-  const std::unique_ptr<Model> model = make_model(model_of(e, reader));
+  const std::unique_ptr<Model> model =
+      e.model.empty() ? make_model(model_of(e, reader)) : make_model_from_flag("--model", e.model);
   const FlatLayout& layout = model->layout();
   const int64_t classes = model->num_classes();
   const DataShape shape{model->input_shape().channels, model->input_shape().image_size, classes};

@@ -24,6 +24,14 @@ std::unique_ptr<Model> make_model(std::string_view spec) {
   fail("unknown model '{}'; known models: {}", name, model_names_help());
 }
 
+std::unique_ptr<Model> make_model_from_flag(std::string_view flag, std::string_view spec) {
+  try {
+    return make_model(spec);
+  } catch (const Error& error) {
+    fail("{} {}: {}", flag, spec, error.what());
+  }
+}
+
 std::vector<std::string> known_model_names() {
   std::vector<std::string> names;
   for (const ModelFamily& family : model_families())

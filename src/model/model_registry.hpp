@@ -36,6 +36,9 @@ const std::vector<ModelFamily>& model_families();
 
 // Parses --model (or a checkpoint's recorded spec); errors name the spec and list known_model_names().
 std::unique_ptr<Model> make_model(std::string_view spec);
+// make_model of a spec the user typed after `flag` ("--model"): its errors start with the flag and the spec, so a
+// refusal says which flag to change (the train-flag fuzzer's finding: "unknown model 'vit_nope'" named none).
+std::unique_ptr<Model> make_model_from_flag(std::string_view flag, std::string_view spec);
 
 // Every family's variant names, in registry order.
 std::vector<std::string> known_model_names();

@@ -489,6 +489,7 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
 }  // namespace
 
 TrainSummary run_training(const TrainOptions& requested) {
+  (void)make_model_from_flag("--model", requested.model);  // a spec the registry refuses, named by its flag first
   // The data's class names (and count, where --model gives none), then the run's plan: its length from --steps or
   // --epochs and what follows from it (the schedule's horizon and warm-up, --val's cadence), resolved once here.
   const TrainOptions with_classes = with_data_classes(requested);

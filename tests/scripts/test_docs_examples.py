@@ -60,6 +60,7 @@ PATH_STANDINS = [
     ("/data/imagenet/train", "folder"),
     ("/data/imagenet/val", "folder_val"),
     ("/data/train.pack", "@train.pack"),
+    ("/data/test.pack", "pack"),
 ]
 
 # Relative file names the examples read, and how each is made (once, then copied into every run's folder that
@@ -73,6 +74,7 @@ STANDINS = {
     "y.npy": ("data", "labels"),
     "w.safetensors": ("ddpx", TRAIN_TINY + ["--save", "w.safetensors"]),
     "run.json": ("ddpx", TRAIN_TINY + ["--report", "run.json", "--trace", "run.trace.json"]),
+    "m.jsonl": ("ddpx", TRAIN_TINY + ["--metrics", "m.jsonl"]),
     "run.trace.json": ("ddpx", TRAIN_TINY + ["--report", "run.json", "--trace", "run.trace.json"]),
     "base.json": ("ddpx", TRAIN_TINY + ["--report", "base.json"]),
     "allreduce.json": ("ddpx", TRAIN_TINY + ["--ddp", "--report", "allreduce.json"]),
@@ -100,10 +102,8 @@ def eight_rank_log(repo):
 
 # Examples that fail today for a reason an open issue names: {regex over the command's text: "issue N row ..."}
 # (the text, not the line, so that edits above it keep the entry; an entry that matches no example fails the test).
-KNOWN_FAILURES = {
-    r"--data idx:\S+ --val idx:\S+:test --batch 64$":
-        "issue 47 row 1: --val without --eval-every dies of SIGFPE (step % 0 in the evaluator)",
-}
+# Empty since issue 47 row 1 (--val alone: SIGFPE) was fixed.
+KNOWN_FAILURES = {}
 
 
 class Command:
