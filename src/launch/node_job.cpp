@@ -23,7 +23,14 @@ namespace ddpx::node_job {
 std::string shared_secret(const std::string& master_ip) {
   const char* secret = std::getenv("DDPX_JOB_TOKEN");
   if (secret && *secret) return secret;
-  if (master_ip.rfind("127.", 0) == 0) return "";  // loopback: only this host reaches the control channel
+  if (master_ip.rfind("127.", 0) == 0) {  // loopback: only this host reaches the control channel
+    fmt::print(stderr,
+               "ddpx launch: note: --master-addr {} without DDPX_JOB_TOKEN: any process on this host (any user's) that "
+               "reaches the port can join the job as a node; set DDPX_JOB_TOKEN to the same secret for every node to "
+               "keep them out\n",
+               master_ip);
+    return "";
+  }
   const char* allowed = std::getenv("DDPX_ALLOW_NO_TOKEN");
   if (allowed && std::string(allowed) == "1") return "";
   fail("--master-addr {} is reachable from other machines, and the launchers of a multi-node job prove to each other "

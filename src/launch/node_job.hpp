@@ -26,7 +26,8 @@ struct Verdict {
 };
 
 // The secret every node's launcher must hold: DDPX_JOB_TOKEN. Required unless master_ip is loopback (only this host
-// reaches it) or DDPX_ALLOW_NO_TOKEN=1 (a trusted network); "" then. Throws naming both variables otherwise.
+// reaches it: a note on stderr says any local process could still join) or DDPX_ALLOW_NO_TOKEN=1 (a trusted
+// network); "" then. Throws naming both variables otherwise.
 std::string shared_secret(const std::string& master_ip);
 std::string local_address(int fd);  // this side's IPv4 address of a connected socket
 Verdict worker_verdict(const WorkerGroup& group, int node_rank, const std::string& address);

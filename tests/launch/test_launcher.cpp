@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "dist/free_ports.hpp"
 #include "launch/launcher.hpp"
+#include "launch/node_job.hpp"
 #include "support/process_runner.hpp"
 
 namespace ddpx {
@@ -203,6 +205,30 @@ TEST(Launcher, TwoNodesOnLoopback) {
 TEST(Launcher, RejectsBadArguments) {
   EXPECT_THROW(launch_local_workers(0, {"x"}), std::exception);
   EXPECT_THROW(launch_local_workers(2, {}), std::exception);
+}
+
+}  // namespace
+}  // namespace ddpx
+
+namespace ddpx {
+namespace {
+
+// issue 48: a loopback multi-node job without DDPX_JOB_TOKEN accepted any local process as a node without a word.
+TEST(NodeJobSecret, LoopbackWithoutATokenRunsAndSaysAnyLocalProcessCouldJoin) {
+  const char* saved = std::getenv("DDPX_JOB_TOKEN");
+  const std::string kept = saved ? saved : "";
+  ::unsetenv("DDPX_JOB_TOKEN");
+  ::testing::internal::CaptureStderr();
+  const std::string secret = node_job::shared_secret("127.0.0.1");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(secret, "");
+  EXPECT_NE(said.find("without DDPX_JOB_TOKEN"), std::string::npos) << said;
+  EXPECT_NE(said.find("any process on this host"), std::string::npos) << said;
+  ::setenv("DDPX_JOB_TOKEN", "s3cret", 1);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(node_job::shared_secret("127.0.0.1"), "s3cret");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  if (saved) ::setenv("DDPX_JOB_TOKEN", kept.c_str(), 1); else ::unsetenv("DDPX_JOB_TOKEN");
 }
 
 }  // namespace
