@@ -129,16 +129,23 @@ int run_eval(const EvalOptions& e) {
                "give the data to evaluate: --data SOURCE (e.g. idx:/usr/share/datasets/fashion-mnist:test, "
                "folder:DIR, pack:FILE, wds:SHARDS) or --images X.npy [--labels Y.npy]");
   DDPX_REQUIRE(e.labels.empty() || !e.images.empty(), "--labels {} needs --images (the images they label)", e.labels);
+  std::vector<FileRole> data_inputs;  // the data's files and folders: no output may be one of them or inside one
   if (!e.data.empty()) {  // checked before any rank starts or any file is read
     const DataSpec spec = parse_data_spec(e.data, "--data");
     DDPX_REQUIRE(spec.source == DataSource::npy || spec.is_image_source(),
                  "--data {}: eval needs data with labels: idx:, folder:, pack:, wds: or --images/--labels",
                  spec.text());
+    if (spec.is_image_source() && (!e.out.empty() || !e.json.empty()))  // only a file written needs them
+      for (FileRole role : open_sample_source(spec, "--data")->inputs()) {
+        role.flag = "--data " + spec.text();
+        data_inputs.push_back(std::move(role));
+      }
   }
   DDPX_REQUIRE(e.batch >= 1, "--batch must be a positive number of images per forward pass, got {}", e.batch);
   const bool json_on_stdout = e.json_given && e.json.empty();
   // Outputs first: a bad --out or --json, or one that is an input, is refused before any work (and any rank).
   std::vector<FileRole> inputs = {{"--weights", e.weights}, {"--images", e.images}, {"--labels", e.labels}};
+  inputs.insert(inputs.end(), data_inputs.begin(), data_inputs.end());
   const std::vector<FileRole> outputs = {{"--out", e.out}, {"--json", e.json}};
   if (!e.out.empty()) (void)check_output_path(e.out, "--out");
   if (!e.json.empty()) (void)check_output_path(e.json, "--json");

@@ -132,6 +132,16 @@ TEST(EvalSources, WhatEvalCannotTellIsRefusedNamingTheFlag) {
   r = run_ddpx("eval --weights " + torch + " --data idx:/nowhere");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("mlp_tiny_test, the model the file records"), std::string::npos) << r.output;
+  // issue 48: an output inside the data (a folder: its whole tree) is refused before anything is written.
+  const fs::path images = dir / "images";
+  fs::create_directories(images / "c0");
+  fs::copy_file(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/images/gray.png", images / "c0" / "a.png");
+  r = run_ddpx("eval --weights " + torch + " --data folder:" + images.string() + " --json " +
+               (images / "c0" / "eval.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--json"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--data folder:"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(images / "c0" / "eval.json"));
   fs::remove_all(dir);
 }
 
