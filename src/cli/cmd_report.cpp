@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
+#include "model/model_registry.hpp"
 #include "profile/comm_stats.hpp"
 #include "profile/curve_chart.hpp"
 #include "profile/metrics_table.hpp"
@@ -79,15 +80,29 @@ std::string attempts_line(const std::vector<RunAttempt>& attempts) {
   return text + ")\n";
 }
 
-// Every --val evaluation, one row each (nccl-tests' shape: a header, then the rows).
-std::string evaluation_table(const std::vector<EvalPoint>& evaluations) {
+// Every --val evaluation, one row each (nccl-tests' shape: a header, then the rows). Top-5 only where the model has
+// more than 5 classes (with 5 or fewer every sample is a top-5 hit), as train and eval print it; `classes` 0: unknown.
+std::string evaluation_table(const std::vector<EvalPoint>& evaluations, int64_t classes) {
   if (evaluations.empty()) return "";
-  std::string text = fmt::format("evaluation on --val ({} images):\n{:>8} {:>8} {:>8} {:>10} {:>8} {:>8}\n",
-                                 evaluations.front().count, "step", "epoch", "weights", "val loss", "top-1", "top-5");
+  const bool top5 = classes == 0 || classes > 5;
+  std::string text = fmt::format("evaluation on --val ({} images):\n{:>8} {:>8} {:>8} {:>10} {:>8}{}\n",
+                                 evaluations.front().count, "step", "epoch", "weights", "val loss", "top-1",
+                                 top5 ? fmt::format(" {:>8}", "top-5") : "");
   for (const EvalPoint& e : evaluations)
-    text += fmt::format("{:>8} {:>8} {:>8} {:>10.4f} {:>7.2f}% {:>7.2f}%\n", e.step,
-                        e.epoch ? fmt::format("{:.2f}", *e.epoch) : "-", e.weights, e.loss, e.top1, e.top5);
+    text += fmt::format("{:>8} {:>8} {:>8} {:>10.4f} {:>7.2f}%{}\n", e.step,
+                        e.epoch ? fmt::format("{:.2f}", *e.epoch) : "-", e.weights, e.loss, e.top1,
+                        top5 ? fmt::format(" {:>7.2f}%", e.top5) : "");
   return text;
+}
+
+// The report's model's class count: its data's class names, else the model spec's; 0 when neither says.
+int64_t report_classes(const RunReport& report) {
+  if (!report.config.classes.empty()) return static_cast<int64_t>(report.config.classes.size());
+  try {
+    return make_model(report.config.model)->num_classes();
+  } catch (const Error&) {
+    return 0;  // a model of another ddpx: the table keeps every column
+  }
 }
 
 std::string provenance_block(const RunReport& report) {
@@ -115,7 +130,7 @@ std::string provenance_block(const RunReport& report) {
                         report.throughput->images_per_s);
   text += classes_line(c.classes);
   text += attempts_line(report.attempts);
-  text += evaluation_table(report.evaluations);
+  text += evaluation_table(report.evaluations, report_classes(report));
   text += clock_line(report);
   return text;
 }

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "image_files.hpp"
+#include "support/scratch_dir.hpp"
 #include "error_expect.hpp"
 #include "io/checkpoint.hpp"
 #include "io/npy.hpp"
@@ -170,6 +172,35 @@ TEST(DataClasses, LoadedWeightsDecideTheClassCount) {
       "--load " + weights);
   EXPECT_EQ(differs.status, 2) << differs.output;
   EXPECT_NE(differs.output.find("--reset-head"), std::string::npos) << differs.output;
+}
+
+}  // namespace
+}  // namespace ddpx
+
+namespace ddpx {
+namespace {
+
+// issue 47: `ddpx report` printed top-5 = 100% for a 4-class task; train, eval and report show it only above 5.
+TEST(DataClasses, ReportShowsTopFiveOnlyAboveFiveClasses) {
+  const std::filesystem::path dir = testing::fresh_dir("train", "report_top5");
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 4; ++i) {
+      testing::Pixels image{std::vector<uint8_t>(16 * 16 * 3, static_cast<uint8_t>(40 * c + 5 * i)), 16, 16, 3};
+      std::filesystem::create_directories(dir / "data" / ("c" + std::to_string(c)));
+      testing::write_file((dir / "data" / ("c" + std::to_string(c)) / (std::to_string(i) + ".png")).string(),
+                          testing::encode_png(image));
+    }
+  const std::string report = (dir / "run.json").string();
+  const testing::CliResult trained = testing::run_ddpx(
+      "train --device cpu --model mlp:image=16,channels=3,layers=1,width=8 --data folder:" + (dir / "data").string() +
+      " --val folder:" + (dir / "data").string() + " --batch 4 --steps 2 --warmup 0 --workers 1 --report " + report);
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_EQ(trained.output.find("top-5"), std::string::npos) << trained.output;
+  const testing::CliResult shown = testing::run_ddpx("report " + report);
+  ASSERT_EQ(shown.status, 0) << shown.output;
+  EXPECT_NE(shown.output.find("evaluation on --val (16 images):"), std::string::npos) << shown.output;
+  EXPECT_EQ(shown.output.find("top-5"), std::string::npos) << shown.output;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
