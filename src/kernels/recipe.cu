@@ -19,24 +19,9 @@ using kernels::warp_sum;
 constexpr int kThreads = 256;
 constexpr int kClipBlocks = 264;  // partial sums: a fixed count, so the summation order never changes
 
-__global__ void advance_learning_rate_kernel(DeviceLrSchedule s, long long* step_counter, float* lr) {
+__global__ void advance_learning_rate_kernel(LrFormula schedule, long long* step_counter, float* lr) {
   begin_after_producer();
-  const long long step = ++*step_counter, e = step - 1;
-  double rate;
-  if (e < s.warmup_steps) {
-    rate = s.base_lr * (s.warmup_start_factor +
-                        (1.0 - s.warmup_start_factor) * static_cast<double>(e) / static_cast<double>(s.warmup_steps));
-  } else {
-    const long long k = e - s.warmup_steps;
-    const double horizon = static_cast<double>(max(s.total_steps - s.warmup_steps, 1LL));
-    switch (s.kind) {
-      case 1: rate = s.min_lr + (s.base_lr - s.min_lr) * (1.0 + cos(M_PI * static_cast<double>(k) / horizon)) / 2; break;
-      case 2: rate = s.base_lr * (1.0 + (s.min_lr / s.base_lr - 1.0) * fmin(static_cast<double>(k), horizon) / horizon); break;
-      case 3: rate = s.base_lr * pow(s.step_gamma, static_cast<double>(k / s.step_every)); break;
-      default: rate = s.base_lr;
-    }
-  }
-  *lr = static_cast<float>(rate);
+  *lr = static_cast<float>(lr_formula_at(schedule, ++*step_counter));  // core/lr_formula.hpp: the host's formula
 }
 
 __global__ void square_sum_partials(const float* grads, int64_t n, double* partials) {
@@ -159,7 +144,7 @@ __global__ void partner_labels(const int32_t* labels, int32_t* mixed_labels, int
 
 }  // namespace
 
-void advance_learning_rate(const DeviceLrSchedule& schedule, long long* step, float* lr, cudaStream_t stream) {
+void advance_learning_rate(const LrFormula& schedule, long long* step, float* lr, cudaStream_t stream) {
   launch_after_producer("advance_learning_rate", advance_learning_rate_kernel, 1, 1, 0, stream, schedule, step, lr);
 }
 

@@ -8,24 +8,20 @@
 // Note [The learning rate on the device]
 // A CUDA graph freezes kernel arguments, so a rate passed as an argument would replay the captured step's rate
 // forever (why OptimizerSpec::graph_replay_exact() refuses varying rates). advance_learning_rate() instead keeps the
-// optimizer step in device memory: each launch increments it and writes that step's rate (the closed form of
-// optim/lr_schedule.hpp, evaluated in double) to a device float; the fused SGD update reads it from there when
+// optimizer step in device memory: each launch increments it and writes that step's rate (core/lr_formula.hpp's
+// closed form, the function the host's LrSchedule::rate_at calls, evaluated in double) to a device float; the fused SGD update reads it from there when
 // SgdUpdate::lr_on_device is set. One node per step in the graph, no capture per step.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "core/lr_formula.hpp"
+
 namespace ddpx {
 
-// optim/lr_schedule.hpp's fields as kernel arguments (kind: 0 constant, 1 cosine, 2 linear, 3 step).
-struct DeviceLrSchedule {
-  int kind = 0;
-  long long warmup_steps = 0, step_every = 1, total_steps = 1;
-  double base_lr = 0, warmup_start_factor = 1, min_lr = 0, step_gamma = 1;
-};
-// ++*step, then *lr = the schedule's rate at that step (fp32). One thread.
-void advance_learning_rate(const DeviceLrSchedule& schedule, long long* step, float* lr, cudaStream_t stream);
+// ++*step, then *lr = lr_formula_at(schedule, *step) (fp32): LrSchedule::formula() gives the argument. One thread.
+void advance_learning_rate(const LrFormula& schedule, long long* step, float* lr, cudaStream_t stream);
 
 // Global L2 norm of grads[0, n) into *norm (fp32, summed in double over fixed block partials, so deterministic),
 // and *coefficient = min(1, max_norm / (norm + 1e-6)) (optim/grad_clip.hpp); then grads *= *coefficient.

@@ -22,28 +22,27 @@ std::string_view lr_schedule_name(LrScheduleKind kind) {
   return "?";
 }
 
+LrFormula LrSchedule::formula(double base_lr) const {
+  LrFormula f;
+  switch (kind) {
+    case LrScheduleKind::constant: f.shape = LrShape::constant; break;
+    case LrScheduleKind::cosine: f.shape = LrShape::cosine; break;
+    case LrScheduleKind::linear: f.shape = LrShape::linear; break;
+    case LrScheduleKind::step: f.shape = LrShape::step; break;
+  }
+  f.warmup_steps = warmup_steps;
+  f.step_every = step_every > 0 ? step_every : 1;
+  f.total_steps = total_steps;
+  f.base_lr = base_lr;
+  f.warmup_start_factor = warmup_start_factor;
+  f.min_lr = min_lr;
+  f.step_gamma = step_gamma;
+  return f;
+}
+
 double LrSchedule::rate_at(double base_lr, int64_t step) const {
   DDPX_INTERNAL_ASSERT(step >= 1, "learning-rate schedule: steps start at 1, got {}", step);
-  const int64_t e = step - 1;  // scheduler.step() calls before this optimizer step
-  if (e < warmup_steps) {
-    const double progress = static_cast<double>(e) / static_cast<double>(warmup_steps);
-    return base_lr * (warmup_start_factor + (1.0 - warmup_start_factor) * progress);
-  }
-  const int64_t k = e - warmup_steps;
-  const double horizon = static_cast<double>(std::max<int64_t>(total_steps - warmup_steps, 1));
-  switch (kind) {
-    case LrScheduleKind::constant:
-      return base_lr;
-    case LrScheduleKind::cosine:
-      return min_lr + (base_lr - min_lr) * (1.0 + std::cos(std::numbers::pi * static_cast<double>(k) / horizon)) / 2;
-    case LrScheduleKind::linear: {
-      const double progress = std::min(static_cast<double>(k), horizon) / horizon;
-      return base_lr * (1.0 + (min_lr / base_lr - 1.0) * progress);
-    }
-    case LrScheduleKind::step:
-      return base_lr * std::pow(step_gamma, static_cast<double>(k / step_every));
-  }
-  return base_lr;
+  return lr_formula_at(formula(base_lr), step);  // core/lr_formula.hpp: the device's rate is the same function
 }
 
 std::string LrSchedule::describe() const {

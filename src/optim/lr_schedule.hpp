@@ -19,6 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/lr_formula.hpp"
+
 namespace ddpx {
 
 enum class LrScheduleKind { constant, cosine, linear, step };
@@ -34,8 +36,11 @@ struct LrSchedule {
 
   // Whether the rate changes during the run (a warm-up or any schedule but constant).
   bool varies() const { return kind != LrScheduleKind::constant || warmup_steps > 0; }
-  // The rate of optimizer step `step` (1-based) for base rate `base_lr` (--lr, as typed).
+  // The rate of optimizer step `step` (1-based) for base rate `base_lr` (--lr, as typed): core/lr_formula.hpp's
+  // closed form, which the device form (kernels/recipe.hpp) evaluates too.
   double rate_at(double base_lr, int64_t step) const;
+  // This schedule as core/lr_formula.hpp's plain struct, for the host and for a kernel's arguments.
+  LrFormula formula(double base_lr) const;
   // "cosine, warm-up 100 steps from 0.01x, min 1e-05": the start-up line and the run report.
   std::string describe() const;
   // Throws ddpx::Error naming the flag: a warm-up as long as the run or longer (once total_steps is known), a non-finite or negative value,

@@ -40,7 +40,7 @@ struct OptimizerSpec {
   std::vector<std::string> state_names() const;
   // Whether a CUDA graph captured at a step after the first replays every later step exactly: the step number
   // is frozen in the graph, and only SGD's update ignores it after step 1 (AdamW's bias corrections change).
-  // A varying learning rate is frozen in the graph too (until the device-read rate of kernels/lr_schedule.hpp is
+  // A varying learning rate is frozen in the graph too (until the device-read rate of kernels/recipe.hpp is
   // verified on a GPU), so such a run steps eagerly.
   bool graph_replay_exact() const { return kind == OptimizerKind::sgd && !schedule.varies(); }
   // The learning rate at step `step` (1-based): `lr` itself without a schedule, else schedule.rate_at(lr, step) in

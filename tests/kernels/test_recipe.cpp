@@ -24,11 +24,8 @@ namespace {
 using testing::random_vector;
 using testing::relative_error;
 
-DeviceLrSchedule device_form(const LrSchedule& s, double base_lr) {
-  return {.kind = static_cast<int>(s.kind), .warmup_steps = s.warmup_steps, .step_every = std::max<int64_t>(s.step_every, 1),
-          .total_steps = s.total_steps, .base_lr = base_lr, .warmup_start_factor = s.warmup_start_factor,
-          .min_lr = s.min_lr, .step_gamma = s.step_gamma};
-}
+// The kernel's argument: the host schedule's own formula (core/lr_formula.hpp), one closed form on both sides.
+LrFormula device_form(const LrSchedule& s, double base_lr) { return s.formula(base_lr); }
 
 TEST(RecipeKernels, DeviceRateEqualsTheScheduleEveryStep) {
   DDPX_REQUIRE_GPU();
