@@ -13,15 +13,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  std::vector<uint8_t> file;
-  if (data[0] % 2 == 0) {
-    file.assign(data + 1, data + size);
-  } else {
-    static const std::vector<uint8_t> seed = ddpx::fuzz::seed_tar();
-    static const std::vector<ddpx::fuzz::Field> fields = ddpx::fuzz::tar_fields(seed);
-    file = seed;
-    ddpx::fuzz::edit_tar(file, fields, ddpx::fuzz::edits_from(data + 1, size - 1, fields, seed.size()));
-  }
+  static const std::vector<uint8_t> seed = ddpx::fuzz::seed_tar();
+  static const std::vector<ddpx::fuzz::Field> fields = ddpx::fuzz::tar_fields(seed);
+  const std::vector<uint8_t> file = ddpx::fuzz::raw_or_edited(data, size, seed, fields, ddpx::fuzz::edit_tar);
   const auto path = ddpx::fuzz::write_scratch_file("input.tar", file.data(), file.size());
   ddpx::fuzz::expect_clean_refusal([&] {
     const ddpx::WdsSource wds(path.string());

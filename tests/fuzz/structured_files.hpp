@@ -75,6 +75,18 @@ inline std::vector<Edit> edits_from(const uint8_t* data, size_t size, const std:
   return edits;
 }
 
+// One fuzz input as a file, from either kind of mutation: the bytes after the first as they are when the first is
+// even (plain mutation), else `seed` with the edits the rest choose applied by `edit(file, fields, edits)` (the
+// structure-aware mode, CRCs and checksums recomputed by `edit`). `size` must be at least 1.
+template <typename EditFile>
+std::vector<uint8_t> raw_or_edited(const uint8_t* data, size_t size, const std::vector<uint8_t>& seed,
+                                   const std::vector<Field>& fields, EditFile edit) {
+  if (data[0] % 2 == 0) return {data + 1, data + size};
+  std::vector<uint8_t> file = seed;
+  edit(file, fields, edits_from(data + 1, size - 1, fields, seed.size()));
+  return file;
+}
+
 inline void put_field(std::vector<uint8_t>& bytes, const Field& field, uint64_t value) {
   uint8_t* at = bytes.data() + field.offset;
   switch (field.encoding) {
