@@ -5,7 +5,8 @@
  - CMAKE_CXX_FLAGS_RELEASE defaults to -O2 -DNDEBUG and a user's value is kept and reaches the compiler;
  - find_package(ddpx) against this build tree (argument 1) gives ddpx::train, and a program built with it runs;
  - `cmake --install` of this build puts the headers under include/ddpx/ (nothing of ddpx's at include/core, ...),
-   and a program including <ddpx/train/trainer.hpp> builds against the installed prefix and runs.
+   and a program including <ddpx/train/trainer.hpp> builds against the installed prefix and runs;
+ - the LibTorch example (examples/torch_ddp, its own CMakeLists) builds against the installed prefix and trains.
 Configures use -DDDPX_WITH_CUDA=OFF (faster; the package rules do not depend on it)."""
 import json
 import os
@@ -111,10 +112,31 @@ try:
         check((prefix / "include" / "ddpx" / "train" / "trainer.hpp").is_file(),
               "include/ddpx/train/trainer.hpp was not installed")
         build_and_run("the installed prefix", ("<ddpx/", ">"), f"-DCMAKE_PREFIX_PATH={prefix}")
+
+        # 6. The LibTorch example as a user's project of its own against the installed prefix (where this build
+        # has the adapter): its CMakeLists finds ddpx (and LibTorch through it), builds and trains a few steps.
+        if (BUILD / "examples" / "torch_ddp" / "train_cnn").exists():
+            example = work / "example-build"
+            r = subprocess.run(["cmake", "-S", str(ROOT / "examples" / "torch_ddp"), "-B", str(example), "-G",
+                                "Ninja", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}", *languages],
+                               capture_output=True, text=True, timeout=600)
+            check(r.returncode == 0, "examples/torch_ddp does not configure against the installed prefix:\n" +
+                  (r.stdout + r.stderr)[-2000:])
+            if r.returncode == 0:
+                r = subprocess.run(["cmake", "--build", str(example)], capture_output=True, text=True, timeout=900)
+                check(r.returncode == 0, "examples/torch_ddp does not build against the installed prefix:\n" +
+                      (r.stdout + r.stderr)[-2000:])
+            fashion = pathlib.Path("/usr/share/datasets/fashion-mnist")
+            if r.returncode == 0 and fashion.is_dir():
+                r = subprocess.run([str(example / "train_cnn"), "--fashion-mnist", str(fashion), "--steps", "3",
+                                    "--batch", "16"], capture_output=True, text=True, timeout=120)
+                print("train_cnn against the installed prefix:", r.stdout.strip().splitlines()[-1:] or r.stderr[-300:])
+                check(r.returncode == 0 and "step 2 loss" in r.stdout,
+                      f"train_cnn built against the installed prefix printed {r.stdout[-500:]!r} {r.stderr[-500:]!r}")
 finally:
     shutil.rmtree(work, ignore_errors=True)
 
 if failures:
     sys.exit(1)
 print("ok: CLI11 required, BUILD_TESTING=OFF without GoogleTest, release flags kept, find_package(ddpx) works "
-      "against the build tree and an installed prefix (headers under include/ddpx/)")
+      "against the build tree and an installed prefix (headers under include/ddpx/), and so does the LibTorch example")
