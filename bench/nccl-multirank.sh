@@ -59,10 +59,13 @@ part_allreduce() {
       --sizes "$sizes" >"$log" 2>&1
     local rc=$?
     # nccl-tests' rows: size count type redop root time algbw busbw #wrong (out of place), the same in place.
-    local rows wrong busbw
-    rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$log" | wc -l)
-    wrong=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {w += $9 + $13} END {print w + 0}' "$log")
-    busbw=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {b = $8} END {print b}' "$log")
+    # The launcher prefixes each line with "[rank R] "; without it the rows are nccl-tests' own.
+    local rows wrong busbw table=$OUT_DIR/allreduce_w$w.rows
+    sed -E 's/^\[rank [0-9]+\] //' "$log" | awk '$1 ~ /^[0-9]+$/ && NF >= 13' >"$table"
+    rows=$(wc -l <"$table")
+    wrong=$(awk '{w += $9 + $13} END {print w + 0}' "$table")
+    busbw=$(awk '{b = $8} END {print b}' "$table")
+    ((rows > 0)) || wrong="no rows read (see $log)"
     say "| $w | $sizes | $rows | $wrong$([[ $rc != 0 ]] && echo " (exit $rc)") | $busbw |"
   done
 }

@@ -16,6 +16,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/cuda_devices.hpp"
+#include "dist/backend_registry.hpp"
 #include "cli/help_format.hpp"
 #include "cli/launch.hpp"
 #include "cli/suggest.hpp"
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
   app.set_version_flag(
       "--version",
       [] {
-        return "ddpx " + ddpx::ddpx_version() + " (commit " + ddpx::ddpx_commit() + ")\n" + ddpx::cli::devices_line();
+        return "ddpx " + ddpx::ddpx_version() + " (commit " + ddpx::ddpx_commit() + ")\n" + ddpx::cli::devices_line() +
+               "\n" + ddpx::built_backends_line();
       },
       "print the version, the git commit this binary was built from and the devices it can use here, then exit");
   app.footer(

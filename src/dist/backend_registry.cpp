@@ -189,7 +189,8 @@ bool needs_mpi_session(std::string_view backend, const WorldInfo& world) {
 std::unique_ptr<Communicator> make_communicator(const BackendEntry& backend, const WorldInfo& world,
                                                 std::chrono::milliseconds rendezvous_timeout,
                                                 std::chrono::milliseconds collective_timeout) {
-  DDPX_REQUIRE(backend.built(), "backend '{}' is not available: {}", backend.name, backend.not_built);
+  DDPX_REQUIRE(backend.built(), "--backend {} is not available in this build: {} (`ddpx --version` lists the "
+               "backends built)", backend.name, backend.not_built);
   return backend.factory(world, rendezvous_timeout, collective_timeout);
 }
 
@@ -197,6 +198,22 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, const 
                                                 std::chrono::milliseconds rendezvous_timeout,
                                                 std::chrono::milliseconds collective_timeout) {
   return make_communicator(backend_named(backend), world, rendezvous_timeout, collective_timeout);
+}
+
+std::string built_backends_line() {
+  std::string cpu, cuda_only, missing;
+  const auto append = [](std::string& list, std::string_view name) {
+    list += (list.empty() ? "" : ", ") + std::string(name);
+  };
+  for (const BackendEntry& entry : communication_backends()) {
+    if (!entry.built()) append(missing, entry.name);
+    else if (entry.serves_cpu) append(cpu, entry.name);
+    else append(cuda_only, entry.name);
+  }
+  std::string line = "backends: " + (cpu.empty() ? std::string("none for cpu") : cpu);
+  if (!cuda_only.empty()) line += "; " + cuda_only + " with --device cuda";
+  if (!missing.empty()) line += " (not built: " + missing + ")";
+  return line;
 }
 
 }  // namespace ddpx

@@ -10,8 +10,9 @@
 //  - resolve_backend(auto, device): nccl on cuda; on cpu, mpi when an MPI launcher started the process (Open MPI's
 //    OMPI_COMM_WORLD_SIZE or PMIX_RANK: started_by_mpi_launcher() in job_environment.hpp) or when Gloo is not
 //    built in, else gloo. A named backend resolves to itself.
-//  - make_communicator(entry, ...) of a backend this build lacks is a ddpx::Error "backend 'X' is not available:
-//    <how to get it>"; of an entry that is built, the entry's factory (which checks the world it is given).
+//  - make_communicator(entry, ...) of a backend this build lacks is a ddpx::Error "--backend X is not available in
+//    this build: <how to get it>"; of an entry that is built, the entry's factory (which checks the world it is
+//    given). built_backends_line() (`ddpx --version`) says which are built, so scripts and tests can ask.
 //  - The launch style: on cuda every backend's local ranks are ddpx's own processes, one per GPU; on the CPU the
 //    entry's cpu_launch says (auto starts its ranks under mpirun, where they then resolve to mpi).
 #pragma once
@@ -44,7 +45,7 @@ struct BackendEntry {
   bool serves_cpu = false;   // host buffers for --device cpu
   bool serves_cuda = false;  // for --device cuda
   std::string_view wrong_device;  // the whole error when --device is one it does not serve
-  std::string_view not_built;     // how to get it, after "backend 'X' is not available: " (factory is null)
+  std::string_view not_built;     // how to get it, after "--backend X is not available in this build: " (factory null)
   bool needs_mpi_session = false;  // MPI must be up (dist/mpi_session.hpp) before the factory runs
   // Empty: it joins ranks that torchrun started. Else why it cannot and what to do instead, after "rank R:
   // torchrun started this rank (world size W), but "; {world} stands for W.
@@ -90,6 +91,9 @@ class BackendChoice {
 BackendChoice parse_backend(std::string_view text);
 // "auto, nccl, mpi, gloo or self".
 std::string backend_choices();
+// "backends: mpi, gloo, self; nccl with --device cuda" -- the entries this build has, for `ddpx --version`
+// (the CPU ones first, then those that serve only cuda); "(not built: gloo)" ends it when some are missing.
+std::string built_backends_line();
 // --backend's help: "auto (the rule) | nccl (summary) | ...".
 std::string backend_help();
 
@@ -113,7 +117,7 @@ void require_spans_nnodes(BackendChoice requested, Device device, int nnodes);
 bool needs_mpi_session(const BackendEntry& backend, const WorldInfo& world);
 bool needs_mpi_session(std::string_view backend, const WorldInfo& world);  // an entry's name
 
-// The entry's factory; a backend this build lacks is the error "backend 'X' is not available: ...".
+// The entry's factory; a backend this build lacks is the error "--backend X is not available in this build: ...".
 // rendezvous_timeout bounds the exchange that connects the ranks; collective_timeout how long a collective waits
 // for a peer (--comm-timeout; Gloo keeps it, the others ignore it).
 std::unique_ptr<Communicator> make_communicator(const BackendEntry& backend, const WorldInfo& world,

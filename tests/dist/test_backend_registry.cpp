@@ -112,18 +112,22 @@ TEST(BackendRegistry, AutoOnCpuIsMpiUnderAnMpiLauncherElseGloo) {
   EXPECT_EQ(&resolve_backend(BackendChoice::named("self"), Device::cpu, fake_env({})), &backend_named("self"));
 }
 
+// The error for a backend this build lacks: the flag as typed, how to get it, where to see what is built.
+std::string not_built_error(const BackendEntry& entry) {
+  return "--backend " + std::string(entry.name) + " is not available in this build: " + std::string(entry.not_built) +
+         " (`ddpx --version` lists the backends built)";
+}
+
 TEST(BackendRegistry, ABackendNotBuiltSaysHowToGetIt) {
-  // Every entry this build lacks names how to get it; the message is the entry's, after the backend's name.
+  // Every entry this build lacks names the flag and how to get it; the message is the entry's.
   for (const BackendEntry& entry : communication_backends()) {
     BackendEntry missing = entry;
     missing.factory = nullptr;
     EXPECT_FALSE(missing.built());
     if (&entry != &backend_named("self")) EXPECT_FALSE(entry.not_built.empty()) << entry.name;
     EXPECT_EQ(error_of([&] { make_communicator(missing, WorldInfo{}); }),
-              "backend '" + std::string(entry.name) + "' is not available: " + std::string(entry.not_built));
-    if (!entry.built())
-      EXPECT_EQ(error_of([&] { make_communicator(entry.name, WorldInfo{}); }),
-                "backend '" + std::string(entry.name) + "' is not available: " + std::string(entry.not_built));
+              not_built_error(entry));
+    if (!entry.built()) EXPECT_EQ(error_of([&] { make_communicator(entry.name, WorldInfo{}); }), not_built_error(entry));
   }
   EXPECT_EQ(backend_named("gloo").not_built, "install libgloo-dev and rebuild");
   EXPECT_EQ(backend_named("mpi").not_built, "this ddpx was built without MPI (install libopenmpi-dev and rebuild)");
@@ -133,7 +137,8 @@ TEST(BackendRegistry, ABackendNotBuiltSaysHowToGetIt) {
   EXPECT_TRUE(backend_named("gloo").built());
 #else
   EXPECT_EQ(error_of([] { make_communicator("gloo", WorldInfo{}); }),
-            "backend 'gloo' is not available: install libgloo-dev and rebuild");
+            "--backend gloo is not available in this build: install libgloo-dev and rebuild (`ddpx --version` lists "
+            "the backends built)");
 #endif
 #ifdef DDPX_HAVE_MPI
   EXPECT_TRUE(backend_named("mpi").built());
@@ -197,6 +202,26 @@ TEST(BackendRegistry, MpiSessionForTheMpiBackendAndUnderAnMpiLauncher) {
   mpirun.mpi_launched = true;
   for (const BackendEntry& entry : communication_backends()) EXPECT_TRUE(needs_mpi_session(entry, mpirun));
   expect_error([] { needs_mpi_session("ucc", WorldInfo{}); }, {"unknown communication backend 'ucc'"});
+}
+
+TEST(BackendRegistry, VersionLineListsWhatThisBuildHas) {
+  // `ddpx --version`'s backends line: what scripts and tests ask before choosing a CPU backend.
+  const std::string line = built_backends_line();
+  EXPECT_EQ(line.rfind("backends: ", 0), 0u) << line;
+  EXPECT_NE(line.find("self"), std::string::npos) << line;
+  for (const BackendEntry& entry : communication_backends()) {
+    const std::string name(entry.name);
+    const size_t missing = line.find("(not built:");
+    const size_t at = line.find(name);
+    ASSERT_NE(at, std::string::npos) << name << " is not in " << line;
+    EXPECT_EQ(entry.built(), missing == std::string::npos || at < missing) << name << ": " << line;
+  }
+#ifdef DDPX_HAVE_GLOO
+  EXPECT_EQ(line.find("not built: gloo"), std::string::npos) << line;
+#else
+  EXPECT_NE(line.find("gloo"), std::string::npos) << line;
+  EXPECT_NE(line.find("(not built:"), std::string::npos) << line;
+#endif
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ case "$mode" in
     timeout -k 5 150 "$torchrun" "${common[@]}" --standalone "$program" train --device cpu --model vit_tiny_test \
       --steps 2 "${backend[@]}" >"$work/train.log" 2>&1
     status=$?
-    if grep -q "backend 'gloo' is not available" "$work/train.log"; then
+    if grep -q -- "--backend gloo is not available" "$work/train.log"; then
       echo "SKIP: this ddpx was built without Gloo"; exit 77
     fi
     ((status == 0)) || fail "torchrun + ddpx train exited with status $status"
@@ -155,7 +155,7 @@ case "$mode" in
     timeout -k 5 150 "$torchrun" "${common[@]}" --standalone "$program" "${run[@]}" --checkpoint-dir "$work/whole" \
       --save "$work/whole.safetensors" >"$work/whole.log" 2>&1
     status=$?
-    if grep -q "backend 'gloo' is not available" "$work/whole.log"; then
+    if grep -q -- "--backend gloo is not available" "$work/whole.log"; then
       echo "SKIP: this ddpx was built without Gloo"; exit 77
     fi
     ((status == 0)) || fail "the uninterrupted run exited with status $status"

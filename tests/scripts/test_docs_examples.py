@@ -33,10 +33,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from build_features import built_backends  # noqa: E402
 from standin_data import make_standin_data  # noqa: E402
 
 LAUNCHERS = {"mpirun", "srun", "torchrun"}
 RUN_TIMEOUT_S = 180
+
+# The backends the ddpx under test lacks (build_features.py), set in main() before any rule is asked.
+MISSING_BACKENDS = set()
 
 # (reason, predicate over the Command): the first that matches skips the command.
 SKIP_RULES = [
@@ -49,6 +53,8 @@ SKIP_RULES = [
     ("its launcher is not installed", lambda c: c.launcher is not None and shutil.which(c.launcher) is None),
     ("allreduce and bench default to NCCL on GPUs", lambda c: c.sub in ("allreduce", "bench")
      and c.flag("--device") != "cpu"),
+    ("this ddpx was built without that --backend (`ddpx --version` lists the backends built)",
+     lambda c: c.flag("--backend") in MISSING_BACKENDS),
     ("writes the GPU table NVML gives (none without a GPU)",
      lambda c: c.sub == "topo" and c.flag("--json") is not None and c.flag("--from-json") is None),
 ]
@@ -339,6 +345,7 @@ def main():
     parser.add_argument("--only", help="run only the commands whose text matches this regex")
     args = parser.parse_args()
     ddpx, repo = os.path.abspath(args.ddpx), os.path.abspath(args.repo)
+    MISSING_BACKENDS.update(built_backends(ddpx)[1])
     docs = ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(repo, "docs")) if f.endswith(".md"))
     problem = check_extractor()
     if problem:

@@ -38,6 +38,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from build_features import built_backends  # noqa: E402
 from standin_data import make_standin_data  # noqa: E402
 from train_fuzz_tables import (CONTROLLED, GENERIC, KNOWN_FAILURES, NEEDS, RECIPES, REGRESSIONS,  # noqa: E402
                                SOURCE_MODEL, SOURCES, VALUES)
@@ -159,6 +160,7 @@ def pairwise_cases():
 class Runner:
     def __init__(self, ddpx, root, data):
         self.ddpx, self.root, self.data = ddpx, root, data
+        self.cpu_ranks_backend = "gloo" if "gloo" in built_backends(ddpx)[0] else "mpi"
         self.weights, self.weights_lock = {}, threading.Lock()
 
     def source_flags(self, source):
@@ -213,7 +215,7 @@ class Runner:
         if case.ranks > 1:
             argv += ["--nproc-per-node", str(case.ranks)]
             if "--backend" not in case.flags:
-                argv += ["--backend", "gloo"]
+                argv += ["--backend", self.cpu_ranks_backend]
         return argv
 
     def run(self, case):
@@ -405,6 +407,11 @@ def main():
     args = parser.parse_args()
     ddpx = os.path.abspath(args.ddpx)
     started = time.monotonic()
+    # A backend this build lacks is refused naming --backend: drawn, it is a value to refuse, not one to run.
+    missing = built_backends(ddpx)[1]
+    valid, boundary, wrong = VALUES["--backend"]
+    VALUES["--backend"] = ([v for v in valid if v not in missing], [v for v in boundary if v not in missing],
+                           wrong + sorted(v for v in valid + boundary if v in missing))
     table, choices = read_flag_table(ddpx)
     for must in ("--steps", "--batch", "--data", "--lr", "--report", "--resume"):
         if must not in table:
