@@ -27,9 +27,9 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "model/model_registry.hpp"
-#include "profile/bench_table.hpp"
-#include "profile/gpu_peaks.hpp"
-#include "profile/svg_chart.hpp"
+#include "analysis/bench_table.hpp"
+#include "topology/gpu_peaks.hpp"
+#include "analysis/svg_chart.hpp"
 #include "train/run_modes.hpp"
 
 namespace ddpx::cli {

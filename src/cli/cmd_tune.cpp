@@ -1,7 +1,7 @@
 // `ddpx tune`: short `ddpx train` trials over bucket size, first-bucket size and hook (PowerSGD ranks only where
 // --allow-lossy lists them), the fastest written as a config file that `ddpx train --config FILE` reads.
 // Guarantees: the default (--bucket-mb 25 --first-bucket-mb 1 --comm-hook allreduce) is always measured in the
-// same session, so the printed speedup compares like with like (profile/tuner.hpp); every trial runs the same
+// same session, so the printed speedup compares like with like (tune/tuner.hpp); every trial runs the same
 // train flags (those after "--") with the trial's three flags last; a failed trial stops the tuning with its exit
 // status and the end of its log; the written file is read back and must give the winner. Trial logs and reports
 // go to a folder next to --out (FILE.trials/), kept for inspection.
@@ -23,7 +23,7 @@
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
 #include "model/model_registry.hpp"
-#include "profile/tuner.hpp"
+#include "tune/tuner.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx::cli {

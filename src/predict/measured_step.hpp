@@ -22,7 +22,7 @@
 
 #include "comm_plan/bucket_plan.hpp"
 #include "comm_plan/hook_catalogue.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx::predict {
 

@@ -16,7 +16,7 @@
 #include "io/checkpoint.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
-#include "profile/profile_window.hpp"
+#include "train/profile_window.hpp"
 
 namespace ddpx {
 namespace {
