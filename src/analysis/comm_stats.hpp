@@ -19,54 +19,16 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/peak_table.hpp"
 #include "report/step_record.hpp"
 
 namespace ddpx {
-
-enum class Collective { all_reduce, broadcast, all_gather, reduce_scatter };
-
-// Accepts "all_reduce", "broadcast", "all_gather", "reduce_scatter" (and "allreduce", "allgather",
-// "reducescatter"); the error names the value and lists these.
-Collective parse_collective(std::string_view name);
-std::string_view collective_name(Collective collective);
 
 double bus_factor(Collective collective, int world);
 // bytes / ms -> GB/s; 0 when ms <= 0 (a timer that did not tick says nothing about bandwidth).
 double algbw_GBps(int64_t bytes, double ms);
 double busbw_GBps(Collective collective, int world, int64_t bytes, double ms);
 
-struct PeakPoint {
-  int64_t bytes = 0;
-  double busbw_GBps = 0;
-  bool operator==(const PeakPoint&) const = default;
-};
-
-// Measured peak bus bandwidth by message size, for one collective, world size and link.
-class PeakTable {
- public:
-  PeakTable() = default;
-  // Sorts points by size; throws ddpx::Error on a non-positive size or bandwidth, or two points of one size.
-  PeakTable(std::vector<PeakPoint> points, Collective collective = Collective::all_reduce, int world = 0,
-            std::string link = "");
-
-  bool empty() const { return points_.empty(); }
-  const std::vector<PeakPoint>& points() const { return points_; }
-  Collective collective() const { return collective_; }
-  int world() const { return world_; }
-  const std::string& link() const { return link_; }
-  // Interpolated peak busbw (GB/s) at this size; throws ddpx::Error when the table is empty.
-  double busbw_at(int64_t bytes) const;
-
- private:
-  std::vector<PeakPoint> points_;
-  Collective collective_ = Collective::all_reduce;
-  int world_ = 0;
-  std::string link_;
-};
-
-// {"collective": "all_reduce", "world": 2, "link": "NV18", "points": [{"bytes": 1048576, "busbw_GBps": 20.1}, ...]}
-void to_json(nlohmann::json& j, const PeakTable& table);
-void from_json(const nlohmann::json& j, PeakTable& table);
 PeakTable load_peak_table(const std::string& path);  // errors name the file
 
 struct BucketCommStats {

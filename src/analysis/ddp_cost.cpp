@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "analysis/step_breakdown.hpp"
+#include "analysis/spread.hpp"
 
 namespace ddpx {
 namespace {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "analysis/comm_stats.hpp"
+#include "analysis/peak_table.hpp"
 
 namespace ddpx {
 

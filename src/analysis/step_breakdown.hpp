@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analysis/ddp_cost.hpp"
+#include "analysis/spread.hpp"
 #include "report/step_record.hpp"
 
 namespace ddpx {
@@ -34,17 +35,6 @@ inline constexpr std::array<Phase, kPhaseCount> kAllPhases = {
 
 std::string_view phase_name(Phase phase);  // "data_wait", "h2d_copy", ..., "total"
 double phase_ms(const PhaseTimes& times, Phase phase);
-
-struct Spread {
-  double min = 0;
-  double median = 0;
-  double max = 0;
-};
-
-// Median of values (mean of the two middle ones for an even count). Throws ddpx::Error when empty.
-double median_of(std::vector<double> values);
-// min / median / max of values. Throws ddpx::Error when empty.
-Spread spread_of(const std::vector<double>& values);
 
 struct RankBreakdown {
   int rank = 0;
