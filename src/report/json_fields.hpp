@@ -1,12 +1,19 @@
 // Reading JSON fields with messages that name the field: every from_json of report/, analysis/, topology/, tune/.
-// Guarantee: a missing required field or a value of the wrong type throws ddpx::Error naming the field and the
-// record it belongs to ("step record: field 'forward_ms' must be a number, got \"abc\""), never nlohmann's
-// generic exception text alone.
+// Guarantees:
+//  - A missing required field or a value of the wrong type throws ddpx::Error naming the field and the record it
+//    belongs to ("step record: field 'forward_ms' must be a number, got \"abc\""), never nlohmann's generic
+//    exception text alone.
+//  - A record's field table (a std::tuple of field() rows) is both its reading and its writing: read_fields()
+//    reads the rows in table order (so the first bad field is the one reported) and write_fields() writes an
+//    object of the rows, each key once, leaving out Write::unless_default rows at their default (empty text or
+//    list, false, 0) and Write::by_hand rows (the record's to_json writes those itself).
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <concepts>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 
 #include "core/error.hpp"
@@ -52,6 +59,63 @@ void optional(const nlohmann::json& j, const char* record, const char* key, T& o
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return;
   read_value(*it, record, key, out);
+}
+
+enum class Read { required, optional };
+enum class Write { always, unless_default, by_hand };
+
+// One row of a record's field table: the JSON key and the member it holds.
+template <typename Record, typename T>
+struct Field {
+  const char* key;
+  T Record::*member;
+  Read read;
+  Write write;
+};
+
+template <typename Record, typename T>
+constexpr Field<Record, T> field(const char* key, T Record::*member, Read read = Read::required,
+                                 Write write = Write::always) {
+  return {key, member, read, write};
+}
+
+// A default value as Write::unless_default means it: empty text or list, false, 0.
+template <typename T>
+bool is_default(const T& value) {
+  if constexpr (requires { value.empty(); }) {
+    return value.empty();
+  } else if constexpr (std::equality_comparable<T>) {
+    return value == T{};
+  } else {
+    return false;
+  }
+}
+
+// Calls visit(row) for every row of the table, in order.
+template <typename Fields, typename Visit>
+void for_each_field(const Fields& fields, Visit&& visit) {
+  std::apply([&](const auto&... row) { (visit(row), ...); }, fields);
+}
+
+template <typename Record, typename Fields>
+void read_fields(const nlohmann::json& j, const char* record, Record& v, const Fields& fields) {
+  for_each_field(fields, [&](const auto& row) {
+    if (row.read == Read::required) {
+      require(j, record, row.key, v.*row.member);
+    } else {
+      optional(j, record, row.key, v.*row.member);
+    }
+  });
+}
+
+// j becomes an object holding the table's rows (replacing what j held).
+template <typename Record, typename Fields>
+void write_fields(nlohmann::json& j, const Record& v, const Fields& fields) {
+  j = nlohmann::json::object();
+  for_each_field(fields, [&](const auto& row) {
+    if (row.write == Write::by_hand || (row.write == Write::unless_default && is_default(v.*row.member))) return;
+    j[row.key] = v.*row.member;
+  });
 }
 
 }  // namespace ddpx::json_fields

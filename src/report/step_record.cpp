@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <regex>
+#include <tuple>
 #include <utility>
 
 #include "core/error.hpp"
@@ -33,6 +34,105 @@ void require_time(const char* record, const char* field, double ms, double min_m
   DDPX_REQUIRE(std::isfinite(ms) && ms >= min_ms && ms <= kMaxReportMs,
                "{}: field '{}' must be a time in [{:g}, {:g}] ms, got {}", record, field, min_ms, kMaxReportMs, ms);
 }
+
+using jf::field;
+using jf::Read;
+using jf::Write;
+
+// Each record's fields, once: its from_json reads them in this order, its to_json writes them.
+constexpr auto kPhaseFields = std::tuple{
+    field("data_wait_ms", &PhaseTimes::data_wait_ms, Read::optional),
+    field("h2d_copy_ms", &PhaseTimes::h2d_copy_ms, Read::optional),
+    field("forward_ms", &PhaseTimes::forward_ms),
+    field("backward_ms", &PhaseTimes::backward_ms),
+    field("comm_ms", &PhaseTimes::comm_ms, Read::optional),
+    field("exposed_comm_ms", &PhaseTimes::exposed_comm_ms, Read::optional),
+    field("optimizer_ms", &PhaseTimes::optimizer_ms, Read::optional),
+    field("total_ms", &PhaseTimes::total_ms)};
+
+constexpr auto kBucketFields = std::tuple{
+    field("index", &BucketRecord::index),
+    field("bytes", &BucketRecord::bytes),
+    field("elements", &BucketRecord::elements, Read::optional),
+    field("hook", &BucketRecord::hook, Read::optional),
+    field("collective", &BucketRecord::collective, Read::optional),
+    field("launch_ms", &BucketRecord::launch_ms),
+    field("start_ms", &BucketRecord::start_ms),
+    field("end_ms", &BucketRecord::end_ms),
+    field("stream", &BucketRecord::stream, Read::optional)};
+
+constexpr auto kRankInfoFields = std::tuple{
+    field("rank", &RankInfo::rank),
+    field("device_name", &RankInfo::device_name, Read::optional),
+    field("precision", &RankInfo::precision, Read::optional),
+    field("world_size", &RankInfo::world_size),
+    field("transport", &RankInfo::transport, Read::optional),
+    field("host", &RankInfo::host, Read::optional, Write::unless_default)};
+
+constexpr auto kLossFields = std::tuple{field("step", &LossPoint::step), field("loss", &LossPoint::loss)};
+
+constexpr auto kEvalFields = std::tuple{
+    field("step", &EvalPoint::step),
+    field("loss", &EvalPoint::loss),
+    field("top1", &EvalPoint::top1),
+    field("top5", &EvalPoint::top5),
+    field("count", &EvalPoint::count),
+    field("weights", &EvalPoint::weights, Read::optional)};
+
+constexpr auto kThroughputFields = std::tuple{field("steps_per_s", &RunThroughput::steps_per_s),
+                                              field("images_per_s", &RunThroughput::images_per_s)};
+
+constexpr auto kCalibrationFields = std::tuple{field("step", &CalibrationRecord::step),
+                                               field("plain", &CalibrationRecord::plain),
+                                               field("reduce_ms", &CalibrationRecord::reduce_ms)};
+
+constexpr auto kDdpCostFields = std::tuple{
+    field("calibration_steps", &DdpCost::calibration_steps),
+    field("measured_step_ms", &DdpCost::measured_step_ms),
+    field("plain_step_ms", &DdpCost::plain_step_ms),
+    field("cost_ms", &DdpCost::cost_ms),
+    field("exposed_comm_ms", &DdpCost::exposed_comm_ms),
+    field("hook_work_ms", &DdpCost::hook_work_ms),
+    field("hook_work_sampled", &DdpCost::hook_work_sampled, Read::optional),
+    field("other_ms", &DdpCost::other_ms)};
+
+constexpr auto kGradientTensorFields = std::tuple{
+    field("name", &GradientTensorInfo::name), field("shape", &GradientTensorInfo::shape),
+    field("offset", &GradientTensorInfo::offset), field("numel", &GradientTensorInfo::numel)};
+
+// seed, steps and warmup are written together when steps > 0, the optimizer when it has a name (to_json below).
+constexpr auto kRunConfigFields = std::tuple{
+    field("model", &RunConfig::model, Read::optional),
+    field("batch", &RunConfig::batch),
+    field("precision", &RunConfig::precision),
+    field("weight_grads", &RunConfig::weight_grads, Read::optional, Write::unless_default),
+    field("hook", &RunConfig::hook, Read::optional),
+    field("bucket_mb", &RunConfig::bucket_mb, Read::optional),
+    field("first_bucket_mb", &RunConfig::first_bucket_mb, Read::optional),
+    field("overlap", &RunConfig::overlap, Read::optional),
+    field("grad_accum", &RunConfig::grad_accum, Read::optional),
+    field("world", &RunConfig::world),
+    field("ddp", &RunConfig::ddp, Read::optional),
+    field("workers", &RunConfig::workers, Read::optional),
+    field("backend", &RunConfig::backend, Read::optional, Write::unless_default),
+    field("seed", &RunConfig::seed, Read::optional, Write::by_hand),
+    field("steps", &RunConfig::steps, Read::optional, Write::by_hand),
+    field("warmup", &RunConfig::warmup, Read::optional, Write::by_hand),
+    field("data", &RunConfig::data, Read::optional, Write::unless_default),
+    field("ddpx_version", &RunConfig::ddpx_version, Read::optional, Write::unless_default),
+    field("ddpx_commit", &RunConfig::ddpx_commit, Read::optional, Write::unless_default),
+    field("started_utc", &RunConfig::started_utc, Read::optional, Write::unless_default),
+    field("command_line", &RunConfig::command_line, Read::optional, Write::unless_default),
+    field("optimizer", &RunConfig::optimizer, Read::optional, Write::by_hand),
+    field("gradient_tensors", &RunConfig::gradient_tensors, Read::optional, Write::unless_default),
+    field("classes", &RunConfig::classes, Read::optional, Write::unless_default),
+    field("data_fingerprint", &RunConfig::data_fingerprint, Read::optional, Write::unless_default),
+    field("allow_data_change", &RunConfig::allow_data_change, Read::optional, Write::unless_default)};
+
+constexpr auto kRankRunFields = std::tuple{
+    field("info", &RankRun::info), field("steps", &RankRun::steps),
+    field("losses", &RankRun::losses, Read::optional, Write::unless_default),
+    field("calibration", &RankRun::calibration, Read::optional, Write::unless_default)};
 
 }  // namespace
 
@@ -76,48 +176,20 @@ void fill_comm_phases(StepRecord& step, double backward_end_ms, double serial_co
   step.phases.exposed_comm_ms = exposed_comm_ms(step.buckets, backward_end_ms, serial_comm_ms);
 }
 
-void to_json(json& j, const PhaseTimes& v) {
-  j = json{{"data_wait_ms", v.data_wait_ms}, {"h2d_copy_ms", v.h2d_copy_ms},
-           {"forward_ms", v.forward_ms},     {"backward_ms", v.backward_ms},
-           {"comm_ms", v.comm_ms},           {"exposed_comm_ms", v.exposed_comm_ms},
-           {"optimizer_ms", v.optimizer_ms}, {"total_ms", v.total_ms}};
-}
+void to_json(json& j, const PhaseTimes& v) { jf::write_fields(j, v, kPhaseFields); }
 
 void from_json(const json& j, PhaseTimes& v) {
   const char* record = "step phases";
-  jf::optional(j, record, "data_wait_ms", v.data_wait_ms);
-  jf::optional(j, record, "h2d_copy_ms", v.h2d_copy_ms);
-  jf::require(j, record, "forward_ms", v.forward_ms);
-  jf::require(j, record, "backward_ms", v.backward_ms);
-  jf::optional(j, record, "comm_ms", v.comm_ms);
-  jf::optional(j, record, "exposed_comm_ms", v.exposed_comm_ms);
-  jf::optional(j, record, "optimizer_ms", v.optimizer_ms);
-  jf::require(j, record, "total_ms", v.total_ms);
-  for (const auto& [name, ms] : {std::pair{"data_wait_ms", v.data_wait_ms}, {"h2d_copy_ms", v.h2d_copy_ms},
-                                 {"forward_ms", v.forward_ms}, {"backward_ms", v.backward_ms}, {"comm_ms", v.comm_ms},
-                                 {"exposed_comm_ms", v.exposed_comm_ms}, {"optimizer_ms", v.optimizer_ms}})
-    require_time(record, name, ms, 0);
-  require_time(record, "total_ms", v.total_ms, 0);
+  jf::read_fields(j, record, v, kPhaseFields);
+  jf::for_each_field(kPhaseFields, [&](const auto& row) { require_time(record, row.key, v.*row.member, 0); });
   DDPX_REQUIRE(v.total_ms > 0, "{}: field 'total_ms' must be a time > 0 ms, got {}", record, v.total_ms);
 }
 
-void to_json(json& j, const BucketRecord& v) {
-  j = json{{"index", v.index},         {"bytes", v.bytes},           {"elements", v.elements},
-           {"hook", v.hook},           {"collective", v.collective}, {"launch_ms", v.launch_ms},
-           {"start_ms", v.start_ms},   {"end_ms", v.end_ms},         {"stream", v.stream}};
-}
+void to_json(json& j, const BucketRecord& v) { jf::write_fields(j, v, kBucketFields); }
 
 void from_json(const json& j, BucketRecord& v) {
   const char* record = "bucket record";
-  jf::require(j, record, "index", v.index);
-  jf::require(j, record, "bytes", v.bytes);
-  jf::optional(j, record, "elements", v.elements);
-  jf::optional(j, record, "hook", v.hook);
-  jf::optional(j, record, "collective", v.collective);
-  jf::require(j, record, "launch_ms", v.launch_ms);
-  jf::require(j, record, "start_ms", v.start_ms);
-  jf::require(j, record, "end_ms", v.end_ms);
-  jf::optional(j, record, "stream", v.stream);
+  jf::read_fields(j, record, v, kBucketFields);
   require_time(record, "launch_ms", v.launch_ms, -kMaxReportMs);
   require_time(record, "start_ms", v.start_ms, -kMaxReportMs);
   require_time(record, "end_ms", v.end_ms, -kMaxReportMs);
@@ -157,12 +229,7 @@ void from_json(const json& j, StepRecord& v) {
 }
 
 void to_json(json& j, const RankInfo& v) {
-  j = json{{"rank", v.rank},
-           {"device_name", v.device_name},
-           {"precision", v.precision},
-           {"world_size", v.world_size},
-           {"transport", v.transport}};
-  if (!v.host.empty()) j["host"] = v.host;
+  jf::write_fields(j, v, kRankInfoFields);
   if (v.clock)
     j["clock"] = json{{"offset_ms", v.clock->offset_ms}, {"uncertainty_ms", v.clock->uncertainty_ms},
                       {"reference", "rank 0"}};
@@ -170,12 +237,7 @@ void to_json(json& j, const RankInfo& v) {
 
 void from_json(const json& j, RankInfo& v) {
   const char* record = "rank info";
-  jf::require(j, record, "rank", v.rank);
-  jf::optional(j, record, "device_name", v.device_name);
-  jf::optional(j, record, "precision", v.precision);
-  jf::require(j, record, "world_size", v.world_size);
-  jf::optional(j, record, "transport", v.transport);
-  jf::optional(j, record, "host", v.host);
+  jf::read_fields(j, record, v, kRankInfoFields);
   v.clock.reset();
   if (auto it = j.find("clock"); it != j.end() && !it->is_null()) {
     const char* clock_record = "rank info clock";
@@ -228,29 +290,22 @@ void from_json(const json& j, OptimizerInfo& v) {
                  name, value);
 }
 
-void to_json(json& j, const LossPoint& v) { j = json{{"step", v.step}, {"loss", v.loss}}; }
+void to_json(json& j, const LossPoint& v) { jf::write_fields(j, v, kLossFields); }
 
 void from_json(const json& j, LossPoint& v) {
-  jf::require(j, "loss point", "step", v.step);
-  jf::require(j, "loss point", "loss", v.loss);
+  jf::read_fields(j, "loss point", v, kLossFields);
   DDPX_REQUIRE(v.step >= 0, "loss point: field 'step' must be >= 0, got {}", v.step);
   DDPX_REQUIRE(std::isfinite(v.loss), "loss point at step {}: field 'loss' must be finite, got {}", v.step, v.loss);
 }
 
 void to_json(json& j, const EvalPoint& v) {
-  j = json{{"step", v.step}, {"loss", v.loss}, {"top1", v.top1}, {"top5", v.top5}, {"count", v.count},
-           {"weights", v.weights}};
+  jf::write_fields(j, v, kEvalFields);
   if (v.epoch) j["epoch"] = *v.epoch;
 }
 
 void from_json(const json& j, EvalPoint& v) {
   const char* record = "evaluation";
-  jf::require(j, record, "step", v.step);
-  jf::require(j, record, "loss", v.loss);
-  jf::require(j, record, "top1", v.top1);
-  jf::require(j, record, "top5", v.top5);
-  jf::require(j, record, "count", v.count);
-  jf::optional(j, record, "weights", v.weights);
+  jf::read_fields(j, record, v, kEvalFields);
   v.epoch.reset();
   if (auto it = j.find("epoch"); it != j.end() && !it->is_null()) {
     double epoch = 0;
@@ -266,49 +321,30 @@ void from_json(const json& j, EvalPoint& v) {
                v.weights.substr(0, 40));
 }
 
-void to_json(json& j, const RunThroughput& v) {
-  j = json{{"steps_per_s", v.steps_per_s}, {"images_per_s", v.images_per_s}};
-}
+void to_json(json& j, const RunThroughput& v) { jf::write_fields(j, v, kThroughputFields); }
 
 void from_json(const json& j, RunThroughput& v) {
-  jf::require(j, "throughput", "steps_per_s", v.steps_per_s);
-  jf::require(j, "throughput", "images_per_s", v.images_per_s);
+  jf::read_fields(j, "throughput", v, kThroughputFields);
   DDPX_REQUIRE(std::isfinite(v.steps_per_s) && v.steps_per_s > 0 && std::isfinite(v.images_per_s) &&
                    v.images_per_s > 0,
                "throughput: 'steps_per_s' ({}) and 'images_per_s' ({}) must be finite and positive", v.steps_per_s,
                v.images_per_s);
 }
 
-void to_json(json& j, const CalibrationRecord& v) {
-  j = json{{"step", v.step}, {"plain", v.plain}, {"reduce_ms", v.reduce_ms}};
-}
+void to_json(json& j, const CalibrationRecord& v) { jf::write_fields(j, v, kCalibrationFields); }
 
 void from_json(const json& j, CalibrationRecord& v) {
   const char* record = "calibration record";
-  jf::require(j, record, "step", v.step);
-  jf::require(j, record, "plain", v.plain);
-  jf::require(j, record, "reduce_ms", v.reduce_ms);
+  jf::read_fields(j, record, v, kCalibrationFields);
   require_time(record, "reduce_ms", v.reduce_ms, 0);
 }
 
-void to_json(json& j, const DdpCost& v) {
-  j = json{{"calibration_steps", v.calibration_steps}, {"measured_step_ms", v.measured_step_ms},
-           {"plain_step_ms", v.plain_step_ms},           {"cost_ms", v.cost_ms},
-           {"exposed_comm_ms", v.exposed_comm_ms},       {"hook_work_ms", v.hook_work_ms},
-           {"hook_work_sampled", v.hook_work_sampled}, {"other_ms", v.other_ms}};
-}
+void to_json(json& j, const DdpCost& v) { jf::write_fields(j, v, kDdpCostFields); }
 
 void from_json(const json& j, DdpCost& v) {
   const char* record = "ddp cost";
-  jf::require(j, record, "calibration_steps", v.calibration_steps);
-  jf::require(j, record, "measured_step_ms", v.measured_step_ms);
-  jf::require(j, record, "plain_step_ms", v.plain_step_ms);
-  jf::require(j, record, "cost_ms", v.cost_ms);
-  jf::require(j, record, "exposed_comm_ms", v.exposed_comm_ms);
-  jf::require(j, record, "hook_work_ms", v.hook_work_ms);
   v.hook_work_sampled = true;  // reports written before the field carried a measured figure
-  jf::optional(j, record, "hook_work_sampled", v.hook_work_sampled);
-  jf::require(j, record, "other_ms", v.other_ms);
+  jf::read_fields(j, record, v, kDdpCostFields);
   DDPX_REQUIRE(v.calibration_steps > 0, "ddp cost: field 'calibration_steps' must be positive, got {}",
                v.calibration_steps);
   for (const auto& [name, ms] : {std::pair{"measured_step_ms", v.measured_step_ms}, {"plain_step_ms", v.plain_step_ms},
@@ -318,16 +354,11 @@ void from_json(const json& j, DdpCost& v) {
     require_time(record, name, ms, -kMaxReportMs);  // a cost below the noise is negative
 }
 
-void to_json(json& j, const GradientTensorInfo& v) {
-  j = json{{"name", v.name}, {"shape", v.shape}, {"offset", v.offset}, {"numel", v.numel}};
-}
+void to_json(json& j, const GradientTensorInfo& v) { jf::write_fields(j, v, kGradientTensorFields); }
 
 void from_json(const json& j, GradientTensorInfo& v) {
   const char* record = "gradient tensor";
-  jf::require(j, record, "name", v.name);
-  jf::require(j, record, "shape", v.shape);
-  jf::require(j, record, "offset", v.offset);
-  jf::require(j, record, "numel", v.numel);
+  jf::read_fields(j, record, v, kGradientTensorFields);
   int64_t product = 1;
   bool shape_ok = !v.shape.empty();
   for (int64_t extent : v.shape) {
@@ -340,55 +371,14 @@ void from_json(const json& j, GradientTensorInfo& v) {
 }
 
 void to_json(json& j, const RunConfig& v) {
-  j = json{{"model", v.model},         {"batch", v.batch},
-           {"precision", v.precision}, {"hook", v.hook},
-           {"bucket_mb", v.bucket_mb}, {"first_bucket_mb", v.first_bucket_mb},
-           {"overlap", v.overlap},     {"grad_accum", v.grad_accum},
-           {"world", v.world},         {"ddp", v.ddp},
-           {"workers", v.workers}};
-  if (!v.weight_grads.empty()) j["weight_grads"] = v.weight_grads;
-  if (!v.backend.empty()) j["backend"] = v.backend;
+  jf::write_fields(j, v, kRunConfigFields);
   if (v.steps > 0) j["seed"] = v.seed, j["steps"] = v.steps, j["warmup"] = v.warmup;
-  if (!v.data.empty()) j["data"] = v.data;
-  if (!v.ddpx_version.empty()) j["ddpx_version"] = v.ddpx_version;
-  if (!v.ddpx_commit.empty()) j["ddpx_commit"] = v.ddpx_commit;
-  if (!v.started_utc.empty()) j["started_utc"] = v.started_utc;
-  if (!v.command_line.empty()) j["command_line"] = v.command_line;
   if (!v.optimizer.name.empty()) j["optimizer"] = v.optimizer;
-  if (!v.gradient_tensors.empty()) j["gradient_tensors"] = v.gradient_tensors;
-  if (!v.classes.empty()) j["classes"] = v.classes;
-  if (!v.data_fingerprint.empty()) j["data_fingerprint"] = v.data_fingerprint;
-  if (v.allow_data_change) j["allow_data_change"] = true;
 }
 
 void from_json(const json& j, RunConfig& v) {
   const char* record = "run config";
-  jf::optional(j, record, "model", v.model);
-  jf::require(j, record, "batch", v.batch);
-  jf::require(j, record, "precision", v.precision);
-  jf::optional(j, record, "weight_grads", v.weight_grads);
-  jf::optional(j, record, "hook", v.hook);
-  jf::optional(j, record, "bucket_mb", v.bucket_mb);
-  jf::optional(j, record, "first_bucket_mb", v.first_bucket_mb);
-  jf::optional(j, record, "overlap", v.overlap);
-  jf::optional(j, record, "grad_accum", v.grad_accum);
-  jf::require(j, record, "world", v.world);
-  jf::optional(j, record, "ddp", v.ddp);
-  jf::optional(j, record, "workers", v.workers);
-  jf::optional(j, record, "backend", v.backend);
-  jf::optional(j, record, "seed", v.seed);
-  jf::optional(j, record, "steps", v.steps);
-  jf::optional(j, record, "warmup", v.warmup);
-  jf::optional(j, record, "data", v.data);
-  jf::optional(j, record, "ddpx_version", v.ddpx_version);
-  jf::optional(j, record, "ddpx_commit", v.ddpx_commit);
-  jf::optional(j, record, "started_utc", v.started_utc);
-  jf::optional(j, record, "command_line", v.command_line);
-  jf::optional(j, record, "optimizer", v.optimizer);
-  jf::optional(j, record, "gradient_tensors", v.gradient_tensors);
-  jf::optional(j, record, "classes", v.classes);
-  jf::optional(j, record, "data_fingerprint", v.data_fingerprint);
-  jf::optional(j, record, "allow_data_change", v.allow_data_change);
+  jf::read_fields(j, record, v, kRunConfigFields);
   for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
     const GradientTensorInfo& before = v.gradient_tensors[k - 1];
     DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,
@@ -406,17 +396,10 @@ void from_json(const json& j, RunConfig& v) {
                v.world);
 }
 
-void to_json(json& j, const RankRun& v) {
-  j = json{{"info", v.info}, {"steps", v.steps}};
-  if (!v.losses.empty()) j["losses"] = v.losses;
-  if (!v.calibration.empty()) j["calibration"] = v.calibration;
-}
+void to_json(json& j, const RankRun& v) { jf::write_fields(j, v, kRankRunFields); }
 
 void from_json(const json& j, RankRun& v) {
-  jf::require(j, "rank run", "info", v.info);
-  jf::require(j, "rank run", "steps", v.steps);
-  jf::optional(j, "rank run", "losses", v.losses);
-  jf::optional(j, "rank run", "calibration", v.calibration);
+  jf::read_fields(j, "rank run", v, kRankRunFields);
   for (size_t k = 1; k < v.losses.size(); ++k)
     DDPX_REQUIRE(v.losses[k - 1].step < v.losses[k].step,
                  "rank run {}: 'losses' must be in increasing step order, step {} follows step {}", v.info.rank,

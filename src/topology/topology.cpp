@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/json_parse.hpp"
@@ -37,6 +38,26 @@ bool is_pcie_link_name(std::string_view link) {
 
 std::string na_if_empty(const std::string& value) { return value.empty() ? "N/A" : value; }
 
+// A square, symmetric link matrix between `n` devices named `kind` ("GPU", "NIC"), "X" on its diagonal and a link
+// that `is_name` accepts elsewhere (`expected` lists those in the refusal); `matrix` names it in the row count's.
+void validate_link_matrix(const std::vector<std::vector<std::string>>& links, size_t n, const char* kind,
+                          const char* matrix, bool (*is_name)(std::string_view), const char* expected) {
+  DDPX_REQUIRE(links.size() == n, "topology: {} {}s but {} rows in the {} matrix", n, kind, links.size(), matrix);
+  for (size_t i = 0; i < n; ++i) {
+    DDPX_REQUIRE(links[i].size() == n, "topology: row {}{} has {} entries, expected {}", kind, i, links[i].size(), n);
+    for (size_t j = 0; j < n; ++j) {
+      const std::string& link = links[i][j];
+      if (i == j) {
+        DDPX_REQUIRE(link == "X", "topology: {}{} to itself must be \"X\", got \"{}\"", kind, i, link);
+        continue;
+      }
+      DDPX_REQUIRE(is_name(link), "topology: {}{} to {}{} is \"{}\"; expected {}", kind, i, kind, j, link, expected);
+      DDPX_REQUIRE(link == links[j][i], "topology: {}{} to {}{} is \"{}\" but {}{} to {}{} is \"{}\"", kind, i, kind,
+                   j, link, kind, j, kind, i, links[j][i]);
+    }
+  }
+}
+
 }  // namespace
 
 void TopologyTable::validate() const {
@@ -56,36 +77,8 @@ void TopologyTable::validate() const {
       DDPX_REQUIRE(is_pcie_link_name(gpu_nic_links[i][k]),
                    "topology: GPU{} to NIC{} is \"{}\"; expected PIX, PXB, PHB, NODE or SYS", i, k, gpu_nic_links[i][k]);
   }
-  DDPX_REQUIRE(nic_links.size() == m, "topology: {} NICs but {} rows in the NIC matrix", m, nic_links.size());
-  for (size_t k = 0; k < m; ++k) {
-    DDPX_REQUIRE(nic_links[k].size() == m, "topology: row NIC{} has {} entries, expected {}", k, nic_links[k].size(), m);
-    for (size_t l = 0; l < m; ++l) {
-      const std::string& link = nic_links[k][l];
-      if (k == l) {
-        DDPX_REQUIRE(link == "X", "topology: NIC{} to itself must be \"X\", got \"{}\"", k, link);
-        continue;
-      }
-      DDPX_REQUIRE(is_pcie_link_name(link), "topology: NIC{} to NIC{} is \"{}\"; expected PIX, PXB, PHB, NODE or SYS",
-                   k, l, link);
-      DDPX_REQUIRE(link == nic_links[l][k], "topology: NIC{} to NIC{} is \"{}\" but NIC{} to NIC{} is \"{}\"", k, l,
-                   link, l, k, nic_links[l][k]);
-    }
-  }
-  DDPX_REQUIRE(links.size() == n, "topology: {} GPUs but {} rows in the link matrix", n, links.size());
-  for (size_t i = 0; i < n; ++i) {
-    DDPX_REQUIRE(links[i].size() == n, "topology: row GPU{} has {} entries, expected {}", i, links[i].size(), n);
-    for (size_t j = 0; j < n; ++j) {
-      const std::string& link = links[i][j];
-      if (i == j) {
-        DDPX_REQUIRE(link == "X", "topology: GPU{} to itself must be \"X\", got \"{}\"", i, link);
-        continue;
-      }
-      DDPX_REQUIRE(is_link_name(link),
-                   "topology: GPU{} to GPU{} is \"{}\"; expected NV<count>, PIX, PXB, PHB, NODE or SYS", i, j, link);
-      DDPX_REQUIRE(link == links[j][i], "topology: GPU{} to GPU{} is \"{}\" but GPU{} to GPU{} is \"{}\"", i, j, link,
-                   j, i, links[j][i]);
-    }
-  }
+  validate_link_matrix(nic_links, m, "NIC", "NIC", &is_pcie_link_name, "PIX, PXB, PHB, NODE or SYS");
+  validate_link_matrix(links, n, "GPU", "link", &is_link_name, "NV<count>, PIX, PXB, PHB, NODE or SYS");
 }
 
 std::string format_topology(const TopologyTable& table) {
@@ -166,33 +159,34 @@ void from_json(const json& j, GpuTopology& v) {
   json_fields::optional(j, "topology GPU", "gpu_numa_id", v.gpu_numa_id);
 }
 
-void to_json(json& j, const NicTopology& v) {
-  j = json{{"name", v.name}, {"netdevs", v.netdevs}, {"pci_bus_id", v.pci_bus_id}, {"numa_affinity", v.numa_affinity}};
-}
+namespace {
 
-void from_json(const json& j, NicTopology& v) {
-  json_fields::require(j, "topology NIC", "name", v.name);
-  json_fields::optional(j, "topology NIC", "netdevs", v.netdevs);
-  json_fields::optional(j, "topology NIC", "pci_bus_id", v.pci_bus_id);
-  json_fields::optional(j, "topology NIC", "numa_affinity", v.numa_affinity);
-}
+using json_fields::field;
+using json_fields::Read;
 
-void to_json(json& j, const TopologyTable& v) {
-  j = json{{"gpus", v.gpus},
-           {"links", v.links},
-           {"nics", v.nics},
-           {"gpu_nic_links", v.gpu_nic_links},
-           {"nic_links", v.nic_links},
-           {"driver_version", v.driver_version}};
-}
+// Each record's fields, once: from_json reads them in this order, to_json writes them.
+constexpr auto kNicFields = std::tuple{
+    field("name", &NicTopology::name), field("netdevs", &NicTopology::netdevs, Read::optional),
+    field("pci_bus_id", &NicTopology::pci_bus_id, Read::optional),
+    field("numa_affinity", &NicTopology::numa_affinity, Read::optional)};
+
+constexpr auto kTopologyFields = std::tuple{
+    field("gpus", &TopologyTable::gpus), field("links", &TopologyTable::links),
+    field("nics", &TopologyTable::nics, Read::optional),
+    field("gpu_nic_links", &TopologyTable::gpu_nic_links, Read::optional),
+    field("nic_links", &TopologyTable::nic_links, Read::optional),
+    field("driver_version", &TopologyTable::driver_version, Read::optional)};
+
+}  // namespace
+
+void to_json(json& j, const NicTopology& v) { json_fields::write_fields(j, v, kNicFields); }
+
+void from_json(const json& j, NicTopology& v) { json_fields::read_fields(j, "topology NIC", v, kNicFields); }
+
+void to_json(json& j, const TopologyTable& v) { json_fields::write_fields(j, v, kTopologyFields); }
 
 void from_json(const json& j, TopologyTable& v) {
-  json_fields::require(j, "topology", "gpus", v.gpus);
-  json_fields::require(j, "topology", "links", v.links);
-  json_fields::optional(j, "topology", "nics", v.nics);
-  json_fields::optional(j, "topology", "gpu_nic_links", v.gpu_nic_links);
-  json_fields::optional(j, "topology", "nic_links", v.nic_links);
-  json_fields::optional(j, "topology", "driver_version", v.driver_version);
+  json_fields::read_fields(j, "topology", v, kTopologyFields);
   v.validate();
 }
 
