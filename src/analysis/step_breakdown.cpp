@@ -40,22 +40,6 @@ double phase_ms(const PhaseTimes& t, Phase phase) {
   return 0;
 }
 
-double median_of(std::vector<double> values) {
-  DDPX_REQUIRE(!values.empty(), "median of an empty set of values: a rank recorded no steps");
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + mid);
-  return 0.5 * (lower + upper);
-}
-
-Spread spread_of(const std::vector<double>& values) {
-  DDPX_REQUIRE(!values.empty(), "spread of an empty set of values: a rank recorded no steps");
-  auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  return Spread{*lo, median_of(values), *hi};
-}
-
 namespace {
 
 RankBreakdown summarize_rank(const RankRun& run) {
@@ -153,7 +137,7 @@ std::string format_breakdown(const StepBreakdown& b) {
   // The weight gradients' type where it is not the precision's (bf16 runs with --weight-grads fp32, or with a
   // reducer that reads its buckets, say nothing: their gradients are fp32 as every precision's were before the flag).
   const std::string precision =
-      c.weight_grads == "bf16" ? fmt::format("{} (bf16 weight gradients)", c.precision) : c.precision;
+      c.bf16_weight_grads() ? fmt::format("{} (bf16 weight gradients)", c.precision) : c.precision;
   out += fmt::format("# ddpx step breakdown: {}, batch {} per rank, {}, {} rank{}, {}\n", c.model, c.batch,
                      precision, c.world, c.world == 1 ? "" : "s",
                      c.ddp ? fmt::format("hook {}, bucket {} MB (first {} MB), overlap {}, grad_accum {}", c.hook,

@@ -213,7 +213,7 @@ Verdict diagnose(const RunReport& report, const PeakTable* peak, const VerdictTh
           pct(C / T), ms(C), ms(T), pct(E / T), pct(I / T));
       if (cpu_engine)
         v.advice = "the CPU engine computes in fp32 on OpenBLAS: train on a GPU (--device cuda) for speed";
-      else if (c.precision == "bf16")
+      else if (c.bf16_precision())
         v.advice = "communication and input are hidden; only faster kernels or a larger --batch raise throughput";
       else
         v.advice = fmt::format("try --precision bf16 (tensor cores; now {})", c.precision);

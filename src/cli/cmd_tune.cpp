@@ -93,9 +93,7 @@ int run_tune(const TuneFlags& f) {
   TuneOptions options;
   options.repeats = f.repeats;
   options.same_run = [tensors, no_overlap](const TrialConfig& c) {
-    BucketPlanOptions plan;
-    plan.cap_bytes = static_cast<size_t>(c.bucket_mb * 1024 * 1024);
-    plan.first_bucket_cap_bytes = static_cast<size_t>(c.first_bucket_mb * 1024 * 1024);
+    const BucketPlanOptions plan = BucketPlanOptions::from_mb(c.bucket_mb, c.first_bucket_mb);
     std::string buckets = no_overlap ? "after backward" : "";  // the buckets' spans, not the caps that cut them
     if (!no_overlap) {
       const BucketPlan cut(tensors, plan);

@@ -220,6 +220,11 @@ struct RunConfig {
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.
   int64_t images_per_step() const { return batch * grad_accum * world; }
+  // The modes the text fields record, read back where the analysis and predict decide on them (each spelling,
+  // as train writes it, compared here once): bf16 weight gradients (--weight-grads auto without a reader of
+  // them), bf16 autocast.
+  bool bf16_weight_grads() const { return weight_grads == "bf16"; }
+  bool bf16_precision() const { return precision == "bf16"; }
 };
 
 struct RankRun {
