@@ -109,6 +109,7 @@ std::pair<std::string, std::string> gpu_link(int world) {
 }
 
 int run_allreduce(const AllreduceFlags& f) {
+  DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda (NCCL) or cpu (MPI)", f.device);
   const Device device = parse_device(f.device);  // the one reading of --device; compared as a Device below
   const bool on_gpus = device == Device::cuda;
   DDPX_REQUIRE(f.ranks_per_gpu >= 0, "--ranks-per-gpu {}: must be 1 or more", f.ranks_per_gpu);

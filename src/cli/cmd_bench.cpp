@@ -164,6 +164,7 @@ bool pytorch_anchor_on(const std::string& text) {
 }
 
 int run_bench(BenchFlags f) {
+  DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda or cpu", f.device);
   // Read once: below, the device is a Device and the anchor a bool (f.device stays the child runs' flag text).
   const bool on_gpus = parse_device(f.device) == Device::cuda;
   const bool pytorch_auto = pytorch_anchor_on(f.pytorch);

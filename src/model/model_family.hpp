@@ -29,10 +29,11 @@ struct ModelFamily {
 };
 
 // The registry's parse of a family whose Model is built from the config its spec parser returns:
-// `.parse = &parse_family_spec<MlpModel, &parse_mlp_spec>`.
-template <typename FamilyModel, auto parse_config>
-std::unique_ptr<Model> parse_family_spec(std::string_view spec) {
-  return std::make_unique<FamilyModel>(parse_config(spec));
+// `.parse = &parse_family_spec<MlpModel, &parse_mlp_spec>`. Whatever `parse` takes after the spec (deduced from
+// its type) is passed on to the spec parser.
+template <typename FamilyModel, auto parse_config, typename... Rest>
+std::unique_ptr<Model> parse_family_spec(std::string_view spec, Rest... rest) {
+  return std::make_unique<FamilyModel>(parse_config(spec, rest...));
 }
 
 }  // namespace ddpx
