@@ -4,7 +4,7 @@
 For each (DDP run, plain run) pair of run reports:
   - the measured difference is 1 - T(plain) / T(DDP), the share of the DDP step that the plain run does not spend,
     with T a run's median step: per rank the median total_ms of its measured steps, then the median over ranks.
-    That is the statistic the verdict uses (profile/ddp_cost.hpp), so the check compares like with like;
+    That is the statistic the verdict uses (analysis/ddp_cost.hpp), so the check compares like with like;
   - the verdict's figure is the report's ddp_cost.cost_ms / ddp_cost.measured_step_ms.
 PASS when the two are within --tolerance points (default 1).
 

@@ -6,17 +6,17 @@ Guarantees (run as the CTest test `include_graph`, so CI runs it through `.ci/ru
     folder F that X may depend on: X itself, or a folder reachable from X through ALLOWED_DEPENDENCIES below.
     A relative include (`"../F/x.hpp"`) counts as the folder it resolves to. A violation is reported as
     `src/X/file.cpp:LINE: X must not include F ("F/x.hpp") ...`, naming the rule, and the check fails.
-  - No file of src/X/ includes what NEVER_INCLUDE below rules out for X, even where the graph reaches it (profile
+  - No file of src/X/ includes what NEVER_INCLUDE below rules out for X, even where the graph reaches it (analysis
     reaches model through io, yet never includes it): a violation is reported as
     `src/X/file.cpp:LINE: X never includes F ("F/x.hpp"): <the rule's reason>`. Every rule names declared folders.
   - No header of src/ (.hpp, .h, .cuh) tests a build switch (DDPX_HAVE_CUDA, DDPX_HAVE_MPI, ...) in #if, #ifdef,
     #ifndef or #elif: those are defined per CMake target, so such a header would mean different things in
     different translation units (an ODR hazard); the switch belongs in a .cpp. A violation is reported as
     `src/X/file.hpp:LINE: a header tests the build switch DDPX_HAVE_CUDA ...`.
-  - No file of the readers' folders (READER_FOLDERS: src/data, src/io, src/profile) opens a file itself with
-    `::open(`, `open(`, `fopen(`, `gzopen(` or `std::ifstream`: they read through io/posix_file's InputFile (or
-    read_small_file), the one open-for-reading function, which never blocks on a FIFO and refuses devices and
-    folders (issue 48). The few files that open something else (a folder, a lock, an output, sysfs) are listed in
+  - No file of the readers' folders (READER_FOLDERS: src/analysis, src/data, src/io, src/report, src/topology,
+    src/tune) opens a file itself with `::open(`, `open(`, `fopen(`, `gzopen(` or `std::ifstream`: they read
+    through io/posix_file's InputFile (or read_small_file), the one open-for-reading function, which never blocks
+    on a FIFO and refuses devices and folders (issue 48). The few files that open something else (a folder, a lock, an output, sysfs) are listed in
     OPEN_ALLOWED with the reason. A violation is reported as `src/X/file.cpp:LINE: opens a file directly ...`.
   - Every folder of src/ with a CMakeLists.txt is declared, and the declared graph is acyclic.
   - The declared graph is CMake's: the ddpx_* libraries a folder's CMakeLists.txt links with
@@ -45,22 +45,28 @@ ALLOWED_DEPENDENCIES = {
     "kernels": ["core"],
     "io": ["model", "optim"],
     "data": ["core", "io"],
-    "profile": ["comm_plan", "core", "io"],
+    "report": ["core", "io"],
+    "analysis": ["comm_plan", "core", "io", "report"],
+    "topology": ["core", "io", "report"],
+    "tune": ["core", "io", "report"],
     "ddp": ["comm_plan", "dist"],
     "model_cuda": ["core", "kernels", "model", "optim"],
-    "train": ["data", "ddp", "dist", "io", "kernels", "model", "model_cuda", "optim", "profile"],
-    "predict": ["comm_plan", "core", "profile"],
-    "cli": ["launch", "predict", "train"],
-    "torch_ddp": ["ddp", "dist", "profile"],
+    "train": ["analysis", "data", "ddp", "dist", "io", "kernels", "model", "model_cuda", "optim", "report"],
+    "predict": ["analysis", "comm_plan", "core", "report"],
+    "cli": ["launch", "predict", "topology", "train", "tune"],
+    "torch_ddp": ["ddp", "dist", "report"],
 }
 
 # Includes a folder must never make, whatever the graph lets it reach: (folder, pattern, reason). A pattern is an
 # include path with shell wildcards (fnmatch; `*` also crosses `/`): "model/*" is all of model/, "model/*/*" a
 # model family's own folder (model/vit/..., model/mlp/...) but not the generic model/flat_layout.hpp.
 NEVER_INCLUDE = [
-    ("profile", "model/*", "profile holds plain records and their analysis; the trainer hands it plain structs"),
+    ("report", "model/*", "the report holds plain records; the trainer hands it plain structs"),
+    ("analysis", "model/*", "the analysis reads plain records; the trainer hands it plain structs"),
+    ("topology", "model/*", "the hardware probes know no model"),
+    ("tune", "model/*", "the tuner writes train's flags; it knows no model"),
     ("predict", "model/*", "the prediction reads reports and peak tables only, no model"),
-    ("predict", "io/*", "the prediction reads files through profile's readers"),
+    ("predict", "io/*", "the prediction reads files through report's and analysis' readers"),
     ("comm_plan", "dist/*", "the communication plan is pure facts: no communicator"),
     ("io", "model/*/*", "io reads and writes the generic flat layout, never a model family's own"),
     ("train", "model/*/*", "the trainer takes a Model from the registry, never a family's own headers"),
@@ -71,7 +77,7 @@ NEVER_INCLUDE = [
 
 # Folders whose files read data files: none may open a file itself (the one open-for-reading function is
 # io/posix_file's InputFile; see the module's docstring).
-READER_FOLDERS = ["data", "io", "profile"]
+READER_FOLDERS = ["analysis", "data", "io", "report", "topology", "tune"]
 DIRECT_OPEN = re.compile(r'(?<![\w.>])(?:::)?(?:open|fopen|gzopen)\s*\(|std::ifstream\b|\bifstream\s')
 # Files of READER_FOLDERS that may open directly, and why (path under src/ -> reason).
 OPEN_ALLOWED = {
@@ -79,7 +85,7 @@ OPEN_ALLOWED = {
     "io/output_file.cpp": "the probe file that proves an output folder writable (O_CREAT|O_EXCL, written)",
     "io/checkpoint_folder.cpp": "opens the checkpoint folder itself (O_DIRECTORY) to write inside it with openat",
     "io/directory_lock.cpp": "the lock file it creates and writes (O_RDWR|O_CREAT|O_NOFOLLOW)",
-    "profile/pci_sysfs.cpp": "sysfs attributes, which stat as 4096-byte regular files and read shorter",
+    "topology/pci_sysfs.cpp": "sysfs attributes, which stat as 4096-byte regular files and read shorter",
 }
 
 # The CMake target each folder builds, when it is not ddpx_<folder>.

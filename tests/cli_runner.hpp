@@ -44,7 +44,7 @@ inline std::string read_text(const std::filesystem::path& path) {
 inline std::filesystem::path fresh_dir(const std::string& name) { return fresh_dir("cli", name); }
 
 inline std::string recorded(const std::string& file) {
-  return std::string(DDPX_SOURCE_DIR) + "/tests/profile/data/" + file;
+  return std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/recorded/" + file;
 }
 
 }  // namespace ddpx::testing

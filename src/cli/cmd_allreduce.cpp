@@ -1,6 +1,6 @@
 // `ddpx allreduce`: an all-reduce table in nccl-tests' all_reduce_perf format (cli/nccl_tests_format.hpp: header,
 // device lines, out-of-place and in-place columns, footer) over NCCL on GPUs or MPI on CPUs, and the same
-// measurements as a peak table (profile/comm_stats.hpp's PeakTable JSON, from the in-place column, which is what
+// measurements as a peak table (analysis/comm_stats.hpp's PeakTable JSON, from the in-place column, which is what
 // the reducer's buckets do) that `ddpx train` reports compare their buckets with.
 // Every rank measures; rank 0 prints and writes the JSON. A row's time is the mean over ranks (nccl-tests' -a 1)
 // unless --average says otherwise. With --nproc-per-node N it starts N workers the way
@@ -25,9 +25,9 @@
 #include "dist/bootstrap.hpp"
 #include "dist/gpu_selection.hpp"
 #include "train/run_modes.hpp"
-#include "profile/comm_stats.hpp"
-#include "profile/nccl_transport.hpp"
-#include "profile/nvml_topology.hpp"
+#include "analysis/comm_stats.hpp"
+#include "topology/nccl_transport.hpp"
+#include "topology/nvml_topology.hpp"
 #ifdef DDPX_HAVE_MPI
 #include "dist/mpi_session.hpp"
 #endif

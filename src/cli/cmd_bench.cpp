@@ -27,9 +27,9 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "model/model_registry.hpp"
-#include "profile/bench_table.hpp"
-#include "profile/gpu_peaks.hpp"
-#include "profile/svg_chart.hpp"
+#include "analysis/bench_table.hpp"
+#include "topology/gpu_peaks.hpp"
+#include "analysis/svg_chart.hpp"
 #include "train/run_modes.hpp"
 
 namespace ddpx::cli {
@@ -156,12 +156,18 @@ void write_text(const fs::path& path, const std::string& text) {
   write_output_text(path, "--out", text);
 }
 
+// --pytorch auto | off.
+bool pytorch_anchor_on(const std::string& text) {
+  if (text == "auto") return true;
+  if (text == "off") return false;
+  fail("--pytorch {}: expected auto or off", text);
+}
+
 int run_bench(BenchFlags f) {
   DDPX_REQUIRE(f.device == "cuda" || f.device == "cpu", "--device {}: expected cuda or cpu", f.device);
-  DDPX_REQUIRE(f.pytorch == "auto" || f.pytorch == "off", "--pytorch {}: expected auto or off", f.pytorch);
   // Read once: below, the device is a Device and the anchor a bool (f.device stays the child runs' flag text).
   const bool on_gpus = parse_device(f.device) == Device::cuda;
-  const bool pytorch_auto = f.pytorch == "auto";
+  const bool pytorch_auto = pytorch_anchor_on(f.pytorch);
   DDPX_REQUIRE(f.steps > f.warmup && f.warmup >= 0, "--steps {} must be larger than --warmup {} (both >= 0)", f.steps,
                f.warmup);
   DDPX_REQUIRE(f.batch >= 1, "--batch {}: must be at least 1", f.batch);

@@ -19,7 +19,7 @@
 #include "predict/link_sources.hpp"
 #include "predict/prediction_output.hpp"
 #include "predict/scaling_prediction.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx::cli {
 namespace {

@@ -3,11 +3,11 @@
 // --json`, and can turn the report into a Chrome/Perfetto trace. Lets a person analyse runs from another machine.
 // The tables follow a "what made this run" block (version, commit, start, host, command line, optimizer) and rank
 // 0's loss curve (first and last logged values); fields an older report lacks read "not recorded".
-// --check-trace FILE checks a Chrome/Perfetto trace (profile/trace_check.hpp): with or without a report, it prints
+// --check-trace FILE checks a Chrome/Perfetto trace (analysis/trace_check.hpp): with or without a report, it prints
 // what it found and the command exits 1 when the trace has problems (2 when it cannot be read).
 // --metrics FILE (a `ddpx train --metrics` file, every attempt of a resumed run) is drawn as curves (--curves SVG,
-// and in the --html page beside a run report) and tabulated for spreadsheets (--csv); profile/curve_chart.hpp,
-// profile/metrics_table.hpp.
+// and in the --html page beside a run report) and tabulated for spreadsheets (--csv); analysis/curve_chart.hpp,
+// analysis/metrics_table.hpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,16 +21,16 @@
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
 #include "model/model_registry.hpp"
-#include "profile/comm_stats.hpp"
-#include "profile/curve_chart.hpp"
-#include "profile/metrics_table.hpp"
-#include "profile/report_html.hpp"
-#include "profile/step_breakdown.hpp"
-#include "profile/step_record.hpp"
-#include "profile/torch_trace.hpp"
-#include "profile/trace_check.hpp"
-#include "profile/trace_writer.hpp"
-#include "profile/verdict.hpp"
+#include "analysis/comm_stats.hpp"
+#include "analysis/curve_chart.hpp"
+#include "analysis/metrics_table.hpp"
+#include "analysis/report_html.hpp"
+#include "analysis/step_breakdown.hpp"
+#include "report/step_record.hpp"
+#include "analysis/torch_trace.hpp"
+#include "analysis/trace_check.hpp"
+#include "analysis/trace_writer.hpp"
+#include "analysis/verdict.hpp"
 
 namespace ddpx::cli {
 namespace {

@@ -19,10 +19,10 @@
 #include "core/error.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
-#include "profile/nccl_transport.hpp"
-#include "profile/nic_topology.hpp"
-#include "profile/nvml_topology.hpp"
-#include "profile/topology.hpp"
+#include "topology/nccl_transport.hpp"
+#include "topology/nic_topology.hpp"
+#include "topology/nvml_topology.hpp"
+#include "topology/topology.hpp"
 
 namespace ddpx::cli {
 namespace {

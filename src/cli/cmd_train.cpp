@@ -256,9 +256,7 @@ Command add_train_command(CLI::App& app) {
             if (!modes->val.empty()) o->val = parse_data_spec(modes->val, "--val");
             o->image_pipeline.augmentation = parse_augmentation(modes->augment);
             o->image_pipeline.shuffle_buffer = parse_shuffle_buffer(modes->shuffle_buffer);
-            DDPX_REQUIRE(modes->normalize == "host" || modes->normalize == "device",
-                         "--normalize '{}' is not known; choose host or device", modes->normalize);
-            o->normalize_on = modes->normalize == "device" ? NormalizeOn::device : NormalizeOn::host;
+            o->normalize_on = parse_normalize_on(modes->normalize);
             DDPX_REQUIRE(modes->jpeg_scaled_decode == "on" || modes->jpeg_scaled_decode == "off",
                          "--jpeg-scaled-decode '{}' is not known; choose on or off", modes->jpeg_scaled_decode);
             o->image_pipeline.dct_scaling = modes->jpeg_scaled_decode == "on";

@@ -1,7 +1,7 @@
 // `ddpx tune`: short `ddpx train` trials over bucket size, first-bucket size and hook (PowerSGD ranks only where
 // --allow-lossy lists them), the fastest written as a config file that `ddpx train --config FILE` reads.
 // Guarantees: the default (--bucket-mb 25 --first-bucket-mb 1 --comm-hook allreduce) is always measured in the
-// same session, so the printed speedup compares like with like (profile/tuner.hpp); every trial runs the same
+// same session, so the printed speedup compares like with like (tune/tuner.hpp); every trial runs the same
 // train flags (those after "--") with the trial's three flags last; a failed trial stops the tuning with its exit
 // status and the end of its log; the written file is read back and must give the winner. Trial logs and reports
 // go to a folder next to --out (FILE.trials/), kept for inspection.
@@ -23,7 +23,7 @@
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
 #include "model/model_registry.hpp"
-#include "profile/tuner.hpp"
+#include "tune/tuner.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx::cli {
@@ -93,9 +93,7 @@ int run_tune(const TuneFlags& f) {
   TuneOptions options;
   options.repeats = f.repeats;
   options.same_run = [tensors, no_overlap](const TrialConfig& c) {
-    BucketPlanOptions plan;
-    plan.cap_bytes = static_cast<size_t>(c.bucket_mb * 1024 * 1024);
-    plan.first_bucket_cap_bytes = static_cast<size_t>(c.first_bucket_mb * 1024 * 1024);
+    const BucketPlanOptions plan = BucketPlanOptions::from_mb(c.bucket_mb, c.first_bucket_mb);
     std::string buckets = no_overlap ? "after backward" : "";  // the buckets' spans, not the caps that cut them
     if (!no_overlap) {
       const BucketPlan cut(tensors, plan);

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "profile/topology.hpp"
+#include "topology/topology.hpp"
 
 namespace ddpx::cli {
 

@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
 #include "model/model_registry.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx::cli {
 
@@ -24,7 +24,7 @@ std::string TrainTrialResult::failure() const {
 namespace {
 
 // What the trial's run report says of its throughput (steps/s: the summary's figure, recorded as throughput, see
-// profile/step_record.hpp; images/s; rank 0's device), read once; nothing when the child wrote no report or no
+// report/step_record.hpp; images/s; rank 0's device), read once; nothing when the child wrote no report or no
 // positive steps/s. A damaged report is an error naming it.
 void read_trial_report(const std::string& path, TrainTrialResult& result) {
   if (!std::filesystem::exists(path)) return;

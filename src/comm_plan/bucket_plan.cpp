@@ -35,6 +35,13 @@ void validate(const std::vector<GradTensor>& tensors, const BucketPlanOptions& o
 
 }  // namespace
 
+BucketPlanOptions BucketPlanOptions::from_mb(double cap_mb, double first_cap_mb) {
+  BucketPlanOptions options;
+  options.cap_bytes = static_cast<size_t>(cap_mb * 1024 * 1024);
+  options.first_bucket_cap_bytes = static_cast<size_t>(first_cap_mb * 1024 * 1024);
+  return options;
+}
+
 BucketPlan::BucketPlan(std::vector<GradTensor> tensors, const BucketPlanOptions& options)
     : tensors_(std::move(tensors)), options_(options) {
   validate(tensors_, options_);

@@ -38,6 +38,10 @@ struct BucketPlanOptions {
   size_t first_bucket_cap_bytes = size_t{1} << 20;  // --first-bucket-mb
   size_t element_bytes = 4;                         // gradient dtype size
   bool operator==(const BucketPlanOptions&) const = default;
+
+  // The caps of --bucket-mb / --first-bucket-mb (MiB, fractions allowed; the caller has checked them positive),
+  // truncated to whole bytes: the one conversion train, tune, predict and torch_ddp cut their buckets by.
+  static BucketPlanOptions from_mb(double cap_mb, double first_cap_mb);
 };
 
 class BucketPlan {

@@ -19,36 +19,13 @@
 //  - Which backends exist, what each needs, the rule for --backend auto and make_communicator() are
 //    dist/backend_registry.hpp's.
 #pragma once
-#include <functional>
-#include <optional>
-#include <string>
+#include "dist/world_info.hpp"
 
 namespace ddpx {
 
 // Set to 1 in every worker ddpx's launchers (launch/launcher.hpp) start: the worker re-runs the launcher's command
 // line, so a --nproc-per-node it still sees (from a --config file) must not be taken as a request to launch again.
 inline constexpr const char* kWorkerMarker = "DDPX_WORKER";
-
-// Who set the rank variables detect_world() read (the first of them found, in the order above).
-enum class LauncherKind { none, torchrun, open_mpi, pmi, slurm };
-// How errors and reports name it: "none", "torchrun", "Open MPI", "PMI", "Slurm".
-const char* launcher_name(LauncherKind kind);
-
-struct WorldInfo {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;       // ranks on this node (CPU threads per rank are shared out by it)
-  LauncherKind launcher = LauncherKind::none;
-  std::string master_addr;        // empty unless set
-  int master_port = 0;            // 0 unless set
-  std::string job_token;
-  bool mpi_launched = false;  // an MPI launcher started this process: bring up MPI (see job_environment.hpp)
-  std::string master_origin;  // where a derived MASTER_ADDR/MASTER_PORT came from; empty when exported
-  int ranks_per_gpu = 0;      // --ranks-per-gpu of the command (0: not given); set by the command, not the env
-};
-
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
 // getenv(), as an EnvLookup.
 EnvLookup process_environment();

@@ -22,7 +22,7 @@
 #pragma once
 #include <cstdint>
 
-#include "dist/bootstrap.hpp"
+#include "dist/world_info.hpp"
 
 namespace ddpx {
 

@@ -23,15 +23,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ddpx {
+#include "kernels/attention_shape.hpp"
 
-struct AttentionShape {
-  int64_t batch = 0, seq = 0, heads = 0, head_dim = 0;
-  float scale = 1.f;  // usually 1/sqrt(head_dim)
-  // fp32 storage only: the two products per pass may run on TF32 tensor cores (attention_tf32.hpp), the tf32
-  // precision's choice for every matmul; false keeps fp32 CUDA-core math (the fp32 precision).
-  bool tf32 = false;
-};
+namespace ddpx {
 
 template <typename T>
 void attention_forward(const AttentionShape& shape, const T* qkv, T* out, float* lse, cudaStream_t stream);

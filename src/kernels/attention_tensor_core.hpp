@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "kernels/attention.hpp"
+#include "kernels/attention_shape.hpp"
 
 namespace ddpx {
 

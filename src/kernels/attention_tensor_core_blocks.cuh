@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/attention.hpp"
+#include "kernels/attention_shape.hpp"
 #include "kernels/attention_common.cuh"
 
 namespace ddpx::attention_mma {

@@ -7,7 +7,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "kernels/attention.hpp"
+#include "kernels/attention_shape.hpp"
 
 namespace ddpx {
 

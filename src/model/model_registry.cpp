@@ -3,11 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "model/mlp/mlp_model.hpp"
 #include "model/vit/vit_model.hpp"
 
 namespace ddpx {
+
+bool ModelFamily::accepts(std::string_view name) const {
+  return name == custom_name || std::find(variants.begin(), variants.end(), name) != variants.end();
+}
 
 const std::vector<ModelFamily>& model_families() {
   static const std::vector<ModelFamily> families = {

@@ -15,21 +15,9 @@
 #include <vector>
 
 #include "model/model.hpp"
+#include "model/model_family.hpp"
 
 namespace ddpx {
-
-struct ModelFamily {
-  std::string name;                   // "vit"
-  std::string summary;                // one line: what the family is
-  std::vector<std::string> variants;  // the named shapes, e.g. vit_b_16
-  std::string custom_syntax;          // how to spell an unnamed shape, e.g. "mlp:image=..,layers=..,width=.."
-  std::vector<std::string> anchor_variants;  // the variants bench/pt_vit_anchor.py builds in PyTorch (`ddpx bench`)
-  // The family's small shape (one of `variants`) that the trainer's family-independent tests train on every family
-  // (tests/train/test_family_properties*.cpp): a few steps on one CPU core in well under a second.
-  std::string test_variant;
-  bool (*accepts)(std::string_view name) = nullptr;  // the spec's name (before ':') belongs to this family
-  std::unique_ptr<Model> (*parse)(std::string_view spec) = nullptr;  // throws ddpx::Error naming the spec
-};
 
 // Every registered family, in registry order.
 const std::vector<ModelFamily>& model_families();

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "profile/comm_stats.hpp"
+#include "analysis/comm_stats.hpp"
 
 namespace ddpx::predict {
 

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "profile/nccl_tests_log.hpp"
+#include "analysis/nccl_tests_log.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>

@@ -68,10 +68,7 @@ BucketPlan bucket_plan_of(const std::vector<GradientTensorInfo>& tensors, double
   grads.reserve(tensors.size());
   for (const GradientTensorInfo& t : tensors)
     grads.push_back({t.name, static_cast<size_t>(t.offset), static_cast<size_t>(t.numel), t.shape});
-  BucketPlanOptions options;
-  options.cap_bytes = static_cast<size_t>(static_cast<int64_t>(cap_mb * 1024 * 1024));
-  options.first_bucket_cap_bytes = static_cast<size_t>(static_cast<int64_t>(first_cap_mb * 1024 * 1024));
-  return BucketPlan(std::move(grads), options);
+  return BucketPlan(std::move(grads), BucketPlanOptions::from_mb(cap_mb, first_cap_mb));
 }
 
 CommHookSpec predicted_hook(std::string_view text, std::string_view flag) {
@@ -100,7 +97,7 @@ MeasuredStep measure_step(const RunReport& report, const std::string& file) {
   m.file = file;
   m.model = c.model;
   m.precision = c.precision;
-  m.weight_grads = c.weight_grads;
+  m.bf16_weight_grads = c.bf16_weight_grads();
   m.device = rank.info.device_name;
   m.ddp = c.ddp;
   m.hook = predicted_hook(c.hook, "report " + file + ": config.hook");

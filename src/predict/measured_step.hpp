@@ -22,7 +22,7 @@
 
 #include "comm_plan/bucket_plan.hpp"
 #include "comm_plan/hook_catalogue.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx::predict {
 
@@ -36,7 +36,7 @@ struct OwnCostModel {
 struct MeasuredStep {
   std::string file;
   std::string model, precision, device;  // device: "cpu" or the GPU's name
-  std::string weight_grads;  // config.weight_grads: "bf16", "fp32", or "" (a report from before it was recorded)
+  bool bf16_weight_grads = false;  // config.weight_grads was "bf16" (false for fp32 and reports from before it)
   bool ddp = false;
   CommHookSpec hook;  // its wire shape (predicted_hook)
   double bucket_mb = 25, first_bucket_mb = 1;

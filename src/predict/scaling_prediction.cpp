@@ -214,7 +214,7 @@ Prediction predict_scaling(const PredictionRequest& r) {
     p.recommendations.push_back(rec);
   }
   const MeasuredStep& first = r.reports.front();
-  if (first.device == "cpu" && r.link.device.empty() && !r.link.intra.measured)
+  if (is_cpu_device(first.device) && r.link.device.empty() && !r.link.intra.measured)
     p.notes.push_back(fmt::format("{} was measured on the CPU, and --link is a GPU preset ({}): the rows combine a "
                                   "CPU's compute with a GPU link; for CPU ranks measure the link with `ddpx "
                                   "allreduce --device cpu --nproc-per-node 2 --json link.json`, for GPUs give a GPU "
@@ -226,7 +226,7 @@ Prediction predict_scaling(const PredictionRequest& r) {
   // Note [bf16 weight gradients in their fp32 slots] (model_cuda/cuda_model.hpp): only a run whose reducer reads
   // nothing writes them (no --ddp, or the allreduce hook at one rank), so DDP steps at more ranks built on such a
   // report's phases leave out what fp32 gradients cost.
-  if (base.weight_grads == "bf16")
+  if (base.bf16_weight_grads)
     p.notes.push_back(fmt::format("{} wrote bf16 weight gradients (--weight-grads auto, without --ddp or with the "
                                   "allreduce hook at one rank); past one rank DDP's buckets are fp32, so rows whose "
                                   "phases come from it leave out what fp32 gradients cost (2.5-3% of a ViT-L/32 bf16 "

@@ -19,7 +19,7 @@
 #include "dist/host_collectives.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/watchdog.hpp"
-#include "profile/rank_reports.hpp"
+#include "report/rank_reports.hpp"
 
 namespace ddpx::torch {
 namespace {

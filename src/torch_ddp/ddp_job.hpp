@@ -12,7 +12,7 @@
 //  - require_same_model(): the model is a list of lines ("name [shape] dtype"), one per tensor. Every rank
 //    throws the same ddpx::Error naming the first position whose line differs, with rank 0's line and the first
 //    differing rank's; when every position the ranks share agrees, the tensor counts. Then the settings.
-//  - write_report(): collective; rank 0 writes a RunReport (profile/step_record.hpp) that `ddpx report` and
+//  - write_report(): collective; rank 0 writes a RunReport (report/step_record.hpp) that `ddpx report` and
 //    `ddpx predict` read, every rank's steps on rank 0's clock (the offsets measured at construction).
 #pragma once
 #include <chrono>
@@ -23,7 +23,7 @@
 #include "core/device.hpp"
 #include "dist/agreement.hpp"
 #include "dist/communicator.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx {
 

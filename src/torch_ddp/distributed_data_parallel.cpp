@@ -369,10 +369,7 @@ DdpEngine::DdpEngine(::torch::nn::Module& module, DdpOptions options)
     s.params.push_back(std::move(p));
   }
   const size_t buffer_elems = s.params.back().offset + s.params.back().numel;
-  BucketPlanOptions plan_options;
-  plan_options.cap_bytes = static_cast<size_t>(s.options.bucket_cap_mb * 1024 * 1024);
-  plan_options.first_bucket_cap_bytes = static_cast<size_t>(s.options.first_bucket_cap_mb * 1024 * 1024);
-  BucketPlan plan(tensors, plan_options);
+  BucketPlan plan(tensors, BucketPlanOptions::from_mb(s.options.bucket_cap_mb, s.options.first_bucket_cap_mb));
 
   s.job->require_same_model(
       model_lines, {{"DdpOptions::comm_hook", hook_spec.text()},

@@ -1,5 +1,5 @@
 // Calibration steps: which warm-up steps of a DDP run time the plain step (no reducer during backward) that DDP's
-// cost is measured against (profile/ddp_cost.hpp). The schedule is a pure function, tested on the CPU.
+// cost is measured against (analysis/ddp_cost.hpp). The schedule is a pure function, tested on the CPU.
 //
 // Note [Calibration steps]
 // DDP's cost is the DDP step minus the step the same run takes without DDP. Exposed communication alone misses

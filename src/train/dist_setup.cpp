@@ -43,10 +43,7 @@ std::vector<GradTensor> grad_tensors_of(const FlatLayout& layout) {
 }
 
 BucketPlan bucket_plan_of(const DistOptions& options, const std::vector<GradTensor>& tensors) {
-  BucketPlanOptions plan_options;
-  plan_options.cap_bytes = static_cast<size_t>(options.bucket_mb * 1024 * 1024);
-  plan_options.first_bucket_cap_bytes = static_cast<size_t>(options.first_bucket_mb * 1024 * 1024);
-  return BucketPlan(tensors, plan_options);
+  return BucketPlan(tensors, BucketPlanOptions::from_mb(options.bucket_mb, options.first_bucket_mb));
 }
 
 }  // namespace

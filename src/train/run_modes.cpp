@@ -23,6 +23,7 @@ constexpr Table<OverlapPolicy, 3> kOverlapPolicies{
     {{OverlapPolicy::automatic, "auto"}, {OverlapPolicy::on, "on"}, {OverlapPolicy::off, "off"}}};
 constexpr Table<WeightGradPolicy, 2> kWeightGradPolicies{
     {{WeightGradPolicy::automatic, "auto"}, {WeightGradPolicy::fp32, "fp32"}}};
+constexpr Table<NormalizeOn, 2> kNormalizeOn{{{NormalizeOn::host, "host"}, {NormalizeOn::device, "device"}}};
 
 template <typename Mode, size_t N>
 std::optional<Mode> find(const Table<Mode, N>& table, std::string_view text) {
@@ -49,31 +50,34 @@ std::string choices(const Table<Mode, N>& table) {
   return out;
 }
 
+// The mode `text` names in `table`; else the refusal naming the flag, the text and every choice.
+template <typename Mode, size_t N>
+Mode parse_mode(const Table<Mode, N>& table, std::string_view flag, std::string_view text) {
+  if (auto mode = find(table, text)) return *mode;
+  fail("{} '{}' is not known; choose {}", flag, text, choices(table));
+}
+
 }  // namespace
 
-Device parse_device(std::string_view text) {
-  if (auto mode = find(kDevices, text)) return *mode;
-  fail("--device '{}' is not known; choose {}", text, choices(kDevices));
-}
-
-GraphPolicy parse_graph_policy(std::string_view text) {
-  if (auto mode = find(kGraphPolicies, text)) return *mode;
-  fail("--cuda-graph '{}' is not known; choose {}", text, choices(kGraphPolicies));
-}
-
+Device parse_device(std::string_view text) { return parse_mode(kDevices, "--device", text); }
+GraphPolicy parse_graph_policy(std::string_view text) { return parse_mode(kGraphPolicies, "--cuda-graph", text); }
 OverlapPolicy parse_overlap_policy(std::string_view text) {
-  if (auto mode = find(kOverlapPolicies, text)) return *mode;
-  fail("--optimizer-overlap '{}' is not known; choose {}", text, choices(kOverlapPolicies));
+  return parse_mode(kOverlapPolicies, "--optimizer-overlap", text);
 }
-
 WeightGradPolicy parse_weight_grad_policy(std::string_view text) {
-  if (auto mode = find(kWeightGradPolicies, text)) return *mode;
-  fail("--weight-grads '{}' is not known; choose {}", text, choices(kWeightGradPolicies));
+  return parse_mode(kWeightGradPolicies, "--weight-grads", text);
+}
+NormalizeOn parse_normalize_on(std::string_view text) { return parse_mode(kNormalizeOn, "--normalize", text); }
+
+ResumeMode resume_mode(std::string_view resume) {
+  if (resume.empty()) return ResumeMode::none;
+  return resume == "auto" ? ResumeMode::newest : ResumeMode::checkpoint;
 }
 
 std::string_view device_name(Device device) { return name_of(kDevices, device); }
 std::string_view graph_policy_name(GraphPolicy policy) { return name_of(kGraphPolicies, policy); }
 std::string_view overlap_policy_name(OverlapPolicy policy) { return name_of(kOverlapPolicies, policy); }
 std::string_view weight_grad_policy_name(WeightGradPolicy policy) { return name_of(kWeightGradPolicies, policy); }
+std::string_view normalize_on_name(NormalizeOn where) { return name_of(kNormalizeOn, where); }
 
 }  // namespace ddpx

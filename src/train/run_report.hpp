@@ -1,8 +1,8 @@
-// RunRecorder: turns the trainer's per-step measurements into profile/ records (StepRecord, RunReport), and at the
+// RunRecorder: turns the trainer's per-step measurements into report/ records (StepRecord, RunReport), and at the
 // end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON. The
 // report also holds the training data's class names (config.classes) and every --val evaluation (evaluations).
 // Guarantee: measuring never synchronizes the device in the hot path (the engine hands over times of completed
-// steps only); warm-up steps are not recorded. Step times are on the run clock (profile/step_record.hpp): the
+// steps only); warm-up steps are not recorded. Step times are on the run clock (report/step_record.hpp): the
 // constructor measures this rank's clock offset to rank 0 (a collective on every rank, before the first step)
 // and every time recorded afterwards is shifted by it. See Note [One clock for all ranks] (docs/design.md).
 #pragma once
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/flat_layout.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 #include "train/dist_setup.hpp"
 #include "train/evaluation.hpp"
 #include "train/run_settings.hpp"

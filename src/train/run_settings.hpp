@@ -11,7 +11,7 @@
 //    every rank records for rank 0). Settings that change neither (workers, prefetch, threads, --log-every, output
 //    paths themselves) are not, so ranks may differ in them; nor are the facts every rank has by construction
 //    (ranks, backend, reducer) and the command line.
-//  - report: a JSON merge patch of the run report's config (RunConfig's JSON, profile/step_record.hpp); null: not
+//  - report: a JSON merge patch of the run report's config (RunConfig's JSON, report/step_record.hpp); null: not
 //    recorded there.
 //  - checkpoint: a JSON merge patch of a checkpoint's metadata (io/checkpoint.hpp), null: not recorded there. Its
 //    "extra" object holds the trainer's fields, which this table feeds (checkpoint_extra(), written by
@@ -37,7 +37,7 @@
 
 #include "dist/agreement.hpp"
 #include "model/flat_layout.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 #include "train/train_options.hpp"
 
 namespace ddpx {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <optional>
 
-#include "profile/nvtx.hpp"
+#include "train/nvtx.hpp"
 
 namespace ddpx {
 namespace {

@@ -16,7 +16,7 @@
 #include "io/checkpoint.hpp"
 #include "io/output_file.hpp"
 #include "io/same_file.hpp"
-#include "profile/profile_window.hpp"
+#include "train/profile_window.hpp"
 
 namespace ddpx {
 namespace {
@@ -38,7 +38,7 @@ void TrainOptions::require_distinct_paths() const {
   add(inputs, "--labels", labels);
   // --resume D --checkpoint-dir D is the way to continue a run: the checkpoint is read in full before the first
   // one is written, so the resumed file only counts as an input against the other outputs.
-  if (!resume.empty() && resume != "auto") add(inputs, "--resume", checkpoint_file(resume).string());
+  if (resume_mode(resume) == ResumeMode::checkpoint) add(inputs, "--resume", checkpoint_file(resume).string());
   for (const std::string& file : config_files) add(inputs, "--config", file);
   inputs.insert(inputs.end(), data_inputs.begin(), data_inputs.end());
   add(outputs, "--save", save);
@@ -128,11 +128,11 @@ void TrainOptions::validate() const {
                "--load starts a new one from weights: give one", load, resume);
   for (const auto& [flag, path] : {std::pair{"--images", images}, {"--labels", labels}, {"--load", load}})
     DDPX_REQUIRE(path.empty() || std::filesystem::exists(path), "{} {}: no such file; check the path", flag, path);
-  if (resume == "auto") {
+  if (resume_mode(resume) == ResumeMode::newest) {
     DDPX_REQUIRE(!checkpoint_dir.empty(),
                  "--resume auto needs --checkpoint-dir DIR: it continues from DIR's newest checkpoint when there is "
                  "one and starts at step 0 when there is none");
-  } else if (!resume.empty()) {
+  } else if (resume_mode(resume) == ResumeMode::checkpoint) {
     DDPX_REQUIRE(checkpoint_exists(resume),
                  "--resume {}: no checkpoint there ({} does not exist); give the --checkpoint-dir of an earlier run, "
                  "or --resume auto --checkpoint-dir DIR to continue when DIR holds one and start afresh when not",
@@ -147,7 +147,7 @@ void TrainOptions::validate() const {
 }
 
 std::string resume_checkpoint(const TrainOptions& options) {
-  if (options.resume != "auto") return options.resume;
+  if (resume_mode(options.resume) != ResumeMode::newest) return options.resume;
   return checkpoint_exists(options.checkpoint_dir) ? options.checkpoint_dir : "";
 }
 

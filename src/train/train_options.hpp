@@ -26,8 +26,6 @@
 
 namespace ddpx {
 
-enum class NormalizeOn { host, device };  // --normalize host | device
-
 struct TrainOptions {
   // what to train
   Device device = Device::cpu;

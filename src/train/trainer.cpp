@@ -26,8 +26,8 @@
 #include "io/param_safetensors.hpp"
 #include "model/blas_threads.hpp"
 #include "model/model_registry.hpp"
-#include "profile/nvtx.hpp"
-#include "profile/profile_window.hpp"
+#include "train/nvtx.hpp"
+#include "train/profile_window.hpp"
 #include "train/calibration.hpp"
 #include "train/checkpointing.hpp"
 #include "train/data_classes.hpp"
@@ -179,7 +179,7 @@ void log_start(const TrainOptions& options, const FlatLayout& layout, const Step
                   options.optimizer.name(), engine_settings.bf16_weight_grads ? "| bf16 weight gradients " : "",
                   dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", resume_from, start.step));
-  if (options.resume == "auto" && resume_from.empty())
+  if (resume_mode(options.resume) == ResumeMode::newest && resume_from.empty())
     log(fmt::format("--resume auto: no checkpoint in {} yet; starting at step 0", options.checkpoint_dir));
   for (const std::string& line : start.head_reset) log(fmt::format("--reset-head: {}", line));
   if (options.optimizer.schedule.varies() || options.recipe.any())
@@ -512,7 +512,7 @@ TrainSummary run_training(const TrainOptions& requested) {
       engine_options(options, reducer_reads_gradients(options, dist.communicator != nullptr, dist.world));
   const std::string resume_from = resume_checkpoint(options);  // --resume auto: the newest checkpoint, if any
   // A requeued or restarted job whose run had already finished: nothing to do, and that is success.
-  if (options.resume == "auto" && !resume_from.empty()) {
+  if (resume_mode(options.resume) == ResumeMode::newest && !resume_from.empty()) {
     const int64_t done = read_checkpoint_info(resume_from).state.step;
     if (done >= plan.steps) {
       log.result(fmt::format("--resume auto: the run is complete: {} holds step {}, the end of the run ({}); nothing "

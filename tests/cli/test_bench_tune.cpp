@@ -9,9 +9,9 @@
 #include <fstream>
 
 #include "cli_runner.hpp"
-#include "profile/step_record.hpp"
-#include "profile/tuner.hpp"
-#include "profile/xml_checker.hpp"
+#include "report/step_record.hpp"
+#include "tune/tuner.hpp"
+#include "xml_checker.hpp"
 
 namespace ddpx {
 namespace {

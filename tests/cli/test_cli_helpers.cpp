@@ -16,7 +16,7 @@
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
 #include "error_expect.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx::cli {
 namespace {

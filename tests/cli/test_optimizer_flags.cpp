@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_runner.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "cli_runner.hpp"
 #include "core/build_info.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx {
 namespace {

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
-#include "profile/comm_stats.hpp"
-#include "profile/topology.hpp"
+#include "analysis/comm_stats.hpp"
+#include "topology/topology.hpp"
 
 namespace ddpx {
 namespace {

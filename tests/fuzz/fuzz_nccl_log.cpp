@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "fuzz_support.hpp"
-#include "profile/nccl_transport.hpp"
+#include "topology/nccl_transport.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ddpx::fuzz::expect_clean_refusal([&] { (void)ddpx::parse_nccl_transports(ddpx::fuzz::as_text(data, size)); });

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
-#include "profile/comm_stats.hpp"
+#include "analysis/comm_stats.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto path = ddpx::fuzz::write_scratch_file("peak.json", data, size);

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
-#include "profile/comm_stats.hpp"
-#include "profile/step_breakdown.hpp"
-#include "profile/step_record.hpp"
-#include "profile/trace_writer.hpp"
-#include "profile/verdict.hpp"
+#include "analysis/comm_stats.hpp"
+#include "analysis/step_breakdown.hpp"
+#include "report/step_record.hpp"
+#include "analysis/trace_writer.hpp"
+#include "analysis/verdict.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto path = ddpx::fuzz::write_scratch_file("report.json", data, size);

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "fuzz_support.hpp"
-#include "profile/nccl_transport.hpp"
-#include "profile/topology.hpp"
+#include "topology/nccl_transport.hpp"
+#include "topology/topology.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto path = ddpx::fuzz::write_scratch_file("topology.json", data, size);

@@ -11,7 +11,7 @@
 
 #include "fuzz_support.hpp"
 #include "core/json_parse.hpp"
-#include "profile/trace_writer.hpp"
+#include "analysis/trace_writer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string other = [] {

@@ -2,7 +2,7 @@
 // writers, one folder per target (OUT_DIR/<target>/<name>): safetensors of every dtype, .npy of every dtype and
 // rank, parameter files and SGD/AdamW checkpoints of the fuzz model (fuzz_support.hpp), tuned configs in both forms.
 // The JSON seeds (reports, traces, peak tables, topologies, NCCL logs, train configs) come from real runs and
-// tests/profile/data instead; see README.md. Guarantee: the output is deterministic (fixed seeds, no times).
+// tests/fixtures/recorded instead; see README.md. Guarantee: the output is deterministic (fixed seeds, no times).
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -22,7 +22,7 @@
 #include "model/vit/vit_layout.hpp"
 #include "model/vit/vit_config.hpp"
 #include "optim/optimizer.hpp"
-#include "profile/tuner.hpp"
+#include "tune/tuner.hpp"
 
 namespace fs = std::filesystem;
 using namespace ddpx;

@@ -3,7 +3,7 @@
 // tensor each), bucket k becomes ready 10 * (k + 1) ms into backward (launch times on a clock that starts 10 ms
 // before backward) and its own work is elements * 0.01 ms.
 #pragma once
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 
 namespace ddpx::testing {
 

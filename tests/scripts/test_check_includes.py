@@ -43,7 +43,7 @@ class CopyOfSource(unittest.TestCase):
     def test_a_reader_that_opens_a_file_itself_fails(self):
         # issue 48: readers that opened with a plain open() hung on a FIFO; every reader goes through InputFile.
         for relative, line_text in [("data/idx_source.cpp", "std::ifstream in(path);"),
-                                    ("profile/curve_chart.cpp", "  const int fd = ::open(path.c_str(), O_RDONLY);"),
+                                    ("analysis/curve_chart.cpp", "  const int fd = ::open(path.c_str(), O_RDONLY);"),
                                     ("io/npy.cpp", "FILE* f = fopen(path.c_str(), \"rb\");")]:
             line = self.append_line(relative, line_text)
             rc, output = run_check(self.root)
@@ -76,10 +76,10 @@ class CopyOfSource(unittest.TestCase):
         self.assertIn("core may include nothing of ddpx", output)
 
     def test_a_relative_include_counts_as_the_folder_it_reaches(self):
-        line = self.append_line("profile/verdict.cpp", '#include "../dist/communicator.hpp"')
+        line = self.append_line("analysis/verdict.cpp", '#include "../dist/communicator.hpp"')
         rc, output = run_check(self.root)
         self.assertEqual(rc, 1, output)
-        self.assertIn(f"src/profile/verdict.cpp:{line}: profile must not include dist", output)
+        self.assertIn(f"src/analysis/verdict.cpp:{line}: analysis must not include dist", output)
 
     def test_an_angle_include_of_our_header_counts(self):
         line = self.append_line("io/npy.cpp", "#include <data/dataset.hpp>")
@@ -88,12 +88,12 @@ class CopyOfSource(unittest.TestCase):
         self.assertIn(f"src/io/npy.cpp:{line}: io must not include data", output)
 
     def test_a_never_rule_holds_where_the_graph_reaches(self):
-        # profile reaches model through io, but never includes it; a family's own header is out of io's reach too.
-        line = self.append_line("profile/verdict.cpp", '#include "model/flat_layout.hpp"')
+        # analysis reaches model through io, but never includes it; a family's own header is out of io's reach too.
+        line = self.append_line("analysis/verdict.cpp", '#include "model/flat_layout.hpp"')
         family = self.append_line("io/npy.cpp", '#include "model/vit/vit_layout.hpp"')
         rc, output = run_check(self.root)
         self.assertEqual(rc, 1, output)
-        self.assertIn(f'src/profile/verdict.cpp:{line}: profile never includes model/* ("model/flat_layout.hpp")',
+        self.assertIn(f'src/analysis/verdict.cpp:{line}: analysis never includes model/* ("model/flat_layout.hpp")',
                       output)
         self.assertIn(f'src/io/npy.cpp:{family}: io never includes model/*/* ("model/vit/vit_layout.hpp")', output)
         self.assertIn("NEVER_INCLUDE in scripts/check_includes.py", output)

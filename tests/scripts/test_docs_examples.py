@@ -86,18 +86,18 @@ STANDINS = {
     "allreduce.json": ("ddpx", TRAIN_TINY + ["--ddp", "--report", "allreduce.json"]),
     "bf16.json": ("ddpx", TRAIN_TINY + ["--ddp", "--comm-hook", "bf16", "--report", "bf16.json"]),
     "powersgd1.json": ("ddpx", TRAIN_TINY + ["--ddp", "--comm-hook", "powersgd:1", "--report", "powersgd1.json"]),
-    "peak.json": ("fixture", "tests/profile/data/peak_shm_2xh200.json"),
-    "ar.json": ("fixture", "tests/profile/data/nccl_tests_all_reduce_2xh200.json"),
+    "peak.json": ("fixture", "tests/fixtures/recorded/peak_shm_2xh200.json"),
+    "ar.json": ("fixture", "tests/fixtures/recorded/nccl_tests_all_reduce_2xh200.json"),
     "ar.log": ("write", lambda repo: eight_rank_log(repo)),  # the docs' `mpirun -np 8 all_reduce_perf > ar.log`
-    "topo.json": ("fixture", "tests/profile/data/topo_2xh200_nv18.json"),
-    "run.log": ("fixture", "tests/profile/data/nccl_info_shm.log"),  # what NCCL_DEBUG=INFO printed
+    "topo.json": ("fixture", "tests/fixtures/recorded/topo_2xh200_nv18.json"),
+    "run.log": ("fixture", "tests/fixtures/recorded/nccl_info_shm.log"),  # what NCCL_DEBUG=INFO printed
     "trace_rank0.json": ("fixture", "tests/fixtures/torch_profile/trace_rank0.json"),
     "trace_rank1.json": ("fixture", "tests/fixtures/torch_profile/trace_rank1.json"),
 }
 
 def eight_rank_log(repo):
     """The recorded 2-rank all_reduce_perf log with 8 device lines: the shape of the docs' `mpirun -np 8` log."""
-    text = open(os.path.join(repo, "tests/profile/data/nccl_tests_all_reduce_2xh200.txt"), encoding="utf-8").read()
+    text = open(os.path.join(repo, "tests/fixtures/recorded/nccl_tests_all_reduce_2xh200.txt"), encoding="utf-8").read()
     lines = text.split("\n")
     first = next(i for i, l in enumerate(lines) if re.match(r"#\s+Rank\s+0 ", l))
     template = lines[first]

@@ -10,7 +10,7 @@
 
 #include "model/vit/vit_layout.hpp"
 #include "model/vit/vit_config.hpp"
-#include "profile/trace_writer.hpp"
+#include "analysis/trace_writer.hpp"
 #include "train/dist_setup.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"

@@ -11,7 +11,7 @@
 
 #include "family_models.hpp"
 #include "gpu_guard.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 #include "saved_weights.hpp"
 #include "shared_gpu_ranks.hpp"
 #include "train/trainer.hpp"

@@ -10,7 +10,7 @@
 #include "cli_runner.hpp"
 #include "dist/backend_registry.hpp"
 #include "error_expect.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 #include "train/run_modes.hpp"
 #include "train/step_engine.hpp"
 #include "train/train_options.hpp"

@@ -10,7 +10,7 @@
 
 #include "core/build_info.hpp"
 #include "model/vit/vit_layout.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 #include "train/trainer.hpp"
 
 namespace ddpx {

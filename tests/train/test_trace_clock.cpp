@@ -19,8 +19,8 @@
 
 #include "cli_runner.hpp"
 #include "gpu_guard.hpp"
-#include "profile/step_record.hpp"
-#include "profile/trace_check.hpp"
+#include "report/step_record.hpp"
+#include "analysis/trace_check.hpp"
 #include "train/run_modes.hpp"
 #include "train/trainer.hpp"
 

@@ -22,7 +22,7 @@
 
 #include "cli_runner.hpp"
 #include "gpu_guard.hpp"
-#include "profile/step_record.hpp"
+#include "report/step_record.hpp"
 #include "saved_weights.hpp"
 #include "train/trainer.hpp"
 #include "train_runs.hpp"

@@ -3,47 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
-#include "model/mlp/mlp_cpu.hpp"
 #include "model/mlp/mlp_init.hpp"
 
 namespace ddpx {
-namespace {
-
-class MlpCpuModel final : public CpuModel {
- public:
-  MlpCpuModel(const MlpLayout& layout, int64_t max_batch) : mlp_(layout, max_batch) {}
-  void forward(const float* params, const float* images, int64_t batch, float* logits) override {
-    mlp_.forward(params, images, batch, logits);
-  }
-  void backward(const float* params, const float* dlogits, float* grads, const ReadyFn& on_ready) override {
-    mlp_.backward(params, dlogits, grads, on_ready);
-  }
-
- private:
-  MlpCpu<float> mlp_;
-};
-
-bool accepts(std::string_view name) {
-  if (name == "mlp") return true;
-  const std::vector<std::string> names = mlp_model_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-std::unique_ptr<Model> parse(std::string_view spec) { return std::make_unique<MlpModel>(parse_mlp_spec(spec)); }
-
-}  // namespace
 
 void MlpModel::init_params(float* params, uint64_t seed) const { init_mlp_params(layout_, params, seed); }
-
-double MlpModel::cpu_activation_bytes(int64_t max_batch) const {
-  return MlpCpu<float>::activation_bytes(config(), max_batch);
-}
-
-std::unique_ptr<CpuModel> MlpModel::make_cpu(int64_t max_batch) const {
-  return std::make_unique<MlpCpuModel>(layout_, max_batch);
-}
 
 std::string MlpModel::summary() const {
   const MlpConfig& c = config();
@@ -66,8 +30,8 @@ ModelFamily mlp_family() {
       .variants = mlp_model_names(),
       .custom_syntax = "mlp:image=..,channels=..,layers=..,width=..,classes=..",
       .test_variant = "mlp_tiny_test",
-      .accepts = &accepts,
-      .parse = &parse,
+      .custom_name = "mlp",
+      .parse = &parse_family_spec<MlpModel, &parse_mlp_spec>,
   };
 }
 

@@ -5,13 +5,14 @@
 #include <memory>
 
 #include "model/mlp/mlp_config.hpp"
+#include "model/mlp/mlp_cpu.hpp"
 #include "model/mlp/mlp_layout.hpp"
 #include "model/layout_model.hpp"
-#include "model/model_registry.hpp"
+#include "model/model_family.hpp"
 
 namespace ddpx {
 
-class MlpModel final : public LayoutModel<MlpLayout> {
+class MlpModel final : public LayoutModel<MlpLayout, MlpCpu<float>> {
  public:
   using LayoutModel::LayoutModel;
 
@@ -19,8 +20,6 @@ class MlpModel final : public LayoutModel<MlpLayout> {
 
   std::string_view family() const override { return "mlp"; }
   void init_params(float* params, uint64_t seed) const override;
-  double cpu_activation_bytes(int64_t max_batch) const override;
-  std::unique_ptr<CpuModel> make_cpu(int64_t max_batch) const override;
   std::string summary() const override;
   double forward_flops_per_image() const override;
 };

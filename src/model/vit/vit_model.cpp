@@ -3,47 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
-#include "model/vit/vit_cpu.hpp"
 #include "model/vit/vit_init.hpp"
 
 namespace ddpx {
-namespace {
-
-class VitCpuModel final : public CpuModel {
- public:
-  VitCpuModel(const VitLayout& layout, int64_t max_batch) : vit_(layout, max_batch) {}
-  void forward(const float* params, const float* images, int64_t batch, float* logits) override {
-    vit_.forward(params, images, batch, logits);
-  }
-  void backward(const float* params, const float* dlogits, float* grads, const ReadyFn& on_ready) override {
-    vit_.backward(params, dlogits, grads, on_ready);
-  }
-
- private:
-  VitCpu<float> vit_;
-};
-
-bool accepts(std::string_view name) {
-  if (name == "custom") return true;
-  const std::vector<std::string> names = vit_model_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-std::unique_ptr<Model> parse(std::string_view spec) { return std::make_unique<VitModel>(parse_vit_spec(spec)); }
-
-}  // namespace
 
 void VitModel::init_params(float* params, uint64_t seed) const { init_vit_params(layout_, params, seed); }
-
-double VitModel::cpu_activation_bytes(int64_t max_batch) const {
-  return VitCpu<float>::activation_bytes(config(), max_batch);
-}
-
-std::unique_ptr<CpuModel> VitModel::make_cpu(int64_t max_batch) const {
-  return std::make_unique<VitCpuModel>(layout_, max_batch);
-}
 
 std::string VitModel::summary() const {
   const VitConfig& c = config();
@@ -72,8 +36,8 @@ ModelFamily vit_family() {
       .custom_syntax = "custom:image=..,patch=..,layers=..,hidden=..,heads=..,mlp=..,classes=..",
       .anchor_variants = {"vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"},  // torchvision's
       .test_variant = "vit_tiny_test",
-      .accepts = &accepts,
-      .parse = &parse,
+      .custom_name = "custom",
+      .parse = &parse_family_spec<VitModel, &parse_vit_spec>,
   };
 }
 

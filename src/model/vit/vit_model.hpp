@@ -7,13 +7,14 @@
 #include <memory>
 
 #include "model/layout_model.hpp"
-#include "model/model_registry.hpp"
+#include "model/model_family.hpp"
 #include "model/vit/vit_config.hpp"
+#include "model/vit/vit_cpu.hpp"
 #include "model/vit/vit_layout.hpp"
 
 namespace ddpx {
 
-class VitModel final : public LayoutModel<VitLayout> {
+class VitModel final : public LayoutModel<VitLayout, VitCpu<float>> {
  public:
   using LayoutModel::LayoutModel;
 
@@ -21,8 +22,6 @@ class VitModel final : public LayoutModel<VitLayout> {
 
   std::string_view family() const override { return "vit"; }
   void init_params(float* params, uint64_t seed) const override;
-  double cpu_activation_bytes(int64_t max_batch) const override;
-  std::unique_ptr<CpuModel> make_cpu(int64_t max_batch) const override;
   std::string summary() const override;
   double forward_flops_per_image() const override;
 };

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The counts of issue 49's table, re-counted by the same commands (grep-like scans of src/ and the tool library's
+`duplicates`), so a later review compares like with like. One function per part of the issue; each prints
+`name: count` lines and, with --verbose, what it counted.
+
+Usage: python3 tools/structure_counts.py [--root DIR] [--verbose] [--skip-duplicates]
+The `duplicates` command (the tool library's) is run over src/ when it is on PATH; otherwise its line says so.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SOURCE_SUFFIXES = (".cpp", ".hpp", ".cu", ".cuh", ".h")
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def source_files(src):
+    for folder, _, files in os.walk(src):
+        for name in sorted(files):
+            if name.endswith(SOURCE_SUFFIXES):
+                yield os.path.join(folder, name)
+
+
+def room_loops(src):
+    """Loops between the files of one folder of src/ (a registry includes its rows, each row includes the
+    registry): strongly connected sets of two or more units, a unit being a file's path without its suffix (x.hpp
+    and x.cpp are one unit), the edges its includes of the same top folder."""
+    loops = []
+    for top in sorted(os.listdir(src)):
+        room = os.path.join(src, top)
+        if not os.path.isdir(room):
+            continue
+        graph = {}
+        for path in source_files(room):
+            unit = os.path.splitext(os.path.relpath(path, src))[0]
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for included in INCLUDE.findall(f.read()):
+                    target = os.path.splitext(included)[0]
+                    if included.split("/")[0] == top and target != unit:
+                        graph.setdefault(unit, set()).add(target)
+        loops += [(top, component) for component in strongly_connected(graph) if len(component) > 1]
+    return loops
+
+
+def strongly_connected(graph):
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph.get(node, ())):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            out.append(sorted(component))
+
+    sys.setrecursionlimit(100000)
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+# The fields and variables that hold a mode the code has parsed already (the flag's text kept beside it, or a
+# report's field): a comparison of one of them with a string literal decides on the text again.
+MODE_NAMES = ("resume", "normalize", "device", "precision", "weight_grads", "backend", "weights", "pytorch")
+STRING_COMPARE = re.compile(r'[!=]=\s*"|"\s*[!=]=')
+MODE_COMPARE = re.compile(r'(?:\.|->|\b)(' + "|".join(MODE_NAMES) + r')\s*[!=]=\s*"')
+
+
+def string_compares(src):
+    """All comparisons with a string literal in src/, and those on a mode already parsed (MODE_NAMES)."""
+    every, on_modes = [], []
+    for path in source_files(src):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                code = line.split("//")[0]
+                if STRING_COMPARE.search(code):
+                    where = f"{os.path.relpath(path, src)}:{number}: {line.strip()}"
+                    every.append(where)
+                    if MODE_COMPARE.search(code):
+                        on_modes.append(where)
+    return every, on_modes
+
+
+def duplicates_over(src):
+    """The tool library's `duplicates` over src/: its first line counts the pairs."""
+    tool = shutil.which("duplicates")
+    if not tool:
+        return None, "duplicates: not on PATH (the tool library's command)"
+    result = subprocess.run([tool, "--seconds", "120"], cwd=src, capture_output=True, text=True, timeout=300)
+    first = (result.stdout.strip().splitlines() or [""])[0]
+    match = re.match(r"(\d+) pairs", first)
+    return (int(match.group(1)) if match else 0), first
+
+
+def house(root, verbose, skip_duplicates):
+    """Issue 49 items 5 and 6 (the `house` helper's rows): profile/ in its parts, room loops, string modes,
+    duplicates."""
+    src = os.path.join(root, "src")
+    parts = [p for p in ("report", "analysis", "topology", "tune") if os.path.isdir(os.path.join(src, p))]
+    print(f"profile/ split: src/profile {'exists' if os.path.isdir(os.path.join(src, 'profile')) else 'gone'}; "
+          f"its parts: {', '.join(parts) or 'none'} ({len(parts)})")
+    loops = room_loops(src)
+    print(f"room loops (files of one folder including each other): {len(loops)}")
+    if verbose:
+        for top, component in loops:
+            print(f"  {top}: {' <-> '.join(component)}")
+    every, on_modes = string_compares(src)
+    print(f"string compares: {len(every)}; on a mode already parsed ({', '.join(MODE_NAMES)}): {len(on_modes)}")
+    if verbose:
+        for where in on_modes:
+            print("  " + where)
+    if not skip_duplicates:
+        count, line = duplicates_over(src)
+        print(f"duplicates over src: {count if count is not None else 'not run'} ({line})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--skip-duplicates", action="store_true")
+    args = parser.parse_args()
+    house(args.root, args.verbose, args.skip_duplicates)
+
+
+if __name__ == "__main__":
+    main()
