@@ -12,7 +12,8 @@
 
 #include "model/flat_layout.hpp"
 #include "profile/step_record.hpp"
-#include "train/dist_setup.hpp"
+#include "dist/job.hpp"
+#include "train/reducer_port.hpp"
 #include "train/evaluation.hpp"
 #include "train/run_settings.hpp"
 #include "train/train_options.hpp"
@@ -28,11 +29,11 @@ class RunRecorder {
   // The report's config is the table's report rows (train/run_settings.hpp) plus the recorder's own fields: the
   // gradient tensors of the layout, the build and start stamps, and the per-rank resolved --workers and
   // --weight-grads (the setters below).
-  RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout,
-              const RunSettings& settings);
+  // Collective: restarts the job's run clock at this run's start (DistJob::restart_run_clock).
+  RunRecorder(const TrainOptions& options, DistJob& job, const FlatLayout& layout, const RunSettings& settings);
   void begin_step(int64_t step);
   void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
-                DistContext& dist);
+                ReducerPort& reducer);
   // A calibration step (Note [Calibration steps], train/calibration.hpp): its own phase times (the engine's
   // completed_step_times()), the host's data wait and wall time, and the host time of its trailing reduction.
   // CPU: the plain step is the wall time without the reduction; CUDA: the device time without the compute
@@ -58,19 +59,19 @@ class RunRecorder {
   // Whether step `step`'s bucket timings are read (on CUDA that waits for the step's last bucket, so only at
   // progress lines; the CPU reads every step's). The trainer records ready times only at these steps.
   bool samples_buckets(int64_t step, bool cuda_engine) const {
-    return dist_.reducer && (step % options_.log_every == 0 || !cuda_engine);
+    return with_reducer_ && (step % options_.log_every == 0 || !cuda_engine);
   }
 
  private:
   const TrainOptions& options_;
-  const DistContext& dist_;
+  DistJob& job_;
+  const bool with_reducer_;  // the job is data-parallel: the run reduces through a Reducer (bucket timings)
   RunConfig config_;
   RankRun run_;
   std::vector<EvalPoint> evaluations_;
   std::vector<RunAttempt> attempts_;
   int64_t first_measured_step_;
   double previous_host_total_ms_ = 0;  // the host's time of the step recorded last (CUDA fills it in a step late)
-  double run_origin_ms_ = 0;  // rank 0's run start on rank 0's steady clock (ms): the run clock's zero
   // A steady_clock time (ms) of this rank on the run clock: shifted onto rank 0's clock, from rank 0's run start.
   double run_clock_ms(double steady_ms) const;
   // CUDA: a step's phases, total and device start from its events (t.step's).
