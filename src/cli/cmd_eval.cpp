@@ -110,7 +110,8 @@ EvalInput open_input(const EvalOptions& e, const DataShape& shape, const ImagePi
 std::unique_ptr<StepEngine> make_eval_engine(const Model& model, const EngineOptions& options,
                                              const DistJob& dist) {
   switch (options.device) {
-    case Device::cpu: return make_cpu_engine(model, options, dist.local_world());  // the node's cores shared by its ranks
+    case Device::cpu:  // the node's cores shared by its ranks
+      return make_cpu_engine(model, options, dist.local_world());
     case Device::cuda:
 #ifdef DDPX_HAVE_CUDA
       return make_cuda_engine(model, options, dist.cuda_device(), dist.rank());

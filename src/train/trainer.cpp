@@ -89,12 +89,12 @@ struct StartState {
   std::vector<int64_t> attempt_starts = {0};  // the run's attempts, this one last (RunFacts::attempt_starts)
 };
 
-StartState initial_state(const Model& model, const TrainOptions& options, const std::string& resume_from) {
+StartState initial_state(const Model& model, const TrainOptions& options, const std::string& resume_from, int world) {
   const FlatLayout& layout = model.layout();
   StartState start;
   start.params.assign(layout.buffer_size(), 0.f);
   if (!resume_from.empty()) {
-    LoadedCheckpoint ckpt = load_training_checkpoint(resume_from, layout, options, start.params.data());
+    LoadedCheckpoint ckpt = load_training_checkpoint(resume_from, layout, options, start.params.data(), world);
     start.step = ckpt.step;
     start.optimizer = std::move(ckpt.optimizer);
     start.attempt_starts = attempt_starts_after(std::move(ckpt.attempt_starts), ckpt.step);
@@ -122,7 +122,7 @@ struct Start {
 
 Start start_engine(const Model& model, const TrainOptions& options, const RunPlan& plan,
                    const std::string& resume_from, DistJob& job, StepEngine& engine) {
-  StartState start = initial_state(model, options, resume_from);
+  StartState start = initial_state(model, options, resume_from, job.world());
   RunSettings settings = describe_run(options, model.layout(), start.step, job, start.attempt_starts);
   broadcast_initial_parameters(job, settings, model.layout(), start.params.data());
   engine.upload_params(start.params.data());
