@@ -5,9 +5,9 @@
 // ddpx's Reducer takes ready spans in buffer order only (ddp/reducer.hpp). Autograd's gradient-accumulator
 // post-hooks fire in the order the engine happens to run them, which for most models is reverse registration
 // order (the buffer's order) but need not be: a parameter used twice, a skip connection, a branch. So each hook
-// sets its tensor's flag, and a cursor hands the reducer the longest run of ready tensors from where it stopped:
-// a bucket still launches the moment it and every bucket before it are final, as in c10d's reducer, and a tensor
-// that arrives early waits only for those before it. The end of the backward pass is an autograd final callback
+// sets its tensor's flag, and a cursor (readiness_cursor.hpp, unit-tested without LibTorch) hands the reducer the
+// longest run of ready tensors from where it stopped: a bucket still launches the moment it and every bucket before
+// it are final, as in c10d's reducer, and a tensor that arrives early waits only for those before it. The end of the backward pass is an autograd final callback
 // (queued by the step's first hook, as c10d's reducer queues finalize_backward), which runs on the thread that
 // finished the graph before backward() returns: it completes the step there, so the averaged gradients are in
 // grad() when backward() returns.
@@ -499,7 +499,7 @@ void DdpEngine::write_report(const std::string& path) {
   for (const State::Param& p : s.params)
     config.gradient_tensors.push_back(GradientTensorInfo{p.name, p.tensor.sizes().vec(), static_cast<int64_t>(p.offset),
                                                          static_cast<int64_t>(p.numel)});
-  write_report(*s.job, s.device, path, std::move(config), s.records);
+  torch::write_report(*s.job, s.device, path, std::move(config), s.records);
 }
 
 int DdpEngine::rank() const { return state_->job->rank(); }
