@@ -2,9 +2,10 @@
 // end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON. The
 // report also holds the training data's class names (config.classes) and every --val evaluation (evaluations).
 // Guarantee: measuring never synchronizes the device in the hot path (the engine hands over times of completed
-// steps only); warm-up steps are not recorded. Step times are on the run clock (profile/step_record.hpp): the
-// constructor measures this rank's clock offset to rank 0 (a collective on every rank, before the first step)
-// and every time recorded afterwards is shifted by it. See Note [One clock for all ranks] (docs/design.md).
+// steps only); warm-up steps are not recorded. Step times are on the run clock (profile/step_record.hpp): the job
+// measured this rank's clock offset to rank 0 when it opened (dist/job.hpp), the constructor moves the run clock's
+// zero to rank 0's run start (a broadcast on every rank, before the first step), and every time recorded
+// afterwards is on that clock. See Note [One clock for all ranks] (docs/design.md).
 #pragma once
 #include <cstdint>
 #include <optional>
