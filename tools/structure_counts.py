@@ -8,6 +8,7 @@ The `duplicates` command (the tool library's) is run over src/ when it is on PAT
 """
 import argparse
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -108,6 +109,67 @@ def duplicates_over(src):
     return (int(match.group(1)) if match else 0), first
 
 
+# Lines a count's regex matches that are not what it counts: RunFacts::reducer is a bool (the job's decision).
+IGNORED_LINES = r"facts\.reducer"
+
+
+def matches(root, regex, include=None, exclude=None):
+    """(path, line number) of every line of src/ matching regex; include/exclude: path regexes (relative)."""
+    found = []
+    for path in sorted(pathlib.Path(root, "src").rglob("*")):
+        if path.suffix not in SOURCE_SUFFIXES:
+            continue
+        rel = path.relative_to(root).as_posix()
+        if include and not re.search(include, rel):
+            continue
+        if exclude and re.search(exclude, rel):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            stripped = line.strip()
+            if stripped.startswith("//"):
+                continue
+            if re.search(regex, line) and not re.search(IGNORED_LINES, line):
+                found.append((rel, number))
+    return found
+
+
+# name -> (regex, include, exclude, what it counts)
+COUNTS = {
+    # Issue 49 item 1: the process's place in a job (world, heartbeat, watchdog, MPI session, communicator).
+    "job_builders": (
+        r"make_communicator\(|make_(shared|unique)<(CommWatchdog|HeartbeatBoard|MpiSession)>",
+        None, r"^src/dist/(backend_registry|watchdog|heartbeat|mpi_session)\.",
+        "files that build a job's parts (communicator, watchdog, heartbeat, MPI session); dist/job.cpp is the one"),
+    "nullable_distributed_checks": (
+        # a handle (x.communicator, dist_.reducer, options_.watchdog, watchdog_) tested for null: in an if/&&/||,
+        # before ? or &&, or against nullptr
+        r"(\bif \(|&& |\|\| )!?[\w.>-]*\b(communicator|reducer|watchdog)_?( &&| \|\||\))"
+        r"|[\w.>-]*\b(communicator|reducer|watchdog)_?(\.get\(\))? (\?|&&|[!=]= nullptr)",
+        r"^src/(train|cli|torch_ddp|ddp)/", None,
+        "\"is this run distributed?\" asked of a nullable communicator/reducer/watchdog handle outside DistJob"),
+    "reducer_watchdog_null_checks": (
+        r"if \(options_\.watchdog", r"^src/ddp/reducer\.cpp$", None,
+        "`if (options_.watchdog` in the reducer (item 6: an always-present watchdog)"),
+    "detect_world_calls": (
+        r"\bdetect_world\(\)", None, r"^src/dist/",
+        "detect_world() called outside dist/ (the job reads the world once)"),
+}
+
+def dist_job(root, verbose):
+    """Issue 49 item 1 (the `distjob` helper's rows): where a job is built, and "is this run distributed?" asked of
+    nullable handles."""
+    root = pathlib.Path(root)
+    for name, (regex, include, exclude, what) in COUNTS.items():
+        found = matches(root, regex, include, exclude)
+        files = sorted({path for path, _ in found})
+        shown = len(files) if name == "job_builders" else len(found)
+        unit = "files" if name == "job_builders" else "sites"
+        print(f"{name}: {shown} {unit} ({what})")
+        if verbose:
+            for path, number in found:
+                print(f"    {path}:{number}")
+
+
 def house(root, verbose, skip_duplicates):
     """Issue 49 items 5 and 6 (the `house` helper's rows): profile/ in its parts, room loops, string modes,
     duplicates."""
@@ -136,6 +198,7 @@ def main():
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--skip-duplicates", action="store_true")
     args = parser.parse_args()
+    dist_job(args.root, args.verbose)
     house(args.root, args.verbose, args.skip_duplicates)
 
 

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <unistd.h>
 #include <fstream>
@@ -24,13 +26,11 @@
 #include "dist/backend_registry.hpp"
 #include "dist/bootstrap.hpp"
 #include "dist/gpu_selection.hpp"
+#include "dist/job.hpp"
 #include "train/run_modes.hpp"
 #include "analysis/comm_stats.hpp"
 #include "topology/nccl_transport.hpp"
 #include "topology/nvml_topology.hpp"
-#ifdef DDPX_HAVE_MPI
-#include "dist/mpi_session.hpp"
-#endif
 
 namespace ddpx::cli {
 namespace {
@@ -50,6 +50,7 @@ struct AllreduceFlags {
   std::string min_bytes, max_bytes;
   int step_factor = 0;
   int check = 1;
+  double comm_timeout_s = 300;  // --comm-timeout: every collective's bound
 };
 
 // The sweep: --sizes, or nccl-tests' -b/-e/-f (missing ends default to the other end, the factor to 2, as in
@@ -116,6 +117,8 @@ int run_allreduce(const AllreduceFlags& f) {
   DDPX_REQUIRE(f.ranks_per_gpu <= 1 || on_gpus, "--ranks-per-gpu {} applies to --device cuda",
                f.ranks_per_gpu);
   const DtypeChoice dtype = parse_dtype(f.dtype);
+  DDPX_REQUIRE(std::isfinite(f.comm_timeout_s) && f.comm_timeout_s >= 0.001 && f.comm_timeout_s <= 1e7,
+               "--comm-timeout must be between 0.001 and 1e7 seconds, got {}", f.comm_timeout_s);
   DDPX_REQUIRE(f.iters >= 1, "--iters {}: at least 1 timed iteration is needed", f.iters);
   DDPX_REQUIRE(f.warmup >= 0, "--warmup {}: must be 0 or more", f.warmup);
   const RankTimeAggregate aggregate = parse_rank_time_aggregate(f.average);
@@ -147,19 +150,19 @@ int run_allreduce(const AllreduceFlags& f) {
     return launch_workers(f.nproc, LaunchTarget{.device = device}, f.nodes);
   }
 
-  WorldInfo world = detect_world();
-  world.ranks_per_gpu = f.ranks_per_gpu;
-  DDPX_REQUIRE(f.json_out.empty() || world.world_size > 1, "{}", one_rank_json);
-  // allreduce's own choice (it measures NCCL between GPUs and MPI between CPU ranks); the rest is the registry's.
-  const BackendEntry& backend = backend_named(on_gpus ? "nccl" : world.world_size == 1 ? "self" : "mpi");
-  DDPX_REQUIRE(on_gpus || world.world_size == 1 || backend.built(),
+  // allreduce's own choice (it measures NCCL between GPUs, even on one, and MPI between CPU ranks; one CPU rank
+  // talks to itself); the rest is the job's (dist/job.hpp), every collective under its watchdog.
+  const BackendEntry& backend = backend_named(on_gpus ? "nccl" : "mpi");
+  DDPX_REQUIRE(on_gpus || !running_as_worker() || backend.built(),
                "--device cpu with several ranks needs MPI, and this ddpx was built without it");
-#ifdef DDPX_HAVE_MPI
-  std::unique_ptr<MpiSession> mpi;
-  if (needs_mpi_session(backend, world)) mpi = std::make_unique<MpiSession>();  // the NCCL id then goes over MPI
-#endif
-  std::unique_ptr<Communicator> comm = make_communicator(backend, world);
-  const bool lead = comm->rank() == 0;
+  DistJob job({.backend = BackendChoice(backend),
+               .device = device,
+               .ranks_per_gpu = f.ranks_per_gpu,
+               .comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.comm_timeout_s * 1000)),
+               .backend_when_alone = on_gpus});
+  DDPX_REQUIRE(f.json_out.empty() || job.world() > 1, "{}", one_rank_json);
+  Communicator* const comm = &job.communicator();
+  const bool lead = job.lead();
   std::pair<std::string, std::string> link_transport;  // rank 0 only: it alone prints and writes
   if (lead && comm->size() > 1) link_transport = on_gpus ? gpu_link(comm->size()) : std::pair{"MPI", "MPI"};
   const auto& [link, transport] = link_transport;
@@ -170,13 +173,15 @@ int run_allreduce(const AllreduceFlags& f) {
   run.warmup = f.warmup;
   run.iters = f.iters;
   run.aggregate = aggregate;
-  run.library = backend.library();  // "NCCL 2.x (nccl-library=...)", MPI's version line, or the self backend's
+  run.library = backend_named(comm->backend_name()).library();  // "NCCL 2.x (nccl-library=...)", MPI's, or self's
   {  // every rank's device line, gathered to all (a collective: every rank takes part)
     const BenchDevice device = bench.device();
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     NcclTestsRankDevice mine{comm->rank(), static_cast<int>(getpid()), host, device.index, device.bus_id, device.name};
-    const std::vector<std::string> lines = bench.gather_text(format_nccl_tests_device_line(mine));
+    std::vector<std::string> lines;
+    job.run_watched("the gather of every rank's device line",
+                    [&] { lines = bench.gather_text(format_nccl_tests_device_line(mine)); });
     if (!link.empty() && on_gpus) run.link = fmt::format("{} (NCCL transport predicted: {})", link, transport);
     if (lead) fmt::print("{}", format_nccl_tests_header(run, lines)), std::fflush(stdout);
   }
@@ -192,7 +197,10 @@ int run_allreduce(const AllreduceFlags& f) {
     row.count = static_cast<int64_t>(count);
     row.type = dtype.type_name;
     for (const bool in_place : {false, true}) {
-      const CollectiveTiming t = bench.measure(count, dtype.dtype, f.warmup, f.iters, in_place);
+      CollectiveTiming t;
+      job.run_watched(fmt::format("the {} all-reduces of {} bytes{}", f.warmup + f.iters, bytes,
+                                  in_place ? " (in place)" : ""),
+                      [&] { t = bench.measure(count, dtype.dtype, f.warmup, f.iters, in_place); });
       const double time_ms = aggregate_rank_times(t.rank_time_ms, aggregate);
       NcclTestsMeasurement& m = in_place ? row.in_place : row.out_of_place;
       m = {time_ms * 1e3, algbw_GBps(bytes, time_ms), busbw_GBps(Collective::all_reduce, comm->size(), bytes, time_ms),
@@ -263,6 +271,9 @@ Command add_allreduce_command(CLI::App& app) {
   cmd->add_option("--json", f->json_out, "write the measurements as a peak table (JSON) for run reports");
   cmd->add_option("--ranks-per-gpu", f->ranks_per_gpu,
                   "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+); default one rank per GPU");
+  cmd->add_option("--comm-timeout", f->comm_timeout_s,
+                  "seconds any collective may wait for a peer; a dead or stalled rank is then named and the job "
+                  "ends (as ddpx train's)");
   add_node_flags(cmd, f->nodes, "Several nodes");
   return {cmd, [f] { return run_allreduce(*f); }};
 }

@@ -108,12 +108,13 @@ EvalInput open_input(const EvalOptions& e, const DataShape& shape, const ImagePi
 }
 
 std::unique_ptr<StepEngine> make_eval_engine(const Model& model, const EngineOptions& options,
-                                             const DistContext& dist) {
+                                             const DistJob& dist) {
   switch (options.device) {
-    case Device::cpu: return make_cpu_engine(model, options, dist.local_world);  // the node's cores shared by its ranks
+    case Device::cpu:  // the node's cores shared by its ranks
+      return make_cpu_engine(model, options, dist.local_world());
     case Device::cuda:
 #ifdef DDPX_HAVE_CUDA
-      return make_cuda_engine(model, options, dist.cuda_device, dist.rank);
+      return make_cuda_engine(model, options, dist.cuda_device(), dist.rank());
 #else
       fail("--device cuda: this ddpx was built without CUDA; use --device cpu");
 #endif
@@ -156,8 +157,8 @@ int run_eval(const EvalOptions& e) {
   if (start_workers_here(e.nproc))
     return launch_workers(e.nproc, LaunchTarget{.device = dist_settings.device, .backend = dist_settings.backend});
 
-  DistContext dist = setup_distributed(dist_settings);
-  const bool lead = dist.rank == 0;
+  const DistJob dist(dist_job_options(dist_settings));
+  const bool lead = dist.lead();
   std::FILE* const tables = json_on_stdout ? stderr : stdout;  // --json alone: stdout is the JSON
 
   const auto eval_start = std::chrono::steady_clock::now();
@@ -222,9 +223,9 @@ int run_eval(const EvalOptions& e) {
   job.batch = engine_options.batch;
   job.labelled = labelled;
   job.keep_logits = !e.out.empty() || !labelled;
-  job.comm = dist.communicator.get();
-  job.rank = dist.rank;
-  job.world = dist.world;
+  job.comm = &dist.communicator();
+  job.rank = dist.rank();
+  job.world = dist.world();
   job.read = [&](int64_t first, int64_t count, float* images, int32_t* labels) {
     if (input.dataset) {
       for (int64_t i = 0; i < count; ++i)
@@ -243,7 +244,7 @@ int run_eval(const EvalOptions& e) {
     reported_tenths = tenths;
     const double spent = elapsed_s() - forward_start;
     fmt::print(stderr, "eval: {}/{} images{} ({:.0f}%), {} elapsed, ETA {}\n", done, shard,
-               dist.world > 1 ? fmt::format(" of rank 0's share (1 of {} ranks)", dist.world) : "",
+               dist.world() > 1 ? fmt::format(" of rank 0's share (1 of {} ranks)", dist.world()) : "",
                100.0 * static_cast<double>(done) / static_cast<double>(shard), short_duration(elapsed_s()),
                short_duration(spent / static_cast<double>(done) * static_cast<double>(shard - done)));
   };
@@ -268,7 +269,7 @@ int run_eval(const EvalOptions& e) {
   int64_t top1_count = 0;  // the matrix's diagonal (top-1's count, train/confusion_matrix.hpp)
   for (int64_t c = 0; c < classes; ++c) top1_count += evaluation.confusion.correct_of(c);
   fmt::print(tables, "eval of {} on {}{}\n", layout.spec(), input.describe,
-             dist.world > 1 ? fmt::format(", sharded over {} ranks", dist.world) : "");
+             dist.world() > 1 ? fmt::format(", sharded over {} ranks", dist.world()) : "");
   fmt::print(tables, "loss (mean cross-entropy) {:.6f} | top-1 {:.2f}% ({} of {}){}\n", result.loss, result.top1,
              top1_count, n, classes > 5 ? fmt::format(" | top-5 {:.2f}%", result.top5) : "");
   fmt::print(tables, "{}{}", per_class_table(evaluation.confusion, class_names),
@@ -282,7 +283,7 @@ int run_eval(const EvalOptions& e) {
     report["loss"] = result.loss;
     report["top1"] = result.top1;
     if (classes > 5) report["top5"] = result.top5;
-    report["ranks"] = dist.world;
+    report["ranks"] = dist.world();
     if (json_on_stdout) {
       fmt::print("{}\n", report.dump(2));
     } else {

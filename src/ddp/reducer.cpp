@@ -21,7 +21,8 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
       buffer_elems_(buffer_elems),
       plan_(std::move(plan)),
       hook_(std::move(hook)),
-      options_(options) {
+      options_(options),
+      watchdog_(options.watchdog ? *options.watchdog : CommWatchdog::unbounded()) {
   DDPX_REQUIRE(grad_buffer_ != nullptr, "Reducer: the gradient buffer is null");
   DDPX_REQUIRE(hook_ != nullptr, "Reducer: no communication hook given (use make_comm_hook(\"allreduce\"))");
   DDPX_REQUIRE(plan_.size() > 0 && plan_.tensors() == tensors,
@@ -69,7 +70,7 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
 void Reducer::begin_step(bool sync, void* compute_stream) {
   DDPX_REQUIRE(!in_step_, "Reducer::begin_step() called again before finish_step() of the open step: every step "
                           "is begin_step, mark_ready for each span, finish_step");
-  if (options_.watchdog) options_.watchdog->throw_if_fired();
+  watchdog_.throw_if_fired();
   in_step_ = true;
   sync_ = sync;
   marked_end_ = 0;
@@ -113,7 +114,7 @@ void Reducer::launch_ready_buckets() {
 }
 
 void Reducer::arm_watchdog() {
-  options_.watchdog->arm(synchronized_steps_, [target = probe_target_] {
+  watchdog_.arm(synchronized_steps_, [target = probe_target_] {
     std::lock_guard lock(target->mutex);
     return target->launcher ? target->launcher->progress() : target->last_progress;
   });
@@ -122,11 +123,11 @@ void Reducer::arm_watchdog() {
 void Reducer::launch(size_t bucket_index) {
   // GPU buckets: one deadline per step from its first launch (the host runs ahead of the device). Host buckets:
   // a deadline per launch, so only time with a collective in flight counts, never the compute around it.
-  if (options_.watchdog && (bucket_index == 0 || options_.device == GradDevice::cpu)) arm_watchdog();
+  if (bucket_index == 0 || options_.device == GradDevice::cpu) arm_watchdog();
   try {
     launcher_->launch(views_[bucket_index], synchronized_steps_);
   } catch (...) {
-    if (options_.watchdog) options_.watchdog->throw_if_fired();  // a call on the aborted communicator failed
+    watchdog_.throw_if_fired();  // a call on the aborted communicator failed
     throw;
   }
 }
@@ -135,14 +136,14 @@ void Reducer::before_replay() {
   DDPX_REQUIRE(!in_step_, "Reducer::before_replay() inside an open step: replay a captured step between "
                           "finish_step() and the next begin_step()");
   DDPX_REQUIRE(options_.device == GradDevice::cuda, "Reducer: CUDA graph replays need GPU gradients (--device cuda)");
-  if (options_.watchdog) options_.watchdog->throw_if_fired();
+  watchdog_.throw_if_fired();
 }
 
 void Reducer::after_replay(void* compute_stream) {
   DDPX_REQUIRE(!in_step_, "Reducer::after_replay() inside an open step: replay a captured step between "
                           "finish_step() and the next begin_step()");
   launcher_->watch_replay(compute_stream);
-  if (options_.watchdog) arm_watchdog();
+  arm_watchdog();
   ++synchronized_steps_;
 }
 
@@ -165,7 +166,7 @@ void Reducer::fail_unmarked() {
 void Reducer::finish_step() {
   DDPX_REQUIRE(in_step_, "Reducer::finish_step() without an open step: call begin_step() first");
   in_step_ = false;
-  if (options_.watchdog) options_.watchdog->throw_if_fired();
+  watchdog_.throw_if_fired();
   bool all_marked = true;
   for (size_t b = 0; b < plan_.size(); ++b) all_marked = all_marked && bucket_marked_[b] == plan_[b].tensor_elements;
   if (!all_marked) {
@@ -182,11 +183,11 @@ void Reducer::finish_step() {
   try {
     launcher_->finish_step();
   } catch (...) {
-    if (options_.watchdog && options_.device == GradDevice::cpu) options_.watchdog->disarm();
-    if (options_.watchdog) options_.watchdog->throw_if_fired();
+    if (options_.device == GradDevice::cpu) watchdog_.disarm();
+    watchdog_.throw_if_fired();
     throw;
   }
-  if (options_.watchdog && options_.device == GradDevice::cpu) options_.watchdog->disarm();
+  if (options_.device == GradDevice::cpu) watchdog_.disarm();
   // A captured step runs at its replays: after_replay() counts it then (the trainer replays it at once).
   if (!launcher_->capturing()) ++synchronized_steps_;
 }

@@ -24,7 +24,15 @@ CommWatchdog::CommWatchdog(int rank, std::chrono::milliseconds timeout, Heartbea
   thread_ = std::thread([this] { watch(); });
 }
 
+CommWatchdog::CommWatchdog(Unbounded) : timeout_(std::chrono::milliseconds::max()), bounded_(false) {}
+
+CommWatchdog& CommWatchdog::unbounded() {
+  static CommWatchdog never_fires{Unbounded{}};
+  return never_fires;
+}
+
 CommWatchdog::~CommWatchdog() {
+  if (!bounded_) return;  // no thread
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -34,6 +42,7 @@ CommWatchdog::~CommWatchdog() {
 }
 
 void CommWatchdog::attach(Communicator& comm) {
+  if (!bounded_) return;  // shared by every holder: it watches nothing
   std::lock_guard lock(mutex_);
   comm_ = &comm;
 }
@@ -54,6 +63,7 @@ void CommWatchdog::stop_watching() {
 }
 
 void CommWatchdog::arm(int64_t step, std::function<CommProgress()> probe) {
+  if (!bounded_) return;
   {
     std::lock_guard lock(mutex_);
     step_ = step;
@@ -63,11 +73,13 @@ void CommWatchdog::arm(int64_t step, std::function<CommProgress()> probe) {
 }
 
 void CommWatchdog::disarm() {
+  if (!bounded_) return;
   std::lock_guard lock(mutex_);
   stop_watching();
 }
 
 void CommWatchdog::run_watched(std::string_view what, const std::function<void()>& collective) {
+  if (!bounded_) return collective();
   throw_if_fired();
   {
     std::lock_guard lock(mutex_);

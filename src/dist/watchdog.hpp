@@ -29,6 +29,9 @@
 //    GPU by a few steps: a queued step must not inherit an older step's deadline). A stall is still caught: the
 //    host stops arming once it blocks on the stalled work (a sync, or a full launch queue), and `timeout` later
 //    the watchdog fires.
+//  - unbounded(): the watchdog of a component given no timeout (a Reducer built without one): it runs no thread and
+//    never fires; arm() and disarm() do nothing and run_watched() runs the collective. A holder therefore always
+//    has a watchdog and never asks whether it has one.
 //  - struct CommProgress: bucket = -1 when unknown.
 #pragma once
 #include <chrono>
@@ -57,6 +60,8 @@ class CommWatchdog {
   // Before the communicator exists: `rank` names this process in messages; attach() the communicator later.
   CommWatchdog(int rank, std::chrono::milliseconds timeout, HeartbeatBoard* board = nullptr);
   ~CommWatchdog();
+  // The process's one watchdog that never fires (see the guarantees above); thread-safe, lives as long as the program.
+  static CommWatchdog& unbounded();
   CommWatchdog(const CommWatchdog&) = delete;
   CommWatchdog& operator=(const CommWatchdog&) = delete;
 
@@ -69,8 +74,11 @@ class CommWatchdog {
   std::string message() const;
   void throw_if_fired() const;  // ddpx::Error with message() once fired
   std::chrono::milliseconds timeout() const { return timeout_; }
+  bool bounded() const { return bounded_; }  // false only for unbounded()
 
  private:
+  struct Unbounded {};
+  explicit CommWatchdog(Unbounded);
   void start_watching(std::string what, std::function<CommProgress()> probe);  // under mutex_
   void stop_watching();                                                       // under mutex_
   void watch();
@@ -78,6 +86,7 @@ class CommWatchdog {
   Communicator* comm_ = nullptr;
   int rank_ = 0;
   const std::chrono::milliseconds timeout_;
+  const bool bounded_ = true;  // false: no thread, never fires
   HeartbeatBoard* board_ = nullptr;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -5,9 +5,9 @@
 // ddpx's Reducer takes ready spans in buffer order only (ddp/reducer.hpp). Autograd's gradient-accumulator
 // post-hooks fire in the order the engine happens to run them, which for most models is reverse registration
 // order (the buffer's order) but need not be: a parameter used twice, a skip connection, a branch. So each hook
-// sets its tensor's flag, and a cursor hands the reducer the longest run of ready tensors from where it stopped:
-// a bucket still launches the moment it and every bucket before it are final, as in c10d's reducer, and a tensor
-// that arrives early waits only for those before it. The end of the backward pass is an autograd final callback
+// sets its tensor's flag, and a cursor (readiness_cursor.hpp, unit-tested without LibTorch) hands the reducer the
+// longest run of ready tensors from where it stopped: a bucket still launches the moment it and every bucket before
+// it are final, as in c10d's reducer, and a tensor that arrives early waits only for those before it. The end of the backward pass is an autograd final callback
 // (queued by the step's first hook, as c10d's reducer queues finalize_backward), which runs on the thread that
 // finished the graph before backward() returns: it completes the step there, so the averaged gradients are in
 // grad() when backward() returns.
@@ -35,7 +35,9 @@
 #include "ddp/comm_hook_factory.hpp"
 #include "ddp/reducer.hpp"
 #include "dist/watchdog.hpp"
+#include "dist/job.hpp"
 #include "torch_ddp/ddp_job.hpp"
+#include "torch_ddp/readiness_cursor.hpp"
 
 namespace ddpx::torch {
 namespace {
@@ -65,12 +67,8 @@ std::string tensor_line(const std::string& kind, const std::string& name, const 
   return fmt::format("{} {} {} {}", kind, name, shape_text(t.sizes()), dtype_name(t.scalar_type()));
 }
 
-double steady_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Every tensor's bytes from rank 0, in one broadcast (host staging: any device, any dtype).
-void broadcast_tensors(DdpJob& job, const std::vector<at::Tensor>& tensors, const std::string& what) {
+void broadcast_tensors(DistJob& job, const std::vector<at::Tensor>& tensors, const std::string& what) {
   if (job.world() == 1 || tensors.empty()) return;
   size_t total = 0;
   for (const at::Tensor& t : tensors) total += t.numel() * t.element_size();
@@ -81,7 +79,7 @@ void broadcast_tensors(DdpJob& job, const std::vector<at::Tensor>& tensors, cons
     std::memcpy(bytes.data() + at, host.data_ptr(), host.numel() * host.element_size());
     at += host.numel() * host.element_size();
   }
-  job.broadcast_from_rank0(bytes.data(), bytes.size(), what);
+  job.broadcast_from_rank0(bytes.data(), bytes.size(), "the broadcast of rank 0's " + what);
   at::NoGradGuard no_grad;
   at = 0;
   for (const at::Tensor& t : tensors) {
@@ -92,6 +90,20 @@ void broadcast_tensors(DdpJob& job, const std::vector<at::Tensor>& tensors, cons
 }
 
 }  // namespace
+
+// Where the engine stands between the module's passes (its state machine).
+enum class Phase {
+  between_passes,  // before a forward, or after a backward completed its step
+  in_backward,     // the first gradient of a backward arrived; its final callback completes the step
+  broken,          // a step failed (State::broken_reason says how): every later call throws that
+};
+
+// The step record's state: a step runs from the first forward after the last synchronized backward to the next one.
+enum class RecordPhase {
+  closed,   // no step begun: the next forward opens one
+  open,     // forwards (and accumulation backwards) of a step in progress
+  pending,  // its synchronized backward is done: the next forward (or write_report) ends it
+};
 
 struct DdpEngine::State {
   struct Param {
@@ -106,29 +118,28 @@ struct DdpEngine::State {
 
   ::torch::nn::Module& module;
   DdpOptions options;
-  std::unique_ptr<DdpJob> job;
+  std::unique_ptr<DistJob> job;
+  Device device = Device::cpu;
   std::vector<Param> params;  // buffer (backward) order
   size_t module_parameter_count = 0;
   std::vector<at::Tensor> buffers;
   at::Tensor flat;
   std::unique_ptr<Reducer> reducer;  // after job: destroyed before the communicator and the watchdog
+  std::unique_ptr<ReadinessCursor> readiness;  // over params, in buffer order
   bool cuda = false;
 
   bool sync_enabled = true;  // false inside no_sync()
   bool pass_sync = true;     // this forward/backward pass's decision, taken at forward
-  bool in_backward = false;
-  std::string broken;        // why this engine cannot go on (a failed step)
-  std::vector<char> ready;
-  size_t cursor = 0;
+  Phase phase = Phase::between_passes;
+  std::string broken_reason;  // Phase::broken: why this engine cannot go on
   std::vector<char> unused;  // the last forward's parameters outside the output's graph (find_unused_parameters)
 
   // Records: a step runs from the first forward after the last synchronized backward to the next one.
-  bool step_open = false;
+  RecordPhase record_phase = RecordPhase::closed;
   StepRecord open_record;
   double step_start_ms = 0, forward_begin_ms = 0, forward_end_ms = 0, sync_end_ms = 0;
   int micro_batches = 0, last_micro_batches = 1;
   int64_t batch = 0;
-  bool record_pending = false;  // a synchronized step waiting for the next forward to end it
   std::vector<StepRecord> records;
   int64_t sync_steps_begun = 0;
 
@@ -170,18 +181,17 @@ struct DdpEngine::State {
     grad = p.view;
   }
 
-  void advance() {
-    const size_t first = cursor;
-    while (cursor < params.size() && ready[cursor]) ++cursor;
-    if (cursor > first) reducer->mark_ready(params[first].offset, params[cursor - 1].offset + params[cursor - 1].numel);
+  [[noreturn]] void break_with(std::string reason) {
+    phase = Phase::broken;
+    broken_reason = std::move(reason);
+    fail("{}", broken_reason);
   }
 
   void begin_backward() {
-    if (!broken.empty()) fail("{}", broken);
+    if (phase == Phase::broken) fail("{}", broken_reason);
     require_unchanged();
-    in_backward = true;
-    ready.assign(params.size(), 0);
-    cursor = 0;
+    phase = Phase::in_backward;
+    readiness->begin_pass();
     if (pass_sync) test_fault_step(++sync_steps_begun);
     open_record.buckets.clear();
     reducer_begin_ms = job->now_ms();
@@ -191,63 +201,59 @@ struct DdpEngine::State {
       for (size_t i = 0; i < params.size(); ++i)
         if (unused[i]) {
           adopt_gradient(params[i], /*zero_when_undefined=*/true);
-          ready[i] = 1;
+          readiness->set_ready(i);
         }
-    advance();
+    readiness->advance(*reducer);
   }
 
   void on_gradient_ready(size_t index) {
-    if (!in_backward) begin_backward();
+    if (phase != Phase::in_backward) begin_backward();
     Param& p = params[index];
-    if (ready[index]) {
-      broken = fmt::format(
+    if (readiness->ready(index)) {
+      break_with(fmt::format(
           "ddpx::torch::DistributedDataParallel: Expected to mark a variable ready only once. Parameter '{}' "
           "received a gradient twice in one backward pass (or was marked unused by find_unused_parameters and "
           "then received one). This error is caused by one of the following reasons: 1) use of a module "
           "parameter outside the forward function; 2) reused parameters in multiple reentrant backward passes "
           "(a checkpointed module used twice, say); 3) a parameter used in a forward pass that does not go through "
-          "ddp(...)", p.name);
-      fail("{}", broken);
+          "ddp(...)", p.name));
     }
     adopt_gradient(p, /*zero_when_undefined=*/false);
-    ready[index] = 1;
-    advance();
+    readiness->mark(index, *reducer);
   }
 
   void finish_backward() {
     const double backward_end_ms = job->now_ms();
     std::vector<std::string> missing;
-    for (size_t i = params.size(); i-- > 0;)  // registration order, as the user wrote the module
-      if (!ready[i]) missing.push_back(params[i].name);
+    const std::vector<size_t> not_ready = readiness->not_ready();
+    for (auto it = not_ready.rbegin(); it != not_ready.rend(); ++it)  // registration order, as the user wrote it
+      missing.push_back(params[*it].name);
     if (!missing.empty()) {
       if (pass_sync && !options.find_unused_parameters) {
-        in_backward = false;
-        broken = fmt::format(
+        break_with(fmt::format(
             "ddpx::torch::DistributedDataParallel: rank {}: Expected to have finished reduction in the prior "
             "iteration before starting a new one. This error indicates that your module has parameters that were "
             "not used in producing loss: {}. You can enable unused parameter detection by setting "
             "DdpOptions::find_unused_parameters = true (PyTorch: find_unused_parameters=True), and by making sure "
             "all forward function outputs participate in calculating loss",
-            job->rank(), fmt::join(missing, ", "));
-        fail("{}", broken);
+            job->rank(), fmt::join(missing, ", ")));
       }
-      for (size_t i = 0; i < params.size(); ++i)
-        if (!ready[i]) {
-          adopt_gradient(params[i], /*zero_when_undefined=*/true);
-          ready[i] = 1;
-        }
-      advance();
+      for (const size_t i : not_ready) {
+        adopt_gradient(params[i], /*zero_when_undefined=*/true);
+        readiness->set_ready(i);
+      }
+      readiness->advance(*reducer);
     }
     try {
       reducer->finish_step();
       job->watchdog().throw_if_fired();
     } catch (...) {
-      in_backward = false;
-      broken = "ddpx::torch::DistributedDataParallel: a previous step's gradient reduction failed (see its error); "
-               "this rank cannot train on";
+      phase = Phase::broken;
+      broken_reason = "ddpx::torch::DistributedDataParallel: a previous step's gradient reduction failed (see its "
+                      "error); this rank cannot train on";
       throw;
     }
-    in_backward = false;
+    phase = Phase::between_passes;
     open_record.phases.backward_ms += backward_end_ms - forward_end_ms;
     if (pass_sync) record_synchronized_step(backward_end_ms);
   }
@@ -272,15 +278,14 @@ struct DdpEngine::State {
     open_record.step = reducer->synchronized_steps() - 1;
     open_record.start_ms = step_start_ms;
     last_micro_batches = micro_batches;
-    record_pending = true;
-    step_open = false;
+    record_phase = RecordPhase::pending;
   }
 
   // The pending synchronized step ends now (the next forward, or write_report): what ran since its backward
   // (the optimizer, zero_grad, the next batch) is its optimizer time.
   void close_pending_record(double now_ms) {
-    if (!record_pending) return;
-    record_pending = false;
+    if (record_phase != RecordPhase::pending) return;
+    record_phase = RecordPhase::closed;
     open_record.phases.optimizer_ms = now_ms - sync_end_ms;
     open_record.phases.total_ms = now_ms - open_record.start_ms;
     if (open_record.step >= options.report_warmup_steps) records.push_back(open_record);
@@ -350,10 +355,9 @@ DdpEngine::DdpEngine(::torch::nn::Module& module, DdpOptions options)
   // NCCL's communicator binds to the current device: the module's.
   if (s.cuda) c10::cuda::set_device(device.index());
 #endif
-  s.job = std::make_unique<DdpJob>(DdpJobOptions{
-      .backend = s.options.backend,
-      .device = s.cuda ? Device::cuda : Device::cpu,
-      .comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(s.options.comm_timeout_s * 1000))});
+  s.device = s.cuda ? Device::cuda : Device::cpu;
+  s.job = std::make_unique<DistJob>(ddp_job_options(
+      s.options.backend, s.device, std::chrono::milliseconds(static_cast<int64_t>(s.options.comm_timeout_s * 1000))));
 
   // Buffer order = backward order: reverse registration order, as PyTorch's first buckets.
   std::vector<GradTensor> tensors;
@@ -371,8 +375,8 @@ DdpEngine::DdpEngine(::torch::nn::Module& module, DdpOptions options)
   const size_t buffer_elems = s.params.back().offset + s.params.back().numel;
   BucketPlan plan(tensors, BucketPlanOptions::from_mb(s.options.bucket_cap_mb, s.options.first_bucket_cap_mb));
 
-  s.job->require_same_model(
-      model_lines, {{"DdpOptions::comm_hook", hook_spec.text()},
+  require_same_model(
+      *s.job, model_lines, {{"DdpOptions::comm_hook", hook_spec.text()},
                     {"DdpOptions::bucket_cap_mb / first_bucket_cap_mb (the bucket plan)", plan.signature()},
                     {"DdpOptions::find_unused_parameters", s.options.find_unused_parameters ? "true" : "false"},
                     {"DdpOptions::broadcast_buffers", s.options.broadcast_buffers ? "true" : "false"},
@@ -400,6 +404,9 @@ DdpEngine::DdpEngine(::torch::nn::Module& module, DdpOptions options)
   s.reducer = std::make_unique<Reducer>(s.job->communicator(), s.flat.data_ptr<float>(), buffer_elems, tensors,
                                         std::move(plan), make_comm_hook(hook_spec), reducer_options);
   if (s.cuda) s.reducer->set_ready_timing(false);  // see record_synchronized_step
+  std::vector<ReadinessCursor::Span> spans;
+  for (const State::Param& p : s.params) spans.push_back({p.offset, p.numel});
+  s.readiness = std::make_unique<ReadinessCursor>(std::move(spans));
   s.unused.assign(s.params.size(), 0);
 
   for (size_t i = 0; i < s.params.size(); ++i) {
@@ -422,14 +429,14 @@ DdpEngine::~DdpEngine() {
 
 void DdpEngine::before_forward() {
   State& s = *state_;
-  if (!s.broken.empty()) fail("{}", s.broken);
-  DDPX_REQUIRE(!s.in_backward, "ddpx::torch::DistributedDataParallel: forward called while a backward pass of this "
+  if (s.phase == Phase::broken) fail("{}", s.broken_reason);
+  DDPX_REQUIRE(s.phase != Phase::in_backward, "ddpx::torch::DistributedDataParallel: forward called while a backward pass of this "
                "module is still running");
   s.require_unchanged();
   const double now = s.job->now_ms();
   s.close_pending_record(now);
-  if (!s.step_open) {
-    s.step_open = true;
+  if (s.record_phase == RecordPhase::closed) {
+    s.record_phase = RecordPhase::open;
     s.step_start_ms = now;
     s.micro_batches = 0;
     s.open_record = StepRecord{};
@@ -489,7 +496,7 @@ void DdpEngine::write_report(const std::string& path) {
   for (const State::Param& p : s.params)
     config.gradient_tensors.push_back(GradientTensorInfo{p.name, p.tensor.sizes().vec(), static_cast<int64_t>(p.offset),
                                                          static_cast<int64_t>(p.numel)});
-  s.job->write_report(path, std::move(config), s.records);
+  torch::write_report(*s.job, s.device, path, std::move(config), s.records);
 }
 
 int DdpEngine::rank() const { return state_->job->rank(); }

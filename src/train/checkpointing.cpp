@@ -10,7 +10,6 @@
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
-#include "dist/bootstrap.hpp"
 #include "io/checkpoint.hpp"
 
 namespace ddpx {
@@ -134,7 +133,7 @@ PendingCheckpoint prepare_training_checkpoint(const std::filesystem::path& dir, 
 }
 
 LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
-                                          const TrainOptions& options, float* params) {
+                                          const TrainOptions& options, float* params, int world) {
   auto optimizer = std::make_unique<Optimizer>(options.optimizer, layout.buffer_size());
   CheckpointState ckpt = load_checkpoint(dir, layout, params, *optimizer);
   if (ckpt.extra.is_object()) {
@@ -164,7 +163,6 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
   const nlohmann::json& position = ckpt.data_position;
   require_valid_position(dir, position);
   if (position.is_object() && position.contains("batches_per_epoch") && position.contains("world")) {
-    const int world = detect_world().world_size;
     DDPX_REQUIRE(position["world"] == world,
                  "--resume {}: the checkpoint stopped at epoch {}, batch {} of {} with {} rank(s); this run has {}: "
                  "resume with {} rank(s) so every rank continues its own share of the epoch",

@@ -43,7 +43,8 @@ struct LoadedCheckpoint {
   HostOptimizerState optimizer;
   std::vector<int64_t> attempt_starts;  // the run's attempts up to the checkpoint's (empty: not recorded)
 };
+// world: the ranks of this run (DistJob::world()); a checkpoint stopped inside an epoch resumes only with as many.
 LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, const FlatLayout& layout,
-                                          const TrainOptions& options, float* params);
+                                          const TrainOptions& options, float* params, int world);
 
 }  // namespace ddpx

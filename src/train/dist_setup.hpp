@@ -1,7 +1,8 @@
-// DistContext: this process's place in the job (rank, world, local rank), its communicator and its gradient
-// reducer, set up from the environment and the flags. Without a launcher/MPI/torchrun environment and without
-// --ddp, it is a single process with no communicator (plain training, no DDP overhead at all). Which backend,
-// whether MPI comes up first, and whether the backend may join torchrun's ranks are dist/backend_registry's.
+// The trainer's distributed set-up over dist/job.hpp's DistJob (the process's place in the job, opened once from
+// dist_job_options()): the job's options from the flags, the run's settings table, the start-up agreement and the
+// parameter broadcast, and the reducer the loop reduces gradients through. Without a launcher/MPI/torchrun
+// environment and without --ddp, the job is a single process over the self communicator and the run attaches no
+// reducer (plain training, no DDP overhead at all): DistJob::data_parallel() is that decision, taken once.
 #pragma once
 #include <cstdint>
 #include <exception>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/job.hpp"
 #include "model/flat_layout.hpp"
 #include "train/reducer_port.hpp"
 #include "train/run_settings.hpp"
@@ -17,38 +19,12 @@
 namespace ddpx {
 
 class StepEngine;
-class Communicator;
-class Reducer;
-class CommWatchdog;
-class MpiSession;
-class HeartbeatBoard;
-
-struct DistContext {
-  // This rank's record of the collectives it entered, read by the peers' watchdogs to name a stalled rank.
-  // Declared first: it outlives MPI_Finalize, which is a collective on it too.
-  std::shared_ptr<HeartbeatBoard> heartbeat;
-  std::shared_ptr<MpiSession> mpi_session;    // MPI_Init/Finalize for the mpi backend (destroyed after the rest)
-  int rank = 0, world = 1, local_rank = 0, local_world = 1;  // local_world: ranks on this node
-  int cuda_device = 0;  // --device cuda: the GPU bind_cuda_device() chose (dist/gpu_selection.hpp)
-  std::shared_ptr<Communicator> communicator;  // null: single process without DDP
-  // Bounds every collective (--comm-timeout), from communicator creation on; set whenever communicator is.
-  // Declared after the communicator (it aborts it) and before the reducer so that it outlives it: a reducer torn
-  // down on an error may still wait for a collective, and that wait stays bounded.
-  std::shared_ptr<CommWatchdog> watchdog;
-  std::shared_ptr<Reducer> reducer;  // null: no gradient reduction
-  std::string launcher = "none";
-  bool overlap = true;
-
-  std::string describe() const;
-  // Every rank's string on every rank, under the watchdog (needs a communicator).
-  std::vector<std::string> gather_strings(const std::string& mine) const;  // "NCCL, 2 ranks, 13 buckets (25 MB), hook bf16, overlap"
-};
 
 // What the distributed set-up reads of a run: the data-parallel part of TrainOptions (dist_options() fills it).
 struct DistOptions {
   Device device = Device::cpu;
   bool ddp = false;  // the reducer even with one rank
-  BackendChoice backend;  // auto until setup_distributed resolves it
+  BackendChoice backend;  // auto until the job resolves it
   int ranks_per_gpu = 0;
   CommHookSpec comm_hook;
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
@@ -57,27 +33,28 @@ struct DistOptions {
 };
 DistOptions dist_options(const TrainOptions& options);
 
-// Reads rank/world from the environment (launcher, mpirun, srun, torchrun); creates the heartbeat record, the
-// watchdog and then, under the watchdog, the communicator when the job has several ranks or --ddp is given.
-DistContext setup_distributed(const DistOptions& options);
+// The options of the run's job (dist/job.hpp): --backend, --device (this rank's GPU bound even alone),
+// --ranks-per-gpu, --comm-timeout; --ddp connects a world of one through its backend.
+DistJobOptions dist_job_options(const DistOptions& options);
 // The table of the run's settings (train/run_settings.hpp) for this job: the hook and the bucket plan of the
 // options over the layout, the ranks, the communicator's backend, whether a reducer is attached, and the start
 // steps of the run's attempts (RunFacts::attempt_starts).
 RunSettings describe_run(const TrainOptions& options, const FlatLayout& layout, int64_t start_step,
-                         const DistContext& dist, std::vector<int64_t> attempt_starts = {0});
+                         const DistJob& job, std::vector<int64_t> attempt_starts = {0});
 // Rank 0's parameters overwrite everyone's (host buffer), after checking in one collective that all ranks agree
 // on the table's agreed rows (model, optimizer, steps, the step this run starts at, data, hook, bucket plan,
 // outputs...; the broadcast's size depends on the model: it must not start before that check); disagreement is an
-// error on every rank naming the setting and both values. Both collectives are watched.
-void broadcast_initial_parameters(DistContext& dist, const RunSettings& settings, const FlatLayout& layout,
+// error on every rank naming the setting and both values. Both collectives are watched (alone: the agreement is
+// trivially met and nothing is broadcast).
+void broadcast_initial_parameters(DistJob& job, const RunSettings& settings, const FlatLayout& layout,
                                   float* host_params);
-// The port the training loop reduces gradients through (train/reducer_port.hpp). With a communicator: builds the
+// The port the training loop reduces gradients through (train/reducer_port.hpp). A data-parallel job: builds the
 // bucket plan and the reducer over the engine's gradient buffer (their settings were agreed on by
-// broadcast_initial_parameters) into dist.reducer, and a port over it; without one, the port that reduces
-// nothing. span_updates: the updates overlap backward (updates_overlap_backward, train/train_options.hpp, the
-// answer the step runner follows too), so each span is handed to engine.optimizer_span once reduced (or, without a
-// reducer, once final). The port refers to dist and engine, which must outlive it.
-std::unique_ptr<ReducerPort> attach_reducer(DistContext& dist, const DistOptions& options, const FlatLayout& layout,
+// broadcast_initial_parameters), owned by the port; otherwise the port that reduces nothing. span_updates: the
+// updates overlap backward (updates_overlap_backward, train/train_options.hpp, the answer the step runner follows
+// too), so each span is handed to engine.optimizer_span once reduced (or, without a reducer, once final). The port
+// refers to the job and the engine, which must outlive it.
+std::unique_ptr<ReducerPort> attach_reducer(DistJob& job, const DistOptions& options, const FlatLayout& layout,
                                             StepEngine& engine, bool span_updates);
 
 // Declared after everything a training loop uses, so that it runs first when an error unwinds from the loop: a
@@ -88,13 +65,13 @@ std::unique_ptr<ReducerPort> attach_reducer(DistContext& dist, const DistOptions
 // unwinding, so the rank exits with its error and mpirun stops the others.)
 class AbortCommunicatorOnError {
  public:
-  explicit AbortCommunicatorOnError(DistContext& dist) : dist_(dist) {}
+  explicit AbortCommunicatorOnError(DistJob& job) : job_(job) {}
   ~AbortCommunicatorOnError();
   AbortCommunicatorOnError(const AbortCommunicatorOnError&) = delete;
   AbortCommunicatorOnError& operator=(const AbortCommunicatorOnError&) = delete;
 
  private:
-  DistContext& dist_;
+  DistJob& job_;
   const int exceptions_ = std::uncaught_exceptions();
 };
 

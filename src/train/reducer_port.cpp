@@ -12,8 +12,13 @@ namespace {
 
 class ReducerOverDdp final : public ReducerPort {
  public:
-  ReducerOverDdp(Reducer& reducer, size_t buffer_elems, CommWatchdog* watchdog)
-      : reducer_(reducer), buffer_elems_(buffer_elems), watchdog_(watchdog) {}
+  ReducerOverDdp(std::unique_ptr<Reducer> reducer, size_t buffer_elems, CommWatchdog& watchdog,
+                 std::string description)
+      : owned_(std::move(reducer)),
+        reducer_(*owned_),
+        buffer_elems_(buffer_elems),
+        watchdog_(watchdog),
+        description_(std::move(description)) {}
 
   void begin(bool sync, void* compute_stream) override {
     if (sync) test_fault_step(++synchronized_steps_begun_);
@@ -22,7 +27,7 @@ class ReducerOverDdp final : public ReducerPort {
   void mark_ready(size_t begin, size_t end) override { reducer_.mark_ready(begin, end); }
   void finish() override {
     reducer_.finish_step();
-    if (watchdog_) watchdog_->throw_if_fired();
+    watchdog_.throw_if_fired();
   }
   void reduce_whole_buffer(void* compute_stream) override {
     reducer_.set_after_reduce(false);
@@ -35,11 +40,15 @@ class ReducerOverDdp final : public ReducerPort {
   void after_replay(void* compute_stream) override { reducer_.after_replay(compute_stream); }
   void record_ready_times(bool on) override { reducer_.set_ready_timing(on); }
   int64_t capturable_from_step() const override { return reducer_.hook().capturable_from_step(); }
+  std::vector<BucketTiming> bucket_timings() override { return reducer_.bucket_timings(); }
+  std::string describe() const override { return description_; }
 
  private:
+  const std::unique_ptr<Reducer> owned_;
   Reducer& reducer_;
   const size_t buffer_elems_;
-  CommWatchdog* watchdog_;
+  CommWatchdog& watchdog_;
+  const std::string description_;
   int64_t synchronized_steps_begun_ = 0;  // the step-K test fault points count these
 };
 
@@ -57,6 +66,8 @@ class NoReducer final : public ReducerPort {
   void after_replay(void*) override {}
   void record_ready_times(bool) override {}
   int64_t capturable_from_step() const override { return 0; }
+  std::vector<BucketTiming> bucket_timings() override { return {}; }
+  std::string describe() const override { return ""; }
 
  private:
   StepEngine& engine_;
@@ -66,8 +77,9 @@ class NoReducer final : public ReducerPort {
 
 }  // namespace
 
-std::unique_ptr<ReducerPort> make_reducer_port(Reducer& reducer, size_t buffer_elems, CommWatchdog* watchdog) {
-  return std::make_unique<ReducerOverDdp>(reducer, buffer_elems, watchdog);
+std::unique_ptr<ReducerPort> make_reducer_port(std::unique_ptr<Reducer> reducer, size_t buffer_elems,
+                                               CommWatchdog& watchdog, std::string description) {
+  return std::make_unique<ReducerOverDdp>(std::move(reducer), buffer_elems, watchdog, std::move(description));
 }
 
 std::unique_ptr<ReducerPort> make_no_reducer_port(StepEngine& engine, bool span_updates) {

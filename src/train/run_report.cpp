@@ -9,13 +9,9 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "ddp/reducer.hpp"
-#include "dist/clock_offset.hpp"
 #include "dist/communicator.hpp"
 #include "analysis/ddp_cost.hpp"
 #include "report/rank_reports.hpp"
-#include "dist/host_collectives.hpp"
-#include "dist/watchdog.hpp"
 #include "analysis/step_breakdown.hpp"
 #include "analysis/trace_writer.hpp"
 #include "analysis/verdict.hpp"
@@ -44,58 +40,43 @@ double now_ms() {
 // How this rank reaches its peers, in NCCL's log vocabulary where it can be known without parsing the log:
 // NCCL_P2P_DISABLE=1 forces host shared memory (SHM), the seed's PCIe case; otherwise NCCL uses peer-to-peer
 // (NVLink or PCIe P2P) between GPUs of one node. MPI runs on host memory.
-std::string link_description(const TrainOptions& options, const DistContext& dist) {
-  if (!dist.communicator || dist.world == 1) return "";
+std::string link_description(const TrainOptions& options, const DistJob& job) {
+  if (job.world() == 1) return "";
   // The backend that carries the gradients: a Gloo run is not an MPI one.
   if (options.device == Device::cpu)
-    return dist.communicator->backend_name() == "gloo" ? "Gloo (TCP, host memory)" : "MPI (host memory)";
+    return job.communicator().backend_name() == "gloo" ? "Gloo (TCP, host memory)" : "MPI (host memory)";
   const char* p2p_disabled = std::getenv("NCCL_P2P_DISABLE");
   if (p2p_disabled && std::string(p2p_disabled) == "1") return "SHM/direct/direct (NCCL_P2P_DISABLE=1)";
   return "P2P (NCCL peer-to-peer, predicted)";
 }
 
-// Where this rank's steady clock stands against rank 0's, and rank 0's run start on rank 0's clock (the run
-// clock's zero): rounds of a host collective and one broadcast on every rank, under the watchdog. Without a
-// communicator the process is its own rank 0.
-struct RunClock {
-  ClockAlignment alignment;
-  double origin_ms = 0;  // rank 0's run start, steady_clock ms on rank 0's clock
-};
-RunClock measure_run_clock(const DistContext& dist, double run_start_ms) {
-  RunClock clock{ClockAlignment{}, run_start_ms};
-  if (!dist.communicator) return clock;
-  dist.watchdog->run_watched("the clock offset measurement", [&] {
-    const ClockOffset offset = measure_clock_offset(*dist.communicator, now_ms);
-    clock.alignment = ClockAlignment{offset.offset_ms, offset.uncertainty_ms};
-    broadcast_host(*dist.communicator, &clock.origin_ms, sizeof(clock.origin_ms), 0);
-  });
-  return clock;
-}
-
 }  // namespace
 
-RunRecorder::RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout,
+RunRecorder::RunRecorder(const TrainOptions& options, DistJob& job, const FlatLayout& layout,
                          const RunSettings& settings)
-    : options_(options), dist_(dist), config_(settings.report_config()), first_measured_step_(0) {
+    : options_(options),
+      job_(job),
+      with_reducer_(job.data_parallel()),
+      config_(settings.report_config()),
+      first_measured_step_(0) {
   for (const TensorSlot& slot : layout.tensors())
     config_.gradient_tensors.push_back({slot.name, slot.shape, static_cast<int64_t>(slot.offset),
                                         static_cast<int64_t>(slot.numel)});
   config_.workers = options.workers;  // until set_loader_workers() says what it resolved to
   stamp_run_start(config_);
   run_.info.host = host_name();
-  run_.info.rank = dist.rank;
-  run_.info.world_size = dist.world;
+  run_.info.rank = job.rank();
+  run_.info.world_size = job.world();
   run_.info.precision = precision_name(options.precision);
   run_.info.device_name = device_name(options.device);
-  run_.info.transport = link_description(options, dist);
-  const RunClock clock = measure_run_clock(dist, now_ms());
-  run_.info.clock = clock.alignment;
-  run_origin_ms_ = clock.origin_ms;
+  run_.info.transport = link_description(options, job);
+  // The run clock (Note [One clock for all ranks]): this rank's offset to rank 0, measured when the job opened,
+  // and its zero at rank 0's run start, now (a broadcast from rank 0, under the watchdog).
+  job.restart_run_clock();
+  run_.info.clock = ClockAlignment{job.clock_offset().offset_ms, job.clock_offset().uncertainty_ms};
 }
 
-double RunRecorder::run_clock_ms(double steady_ms) const {
-  return steady_ms + run_.info.clock->offset_ms - run_origin_ms_;
-}
+double RunRecorder::run_clock_ms(double steady_ms) const { return job_.on_run_clock(steady_ms); }
 
 void RunRecorder::apply_device_times(StepRecord& record, const EnginePhaseTimes& t, double host_total_ms) const {
   PhaseTimes& p = record.phases;
@@ -113,7 +94,7 @@ void RunRecorder::begin_step(int64_t step) {
 }
 
 void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms,
-                           StepEngine& engine, DistContext& dist) {
+                           StepEngine& engine, ReducerPort& reducer) {
   if (step < first_measured_step_) return;
   StepRecord record;
   record.step = step;
@@ -137,7 +118,7 @@ void RunRecorder::end_step(int64_t step, double data_wait_ms, double comm_wait_m
   }
   // Bucket timings synchronize with the step's last bucket: sample them only at progress lines.
   if (samples_buckets(step, engine.is_cuda())) {
-    for (const BucketTiming& b : dist.reducer->bucket_timings()) {
+    for (const BucketTiming& b : reducer.bucket_timings()) {
       BucketRecord r;
       r.index = static_cast<int>(b.bucket);
       r.bytes = static_cast<int64_t>(b.bytes);
@@ -200,9 +181,10 @@ void RunRecorder::finish(const TrainSummary& summary, bool print) {
   if (summary.steps_per_s > 0 && summary.images_per_s > 0)
     report.throughput = RunThroughput{summary.steps_per_s, summary.images_per_s};
   StringGather gather;
-  if (dist_.communicator && dist_.world > 1) gather = [&](const std::string& mine) { return dist_.gather_strings(mine); };
+  if (job_.world() > 1)
+    gather = [&](const std::string& mine) { return job_.gather_strings(mine, "the run report's gather"); };
   report.ranks = gather_rank_runs(run_, gather);
-  if (dist_.rank != 0) return;
+  if (!job_.lead()) return;
   const bool have_steps_for_cost = std::all_of(report.ranks.begin(), report.ranks.end(),
                                                [](const RankRun& r) { return !r.steps.empty(); });
   if (have_steps_for_cost) report.ddp_cost = ddp_cost_of(report);

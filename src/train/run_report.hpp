@@ -2,9 +2,10 @@
 // end of a run prints the step breakdown and the verdict on rank 0 and writes --report JSON and --trace JSON. The
 // report also holds the training data's class names (config.classes) and every --val evaluation (evaluations).
 // Guarantee: measuring never synchronizes the device in the hot path (the engine hands over times of completed
-// steps only); warm-up steps are not recorded. Step times are on the run clock (report/step_record.hpp): the
-// constructor measures this rank's clock offset to rank 0 (a collective on every rank, before the first step)
-// and every time recorded afterwards is shifted by it. See Note [One clock for all ranks] (docs/design.md).
+// steps only); warm-up steps are not recorded. Step times are on the run clock (report/step_record.hpp): the job
+// measured this rank's clock offset to rank 0 when it opened (dist/job.hpp), the constructor moves the run clock's
+// zero to rank 0's run start (a broadcast on every rank, before the first step), and every time recorded
+// afterwards is on that clock. See Note [One clock for all ranks] (docs/design.md).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -12,7 +13,8 @@
 
 #include "model/flat_layout.hpp"
 #include "report/step_record.hpp"
-#include "train/dist_setup.hpp"
+#include "dist/job.hpp"
+#include "train/reducer_port.hpp"
 #include "train/evaluation.hpp"
 #include "train/run_settings.hpp"
 #include "train/train_options.hpp"
@@ -28,11 +30,11 @@ class RunRecorder {
   // The report's config is the table's report rows (train/run_settings.hpp) plus the recorder's own fields: the
   // gradient tensors of the layout, the build and start stamps, and the per-rank resolved --workers and
   // --weight-grads (the setters below).
-  RunRecorder(const TrainOptions& options, const DistContext& dist, const FlatLayout& layout,
-              const RunSettings& settings);
+  // Collective: restarts the job's run clock at this run's start (DistJob::restart_run_clock).
+  RunRecorder(const TrainOptions& options, DistJob& job, const FlatLayout& layout, const RunSettings& settings);
   void begin_step(int64_t step);
   void end_step(int64_t step, double data_wait_ms, double comm_wait_ms, double host_total_ms, StepEngine& engine,
-                DistContext& dist);
+                ReducerPort& reducer);
   // A calibration step (Note [Calibration steps], train/calibration.hpp): its own phase times (the engine's
   // completed_step_times()), the host's data wait and wall time, and the host time of its trailing reduction.
   // CPU: the plain step is the wall time without the reduction; CUDA: the device time without the compute
@@ -58,19 +60,19 @@ class RunRecorder {
   // Whether step `step`'s bucket timings are read (on CUDA that waits for the step's last bucket, so only at
   // progress lines; the CPU reads every step's). The trainer records ready times only at these steps.
   bool samples_buckets(int64_t step, bool cuda_engine) const {
-    return dist_.reducer && (step % options_.log_every == 0 || !cuda_engine);
+    return with_reducer_ && (step % options_.log_every == 0 || !cuda_engine);
   }
 
  private:
   const TrainOptions& options_;
-  const DistContext& dist_;
+  DistJob& job_;
+  const bool with_reducer_;  // the job is data-parallel: the run reduces through a Reducer (bucket timings)
   RunConfig config_;
   RankRun run_;
   std::vector<EvalPoint> evaluations_;
   std::vector<RunAttempt> attempts_;
   int64_t first_measured_step_;
   double previous_host_total_ms_ = 0;  // the host's time of the step recorded last (CUDA fills it in a step late)
-  double run_origin_ms_ = 0;  // rank 0's run start on rank 0's steady clock (ms): the run clock's zero
   // A steady_clock time (ms) of this rank on the run clock: shifted onto rank 0's clock, from rank 0's run start.
   double run_clock_ms(double steady_ms) const;
   // CUDA: a step's phases, total and device start from its events (t.step's).

@@ -19,7 +19,6 @@
 #include "data/eval_transform_metadata.hpp"
 #include "data/loader_affinity.hpp"
 #include "data/loader_workers.hpp"
-#include "dist/bootstrap.hpp"
 #include "io/checkpoint.hpp"
 #include "io/directory_lock.hpp"
 #include "io/output_file.hpp"
@@ -70,12 +69,12 @@ std::unique_ptr<DirectoryLock> lock_checkpoint_dir(const TrainOptions& options, 
   return std::make_unique<DirectoryLock>(options.checkpoint_dir, "--checkpoint-dir");
 }
 
-std::unique_ptr<StepEngine> make_engine(const Model& model, const EngineOptions& options, const DistContext& dist) {
-  if (options.device == Device::cpu) return make_cpu_engine(model, options, dist.local_world);
+std::unique_ptr<StepEngine> make_engine(const Model& model, const EngineOptions& options, const DistJob& job) {
+  if (options.device == Device::cpu) return make_cpu_engine(model, options, job.local_world());
 #ifdef DDPX_HAVE_CUDA
-  return make_cuda_engine(model, options, dist.cuda_device, dist.rank);
+  return make_cuda_engine(model, options, job.cuda_device(), job.rank());
 #else
-  (void)dist;
+  (void)job;
   fail("--device cuda: this ddpx was built without CUDA (nvcc was not found at configure time); use --device cpu");
 #endif
 }
@@ -90,12 +89,12 @@ struct StartState {
   std::vector<int64_t> attempt_starts = {0};  // the run's attempts, this one last (RunFacts::attempt_starts)
 };
 
-StartState initial_state(const Model& model, const TrainOptions& options, const std::string& resume_from) {
+StartState initial_state(const Model& model, const TrainOptions& options, const std::string& resume_from, int world) {
   const FlatLayout& layout = model.layout();
   StartState start;
   start.params.assign(layout.buffer_size(), 0.f);
   if (!resume_from.empty()) {
-    LoadedCheckpoint ckpt = load_training_checkpoint(resume_from, layout, options, start.params.data());
+    LoadedCheckpoint ckpt = load_training_checkpoint(resume_from, layout, options, start.params.data(), world);
     start.step = ckpt.step;
     start.optimizer = std::move(ckpt.optimizer);
     start.attempt_starts = attempt_starts_after(std::move(ckpt.attempt_starts), ckpt.step);
@@ -122,10 +121,10 @@ struct Start {
 };
 
 Start start_engine(const Model& model, const TrainOptions& options, const RunPlan& plan,
-                   const std::string& resume_from, DistContext& dist, StepEngine& engine) {
-  StartState start = initial_state(model, options, resume_from);
-  RunSettings settings = describe_run(options, model.layout(), start.step, dist, start.attempt_starts);
-  if (dist.communicator) broadcast_initial_parameters(dist, settings, model.layout(), start.params.data());
+                   const std::string& resume_from, DistJob& job, StepEngine& engine) {
+  StartState start = initial_state(model, options, resume_from, job.world());
+  RunSettings settings = describe_run(options, model.layout(), start.step, job, start.attempt_starts);
+  broadcast_initial_parameters(job, settings, model.layout(), start.params.data());
   engine.upload_params(start.params.data());
   if (start.optimizer) engine.upload_optimizer_state(*start.optimizer);
   DDPX_REQUIRE(start.step < plan.steps,
@@ -169,15 +168,16 @@ std::optional<RunEvaluator> make_evaluator(const TrainOptions& options, const Ru
 
 void log_start(const TrainOptions& options, const FlatLayout& layout, const StepEngine& engine,
                const EngineOptions& engine_settings, const Dataset& dataset, const LoaderWorkerChoice& workers,
-               const DistContext& dist, const std::string& resume_from, const Start& start, const RunLog& log) {
+               const DistJob& job, const ReducerPort& reducer, const std::string& resume_from, const Start& start,
+               const RunLog& log) {
   log(fmt::format("ddpx train: {} on {} | {} parameters | batch {} x {} rank(s){} | {} | {} {}{}", layout.spec(),
-                  engine.describe(), layout.num_params(), options.batch, dist.world,
+                  engine.describe(), layout.num_params(), options.batch, job.world(),
                   options.grad_accum > 1 ? fmt::format(" x {} accumulation", options.grad_accum) : "",
                   fmt::format("{}, {} loader thread{}{}", dataset.describe(), workers.workers,
                               workers.workers == 1 ? "" : "s",
                               options.workers > 0 ? "" : fmt::format(" ({})", workers.source)),
                   options.optimizer.name(), engine_settings.bf16_weight_grads ? "| bf16 weight gradients " : "",
-                  dist.reducer ? fmt::format("| DDP: {}", dist.describe()) : ""));
+                  reducer.describe().empty() ? "" : fmt::format("| DDP: {}", reducer.describe())));
   if (start.step > 0) log(fmt::format("resumed from {} at step {}", resume_from, start.step));
   if (resume_mode(options.resume) == ResumeMode::newest && resume_from.empty())
     log(fmt::format("--resume auto: no checkpoint in {} yet; starting at step 0", options.checkpoint_dir));
@@ -294,13 +294,13 @@ class Progress {
 // Rank 0 says, if SIGINT or SIGTERM ends the run, where it stopped and how to continue (train/interrupt_notice.hpp).
 // A worker of a multi-rank job knows only its own argv (not the launcher's), so it names no exact command.
 std::unique_ptr<InterruptNotice> make_interrupt_notice(const TrainOptions& options, const RunPlan& plan,
-                                                       const DistContext& dist, int64_t start_step) {
-  if (dist.rank != 0) return nullptr;
+                                                       const DistJob& job, int64_t start_step) {
+  if (!job.lead()) return nullptr;
   const bool has_checkpoint_dir = !options.checkpoint_dir.empty();
   InterruptContext context{
       .total_steps = plan.steps,
       .checkpoint_dir = options.checkpoint_dir,
-      .continue_command = dist.world > 1 ? "" : continue_command(options.command_line, !options.resume.empty(),
+      .continue_command = job.world() > 1 ? "" : continue_command(options.command_line, !options.resume.empty(),
                                                                  has_checkpoint_dir),
       .has_resume = !options.resume.empty()};
   auto notice = std::make_unique<InterruptNotice>(std::move(context), start_step);
@@ -315,7 +315,7 @@ struct RunParts {
   const RunPlan& plan;          // the run's length (train/run_plan.hpp)
   const RunSettings& settings;  // the table of the run's settings (train/run_settings.hpp)
   const FlatLayout& layout;
-  const DistContext& dist;
+  DistJob& job;
   StepEngine& engine;
   const RunLog& log;
   MetricsLog* metrics;             // --metrics (rank 0), else null
@@ -333,7 +333,7 @@ struct RunParts {
 // CUDA, so there it runs only where the host synchronizes anyway: progress lines, checkpoints, the end).
 void require_good_numerics(const RunParts& run) {
   if (const std::optional<NumericsProblem> problem = run.engine.numerics_problem())
-    fail("{}", describe(*problem, run.layout, run.options.divergence_ratio, run.dist.rank));
+    fail("{}", describe(*problem, run.layout, run.options.divergence_ratio, run.job.rank()));
 }
 
 // --save: the weights, and under --ema-decay their average beside them (W.ema.safetensors).
@@ -393,7 +393,7 @@ class Checkpoints {
                      ((options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || last);
     if (!due) return;
     require_good_numerics(run_);  // every rank: a bad step stops all of them here, together
-    if (run_.dist.rank == 0) prepare(step, last);
+    if (run_.job.lead()) prepare(step, last);
   }
 
  private:
@@ -405,7 +405,7 @@ class Checkpoints {
       pending_ = prepare_training_checkpoint(
           options.checkpoint_dir, run_.layout, params.data(), options, run_.settings,
           run_.engine.download_optimizer_state(), step,
-          DataPosition{step * options.grad_accum, run_.batches_per_epoch, run_.dist.world});
+          DataPosition{step * options.grad_accum, run_.batches_per_epoch, run_.job.world()});
       if (last) commit();  // no later step to check it: the run ends with this state anyway
     } catch (const Error& checkpoint_error) {
       // The checkpoint and --save are independent outputs: a failing checkpoint must not lose the weights.
@@ -445,7 +445,7 @@ void evaluate(const RunParts& run, const RunEvaluator& evaluator, RunRecorder& r
   for (const bool average : {false, true}) {
     if (average && run.options.recipe.ema_decay == 0) continue;  // no average to evaluate
     const EvalResult result =
-        evaluator.evaluate(run.engine, average, run.dist.communicator.get(), run.dist.rank, run.dist.world);
+        evaluator.evaluate(run.engine, average, &run.job.communicator(), run.job.rank(), run.job.world());
     run.log(fmt::format("eval   {:>6}/{} | {}{}", step, run.plan.steps, result.describe(), average ? " (EMA)" : ""));
     if (run.metrics) run.metrics->eval(step, run.epoch_at(step), result, average ? "ema" : "model");
     recorder.record_eval(step, run.epoch_at(step), result, average);
@@ -460,7 +460,7 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
   require_good_numerics(run);
   profile_window.finish();
   const TrainSummary summary = progress.summary();
-  if (!options.save.empty() && run.dist.rank == 0) {
+  if (!options.save.empty() && run.job.lead()) {
     run.log(fmt::format("saving weights to {} ({})", options.save,
                         byte_size(static_cast<double>(run.layout.num_params()) * 4)));
     save_weights(run, run.plan.steps);
@@ -499,17 +499,18 @@ TrainSummary run_training(const TrainOptions& requested) {
   const std::unique_ptr<Model> model = make_model(options.model);
   const FlatLayout& layout = model->layout();
   const DistOptions dist_settings = dist_options(options);
-  DistContext dist = setup_distributed(dist_settings);
-  const RunLog log{.lead = dist.rank == 0, .quiet = options.quiet};
-  const std::unique_ptr<DirectoryLock> checkpoint_lock = lock_checkpoint_dir(options, dist.rank);
+  DistJob job(dist_job_options(dist_settings));
+  const RunLog log{.lead = job.lead(), .quiet = options.quiet};
+  const std::unique_ptr<DirectoryLock> checkpoint_lock = lock_checkpoint_dir(options, job.rank());
   if (options.model != requested.model && !options.load.empty() && !options.reset_head)
     log(fmt::format("--load {}: the file's classifier head has {} classes, so --model {} trains as {}", options.load,
                     model->num_classes(), requested.model, options.model));
-  // A communicator means a reducer (attach_reducer below), which reads fp32 gradients unless its hook reads nothing
-  // at this world size (the allreduce hook at one rank). The engine's options say once whether its weight
+  // A data-parallel job means a reducer (attach_reducer below), which reads fp32 gradients unless its hook reads
+  // nothing at this world size (the allreduce hook at one rank). The engine's options say once whether its weight
   // gradients are bf16; the start-up line and the run report repeat what they say.
+  const bool with_reducer = job.data_parallel();  // reduce or not: decided once, by the job
   const EngineOptions engine_settings =
-      engine_options(options, reducer_reads_gradients(options, dist.communicator != nullptr, dist.world));
+      engine_options(options, reducer_reads_gradients(options, with_reducer, job.world()));
   const std::string resume_from = resume_checkpoint(options);  // --resume auto: the newest checkpoint, if any
   // A requeued or restarted job whose run had already finished: nothing to do, and that is success.
   if (resume_mode(options.resume) == ResumeMode::newest && !resume_from.empty()) {
@@ -518,38 +519,37 @@ TrainSummary run_training(const TrainOptions& requested) {
       log.result(fmt::format("--resume auto: the run is complete: {} holds step {}, the end of the run ({}); nothing "
                              "to train (raise --steps to train further)", options.checkpoint_dir, done,
                              plan.length_text));
-      return TrainSummary{.world_size = dist.world};
+      return TrainSummary{.world_size = job.world()};
     }
   }
   // A large model takes seconds to place and initialize (vit_h_14: 632 M parameters): say so before, not after.
   log(fmt::format("ddpx train: preparing {} ({} parameters, {} of fp32 weights){}", layout.spec(),
                   layout.num_params(), byte_size(static_cast<double>(layout.num_params()) * 4),
                   resume_from.empty() ? "" : "; reading the checkpoint"));
-  const std::unique_ptr<StepEngine> engine = make_engine(*model, engine_settings, dist);
-  const Start start = start_engine(*model, options, plan, resume_from, dist, *engine);
-  // A communicator means a reducer. Whether the updates overlap backward is asked once; the reducer's after-reduce
-  // (or the port without one) and the runner follow that answer (Note [Optimizer overlapped with backward]).
-  const bool with_reducer = dist.communicator != nullptr;
+  const std::unique_ptr<StepEngine> engine = make_engine(*model, engine_settings, job);
+  const Start start = start_engine(*model, options, plan, resume_from, job, *engine);
+  // Whether the updates overlap backward is asked once; the reducer's after-reduce (or the port without one) and
+  // the runner follow that answer (Note [Optimizer overlapped with backward]).
   const bool overlap_updates = updates_overlap_backward(options, with_reducer);
-  const std::unique_ptr<ReducerPort> reducer = attach_reducer(dist, dist_settings, layout, *engine, overlap_updates);
+  const std::unique_ptr<ReducerPort> reducer = attach_reducer(job, dist_settings, layout, *engine, overlap_updates);
   const std::unique_ptr<Dataset> dataset = make_dataset(options.data, training_data_context(options, *model));
   // --val is opened and checked against the training data now (files, labels, class names), before any step.
   const std::unique_ptr<Dataset> val_dataset =
       options.val ? make_val_dataset(*options.val, *dataset, options.data, training_data_context(options, *model))
                   : nullptr;
-  const int64_t batches_per_epoch = dataset->batches_per_epoch(dist.world, options.batch);
+  const int64_t batches_per_epoch = dataset->batches_per_epoch(job.world(), options.batch);
   const std::optional<RunEvaluator> evaluator = make_evaluator(options, plan, *model, val_dataset.get());
   const LoaderWorkerChoice workers =
-      choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), dist.local_world);
-  BatchLoader loader(*dataset, dist.rank, dist.world, options.batch, start.step * options.grad_accum,
+      choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), job.local_world());
+  BatchLoader loader(*dataset, job.rank(), job.world(), options.batch, start.step * options.grad_accum,
                      loader_options(options, workers, engine_settings, *engine, log));
-  log_start(options, layout, *engine, engine_settings, *dataset, workers, dist, resume_from, start, log);
+  log_start(options, layout, *engine, engine_settings, *dataset, workers, job, *reducer, resume_from, start, log);
   // --metrics: rank 0 writes it; a resumed run appends to it.
-  const std::unique_ptr<MetricsLog> metrics = options.metrics.empty() || dist.rank != 0
+  const std::unique_ptr<MetricsLog> metrics = options.metrics.empty() || !job.lead()
                                                   ? nullptr
                                                   : std::make_unique<MetricsLog>(options.metrics, start.step);
   if (metrics) metrics->run(start.step, layout.spec(), options.data.text(), options.class_names);
-  RunRecorder recorder(options, dist, layout, start.settings);
+  RunRecorder recorder(options, job, layout, start.settings);
   recorder.set_device_name(engine->device_name());
   recorder.set_loader_workers(workers.workers);
   recorder.set_bf16_weight_grads(engine_settings.bf16_weight_grads);
@@ -560,13 +560,13 @@ TrainSummary run_training(const TrainOptions& requested) {
                                      : ProfileWindow(parse_profile_steps(options.profile_steps));
   StepRunner runner(*engine, loader, *reducer, schedule.graphs, schedule.calibration, options.grad_accum,
                     overlap_updates);
-  const std::unique_ptr<InterruptNotice> interrupt_notice = make_interrupt_notice(options, plan, dist, start.step);
-  const RunParts run{options, plan,          start.settings, layout, dist, *engine, log, metrics.get(),
+  const std::unique_ptr<InterruptNotice> interrupt_notice = make_interrupt_notice(options, plan, job, start.step);
+  const RunParts run{options, plan,          start.settings, layout, job, *engine, log, metrics.get(),
                      interrupt_notice.get(), batches_per_epoch, dataset.get()};
-  Progress progress(options, plan, start.step, dist.world);
+  Progress progress(options, plan, start.step, job.world());
   Checkpoints checkpoints(run);
   LastEvaluation last_eval;
-  const AbortCommunicatorOnError abort_on_error(dist);  // declared after everything the loop uses: see its Note
+  const AbortCommunicatorOnError abort_on_error(job);  // declared after everything the loop uses: see its Note
 
   for (int64_t step = start.step + 1; step <= plan.steps; ++step) {
     progress.begin_step(step, *engine);
@@ -582,7 +582,7 @@ TrainSummary run_training(const TrainOptions& requested) {
                                   engine->completed_step_times(), engine->is_cuda());
     profile_window.on_step_end(step);
     recorder.end_step(step, outcome.data_wait_ms, outcome.comm_wait_ms, seconds_since(step_start) * 1e3, *engine,
-                      dist);
+                      *reducer);
     progress.end_step(step, outcome.data_wait_ms);
     if (progress.logs(step)) log_progress(run, progress, recorder, step);
     checkpoints.after_step(step);  // Note [Deferred checkpoint commit]

@@ -160,6 +160,19 @@ TEST(Allreduce, HalfPrecisionCountsElementsOfTwoBytes) {
   EXPECT_NE(r.output.find("# Time: slowest rank (nccl-tests -a 3)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
 }
+
+// allreduce opens the same job as train (dist/job.hpp): its collectives are watched, so a rank that stops is named
+// and the job ends after --comm-timeout instead of hanging (the test fault hook stops rank 1 before MPI starts).
+TEST(Allreduce, AStoppedRankIsNamedAfterTheTimeoutNotAHang) {
+  const auto r = run_ddpx("allreduce --device cpu --nproc-per-node 2 --sizes 1K --iters 2 --warmup 0 --comm-timeout 2",
+                          "DDPX_TEST_FAULT=start:1:stop");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 0: communication timed out after 2 s in communicator creation (mpi)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 1's process"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is stopped"), std::string::npos) << r.output;
+}
 #endif
 
 TEST(Allreduce, BadFlagsAreNamed) {
@@ -170,6 +183,7 @@ TEST(Allreduce, BadFlagsAreNamed) {
       {"allreduce --device tpu", "--device tpu"},
       {"allreduce --device cpu --iters 0", "--iters 0"},
       {"allreduce --device cpu --average 4", "--average 4"},
+      {"allreduce --device cpu --comm-timeout 0", "--comm-timeout must be between 0.001 and 1e7 seconds, got 0"},
 #ifdef DDPX_HAVE_MPI
       {"allreduce --device cpu --sizes 1K --nproc-per-node 2 --json /nonexistent/dir/peak.json", "--json /nonexistent/dir/peak.json: the folder"},
 #endif

@@ -85,6 +85,31 @@ TEST(CommWatchdog, RunWatchedReturnsQuietlyWhenTheCollectiveCompletes) {
   EXPECT_FALSE(watchdog.fired());
 }
 
+// The watchdog of a holder given no timeout (a Reducer without one): it watches nothing, so it never probes, never
+// aborts and never throws, and the collectives it "watches" simply run.
+TEST(CommWatchdog, TheUnboundedOneRunsWhatItWatchesAndNeverFires) {
+  CommWatchdog& watchdog = CommWatchdog::unbounded();
+  EXPECT_EQ(&watchdog, &CommWatchdog::unbounded());  // one per process
+  EXPECT_FALSE(watchdog.bounded());
+  RecordingCommunicator comm;
+  watchdog.attach(comm);  // shared by every holder: it keeps no communicator
+  std::atomic<int> probes{0};
+  watchdog.arm(3, [&] {
+    ++probes;
+    return CommProgress{false, 0};
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(probes.load(), 0);  // no thread: nothing ever polls
+  watchdog.disarm();
+  int calls = 0;
+  watchdog.run_watched("a collective", [&] { ++calls; });
+  EXPECT_EQ(calls, 1);
+  EXPECT_THROW(watchdog.run_watched("a failing collective", [] { throw Error("backend error"); }), Error);
+  EXPECT_FALSE(watchdog.fired());
+  EXPECT_NO_THROW(watchdog.throw_if_fired());
+  EXPECT_FALSE(comm.aborted());
+}
+
 TEST(CommWatchdog, RunWatchedReportsTheTimeoutInsteadOfTheAbortedCollectivesError) {
   RecordingCommunicator comm;
   CommWatchdog watchdog(comm, 100ms);

@@ -67,7 +67,7 @@ TEST(Checkpointing, StateIsStoredUnderTheSpecsNames) {
     EXPECT_EQ(info.optimizer_state, c.state);
     EXPECT_EQ(info.optimizer_options, c.spec.hyperparameters_json());
     std::vector<float> loaded_params(layout.buffer_size());
-    const LoadedCheckpoint loaded = load_training_checkpoint(dir, layout, options, loaded_params.data());
+    const LoadedCheckpoint loaded = load_training_checkpoint(dir, layout, options, loaded_params.data(), 1);
     EXPECT_EQ(loaded.step, 3);
     EXPECT_EQ(loaded_params, params);
     ASSERT_EQ(loaded.optimizer.buffers.size(), c.state.size());
@@ -91,7 +91,7 @@ TEST(Checkpointing, ASpecWithOtherStateIsRefusedNamingBoth) {
   TrainOptions adamw;
   adamw.optimizer.kind = OptimizerKind::adamw;
   std::vector<float> loaded(layout.buffer_size());
-  testing::expect_error([&] { (void)load_training_checkpoint(dir, layout, adamw, loaded.data()); },
+  testing::expect_error([&] { (void)load_training_checkpoint(dir, layout, adamw, loaded.data(), 1); },
                         {"--optimizer sgd", "--optimizer adamw"});
   fs::remove_all(dir);
 }

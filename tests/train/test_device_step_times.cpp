@@ -11,7 +11,8 @@
 #include "model/vit/vit_layout.hpp"
 #include "model/vit/vit_config.hpp"
 #include "analysis/trace_writer.hpp"
-#include "train/dist_setup.hpp"
+#include "dist/job.hpp"
+#include "train/reducer_port.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
 
@@ -68,15 +69,16 @@ TEST(DeviceStepTimes, EachRecordGetsItsOwnStepsTimesAndDeviceStart) {
   options.model = "vit_tiny_test";
   options.warmup_steps = 1;
   const VitLayout layout(parse_vit_spec(options.model));
-  DistContext dist;  // a single process: the run clock is this process's, from its run start
+  DistJob job{DistJobOptions{}};  // a single process: the run clock is this process's, from its run start
   LateTimesEngine engine;
-  RunRecorder recorder(options, dist, layout, RunSettings(options, layout, {}));
+  const std::unique_ptr<ReducerPort> no_reducer = make_no_reducer_port(engine, /*span_updates=*/false);
+  RunRecorder recorder(options, job, layout, RunSettings(options, layout, {}));
   // The engine's times at the end of step k are step k-1's. Step 1 is warm-up (never asked).
   const double s2 = 1.0e6, s3 = s2 + 40;
   engine.queued = {times_of(1, s2 - 39), times_of(2, s2), times_of(3, s3)};
   for (int64_t step = 1; step <= 4; ++step) {
     recorder.begin_step(step);
-    recorder.end_step(step, /*data_wait_ms=*/0.25, /*comm_wait_ms=*/0, /*host_total_ms=*/5.0, engine, dist);
+    recorder.end_step(step, /*data_wait_ms=*/0.25, /*comm_wait_ms=*/0, /*host_total_ms=*/5.0, engine, *no_reducer);
   }
   const std::vector<StepRecord>& steps = recorder.rank_run().steps;
   ASSERT_EQ(steps.size(), 3u);  // steps 2, 3, 4

@@ -276,7 +276,7 @@ TEST(RunSettings, EveryCheckpointRowReachesTheCheckpointsMetadata) {
                                             "grad_accum", "lr_schedule", "seed"}));
     // And the run that wrote it resumes from it, knowing the attempts before it (one, from step 0).
     std::vector<float> loaded(layout.buffer_size());
-    const LoadedCheckpoint resumed = load_training_checkpoint(dir, layout, options, loaded.data());
+    const LoadedCheckpoint resumed = load_training_checkpoint(dir, layout, options, loaded.data(), 1);
     EXPECT_EQ(resumed.step, 6);
     EXPECT_EQ(resumed.attempt_starts, (std::vector<int64_t>{0}));
     fs::remove_all(dir);

@@ -100,6 +100,8 @@ class RecordingPort : public ReducerPort {
   void after_replay(void*) override { calls_.push_back("port.after_replay"); }
   void record_ready_times(bool on) override { calls_.push_back(on ? "port.ready_times on" : "port.ready_times off"); }
   int64_t capturable_from_step() const override { return 0; }
+  std::vector<BucketTiming> bucket_timings() override { return {}; }
+  std::string describe() const override { return "recording port"; }
 
  private:
   Calls& calls_;
