@@ -31,7 +31,9 @@ bool accepts(std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::unique_ptr<Model> parse(std::string_view spec) { return std::make_unique<VitModel>(parse_vit_spec(spec)); }
+std::unique_ptr<Model> parse(std::string_view spec, std::optional<int64_t> classes) {
+  return std::make_unique<VitModel>(parse_vit_spec(spec, classes));
+}
 
 }  // namespace
 
