@@ -66,7 +66,7 @@ TEST(DataOpens, ATrainRunOpensDataAndValOnceEach) {
   o.report = (scratch.path() / "report.json").string();
   o.optimizer.lr = 0.01f;
   const Opens before;
-  run_training(o);
+  EXPECT_EQ(run_training(o).steps_run, 6);  // 12 images in batches of 2: one epoch
   EXPECT_EQ(data_opens(DataOrigin::train_data) - before.data, 1);
   EXPECT_EQ(data_opens(DataOrigin::train_val) - before.val, 1);
 
@@ -77,7 +77,7 @@ TEST(DataOpens, ATrainRunOpensDataAndValOnceEach) {
   resumed.checkpoint_dir.clear();
   resumed.report.clear();
   const Opens again;
-  run_training(resumed);
+  EXPECT_EQ(run_training(resumed).steps_run, 6);  // the second epoch
   EXPECT_EQ(data_opens(DataOrigin::train_data) - again.data, 1);
   EXPECT_EQ(data_opens(DataOrigin::train_val) - again.val, 1);
 }
