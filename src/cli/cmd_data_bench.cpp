@@ -108,9 +108,9 @@ Command add_data_bench_command(CLI::App& app) {
                   "N,M: also measure the train transform + RandAugment(N, M) (ddpx train's --randaugment; "
                   "torchvision's RandAugment in its transform) and print what it costs per image");
   return {cmd, [f] {
-            const DataSpec spec = parse_data_spec(f->source, "SOURCE");
-            DDPX_REQUIRE(spec.source == DataSource::folder, "SOURCE {}: data-bench measures a folder:DIR of JPEGs",
-                         f->source);
+            const DataSpec spec = parse_data_spec(f->source, DataOrigin::bench_source);
+            DDPX_REQUIRE(spec.source == DataSource::folder, "{}: data-bench measures a folder:DIR of JPEGs",
+                         spec.as_typed());
             std::optional<RandAugmentSpec> rand_augment;
             if (!f->randaugment.empty()) rand_augment = parse_rand_augment(f->randaugment);
             std::vector<std::string> transforms = {"train", "eval"};
@@ -122,7 +122,10 @@ Command add_data_bench_command(CLI::App& app) {
                                                 : fs::path(f->pack_dir);
             fs::create_directories(pack_dir);
             std::vector<std::string> notes;
-            const std::unique_ptr<SampleSource> folder = open_sample_source(spec, "SOURCE");
+            // Each source once (Note [Data opened once]): the folder here, each pack when written; every figure's
+            // dataset wraps the opened source.
+            const OpenedData folder_data = open_data(spec);
+            const SampleSource* const folder = folder_data.samples.get();
             fmt::print("ddpx data-bench: {} | {} images per figure, output {}x{}, {} thread{} for the total\n",
                        folder->describe(), f->images, f->size, f->size, threads, threads == 1 ? "" : "s");
             PackOptions jpeg;
@@ -133,6 +136,8 @@ Command add_data_bench_command(CLI::App& app) {
             const std::string jpeg_pack = (pack_dir / "jpeg.pack").string(), raw_pack = (pack_dir / "raw.pack").string();
             write_pack(*folder, jpeg_pack, jpeg);
             write_pack(*folder, raw_pack, raw);
+            const OpenedData jpeg_data = open_data(parse_data_spec("pack:" + jpeg_pack, DataOrigin::bench_source));
+            const OpenedData raw_data = open_data(parse_data_spec("pack:" + raw_pack, DataOrigin::bench_source));
             const Throughput decode = measure_full_decodes(*folder, f->images);
 
             std::optional<AnchorRate> tv[3][2];  // [train/eval/train+ra][1 worker / threads workers]
@@ -179,9 +184,9 @@ Command add_data_bench_command(CLI::App& app) {
               context.images.augmentation = t == 1 ? Augmentation::resize : Augmentation::crop_flip;
               if (transforms[t] == "train+ra") context.images.rand_augment = *rand_augment;
               size_t path = 0;
-              for (const auto& [name, text] : std::vector<std::pair<const char*, std::string>>{
-                       {"folder JPEG", f->source}, {"pack JPEG", "pack:" + jpeg_pack}, {"pack raw", "pack:" + raw_pack}}) {
-                const std::unique_ptr<Dataset> dataset = make_dataset(parse_data_spec(text, "SOURCE"), context);
+              for (const auto& [name, opened] : std::vector<std::pair<const char*, const OpenedData*>>{
+                       {"folder JPEG", &folder_data}, {"pack JPEG", &jpeg_data}, {"pack raw", &raw_data}}) {
+                const std::unique_ptr<Dataset> dataset = make_dataset(*opened, context);
                 Throughput one = measure_batches(*dataset, 1, 32, f->images);
                 for (int round = 1; round < f->rounds; ++round) {  // best of --rounds: the fastest, the least CPU
                   const Throughput again = measure_batches(*dataset, 1, 32, f->images);
@@ -222,7 +227,7 @@ Command add_data_bench_command(CLI::App& app) {
               DatasetContext context;
               context.shape = DataShape{3, f->size, std::max<int64_t>(folder->num_classes(), 1)};
               context.images.augmentation = Augmentation::crop_flip;
-              const std::unique_ptr<Dataset> dataset = make_dataset(parse_data_spec("pack:" + raw_pack, "SOURCE"), context);
+              const std::unique_ptr<Dataset> dataset = make_dataset(raw_data, context);
               std::vector<uint8_t> pixels(static_cast<size_t>(32 * dataset->shape().image_numel()));
               std::vector<int32_t> labels(32);
               dataset->fill_pixels(0, 0, 1, 32, pixels.data(), labels.data());

@@ -53,7 +53,8 @@ int run_preview(const PreviewFlags& f) {
   for (const FileRole& output : outputs) (void)check_output_path(output.path, output.flag);
   require_distinct_files(std::span<const FileRole>(), outputs);
 
-  std::unique_ptr<SampleSource> source = open_sample_source(parse_data_spec(f.source, "SOURCE"), "SOURCE");
+  const DataSpec spec = parse_data_spec(f.source, DataOrigin::preview_source);
+  std::unique_ptr<SampleSource> source = open_sample_source(spec);  // once: the dataset below wraps it
   DatasetContext context;
   context.shape = DataShape{f.channels, f.size, std::max<int64_t>(source->num_classes(), 1)};
   context.seed = f.seed;
@@ -72,7 +73,7 @@ int run_preview(const PreviewFlags& f) {
   context.images.dct_scaling = f.jpeg_scaled_decode == "on";
   if (!f.mean.empty()) context.images.normalization.mean = parse_float_list(f.mean, "--mean");
   if (!f.std.empty()) context.images.normalization.std = parse_float_list(f.std, "--std");
-  const ImageDataset dataset(std::move(source), context, "SOURCE " + f.source);
+  const ImageDataset dataset(std::move(source), context, spec.as_typed());
   const int64_t available = dataset.source().size();
   DDPX_REQUIRE(f.count <= available, "--count {}: {} has {} images; give --count {} or fewer", f.count,
                dataset.source().describe(), available, available);

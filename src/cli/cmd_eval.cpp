@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/launch.hpp"
@@ -85,18 +86,25 @@ struct EvalInput {
   std::string describe;
 };
 
-EvalInput open_input(const EvalOptions& e, const DataShape& shape, const ImagePipelineSettings& transform) {
+// `opened`: --data where it was opened already (to check the outputs against its files); opened here otherwise, so
+// each process opens it once (Note [Data opened once], data/data_sources.cpp).
+EvalInput open_input(const EvalOptions& e, std::optional<OpenedData> opened, const DataShape& shape,
+                     const ImagePipelineSettings& transform) {
   EvalInput input;
   if (!e.labels.empty() || !e.data.empty()) {
-    DataSpec spec = e.data.empty() ? DataSpec(DataSource::npy) : parse_data_spec(e.data, "--data");
-    if (spec.source == DataSource::npy) {
-      DDPX_REQUIRE(!e.images.empty() && !e.labels.empty(),
-                   "--data npy reads --images X.npy and --labels Y.npy: give both (or --images alone for logits)");
-      spec.images = e.images;
-      spec.labels = e.labels;
+    if (!opened) {
+      DataSpec spec = e.data.empty() ? DataSpec(DataSource::npy) : parse_data_spec(e.data, DataOrigin::eval_data);
+      spec.origin = DataOrigin::eval_data;
+      if (spec.source == DataSource::npy) {
+        DDPX_REQUIRE(!e.images.empty() && !e.labels.empty(),
+                     "--data npy reads --images X.npy and --labels Y.npy: give both (or --images alone for logits)");
+        spec.images = e.images;
+        spec.labels = e.labels;
+      }
+      opened = open_data(spec);
     }
     DatasetContext context{.shape = shape, .seed = 0, .images = transform, .training = false};
-    input.dataset = make_dataset(spec, context);  // the registry's row, as train's --val
+    input.dataset = make_dataset(*opened, context);  // the registry's row, as train's --val
     input.size = input.dataset->batches_per_epoch(1, 1);
     input.describe = input.dataset->describe();
   } else {
@@ -131,16 +139,15 @@ int run_eval(const EvalOptions& e) {
                "folder:DIR, pack:FILE, wds:SHARDS) or --images X.npy [--labels Y.npy]");
   DDPX_REQUIRE(e.labels.empty() || !e.images.empty(), "--labels {} needs --images (the images they label)", e.labels);
   std::vector<FileRole> data_inputs;  // the data's files and folders: no output may be one of them or inside one
+  std::optional<OpenedData> opened;  // --data, once opened: the ranks read the same value (open_input)
   if (!e.data.empty()) {  // checked before any rank starts or any file is read
-    const DataSpec spec = parse_data_spec(e.data, "--data");
+    const DataSpec spec = parse_data_spec(e.data, DataOrigin::eval_data);
     DDPX_REQUIRE(spec.source == DataSource::npy || spec.is_image_source(),
-                 "--data {}: eval needs data with labels: idx:, folder:, pack:, wds: or --images/--labels",
-                 spec.text());
-    if (spec.is_image_source() && (!e.out.empty() || !e.json.empty()))  // only a file written needs them
-      for (FileRole role : open_sample_source(spec, "--data")->inputs()) {
-        role.flag = "--data " + spec.text();
-        data_inputs.push_back(std::move(role));
-      }
+                 "{}: eval needs data with labels: idx:, folder:, pack:, wds: or --images/--labels", spec.as_typed());
+    if (spec.is_image_source() && (!e.out.empty() || !e.json.empty())) {  // only a file written needs them
+      opened = open_data(spec);
+      data_inputs = opened->inputs;
+    }
   }
   DDPX_REQUIRE(e.batch >= 1, "--batch must be a positive number of images per forward pass, got {}", e.batch);
   const bool json_on_stdout = e.json_given && e.json.empty();
@@ -190,7 +197,7 @@ int run_eval(const EvalOptions& e) {
   if (lead)
     fmt::print(stderr, "eval: reading {} {} ({} elapsed)\n", e.data.empty() ? "--images" : "--data",
                e.data.empty() ? e.images : e.data, short_duration(elapsed_s()));
-  const EvalInput input = open_input(e, shape, eval_transform(e, recorded));
+  const EvalInput input = open_input(e, std::move(opened), shape, eval_transform(e, recorded));
   const int64_t n = input.size;
   const bool labelled = input.dataset != nullptr;
   if (labelled) {

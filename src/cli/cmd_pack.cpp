@@ -42,7 +42,7 @@ Command add_pack_command(CLI::App& app) {
             options.max_side = f->max_side;
             options.max_pixels = f->max_pixels;
             options.threads = f->threads > 0 ? f->threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-            const std::unique_ptr<SampleSource> source = open_sample_source(parse_data_spec(f->source, "SOURCE"), "SOURCE");
+            const std::unique_ptr<SampleSource> source = open_sample_source(parse_data_spec(f->source, DataOrigin::pack_source));
             const auto start = std::chrono::steady_clock::now();
             const PackSummary summary = write_pack(*source, f->out, options);
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -246,14 +246,14 @@ Command add_train_command(CLI::App& app) {
             // Every mode parsed once, here; flags of the other optimizer are an error, not silently ignored.
             o->device = parse_device(modes->device);
             o->precision = parse_precision(modes->precision);
-            o->data = parse_data_spec(modes->data, "--data");
+            o->data = parse_data_spec(modes->data, DataOrigin::train_data);
             DDPX_REQUIRE(o->epochs == 0 || cmd->get_option("--steps")->count() == 0,
                          "--epochs {} and --steps {}: give one (--epochs sets the steps from the data's size)",
                          o->epochs, o->steps);
             // 0 is the API's "not given" (TrainOptions::epochs); typed, it would silently train --steps' default.
             DDPX_REQUIRE(o->epochs > 0 || cmd->get_option("--epochs")->count() == 0,
                          "--epochs {}: give a positive number of epochs (or --steps N)", o->epochs);
-            if (!modes->val.empty()) o->val = parse_data_spec(modes->val, "--val");
+            if (!modes->val.empty()) o->val = parse_data_spec(modes->val, DataOrigin::train_val);
             o->image_pipeline.augmentation = parse_augmentation(modes->augment);
             o->image_pipeline.shuffle_buffer = parse_shuffle_buffer(modes->shuffle_buffer);
             o->normalize_on = parse_normalize_on(modes->normalize);

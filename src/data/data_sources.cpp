@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
@@ -35,11 +37,33 @@ std::unique_ptr<Dataset> make_npy(const DataSpec& spec, const DatasetContext& co
   return std::make_unique<NpyDataset>(spec.images, spec.labels, context.shape);
 }
 std::unique_ptr<SampleSource> open_idx(const DataSpec& spec) {
-  return std::make_unique<IdxSource>(spec.location, spec.split);
+  return std::make_unique<IdxSource>(spec.location, spec.split, spec.origin);
 }
-std::unique_ptr<SampleSource> open_folder(const DataSpec& spec) { return std::make_unique<FolderSource>(spec.location); }
-std::unique_ptr<SampleSource> open_pack(const DataSpec& spec) { return std::make_unique<PackSource>(spec.location); }
-std::unique_ptr<SampleSource> open_wds(const DataSpec& spec) { return std::make_unique<WdsSource>(spec.location); }
+std::unique_ptr<SampleSource> open_folder(const DataSpec& spec) {
+  return std::make_unique<FolderSource>(spec.location, spec.origin);
+}
+std::unique_ptr<SampleSource> open_pack(const DataSpec& spec) {
+  return std::make_unique<PackSource>(spec.location, spec.origin);
+}
+std::unique_ptr<SampleSource> open_wds(const DataSpec& spec) {
+  return std::make_unique<WdsSource>(spec.location, spec.origin);
+}
+
+// Note [Data opened once]
+// A command opens each source it is given once: `ddpx train` opens --data and --val in train/run_data.cpp, `ddpx
+// eval` its --data, `ddpx pack`, data-preview and data-bench their SOURCE, each into one OpenedData (or one
+// SampleSource) that everything after reads: the class names and count the model's head takes, the run's length
+// in epochs, the datasets the loader and the evaluator read, the fingerprint a checkpoint records and --resume
+// compares, the files no output may overwrite. Opening is not free (a folder is listed, idx files are read whole,
+// every shard's headers are read) and the answers of two opens could differ (a file added in between). The
+// counter below counts the opens per origin; tests/train/test_data_opens.cpp holds a train run with --data and --val
+// to one each.
+constexpr size_t kOrigins = static_cast<size_t>(DataOrigin::bench_source) + 1;
+std::array<std::atomic<int64_t>, kOrigins>& open_counts() {
+  static std::array<std::atomic<int64_t>, kOrigins> counts{};
+  return counts;
+}
+void count_open(DataOrigin origin) { ++open_counts()[static_cast<size_t>(origin)]; }
 
 }  // namespace
 
@@ -89,14 +113,42 @@ std::string data_fingerprint(const SampleSource& source) {
                      source.content_hash());
 }
 
-std::unique_ptr<SampleSource> open_sample_source(const DataSpec& spec, std::string_view flag) {
+int64_t data_opens(DataOrigin origin) { return open_counts()[static_cast<size_t>(origin)].load(); }
+
+std::unique_ptr<SampleSource> open_sample_source(const DataSpec& spec) {
   const DataSourceRow& row = data_source_row(spec.source);
-  DDPX_REQUIRE(row.open != nullptr, "{} {}: not an image source (those are idx:, folder:, pack:, wds:)", flag,
-               spec.text());
+  DDPX_REQUIRE(row.open != nullptr, "{}: not an image source (those are idx:, folder:, pack:, wds:)",
+               spec.as_typed());
+  count_open(spec.origin);
   return row.open(spec);
 }
 
-std::unique_ptr<Dataset> make_val_dataset(const DataSpec& val, const Dataset& train, const DataSpec& train_spec,
+OpenedData open_data(const DataSpec& spec) {
+  OpenedData data;
+  data.spec = spec;
+  if (data_source_row(spec.source).open == nullptr) return data;  // synthetic, npy: made with the model's shape
+  data.samples = open_sample_source(spec);
+  const SampleSource& source = *data.samples;
+  data.class_names = source.class_names();
+  data.num_classes = source.num_classes();
+  data.size = source.size();
+  data.fingerprint = data_fingerprint(source);
+  for (FileRole role : source.inputs()) {
+    role.flag = spec.as_typed();
+    data.inputs.push_back(std::move(role));
+  }
+  return data;
+}
+
+std::unique_ptr<Dataset> make_dataset(const OpenedData& data, const DatasetContext& context) {
+  if (data.samples) return std::make_unique<ImageDataset>(data.samples, context, data.spec.as_typed());
+  const DataSourceRow& row = data_source_row(data.spec.source);
+  DDPX_INTERNAL_ASSERT(row.make != nullptr, "data source {} was not opened", data.spec.text());
+  count_open(data.spec.origin);
+  return row.make(data.spec, context);
+}
+
+std::unique_ptr<Dataset> make_val_dataset(const OpenedData& val, const Dataset& train, const DataSpec& train_spec,
                                           DatasetContext context) {
   context.training = false;
   std::unique_ptr<Dataset> dataset = make_dataset(val, context);
@@ -108,7 +160,7 @@ std::unique_ptr<Dataset> make_val_dataset(const DataSpec& val, const Dataset& tr
     for (const std::string& name : val_classes)
       if (std::find(train_classes.begin(), train_classes.end(), name) == train_classes.end()) only_val += " " + name;
     fail("--val {} has other classes than --data {} ({} vs {}; only in --data:{}; only in --val:{}): labels are class "
-         "indices, so they would not mean the same; give both the same class folders", val.text(), train_spec.text(),
+         "indices, so they would not mean the same; give both the same class folders", val.spec.text(), train_spec.text(),
          val_classes.size(), train_classes.size(), only_train.empty() ? " none" : only_train,
          only_val.empty() ? " none (same names, another order)" : only_val);
   }
@@ -116,10 +168,7 @@ std::unique_ptr<Dataset> make_val_dataset(const DataSpec& val, const Dataset& tr
 }
 
 std::unique_ptr<Dataset> make_dataset(const DataSpec& spec, const DatasetContext& context) {
-  const DataSourceRow& row = data_source_row(spec.source);
-  if (row.make != nullptr) return row.make(spec, context);
-  return std::make_unique<ImageDataset>(row.open(spec), context,
-                                        std::string(context.training ? "--data " : "--val ") + spec.text());
+  return make_dataset(open_data(spec), context);
 }
 
 }  // namespace ddpx

@@ -38,13 +38,17 @@ std::string DataSpec::text() const {
   return fmt::format("{}:{}", name, location);
 }
 
-DataSpec parse_data_spec(std::string_view text, std::string_view flag) {
+std::string DataSpec::as_typed() const { return fmt::format("{} {}", origin_flag(origin), text()); }
+
+DataSpec parse_data_spec(std::string_view text, DataOrigin origin) {
+  const std::string_view flag = origin_flag(origin);
   const size_t colon = text.find(':');
   const std::string_view name = text.substr(0, colon);
   for (const DataSourceRow& row : data_source_rows()) {
     if (row.name != name) continue;
     DataSpec spec;
     spec.source = row.source;
+    spec.origin = origin;
     if (!row.takes_location) {
       DDPX_REQUIRE(colon == std::string_view::npos, "{} '{}': {} takes nothing after it (accepted: {})", flag, text,
                    name, accepted_syntaxes());

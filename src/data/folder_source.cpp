@@ -52,11 +52,12 @@ void read_whole_file(const std::string& path, std::vector<uint8_t>& bytes) {
   }
 }
 
-FolderSource::FolderSource(const std::string& directory) : directory_(directory) {
+FolderSource::FolderSource(const std::string& directory, DataOrigin origin) : directory_(directory) {
+  const std::string where = fmt::format("{} folder:{}", origin_flag(origin), directory);  // as the user typed it
   std::error_code ec;
   DDPX_REQUIRE(fs::is_directory(directory, ec),
-               "--data folder:{}: not a directory; give a folder with one subfolder per class (ImageFolder's layout)",
-               directory);
+               "{}: not a directory; give a folder with one subfolder per class (ImageFolder's layout)",
+               where);
   // Note [Each folder once]: ImageFolder walks with followlinks=True, so `a/loop -> .` multiplied a class's images
   // and `a/up -> ..` labelled class b's images as a, silently. ddpx reads every real folder (device, inode) once:
   // the root and the class folders are claimed first, and a folder reached a second time through a link is an
@@ -64,23 +65,23 @@ FolderSource::FolderSource(const std::string& directory) : directory_(directory)
   std::map<std::pair<uint64_t, uint64_t>, std::string> seen;  // real folder -> the path it was first reached by
   const auto claim = [&](const fs::path& folder) {
     struct stat info{};
-    DDPX_REQUIRE(::stat(folder.c_str(), &info) == 0, "--data folder:{}: cannot read {} ({})", directory,
+    DDPX_REQUIRE(::stat(folder.c_str(), &info) == 0, "{}: cannot read {} ({})", where,
                  folder.string(), std::strerror(errno));
     const auto [at, fresh] = seen.emplace(std::pair<uint64_t, uint64_t>(info.st_dev, info.st_ino), folder.string());
-    DDPX_REQUIRE(fresh, "--data folder:{}: {} is a link to the folder {}, which is already read (a symlink loop, or "
+    DDPX_REQUIRE(fresh, "{}: {} is a link to the folder {}, which is already read (a symlink loop, or "
                  "one folder in two places); ddpx reads each folder once, so that no image is counted twice or "
-                 "under another class: remove the link", directory, folder.string(), at->second);
+                 "under another class: remove the link", where, folder.string(), at->second);
     folders_.push_back(folder.string());
   };
   claim(directory);
   std::error_code kind;  // a dangling link is neither a folder nor a file: skipped, as ImageFolder skips it
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec))
     if (entry.is_directory(kind)) classes_.push_back(entry.path().filename().string());
-  DDPX_REQUIRE(!ec, "--data folder:{}: cannot list it ({})", directory, ec.message());
+  DDPX_REQUIRE(!ec, "{}: cannot list it ({})", where, ec.message());
   std::sort(classes_.begin(), classes_.end());
   DDPX_REQUIRE(!classes_.empty(),
-               "--data folder:{}: holds no class folders; put each class's images in a subfolder named after it "
-               "(DIR/cat/1.jpg, DIR/dog/2.jpg), as torchvision's ImageFolder reads", directory);
+               "{}: holds no class folders; put each class's images in a subfolder named after it "
+               "(DIR/cat/1.jpg, DIR/dog/2.jpg), as torchvision's ImageFolder reads", where);
   for (const std::string& name : classes_) claim(fs::path(directory) / name);
   for (size_t c = 0; c < classes_.size(); ++c) {
     // ImageFolder: sorted(os.walk(class_dir, followlinks=True)), then sorted file names in each folder.
@@ -106,11 +107,11 @@ FolderSource::FolderSource(const std::string& directory) : directory_(directory)
         found.emplace_back(entry.path().parent_path().string(), entry.path().filename().string());
         if (entry.is_symlink(kind)) linked_files_.push_back(entry.path().string());  // may live outside the tree
       }
-      DDPX_REQUIRE(!ec, "--data folder:{}: cannot list {} ({})", directory, folder.string(), ec.message());
+      DDPX_REQUIRE(!ec, "{}: cannot list {} ({})", where, folder.string(), ec.message());
     }
     DDPX_REQUIRE(!found.empty(),
-                 "--data folder:{}: the class folder {} holds no .jpg, .jpeg or .png file; add its images or remove "
-                 "the folder (ImageFolder refuses it too)", directory, class_dir.string());
+                 "{}: the class folder {} holds no .jpg, .jpeg or .png file; add its images or remove "
+                 "the folder (ImageFolder refuses it too)", where, class_dir.string());
     std::sort(found.begin(), found.end());
     for (const auto& [folder, name] : found) {
       files_.push_back((fs::path(folder) / name).string());

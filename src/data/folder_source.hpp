@@ -13,13 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "data/data_origin.hpp"
 #include "data/sample_source.hpp"
 
 namespace ddpx {
 
 class FolderSource : public SampleSource {
  public:
-  explicit FolderSource(const std::string& directory);
+  // `origin`: the flag that named the folder (--data, --val, ddpx pack SOURCE, ...), named by every error here.
+  FolderSource(const std::string& directory, DataOrigin origin);
   std::string describe() const override;
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
   int32_t label(int64_t index) const override { return labels_[static_cast<size_t>(index)]; }

@@ -18,15 +18,15 @@ namespace ddpx {
 namespace {
 
 // DIR/NAME or DIR/NAME.gz, whichever exists (the plain file first).
-std::string find_idx_file(const std::string& directory, const std::string& name) {
+std::string find_idx_file(std::string_view flag, const std::string& directory, const std::string& name) {
   const std::filesystem::path plain = std::filesystem::path(directory) / name;
   std::error_code ec;
   // Whatever is there is opened as an InputFile, which refuses a FIFO, a device or a folder by name.
   if (std::filesystem::exists(plain, ec)) return plain.string();
   const std::filesystem::path gz = std::filesystem::path(directory) / (name + ".gz");
   if (std::filesystem::exists(gz, ec)) return gz.string();
-  fail("--data idx:{}: neither {} nor {} is a file; give the directory holding the idx files (Debian's "
-       "dataset-fashion-mnist installs Fashion-MNIST in /usr/share/datasets/fashion-mnist)",
+  fail("{} idx:{}: neither {} nor {} is a file; give the directory holding the idx files (Debian's "
+       "dataset-fashion-mnist installs Fashion-MNIST in /usr/share/datasets/fashion-mnist)", flag,
        directory, plain.string(), gz.string());
 }
 
@@ -88,24 +88,24 @@ bool gunzip_prefix(const std::vector<uint8_t>& in, uint64_t limit, std::vector<u
 // The idx file's bytes: read whole when plain; when gzipped, inflated only as far as the header that its first
 // `header_bytes` declare says (+1 byte), see Note [Bounded gunzip]. `declared_size` reads that size from the header
 // bytes (nullopt when the header is not one of this kind: the caller reports it).
-std::vector<uint8_t> read_idx_file(const std::string& path, size_t header_bytes,
+std::vector<uint8_t> read_idx_file(std::string_view flag, const std::string& path, size_t header_bytes,
                                    const std::function<std::optional<uint64_t>(const std::vector<uint8_t>&)>& declared_size) {
-  const InputFile file(path, "--data idx");
-  DDPX_REQUIRE(file.size() <= kMaxIdxBytes, "--data idx: {} has {} bytes, more than an idx file of at most 16 GiB; "
-               "check the path", path, file.size());
+  const InputFile file(path, fmt::format("{} idx", flag));
+  DDPX_REQUIRE(file.size() <= kMaxIdxBytes, "{} idx: {} has {} bytes, more than an idx file of at most 16 GiB; "
+               "check the path", flag, path, file.size());
   std::vector<uint8_t> raw(static_cast<size_t>(file.size()));
   file.read_at(0, raw.data(), raw.size());
   if (!is_gzip(raw)) return raw;
   std::vector<uint8_t> bytes;
   std::string error;
-  const auto damaged = [&] { fail("--data idx: {} is damaged ({}); download or reinstall it", path, error); };
+  const auto damaged = [&] { fail("{} idx: {} is damaged ({}); download or reinstall it", flag, path, error); };
   if (!gunzip_prefix(raw, header_bytes, bytes, error)) damaged();
   if (bytes.size() < header_bytes) return bytes;  // too short for a header: the caller says so
   const std::optional<uint64_t> size = declared_size(bytes);
   if (!size) return bytes;
   DDPX_REQUIRE(*size <= kMaxIdxBytes && *size <= kDeflateMaxRatio * raw.size() + 1024,
-               "--data idx: {}: its header says the file holds {} bytes, which {} bytes of gzip cannot hold (or more "
-               "than 16 GiB); the file is damaged or not an idx file: download or reinstall it", path, *size,
+               "{} idx: {}: its header says the file holds {} bytes, which {} bytes of gzip cannot hold (or more "
+               "than 16 GiB); the file is damaged or not an idx file: download or reinstall it", flag, path, *size,
                raw.size());
   bytes.clear();
   if (!gunzip_prefix(raw, *size + 1, bytes, error)) damaged();
@@ -131,45 +131,46 @@ uint32_t big_endian(const std::vector<uint8_t>& bytes, size_t offset) {
 
 }  // namespace
 
-IdxSource::IdxSource(const std::string& directory, DataSplit split) {
+IdxSource::IdxSource(const std::string& directory, DataSplit split, DataOrigin origin) {
+  const std::string_view flag = origin_flag(origin);
   const std::string prefix = split == DataSplit::test ? "t10k" : "train";
-  images_path_ = find_idx_file(directory, prefix + "-images-idx3-ubyte");
-  labels_path_ = find_idx_file(directory, prefix + "-labels-idx1-ubyte");
+  images_path_ = find_idx_file(flag, directory, prefix + "-images-idx3-ubyte");
+  labels_path_ = find_idx_file(flag, directory, prefix + "-labels-idx1-ubyte");
   // Each file's own header bounds how much of it is inflated (Note [Bounded gunzip]).
-  std::vector<uint8_t> images = read_idx_file(images_path_, 16, [](const std::vector<uint8_t>& header) {
+  std::vector<uint8_t> images = read_idx_file(flag, images_path_, 16, [](const std::vector<uint8_t>& header) {
     if (big_endian(header, 0) != 0x803) return std::optional<uint64_t>();
     std::optional<uint64_t> pixels = checked_mul(big_endian(header, 4), big_endian(header, 8));
     if (pixels) pixels = checked_mul(*pixels, big_endian(header, 12));
     if (pixels) pixels = checked_add(*pixels, 16);
     return pixels ? pixels : std::optional<uint64_t>(kMaxIdxBytes + 1);
   });
-  std::vector<uint8_t> labels = read_idx_file(labels_path_, 8, [](const std::vector<uint8_t>& header) {
+  std::vector<uint8_t> labels = read_idx_file(flag, labels_path_, 8, [](const std::vector<uint8_t>& header) {
     return big_endian(header, 0) == 0x801 ? std::optional<uint64_t>(8 + uint64_t{big_endian(header, 4)})
                                           : std::nullopt;
   });
   DDPX_REQUIRE(images.size() >= 16 && big_endian(images, 0) == 0x803,
-               "--data idx: {} is not an idx image file (magic 0x00000803 expected, the file has {} bytes{}); "
-               "give the train-images/t10k-images file of MNIST or Fashion-MNIST",
+               "{} idx: {} is not an idx image file (magic 0x00000803 expected, the file has {} bytes{}); "
+               "give the train-images/t10k-images file of MNIST or Fashion-MNIST", flag,
                images_path_, images.size(), images.size() >= 4 ? fmt::format(", magic {:#010x}", big_endian(images, 0)) : "");
   DDPX_REQUIRE(labels.size() >= 8 && big_endian(labels, 0) == 0x801,
-               "--data idx: {} is not an idx label file (magic 0x00000801 expected); give the matching labels file",
+               "{} idx: {} is not an idx label file (magic 0x00000801 expected); give the matching labels file", flag,
                labels_path_);
   count_ = big_endian(images, 4);
   height_ = static_cast<int>(big_endian(images, 8));
   width_ = static_cast<int>(big_endian(images, 12));
   DDPX_REQUIRE(count_ > 0 && height_ > 0 && width_ > 0 && height_ <= 65536 && width_ <= 65536,
-               "--data idx: {} says {} images of {} x {}; the file is damaged", images_path_, count_, height_, width_);
+               "{} idx: {} says {} images of {} x {}; the file is damaged", flag, images_path_, count_, height_, width_);
   // No overflow: count < 2^32 and height, width <= 2^16.
   const uint64_t expected = 16 + static_cast<uint64_t>(count_) * static_cast<uint64_t>(height_) * static_cast<uint64_t>(width_);
   DDPX_REQUIRE(images.size() <= expected,
-               "--data idx: {} holds more bytes than its header ({} images of {} x {}) says ({}): the file is damaged "
-               "or not an idx file; download or reinstall it", images_path_, count_, height_, width_, expected);
+               "{} idx: {} holds more bytes than its header ({} images of {} x {}) says ({}): the file is damaged "
+               "or not an idx file; download or reinstall it", flag, images_path_, count_, height_, width_, expected);
   DDPX_REQUIRE(images.size() == expected,
-               "--data idx: {} has {} bytes, its header ({} images of {} x {}) needs {}: the file is truncated or "
-               "damaged; download or reinstall it", images_path_, images.size(), count_, height_, width_, expected);
+               "{} idx: {} has {} bytes, its header ({} images of {} x {}) needs {}: the file is truncated or "
+               "damaged; download or reinstall it", flag, images_path_, images.size(), count_, height_, width_, expected);
   DDPX_REQUIRE(big_endian(labels, 4) == count_ && labels.size() == 8 + static_cast<uint64_t>(count_),
-               "--data idx: {} holds {} labels ({} bytes) for the {} images of {}; the two files do not belong "
-               "together or one is truncated", labels_path_, big_endian(labels, 4), labels.size(), count_,
+               "{} idx: {} holds {} labels ({} bytes) for the {} images of {}; the two files do not belong "
+               "together or one is truncated", flag, labels_path_, big_endian(labels, 4), labels.size(), count_,
                images_path_);
   const uint64_t labels_hash = fnv1a(labels.data(), labels.size());
   content_hash_ = fnv1a(images.data(), images.size(), labels_hash);

@@ -21,7 +21,8 @@ namespace ddpx {
 
 class IdxSource : public SampleSource {
  public:
-  IdxSource(const std::string& directory, DataSplit split);
+  // `origin`: the flag that named the files (--data, --val, ddpx pack SOURCE, ...), named by every error here.
+  IdxSource(const std::string& directory, DataSplit split, DataOrigin origin);
   std::string describe() const override;
   int64_t size() const override { return count_; }
   int32_t label(int64_t index) const override { return labels_[static_cast<size_t>(index)]; }

@@ -62,7 +62,7 @@ int64_t resolved_shuffle_buffer(int64_t requested, int64_t longest_run, int64_t 
 
 }  // namespace
 
-ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetContext& context,
+ImageDataset::ImageDataset(std::shared_ptr<const SampleSource> source, const DatasetContext& context,
                            const std::string& flag_text)
     : source_(std::move(source)),
       shape_(context.shape),

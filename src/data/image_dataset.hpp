@@ -23,7 +23,9 @@ namespace ddpx {
 
 class ImageDataset : public Dataset {
  public:
-  ImageDataset(std::unique_ptr<SampleSource> source, const DatasetContext& context, const std::string& flag_text);
+  // `source` may be shared with whoever opened it (data/data_sources.hpp's OpenedData): SampleSource is read-only
+  // and thread-safe. `flag_text` names it as the user typed it ("--val folder:D"), for messages.
+  ImageDataset(std::shared_ptr<const SampleSource> source, const DatasetContext& context, const std::string& flag_text);
   std::string describe() const override;
   const DataShape& shape() const override { return shape_; }
   void fill_batch(int64_t step, int rank, int world, int64_t batch, float* images, int32_t* labels) const override;
@@ -40,7 +42,7 @@ class ImageDataset : public Dataset {
   const TransformSpec& transform() const { return transform_; }
 
  private:
-  std::unique_ptr<SampleSource> source_;
+  std::shared_ptr<const SampleSource> source_;
   DataShape shape_;
   uint64_t seed_;
   bool shuffle_;

@@ -65,19 +65,19 @@ void encode_pack_trailer(const PackTrailer& t, uint8_t* out) {
   put<uint32_t>(out + 124, static_cast<uint32_t>(crc32(0, out, 124)));
 }
 
-PackTrailer decode_pack_trailer(const uint8_t* in, const std::string& path) {
+PackTrailer decode_pack_trailer(const uint8_t* in, const std::string& what) {
   DDPX_REQUIRE(std::memcmp(in, kPackTrailerMagic, 8) == 0,
-               "--data pack:{}: no pack trailer at the file's end (the file is cut short, e.g. `ddpx pack` did not "
-               "finish, or it is not a ddpx pack); run `ddpx pack` again", path);
+               "{}: no pack trailer at the file's end (the file is cut short, e.g. `ddpx pack` did not "
+               "finish, or it is not a ddpx pack); run `ddpx pack` again", what);
   PackTrailer t;
   t.version = get<uint32_t>(in + 8);
   DDPX_REQUIRE(t.version == kPackVersion,
-               "--data pack:{}: format version {}, this ddpx reads version {}; repack the source with this ddpx's "
-               "`ddpx pack`", path, t.version, kPackVersion);
+               "{}: format version {}, this ddpx reads version {}; repack the source with this ddpx's "
+               "`ddpx pack`", what, t.version, kPackVersion);
   DDPX_REQUIRE(get<uint32_t>(in + 124) == static_cast<uint32_t>(crc32(0, in, 124)),
-               "--data pack:{}: the trailer's checksum does not match (the file is damaged); repack it", path);
+               "{}: the trailer's checksum does not match (the file is damaged); repack it", what);
   const uint32_t storage = get<uint32_t>(in + 12);
-  DDPX_REQUIRE(storage <= 1, "--data pack:{}: unknown storage {}; repack it", path, storage);
+  DDPX_REQUIRE(storage <= 1, "{}: unknown storage {}; repack it", what, storage);
   t.storage = static_cast<PackStorage>(storage);
   t.records = get<uint64_t>(in + 16);
   t.index_offset = get<uint64_t>(in + 24);

@@ -57,7 +57,8 @@ inline constexpr uint32_t kPackPhotographs = 1;
 void encode_pack_entry(const PackEntry& entry, uint8_t* out);  // 32 bytes
 PackEntry decode_pack_entry(const uint8_t* in);
 void encode_pack_trailer(const PackTrailer& trailer, uint8_t* out);  // 128 bytes, its CRC included
-// Throws naming `path` when the magic, the version or the CRC is wrong.
-PackTrailer decode_pack_trailer(const uint8_t* in, const std::string& path);
+// Throws naming `what` (the pack as the user gave it: "--val pack:FILE", "ddpx pack SOURCE pack:FILE") when the
+// magic, the version or the CRC is wrong.
+PackTrailer decode_pack_trailer(const uint8_t* in, const std::string& what);
 
 }  // namespace ddpx

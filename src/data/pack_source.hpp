@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/data_origin.hpp"
 #include "data/pack_format.hpp"
 #include "data/sample_source.hpp"
 #include "io/posix_file.hpp"
@@ -22,7 +23,8 @@ namespace ddpx {
 
 class PackSource : public SampleSource {
  public:
-  explicit PackSource(const std::string& path);
+  // `origin`: the flag that named the file (--data, --val, ddpx pack SOURCE, ...), named by every error here.
+  PackSource(const std::string& path, DataOrigin origin);
   std::string describe() const override;
   int64_t size() const override { return static_cast<int64_t>(entries_.size()); }
   int32_t label(int64_t index) const override { return static_cast<int32_t>(entries_[static_cast<size_t>(index)].label); }
@@ -37,6 +39,7 @@ class PackSource : public SampleSource {
 
  private:
   std::string path_;
+  DataOrigin origin_;
   InputFile file_;
   PackTrailer trailer_;
   std::vector<PackEntry> entries_;

@@ -21,16 +21,19 @@
 #include <string>
 #include <vector>
 
+#include "data/data_origin.hpp"
 #include "data/sample_source.hpp"
 #include "io/posix_file.hpp"
 
 namespace ddpx {
 
-std::vector<std::string> expand_braces(const std::string& pattern);
+// `origin`: the flag that named the pattern, named by the errors.
+std::vector<std::string> expand_braces(const std::string& pattern, DataOrigin origin);
 
 class WdsSource : public SampleSource {
  public:
-  explicit WdsSource(const std::string& pattern);
+  // `origin`: the flag that named the shards (--data, --val, ddpx pack SOURCE, ...), named by every error here.
+  WdsSource(const std::string& pattern, DataOrigin origin);
   WdsSource(const WdsSource&) = delete;
   WdsSource& operator=(const WdsSource&) = delete;
   std::string describe() const override;
@@ -56,6 +59,7 @@ class WdsSource : public SampleSource {
   void read_class_names();
 
   std::string pattern_;
+  DataOrigin origin_;
   std::vector<std::string> shards_;
   std::vector<InputFile> files_;  // one per shard, opened as io/posix_file's InputFile (never a FIFO)
   std::vector<Sample> samples_;

@@ -3,7 +3,9 @@
 // includes its rows without a loop between them.
 // Guarantee: accepts(name) is true exactly for custom_name and the names in variants.
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +24,9 @@ struct ModelFamily {
   // (tests/train/test_family_properties*.cpp): a few steps on one CPU core in well under a second.
   std::string test_variant;
   std::string custom_name;  // the spec name of an unnamed shape ("custom" for the ViT, "mlp")
-  std::unique_ptr<Model> (*parse)(std::string_view spec) = nullptr;  // throws ddpx::Error naming the spec
+  // Throws ddpx::Error naming the spec. `classes`: the head's class count where the spec names no classes= (a
+  // classes= in the spec wins); nullopt: the variant's own.
+  std::unique_ptr<Model> (*parse)(std::string_view spec, std::optional<int64_t> classes) = nullptr;
 
   // Whether the spec's name (before ':') belongs to this family: its custom name or one of its variants.
   bool accepts(std::string_view name) const;

@@ -23,16 +23,17 @@ const std::vector<ModelFamily>& model_families() {
   return families;
 }
 
-std::unique_ptr<Model> make_model(std::string_view spec) {
+std::unique_ptr<Model> make_model(std::string_view spec, std::optional<int64_t> classes) {
   const std::string_view name = spec.substr(0, spec.find(':'));
   for (const ModelFamily& family : model_families())
-    if (family.accepts(name)) return family.parse(spec);
+    if (family.accepts(name)) return family.parse(spec, classes);
   fail("unknown model '{}'; known models: {}", name, model_names_help());
 }
 
-std::unique_ptr<Model> make_model_from_flag(std::string_view flag, std::string_view spec) {
+std::unique_ptr<Model> make_model_from_flag(std::string_view flag, std::string_view spec,
+                                            std::optional<int64_t> classes) {
   try {
-    return make_model(spec);
+    return make_model(spec, classes);
   } catch (const Error& error) {
     fail("{} {}: {}", flag, spec, error.what());
   }

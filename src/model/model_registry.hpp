@@ -9,7 +9,9 @@
 //  - Variant names are unique across families, and every family names a small test_variant among its variants
 //    (both checked by tests/model/test_model_registry.cpp).
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +24,14 @@ namespace ddpx {
 // Every registered family, in registry order.
 const std::vector<ModelFamily>& model_families();
 
-// Parses --model (or a checkpoint's recorded spec); errors name the spec and list known_model_names().
-std::unique_ptr<Model> make_model(std::string_view spec);
+// Parses --model (or a checkpoint's recorded spec); errors name the spec and list known_model_names(). `classes`:
+// the class count the run decided (the training data's, or --load's file's head: train/data_classes.hpp), taken
+// where the spec names no classes= (a classes= the spec gives is kept); the returned model's spec() spells it.
+std::unique_ptr<Model> make_model(std::string_view spec, std::optional<int64_t> classes = std::nullopt);
 // make_model of a spec the user typed after `flag` ("--model"): its errors start with the flag and the spec, so a
 // refusal says which flag to change (the train-flag fuzzer's finding: "unknown model 'vit_nope'" named none).
-std::unique_ptr<Model> make_model_from_flag(std::string_view flag, std::string_view spec);
+std::unique_ptr<Model> make_model_from_flag(std::string_view flag, std::string_view spec,
+                                            std::optional<int64_t> classes = std::nullopt);
 
 // Every family's variant names, in registry order.
 std::vector<std::string> known_model_names();

@@ -35,14 +35,6 @@ std::string model_spec_with_classes(const std::string& spec, int64_t classes) {
   return fmt::format("{}:{}{}classes={}", split.base, split.overrides, split.overrides.empty() ? "" : ",", classes);
 }
 
-DatasetContext training_data_context(const TrainOptions& options, const Model& model) {
-  DatasetContext context;
-  context.shape = DataShape{model.input_shape().channels, model.input_shape().image_size, model.num_classes()};
-  context.seed = options.seed;
-  context.images = options.image_pipeline;
-  return context;
-}
-
 std::optional<int64_t> weights_class_count(const std::string& path, const Model& model) {
   const FlatLayout& layout = model.layout();
   const auto head = std::find_if(layout.tensors().begin(), layout.tensors().end(), [](const TensorSlot& slot) {
@@ -55,38 +47,43 @@ std::optional<int64_t> weights_class_count(const std::string& path, const Model&
   return entry->shape.front();  // [classes, features]
 }
 
-std::string model_for_loaded_weights(const TrainOptions& options) {
+// --load W without --reset-head: W's head decides the class count; a classes= that --model gives must agree.
+std::optional<int64_t> loaded_weights_classes(const TrainOptions& options) {
   const std::unique_ptr<Model> model = make_model(options.model);
   const std::optional<int64_t> file_classes = weights_class_count(options.load, *model);
-  if (!file_classes || *file_classes == model->num_classes()) return options.model;
+  if (!file_classes || *file_classes == model->num_classes()) return std::nullopt;
   DDPX_REQUIRE(!model_spec_names_classes(options.model),
                "--model {} has {} classes but --load {} holds a classifier head of {} classes; give classes={} (or no "
                "classes=: the file decides), or add --reset-head to train a new head of {} classes on the file's "
                "other weights", options.model, model->num_classes(), options.load, *file_classes, *file_classes,
                model->num_classes());
-  return model_spec_with_classes(options.model, *file_classes);
+  return file_classes;
 }
 
-TrainOptions with_data_classes(const TrainOptions& requested) {
+TrainOptions with_data_classes(const TrainOptions& requested, const RunData& data) {
   TrainOptions options = requested;
+  options.model_classes = std::nullopt;
+  options.class_names = data.train.class_names;
+  options.data_fingerprint = data.train.fingerprint;
+  options.data_inputs = data.train.inputs;
+  if (data.val) options.data_inputs.insert(options.data_inputs.end(), data.val->inputs.begin(), data.val->inputs.end());
   const bool file_decides = !requested.load.empty() && !requested.reset_head;
-  // --load W without --reset-head: W's head decides the class count (checked against a classes= that --model gives).
-  if (file_decides && std::filesystem::is_regular_file(requested.load))
-    options.model = model_for_loaded_weights(requested);
-  if (!requested.data.is_image_source()) return options;
-  const std::unique_ptr<SampleSource> source = open_sample_source(requested.data, "--data");
-  options.class_names = source->class_names();
-  options.data_inputs = source->inputs();
-  options.data_fingerprint = data_fingerprint(*source);
-  if (requested.val && requested.val->is_image_source())
-    for (FileRole role : open_sample_source(*requested.val, "--val")->inputs()) {
-      role.flag = "--val " + requested.val->text();
-      options.data_inputs.push_back(std::move(role));
-    }
-  if (file_decides || model_spec_names_classes(requested.model)) return options;
-  if (make_model(requested.model)->num_classes() != source->num_classes())
-    options.model = model_spec_with_classes(requested.model, source->num_classes());
+  if (file_decides) {
+    if (std::filesystem::is_regular_file(requested.load)) options.model_classes = loaded_weights_classes(requested);
+    return options;
+  }
+  if (data.train.num_classes == 0 || model_spec_names_classes(requested.model)) return options;
+  if (make_model(requested.model)->num_classes() != data.train.num_classes)
+    options.model_classes = data.train.num_classes;
   return options;
+}
+
+std::unique_ptr<Model> make_run_model(const TrainOptions& options) {
+  return make_model_from_flag("--model", options.model, options.model_classes);
+}
+
+std::string trained_model_spec(const TrainOptions& options) {
+  return options.model_classes ? model_spec_with_classes(options.model, *options.model_classes) : options.model;
 }
 
 }  // namespace ddpx

@@ -9,9 +9,7 @@
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "dist/bootstrap.hpp"
-#include "model/model_registry.hpp"
 #include "optim/hyperparameter.hpp"
-#include "train/data_classes.hpp"
 
 namespace ddpx {
 namespace {
@@ -100,11 +98,9 @@ RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch) {
   return plan;
 }
 
-RunPlan plan_run(const TrainOptions& options) {
-  if (!plan_needs_epochs(options) || !options.data.has_epochs()) return plan_run(options, 0);
-  const std::unique_ptr<Model> model = make_model(options.model);
-  const std::unique_ptr<Dataset> dataset = make_dataset(options.data, training_data_context(options, *model));
-  return plan_run(options, dataset->batches_per_epoch(detect_world().world_size, options.batch));
+int64_t epoch_batches(const TrainOptions& options, const Dataset& train) {
+  if (!plan_needs_epochs(options) || !options.data.has_epochs()) return 0;
+  return train.batches_per_epoch(detect_world().world_size, options.batch);
 }
 
 TrainOptions with_plan(const TrainOptions& requested, const RunPlan& plan) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "data/dataset.hpp"
 #include "optim/lr_schedule.hpp"
 #include "train/run_evaluation.hpp"
 #include "train/train_options.hpp"
@@ -38,10 +39,11 @@ struct RunPlan {
 // batches_per_epoch: the micro-batches each rank runs per epoch at this run's world size (Dataset::
 // batches_per_epoch), 0 for an endless source; read only when the plan needs epochs.
 RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch);
-// The same, counting the training data's batches per epoch (the data opened for its size) only when the plan needs
-// them: --epochs, --lr-warmup-epochs, --eval-every epoch.
-RunPlan plan_run(const TrainOptions& options);
 bool plan_needs_epochs(const TrainOptions& options);
+// What plan_run() takes as batches_per_epoch: the training dataset's (made from the data opened once,
+// train/run_data.hpp) at this job's world size where the plan needs epochs (--epochs, --lr-warmup-epochs,
+// --eval-every epoch), else 0 (nothing is counted).
+int64_t epoch_batches(const TrainOptions& options, const Dataset& train);
 
 // The options the run's parts read, with the plan's length and schedule: the one place a run's --steps and the
 // schedule's horizon are assigned.

@@ -13,6 +13,7 @@
 
 #include "core/fnv1a.hpp"
 #include "optim/hyperparameter.hpp"
+#include "train/data_classes.hpp"
 
 namespace ddpx {
 namespace {
@@ -68,7 +69,7 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
   // A table, read down its columns: name, text, agreed, report, checkpoint.
   // clang-format off
   rows_ = {
-      {"--model", layout.spec(), true, report("model", options.model), json{{"model", layout.spec()}}},
+      {"--model", layout.spec(), true, report("model", trained_model_spec(options)), json{{"model", layout.spec()}}},
       {"--device/--precision", fmt::format("{}/{}", device_name(options.device), precision_name(options.precision)),
        true, report("precision", precision_name(options.precision)), {}},
       {"--batch", std::to_string(options.batch), true, report("batch", options.batch), extra("batch", options.batch)},

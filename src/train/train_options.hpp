@@ -29,7 +29,11 @@ namespace ddpx {
 struct TrainOptions {
   // what to train
   Device device = Device::cpu;
-  std::string model = "vit_small_test";
+  std::string model = "vit_small_test";  // --model as typed
+  // The head's class count the run decided where --model names none and it differs from the spec's own: the
+  // training data's, or --load's file's (train/data_classes.hpp); the model is made with it as a typed value
+  // (make_run_model), never by editing the spec's text. Not a flag.
+  std::optional<int64_t> model_classes;
   Precision precision = Precision::fp32;  // tf32 and bf16 need Device::cuda
   int64_t batch = 32;                     // per rank, per micro-batch
   // optimizer steps; the trainer's run plan (train/run_plan.hpp) resolves the length from this or --epochs

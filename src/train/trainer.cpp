@@ -36,6 +36,7 @@
 #include "train/progress_line.hpp"
 #include "train/reducer_port.hpp"
 #include "train/run_evaluation.hpp"
+#include "train/run_data.hpp"
 #include "train/run_plan.hpp"
 #include "train/run_report.hpp"
 #include "train/step_engine.hpp"
@@ -490,21 +491,24 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
 
 TrainSummary run_training(const TrainOptions& requested) {
   (void)make_model_from_flag("--model", requested.model);  // a spec the registry refuses, named by its flag first
-  // The data's class names (and count, where --model gives none), then the run's plan: its length from --steps or
+  // --data and --val, each opened once (train/run_data.hpp); the data's class names (and count, where --model gives
+  // none), the model, the datasets made from the opened data; then the run's plan: its length from --steps or
   // --epochs and what follows from it (the schedule's horizon and warm-up, --val's cadence), resolved once here.
-  const TrainOptions with_classes = with_data_classes(requested);
-  const RunPlan plan = plan_run(with_classes);
+  const RunData data = open_run_data(requested);
+  const TrainOptions with_classes = with_data_classes(requested, data);
+  const std::unique_ptr<Model> model = make_run_model(with_classes);
+  const RunDatasets datasets = make_run_datasets(data, with_classes, *model);
+  const RunPlan plan = plan_run(with_classes, epoch_batches(with_classes, *datasets.train));
   const TrainOptions options = with_plan(with_classes, plan);
   options.validate();
-  const std::unique_ptr<Model> model = make_model(options.model);
   const FlatLayout& layout = model->layout();
   const DistOptions dist_settings = dist_options(options);
   DistJob job(dist_job_options(dist_settings));
   const RunLog log{.lead = job.lead(), .quiet = options.quiet};
   const std::unique_ptr<DirectoryLock> checkpoint_lock = lock_checkpoint_dir(options, job.rank());
-  if (options.model != requested.model && !options.load.empty() && !options.reset_head)
+  if (options.model_classes && !options.load.empty() && !options.reset_head)
     log(fmt::format("--load {}: the file's classifier head has {} classes, so --model {} trains as {}", options.load,
-                    model->num_classes(), requested.model, options.model));
+                    model->num_classes(), requested.model, trained_model_spec(options)));
   // A data-parallel job means a reducer (attach_reducer below), which reads fp32 gradients unless its hook reads
   // nothing at this world size (the allreduce hook at one rank). The engine's options say once whether its weight
   // gradients are bf16; the start-up line and the run report repeat what they say.
@@ -532,13 +536,9 @@ TrainSummary run_training(const TrainOptions& requested) {
   // the runner follow that answer (Note [Optimizer overlapped with backward]).
   const bool overlap_updates = updates_overlap_backward(options, with_reducer);
   const std::unique_ptr<ReducerPort> reducer = attach_reducer(job, dist_settings, layout, *engine, overlap_updates);
-  const std::unique_ptr<Dataset> dataset = make_dataset(options.data, training_data_context(options, *model));
-  // --val is opened and checked against the training data now (files, labels, class names), before any step.
-  const std::unique_ptr<Dataset> val_dataset =
-      options.val ? make_val_dataset(*options.val, *dataset, options.data, training_data_context(options, *model))
-                  : nullptr;
+  const std::unique_ptr<Dataset>& dataset = datasets.train;
   const int64_t batches_per_epoch = dataset->batches_per_epoch(job.world(), options.batch);
-  const std::optional<RunEvaluator> evaluator = make_evaluator(options, plan, *model, val_dataset.get());
+  const std::optional<RunEvaluator> evaluator = make_evaluator(options, plan, *model, datasets.val.get());
   const LoaderWorkerChoice workers =
       choose_loader_workers(options.workers, options.device == Device::cuda, usable_cpu_count(), job.local_world());
   BatchLoader loader(*dataset, job.rank(), job.world(), options.batch, start.step * options.grad_accum,

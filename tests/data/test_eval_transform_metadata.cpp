@@ -15,7 +15,7 @@ TEST(EvalTransformMetadata, WhatTrainingRecordsReadsBackAsTheSameSettings) {
   settings.normalization.std = {0.5f};
   settings.max_pixels = 12345;
   settings.dct_scaling = false;
-  const DataSpec data = parse_data_spec("idx:/d/fashion", "--data");
+  const DataSpec data = parse_data_spec("idx:/d/fashion", DataOrigin::train_data);
   const TensorMetadata metadata = eval_transform_metadata(settings, data, 1.0);
   const RecordedEvalTransform read = read_eval_transform(metadata, "w.safetensors");
   EXPECT_TRUE(read.recorded);

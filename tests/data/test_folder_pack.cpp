@@ -64,9 +64,9 @@ std::vector<uint8_t> pixels_of(const SampleSource& source, int64_t index, int si
 TEST(FolderAndPack, FashionMnistIsTheSameThroughIdxFolderAndPacks) {
   if (!fs::exists(fs::path(kFashion) / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
   const TempDir dir("fashion_folder");
-  const IdxSource idx(kFashion, DataSplit::train);
+  const IdxSource idx(kFashion, DataSplit::train, DataOrigin::train_data);
   write_fashion_folder(idx, dir.path / "train", 60);
-  const FolderSource folder((dir.path / "train").string());
+  const FolderSource folder((dir.path / "train").string(), DataOrigin::train_data);
   ASSERT_EQ(folder.size(), 60);
   EXPECT_EQ(folder.class_names(), (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}));
   PackOptions raw;
@@ -75,7 +75,8 @@ TEST(FolderAndPack, FashionMnistIsTheSameThroughIdxFolderAndPacks) {
   PackOptions jpeg;
   jpeg.jpeg_quality = 95;
   write_pack(folder, (dir.path / "jpeg.pack").string(), jpeg);
-  const PackSource raw_pack((dir.path / "raw.pack").string()), jpeg_pack((dir.path / "jpeg.pack").string());
+  const PackSource raw_pack((dir.path / "raw.pack").string(), DataOrigin::train_data);
+  const PackSource jpeg_pack((dir.path / "jpeg.pack").string(), DataOrigin::train_data);
   EXPECT_EQ(raw_pack.class_names(), folder.class_names());
   EXPECT_TRUE(raw_pack.photographs());  // a folder's images: crop-flip by default, as the folder's
   for (int64_t i = 0; i < folder.size(); ++i) {
@@ -107,8 +108,8 @@ TEST(FolderAndPack, ABatchFromAFolderEqualsTheSameBatchFromItsRawPack) {
       testing::write_file((dir.path / "cat" / ("c" + std::to_string(n++) + ".jpg")).string(), testing::encode_jpeg(small, 90, kind));
       testing::write_file((dir.path / "other" / "deeper" / ("o" + std::to_string(n++) + ".png")).string(), testing::encode_png(small));
     }
-  const DataSpec folder_spec = parse_data_spec("folder:" + dir.path.string(), "--data");
-  const std::unique_ptr<SampleSource> folder = open_sample_source(folder_spec, "--data");
+  const DataSpec folder_spec = parse_data_spec("folder:" + dir.path.string(), DataOrigin::train_data);
+  const std::unique_ptr<SampleSource> folder = open_sample_source(folder_spec);
   ASSERT_EQ(folder->size(), 32);
   EXPECT_EQ(folder->class_names(), (std::vector<std::string>{"cat", "other"}));
   PackOptions raw;
@@ -120,7 +121,7 @@ TEST(FolderAndPack, ABatchFromAFolderEqualsTheSameBatchFromItsRawPack) {
   context.images.augmentation = Augmentation::crop_flip;
   context.images.dct_scaling = false;
   const std::unique_ptr<Dataset> from_folder = make_dataset(folder_spec, context);
-  const std::unique_ptr<Dataset> from_pack = make_dataset(parse_data_spec("pack:" + dir.path.string() + ".pack", "--data"), context);
+  const std::unique_ptr<Dataset> from_pack = make_dataset(parse_data_spec("pack:" + dir.path.string() + ".pack", DataOrigin::train_data), context);
   // A raw pack stores each image's full decode, so without DCT-scaled JPEG decoding (an approximation, see
   // test_image_decode) the folder's random crops and the pack's are the same pixels: every batch equal, bit for bit.
   std::vector<uint8_t> a(4 * 32 * 32 * 3), b(a.size());
@@ -136,16 +137,16 @@ TEST(FolderAndPack, ABatchFromAFolderEqualsTheSameBatchFromItsRawPack) {
 
 TEST(FolderAndPack, BadFoldersAreRefusedNamingTheFolderOrFile) {
   const TempDir dir("bad_folder");
-  expect_error([&] { FolderSource s(dir.path.string()); }, {"holds no class folders", "ImageFolder"});
+  expect_error([&] { FolderSource s(dir.path.string(), DataOrigin::train_data); }, {"holds no class folders", "ImageFolder"});
   fs::create_directories(dir.path / "a");
   fs::create_directories(dir.path / "b");
   testing::write_file((dir.path / "a" / "x.png").string(), testing::read_file(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/images/rgb.png"));
-  expect_error([&] { FolderSource s(dir.path.string()); }, {"class folder", "/b holds no .jpg, .jpeg or .png file"});
+  expect_error([&] { FolderSource s(dir.path.string(), DataOrigin::train_data); }, {"class folder", "/b holds no .jpg, .jpeg or .png file"});
   testing::write_file((dir.path / "b" / "y.bmp").string(), {'B', 'M'});
-  expect_error([&] { FolderSource s(dir.path.string()); }, {"y.bmp", ".bmp images are not read by ddpx", "convert"});
+  expect_error([&] { FolderSource s(dir.path.string(), DataOrigin::train_data); }, {"y.bmp", ".bmp images are not read by ddpx", "convert"});
   fs::remove(dir.path / "b" / "y.bmp");
   testing::write_file((dir.path / "b" / "notes.jpg").string(), {'h', 'e', 'l', 'l', 'o'});
-  const FolderSource folder(dir.path.string());  // listing is fine; the file fails when read
+  const FolderSource folder(dir.path.string(), DataOrigin::train_data);  // listing is fine; the file fails when read
   std::vector<uint8_t> scratch;
   expect_error([&] { folder.read(1, scratch); }, {"notes.jpg: not a JPEG or PNG image (5 bytes", "replace or remove"});
   fs::remove(dir.path / "b" / "notes.jpg");
@@ -158,7 +159,7 @@ TEST(FolderAndPack, ALabelOutsideTheModelsClassesNamesTheFileAndItsClass) {
   for (const char* name : {"cat", "dog", "fox"}) testing::write_file((dir.path / name / "a.png").string(), png);
   DatasetContext context;
   context.shape = DataShape{3, 8, 2};
-  const DataSpec spec = parse_data_spec("folder:" + dir.path.string(), "--data");
+  const DataSpec spec = parse_data_spec("folder:" + dir.path.string(), DataOrigin::train_data);
   expect_error([&] { make_dataset(spec, context); },
                {"--data folder:", (dir.path / "fox" / "a.png").string(), "has label 2 (class 'fox')",
                 "the model has 2 classes", "the data has 3 classes", "classes=3"});
@@ -172,7 +173,7 @@ TEST(FolderAndPack, DamagedPacksAreRefusedNamingTheFile) {
   for (int i = 0; i < 3; ++i)
     testing::write_file((dir.path / "src" / "a" / (std::to_string(i) + ".png")).string(),
                         testing::read_file(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/images/rgb.png"));
-  const FolderSource folder((dir.path / "src").string());
+  const FolderSource folder((dir.path / "src").string(), DataOrigin::train_data);
   PackOptions raw;
   raw.storage = PackStorage::raw;
   const std::string path = (dir.path / "p.pack").string();
@@ -183,22 +184,22 @@ TEST(FolderAndPack, DamagedPacksAreRefusedNamingTheFile) {
     bytes[offset] = value;
     testing::write_file(path, bytes);
   };
-  { const PackSource ok(path); EXPECT_EQ(ok.size(), 3); }
+  { const PackSource ok(path, DataOrigin::train_data); EXPECT_EQ(ok.size(), 3); }
   with(8, 7);  // the preamble's version
-  expect_error([&] { PackSource p(path); }, {path, "format version 7, this ddpx reads version 1", "repack"});
+  expect_error([&] { PackSource p(path, DataOrigin::train_data); }, {path, "format version 7, this ddpx reads version 1", "repack"});
   with(16 + 5, uint8_t(good[16 + 5] ^ 0xFF));  // a byte of record 0
   {
-    const PackSource p(path);  // the index is fine: opening works
+    const PackSource p(path, DataOrigin::train_data);  // the index is fine: opening works
     std::vector<uint8_t> scratch;
     expect_error([&] { p.read(0, scratch); }, {path, "record 0 fails its checksum", "repack"});
     EXPECT_NO_THROW(p.read(1, scratch));
   }
   const uint64_t index_offset = good.size() - 128 - 3 * 32 - 2;  // classes "a\n": 2 bytes
   with(size_t(index_offset + 12), 9);  // a label in the index
-  expect_error([&] { PackSource p(path); }, {"index's checksum does not match"});
+  expect_error([&] { PackSource p(path, DataOrigin::train_data); }, {"index's checksum does not match"});
   std::vector<uint8_t> cut(good.begin(), good.end() - 50);
   testing::write_file(path, cut);
-  expect_error([&] { PackSource p(path); }, {"no pack trailer", "cut short", "ddpx pack"});
+  expect_error([&] { PackSource p(path, DataOrigin::train_data); }, {"no pack trailer", "cut short", "ddpx pack"});
 }
 
 }  // namespace

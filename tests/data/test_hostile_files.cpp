@@ -48,7 +48,7 @@ std::vector<uint8_t> good_pack(const fs::path& dir) {
   PackOptions raw;
   raw.storage = PackStorage::raw;
   const std::string path = (dir / "good.pack").string();
-  write_pack(FolderSource((dir / "src").string()), path, raw);
+  write_pack(FolderSource((dir / "src").string(), DataOrigin::train_data), path, raw);
   return testing::read_file(path);
 }
 
@@ -88,7 +88,7 @@ TEST(HostilePack, EntryOffsetsAndSizesNearTwoToThe64AreRefusedNotWrapped) {
     e.height = static_cast<uint16_t>(size), e.width = 1, e.channels = 1;  // a consistent raw shape: only the place is wrong
     pack.set_entry(0, e);
     pack.write(path);
-    expect_error([&] { PackSource p(path); }, {path, "index entry 0 is inconsistent", "repack"});
+    expect_error([&] { PackSource p(path, DataOrigin::train_data); }, {path, "index entry 0 is inconsistent", "repack"});
   }
   // A record that runs into the index (offset inside the records region, size past index_offset).
   CraftedPack pack(good);
@@ -96,7 +96,7 @@ TEST(HostilePack, EntryOffsetsAndSizesNearTwoToThe64AreRefusedNotWrapped) {
   e.size = static_cast<uint32_t>(pack.trailer.index_offset - e.offset + 16);
   pack.set_entry(2, e);
   pack.write(path);
-  expect_error([&] { PackSource p(path); }, {path, "index entry 2 is inconsistent"});
+  expect_error([&] { PackSource p(path, DataOrigin::train_data); }, {path, "index entry 2 is inconsistent"});
 }
 
 TEST(HostilePack, TrailerOffsetsAndCountsAtBoundariesAreRefusedNotWrapped) {
@@ -107,7 +107,7 @@ TEST(HostilePack, TrailerOffsetsAndCountsAtBoundariesAreRefusedNotWrapped) {
     CraftedPack pack(good);
     edit(pack.trailer);
     pack.write(path);
-    expect_error([&] { PackSource p(path); }, {path, "the trailer's offsets do not fit", "repack"});
+    expect_error([&] { PackSource p(path, DataOrigin::train_data); }, {path, "the trailer's offsets do not fit", "repack"});
   };
   // issue 48: index_offset = 2^64 - 16 wrapped index_offset + 32 N and passed.
   for (uint64_t value : {kMax - 15, kMax, uint64_t{1} << 63, uint64_t{0}, uint64_t{1}, uint64_t{8}, uint64_t(good.size())})
@@ -134,17 +134,17 @@ TEST(HostilePack, AnUnnamedClassCountBeyondTheLabelsIsRefused) {
   pack.trailer.classes_crc32 = 0;
   const std::string path = (scratch.dir / "bad.pack").string();
   pack.write(path);
-  EXPECT_EQ(PackSource(path).num_classes(), 2);
+  EXPECT_EQ(PackSource(path, DataOrigin::train_data).num_classes(), 2);
   pack.trailer.class_count = 1u << 24;  // labels 0 and 1, no names: a 2^24-way head
   pack.write(path);
-  expect_error([&] { PackSource p(path); }, {path, "the trailer says 16777216 classes but names none", "up to 1"});
+  expect_error([&] { PackSource p(path, DataOrigin::train_data); }, {path, "the trailer says 16777216 classes but names none", "up to 1"});
 }
 
 TEST(HostilePack, APackTruncatedInPlaceWhileReadIsAnErrorNamingTheFile) {
   const Scratch scratch("pack_truncated");
   const std::vector<uint8_t> good = good_pack(scratch.dir);
   const std::string path = (scratch.dir / "good.pack").string();
-  const PackSource pack(path);
+  const PackSource pack(path, DataOrigin::train_data);
   std::vector<uint8_t> buffer;
   EXPECT_NO_THROW(pack.read(2, buffer));
   // `truncate -s` under a running read: a mapped pack died of SIGBUS here (issue 48 item 4).
@@ -167,13 +167,13 @@ TEST(HostilePack, PackNeverWritesOverItsOwnSource) {
   // ddpx pack pack:j.pack j.pack, and OUT a symlink to the source.
   fs::create_symlink(pack, scratch.dir / "link.pack");
   for (const std::string& out : {pack, (scratch.dir / "link.pack").string()})
-    expect_error([&] { write_pack(PackSource(pack), out, raw); }, {"OUT", out, "same file as the data pack:"});
+    expect_error([&] { write_pack(PackSource(pack, DataOrigin::train_data), out, raw); }, {"OUT", out, "same file as the data pack:"});
   EXPECT_EQ(testing::read_file(pack), good);
   // ddpx pack folder:D D/c0/0.png, and a new file inside D.
   const fs::path folder = scratch.dir / "src";
   const std::vector<uint8_t> image = testing::read_file((folder / "a/0.png").string());
   for (const fs::path& out : {folder / "a/0.png", folder / "b/new.pack", folder / "new.pack"})
-    expect_error([&] { write_pack(FolderSource(folder.string()), out.string(), raw); },
+    expect_error([&] { write_pack(FolderSource(folder.string(), DataOrigin::train_data), out.string(), raw); },
                  {"OUT", out.string(), "is inside the data folder:"});
   EXPECT_EQ(testing::read_file((folder / "a/0.png").string()), image);
   // ddpx pack idx:D D/train-images-idx3-ubyte.
@@ -182,10 +182,10 @@ TEST(HostilePack, PackNeverWritesOverItsOwnSource) {
   testing::write_file((idx / "train-images-idx3-ubyte").string(), images);
   testing::write_file((idx / "train-labels-idx1-ubyte").string(), {0, 0, 8, 1, 0, 0, 0, 1, 0});
   for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"})
-    expect_error([&] { write_pack(IdxSource(idx.string(), DataSplit::train), (idx / name).string(), raw); },
+    expect_error([&] { write_pack(IdxSource(idx.string(), DataSplit::train, DataOrigin::train_data), (idx / name).string(), raw); },
                  {"OUT", name, "same file as the data's idx"});
   EXPECT_EQ(testing::read_file((idx / "train-images-idx3-ubyte").string()), images);
-  EXPECT_NO_THROW(write_pack(IdxSource(idx.string(), DataSplit::train), (idx / "ok.pack").string(), raw));
+  EXPECT_NO_THROW(write_pack(IdxSource(idx.string(), DataSplit::train, DataOrigin::train_data), (idx / "ok.pack").string(), raw));
 }
 
 TEST(HostilePack, AClassNameWithANewlineIsRefusedAtPackTime) {
@@ -196,7 +196,7 @@ TEST(HostilePack, AClassNameWithANewlineIsRefusedAtPackTime) {
   raw.storage = PackStorage::raw;
   const std::string out = (scratch.dir / "x.pack").string();
   // Before: written, exit 0, then refused by its own reader as damaged (three names for two classes).
-  expect_error([&] { write_pack(FolderSource((scratch.dir / "src").string()), out, raw); },
+  expect_error([&] { write_pack(FolderSource((scratch.dir / "src").string(), DataOrigin::train_data), out, raw); },
                {"class name 'a\nb'", "holds a newline", "rename that class folder"});
   EXPECT_FALSE(fs::exists(out));
 }
@@ -204,25 +204,25 @@ TEST(HostilePack, AClassNameWithANewlineIsRefusedAtPackTime) {
 TEST(HostileFolder, ASymlinkLoopOrAFolderReachedTwiceIsRefusedNamingTheLink) {
   const Scratch scratch("folder_loops");
   for (const char* file : {"a/0.png", "b/1.png"}) testing::write_file((scratch.dir / file).string(), fixture_png());
-  EXPECT_EQ(FolderSource(scratch.dir.string()).size(), 2);
+  EXPECT_EQ(FolderSource(scratch.dir.string(), DataOrigin::train_data).size(), 2);
   // issue 48: a/loop -> . gave 84 images instead of 4; a/up -> .. labelled class b's images as a.
   fs::create_directory_symlink(".", scratch.dir / "a" / "loop");
-  expect_error([&] { FolderSource s(scratch.dir.string()); },
+  expect_error([&] { FolderSource s(scratch.dir.string(), DataOrigin::train_data); },
                {(scratch.dir / "a" / "loop").string(), "already read", "remove the link"});
   fs::remove(scratch.dir / "a" / "loop");
   fs::create_directory_symlink("../b", scratch.dir / "a" / "other");
-  expect_error([&] { FolderSource s(scratch.dir.string()); },
+  expect_error([&] { FolderSource s(scratch.dir.string(), DataOrigin::train_data); },
                {(scratch.dir / "a" / "other").string(), "already read", (scratch.dir / "b").string()});
   fs::remove(scratch.dir / "a" / "other");
   fs::create_symlink(scratch.dir / "gone.png", scratch.dir / "a" / "dangling.png");  // skipped, as before
-  EXPECT_EQ(FolderSource(scratch.dir.string()).size(), 2);
+  EXPECT_EQ(FolderSource(scratch.dir.string(), DataOrigin::train_data).size(), 2);
   fs::remove(scratch.dir / "a" / "dangling.png");
   // A link to a folder outside the tree is read (once) as part of its class, and its files count as inputs.
   testing::write_file((scratch.dir.parent_path() / ("ddpx_hostile_outside_" + std::to_string(::getpid())) / "2.png").string(),
                       fixture_png());
   const fs::path outside = scratch.dir.parent_path() / ("ddpx_hostile_outside_" + std::to_string(::getpid()));
   fs::create_directory_symlink(outside, scratch.dir / "b" / "more");
-  const FolderSource linked(scratch.dir.string());
+  const FolderSource linked(scratch.dir.string(), DataOrigin::train_data);
   EXPECT_EQ(linked.size(), 3);
   PackOptions raw;
   raw.storage = PackStorage::raw;
@@ -245,20 +245,20 @@ std::vector<NotAFile> not_files(const fs::path& dir, const std::string& name) {
 TEST(HostileInputs, FifosDevicesAndFoldersAreRefusedByEveryReaderWithoutBlocking) {
   const Scratch scratch("not_files");
   for (const NotAFile& input : not_files(scratch.dir, "data")) {
-    expect_error([&] { PackSource p(input.path); }, {input.path, input.kind, "regular files only"});
-    expect_error([&] { WdsSource w(input.path); }, {input.path, input.kind});
+    expect_error([&] { PackSource p(input.path, DataOrigin::train_data); }, {input.path, input.kind, "regular files only"});
+    expect_error([&] { WdsSource w(input.path, DataOrigin::train_data); }, {input.path, input.kind});
   }
   // idx: the images file is a FIFO.
   const fs::path idx = scratch.dir / "idx";
   fs::create_directories(idx);
   ::mkfifo((idx / "train-images-idx3-ubyte").c_str(), 0600);
   testing::write_file((idx / "train-labels-idx1-ubyte").string(), {0, 0, 8, 1, 0, 0, 0, 0});
-  expect_error([&] { IdxSource s(idx.string(), DataSplit::train); }, {"train-images-idx3-ubyte", "a FIFO"});
+  expect_error([&] { IdxSource s(idx.string(), DataSplit::train, DataOrigin::train_data); }, {"train-images-idx3-ubyte", "a FIFO"});
   // folder: an image replaced by a FIFO after the listing (mid-run).
   const fs::path folder = scratch.dir / "folder";
   testing::write_file((folder / "a" / "0.png").string(), fixture_png());
   testing::write_file((folder / "b" / "1.png").string(), fixture_png());
-  const FolderSource source(folder.string());
+  const FolderSource source(folder.string(), DataOrigin::train_data);
   fs::remove(folder / "b" / "1.png");
   ::mkfifo((folder / "b" / "1.png").c_str(), 0600);
   std::vector<uint8_t> buffer;
@@ -308,13 +308,13 @@ TEST(HostileIdx, AGzipFileIsInflatedOnlyAsFarAsItsHeaderSays) {
   labels.push_back(0);
   testing::write_file((scratch.dir / "train-labels-idx1-ubyte.gz").string(), gzip(labels));
   const auto start = std::chrono::steady_clock::now();
-  expect_error([&] { IdxSource s(scratch.dir.string(), DataSplit::train); },
+  expect_error([&] { IdxSource s(scratch.dir.string(), DataSplit::train, DataOrigin::train_data); },
                {"train-images-idx3-ubyte.gz", "holds more bytes than its header", "1 images of 28 x 28", "800"});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
   // A short file whose header claims 16 GiB: refused before inflating, not after allocating.
   testing::write_file((scratch.dir / "train-images-idx3-ubyte.gz").string(),
                       gzip(idx_header({0x803, 1u << 18, 256, 256})));
-  expect_error([&] { IdxSource s(scratch.dir.string(), DataSplit::train); },
+  expect_error([&] { IdxSource s(scratch.dir.string(), DataSplit::train, DataOrigin::train_data); },
                {"train-images-idx3-ubyte.gz", "its header says the file holds 17179869200 bytes", "cannot hold"});
   // The labels file too: it claims 1 label and holds a million.
   labels.resize(1 << 20, 0);
@@ -323,7 +323,7 @@ TEST(HostileIdx, AGzipFileIsInflatedOnlyAsFarAsItsHeaderSays) {
   one_pixel.push_back(7);
   testing::write_file((scratch.dir / "train-images-idx3-ubyte.gz").string(), gzip(one_pixel));
   testing::write_file((scratch.dir / "train-labels-idx1-ubyte.gz").string(), gzip(labels));
-  expect_error([&] { IdxSource s(scratch.dir.string(), DataSplit::train); },
+  expect_error([&] { IdxSource s(scratch.dir.string(), DataSplit::train, DataOrigin::train_data); },
                {"train-labels-idx1-ubyte.gz", "holds 1 labels", "do not belong together"});
 }
 
@@ -366,16 +366,16 @@ TEST(HostileWds, AGzippedShardAndAHugeLabelAreRefusedNamingTheShard) {
   const std::string path = (scratch.dir / "s.tar").string();
   const auto text = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
   testing::write_file(path, gzip(testing::make_tar({{"k1.png", fixture_png()}, {"k1.cls", text("0")}})));
-  expect_error([&] { WdsSource w(path); }, {path, "is gzip-compressed (a .tar.gz)", "gunzip"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {path, "is gzip-compressed (a .tar.gz)", "gunzip"});
   testing::write_file(path, testing::make_tar({{"k1.png", fixture_png()}, {"k1.cls", text("1073741823")}}));
-  expect_error([&] { WdsSource w(path); }, {path, "k1.cls holds class 1073741823, beyond the 1000000 classes"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {path, "k1.cls holds class 1073741823, beyond the 1000000 classes"});
 }
 
 TEST(HostileWds, ABraceProductIsCappedLikeEachRange) {
   const auto start = std::chrono::steady_clock::now();
-  expect_error([] { expand_braces("x{0..9999}{0..9999}.tar"); }, {"10000 x 10000 shard names", "check the pattern"});
+  expect_error([] { expand_braces("x{0..9999}{0..9999}.tar", DataOrigin::train_data); }, {"10000 x 10000 shard names", "check the pattern"});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
-  EXPECT_EQ(expand_braces("x{0..9}{0..9}.tar").size(), 100u);
+  EXPECT_EQ(expand_braces("x{0..9}{0..9}.tar", DataOrigin::train_data).size(), 100u);
 }
 
 TEST(HostileWds, ASampleWithTwoLabelsOrTwoImagesIsRefusedNamingShardAndKey) {
@@ -384,11 +384,11 @@ TEST(HostileWds, ASampleWithTwoLabelsOrTwoImagesIsRefusedNamingShardAndKey) {
   const std::string path = (scratch.dir / "s.tar").string();
   const auto text = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
   testing::write_file(path, testing::make_tar({{"k1.png", png}, {"k1.cls", text("0")}, {"k1.cls", text("1")}}));
-  expect_error([&] { WdsSource w(path); }, {path, "the sample 'k1' has two k1.cls members"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {path, "the sample 'k1' has two k1.cls members"});
   testing::write_file(path, testing::make_tar({{"k1.png", png}, {"k1.jpg", png}, {"k1.cls", text("0")}}));
-  expect_error([&] { WdsSource w(path); }, {path, "the sample 'k1' has two images (k1.png and k1.jpg)"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {path, "the sample 'k1' has two images (k1.png and k1.jpg)"});
   testing::write_file(path, testing::make_tar({{"k1.png", png}, {"k1.cls", text("0")}, {"k2.png", png}, {"k2.cls", text("1")}}));
-  EXPECT_EQ(WdsSource(path).size(), 2);
+  EXPECT_EQ(WdsSource(path, DataOrigin::train_data).size(), 2);
 }
 
 }  // namespace

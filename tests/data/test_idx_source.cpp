@@ -62,7 +62,7 @@ struct TinyIdx {
 TEST(IdxSource, ReadsPlainAndGzippedFilesExactly) {
   for (bool gzip : {false, true}) {
     const TinyIdx tiny(gzip ? "gz" : "plain", gzip);
-    const IdxSource source(tiny.dir.string(), DataSplit::train);
+    const IdxSource source(tiny.dir.string(), DataSplit::train, DataOrigin::train_data);
     ASSERT_EQ(source.size(), tiny.count);
     EXPECT_EQ(source.num_classes(), 3);
     std::vector<uint8_t> scratch;
@@ -80,7 +80,7 @@ TEST(IdxSource, ReadsPlainAndGzippedFilesExactly) {
 
 TEST(IdxSource, DamagedOrMissingFilesAreRefusedNamingThem) {
   const TinyIdx tiny("bad", false);
-  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::test); },
+  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::test, DataOrigin::train_data); },
                {"t10k-images-idx3-ubyte", "is a file", "dataset-fashion-mnist"});
   // Truncated images.
   std::vector<uint8_t> cut = big_endian(0x803);
@@ -88,11 +88,11 @@ TEST(IdxSource, DamagedOrMissingFilesAreRefusedNamingThem) {
     for (uint8_t b : big_endian(v)) cut.push_back(b);
   cut.resize(cut.size() + 50);
   tiny.write("train-images-idx3-ubyte", cut, false);
-  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::train); },
+  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::train, DataOrigin::train_data); },
                {"train-images-idx3-ubyte has 66 bytes", "needs 136", "truncated"});
   // Not an idx file at all.
   tiny.write("train-images-idx3-ubyte", {'<', 'h', 't', 'm', 'l', '>', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, false);
-  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::train); }, {"is not an idx image file", "magic"});
+  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::train, DataOrigin::train_data); }, {"is not an idx image file", "magic"});
 }
 
 TEST(IdxSource, LabelsCountMismatchIsRefused) {
@@ -101,13 +101,14 @@ TEST(IdxSource, LabelsCountMismatchIsRefused) {
   for (uint8_t b : big_endian(5)) labels.push_back(b);
   labels.insert(labels.end(), 5, 1);
   tiny.write("train-labels-idx1-ubyte", labels, false);
-  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::train); }, {"holds 5 labels", "for the 6 images"});
+  expect_error([&] { IdxSource(tiny.dir.string(), DataSplit::train, DataOrigin::train_data); }, {"holds 5 labels", "for the 6 images"});
 }
 
 TEST(IdxSource, FashionMnistFromDebian) {
   if (!fs::exists(fs::path(kFashion) / "train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << kFashion << " is missing: apt-get install dataset-fashion-mnist (scripts/install-deps.sh --tests)";
-  const IdxSource train(kFashion, DataSplit::train), test(kFashion, DataSplit::test);
+  const IdxSource train(kFashion, DataSplit::train, DataOrigin::train_data);
+  const IdxSource test(kFashion, DataSplit::test, DataOrigin::train_data);
   EXPECT_EQ(train.size(), 60000);
   EXPECT_EQ(test.size(), 10000);
   EXPECT_EQ(train.num_classes(), 10);
@@ -133,7 +134,7 @@ TEST(ImageDataset, IdxBatchesAreTheImagesCenterCroppedAndNormalized) {
   for (int64_t channels : {1, 3}) {
     context.shape = DataShape{channels, 4, 3};
     // 5x4 images, a 4x4 model: Resize(4) keeps 5x4 (scale 1), CenterCrop(4) starts at row round(0.5) = 0.
-    const std::unique_ptr<Dataset> data = make_dataset(parse_data_spec("idx:" + tiny.dir.string(), "--val"), context);
+    const std::unique_ptr<Dataset> data = make_dataset(parse_data_spec("idx:" + tiny.dir.string(), DataOrigin::train_val), context);
     ASSERT_TRUE(data->fills_pixels());
     std::vector<uint8_t> pixels(size_t(6 * 16 * channels));
     std::vector<int32_t> labels(6), labels2(6);
@@ -160,7 +161,7 @@ TEST(ImageDataset, ShuffledBatchesAreAPureFunctionOfStepRankAndWorld) {
   DatasetContext context;
   context.shape = DataShape{1, 4, 3};
   context.seed = 4;
-  const DataSpec spec = parse_data_spec("idx:" + tiny.dir.string(), "--data");
+  const DataSpec spec = parse_data_spec("idx:" + tiny.dir.string(), DataOrigin::train_data);
   const std::unique_ptr<Dataset> data = make_dataset(spec, context), again = make_dataset(spec, context);
   EXPECT_EQ(data->batches_per_epoch(2, 3), 1);
   std::vector<uint8_t> a(3 * 16), b(3 * 16);
@@ -181,20 +182,20 @@ TEST(ImageDataset, LabelsOutsideTheModelsClassesAreRefused) {
   DatasetContext context;
   context.shape = DataShape{1, 4, 2};  // labels 0..2 need 3 classes
   // Sample 2 is the first with label 2 (labels cycle 0, 1, 2): named by its file and index.
-  expect_error([&] { make_dataset(parse_data_spec("idx:" + tiny.dir.string(), "--data"), context); },
+  expect_error([&] { make_dataset(parse_data_spec("idx:" + tiny.dir.string(), DataOrigin::train_data), context); },
                {"train-images-idx3-ubyte image 2 has label 2, but the model has 2 classes (labels 0 to 1)",
                 "the data has 3 classes", "classes=3"});
 }
 
 TEST(IdxSource, FashionMnistNamesItsClassesAsTorchvisionAndOtherIdxFilesNone) {
   const TinyIdx tiny("unnamed", false);
-  EXPECT_TRUE(IdxSource(tiny.dir.string(), DataSplit::train).class_names().empty());
+  EXPECT_TRUE(IdxSource(tiny.dir.string(), DataSplit::train, DataOrigin::train_data).class_names().empty());
   if (!fs::exists(fs::path(kFashion) / "t10k-labels-idx1-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
   // torchvision.datasets.FashionMNIST.classes
   const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                           "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   for (const DataSplit split : {DataSplit::train, DataSplit::test}) {
-    const IdxSource fashion(kFashion, split);
+    const IdxSource fashion(kFashion, split, DataOrigin::train_data);
     EXPECT_EQ(fashion.class_names(), names);
     EXPECT_EQ(fashion.num_classes(), 10);
   }

@@ -232,7 +232,7 @@ TEST(PhotographPixels, AGivenEvalResizeSideReplacesTheDefault) {
   const testing::ScratchDir dir("ddpx-eval-resize");
   const std::vector<uint8_t> png = testing::encode_png(photo);
   testing::write_file((dir.path() / "cup" / "coffee.png").string(), png);
-  const DataSpec spec = parse_data_spec("folder:" + dir.path().string(), "--val");
+  const DataSpec spec = parse_data_spec("folder:" + dir.path().string(), DataOrigin::train_val);
   const OneFileSource same_file(png, "coffee.png");
   for (const int64_t given : {int64_t{0}, int64_t{48}}) {
     DatasetContext context;

@@ -166,7 +166,7 @@ TEST(RandAugment, LoaderBatchesDoNotDependOnWorkersAndValIsNotAugmented) {
   DatasetContext context;
   context.shape = DataShape{1, 28, 10};
   context.seed = 5;
-  const DataSpec train = parse_data_spec(std::string("idx:") + kFashion + ":train", "--data");
+  const DataSpec train = parse_data_spec(std::string("idx:") + kFashion + ":train", DataOrigin::train_data);
   const std::unique_ptr<Dataset> plain = make_dataset(train, context);
   context.images.rand_augment = parse_rand_augment("2,9");
   const std::unique_ptr<Dataset> augmented = make_dataset(train, context);
@@ -184,7 +184,7 @@ TEST(RandAugment, LoaderBatchesDoNotDependOnWorkersAndValIsNotAugmented) {
   EXPECT_GT(changed, 96 * 3 / 4);
   // --val: in order, the eval transform, and no RandAugment whatever the settings say.
   context.training = false;
-  const DataSpec test = parse_data_spec(std::string("idx:") + kFashion + ":test", "--val");
+  const DataSpec test = parse_data_spec(std::string("idx:") + kFashion + ":test", DataOrigin::train_val);
   const std::unique_ptr<Dataset> val = make_dataset(test, context);
   EXPECT_EQ(val->describe().find("RandAugment"), std::string::npos) << val->describe();
   context.images.rand_augment = RandAugmentSpec{};

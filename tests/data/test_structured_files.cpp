@@ -56,13 +56,13 @@ TEST(StructuredSweep, EveryPackFieldAtEveryBoundaryIsReadOrRefusedNamingTheFile)
   const std::vector<uint8_t> seed = fuzz::seed_pack();
   const std::vector<fuzz::Field> fields = fuzz::pack_fields(seed);
   testing::write_file(path, seed);
-  ASSERT_EQ(outcome("seed", [&] { read_all(PackSource(path)); }), "");
+  ASSERT_EQ(outcome("seed", [&] { read_all(PackSource(path, DataOrigin::train_data)); }), "");
   int refused = 0, files = 0;
   const auto run = [&](const std::vector<Edit>& edits, const std::string& what) {
     std::vector<uint8_t> bytes = seed;
     fuzz::edit_pack(bytes, fields, edits);
     testing::write_file(path, bytes);
-    const std::string error = outcome(what, [&] { read_all(PackSource(path)); });
+    const std::string error = outcome(what, [&] { read_all(PackSource(path, DataOrigin::train_data)); });
     ++files;
     if (!error.empty()) {
       ++refused;
@@ -94,7 +94,7 @@ TEST(StructuredSweep, EveryTarHeaderSizeAndTypeAtEveryBoundaryIsReadOrRefusedNam
   const std::vector<fuzz::Field> fields = fuzz::tar_fields(seed);
   ASSERT_EQ(fields.size(), 8u);
   testing::write_file(path, seed);
-  ASSERT_EQ(outcome("seed", [&] { EXPECT_EQ(WdsSource(path).size(), 2); }), "");
+  ASSERT_EQ(outcome("seed", [&] { EXPECT_EQ(WdsSource(path, DataOrigin::train_data).size(), 2); }), "");
   for (size_t f = 0; f < fields.size(); ++f) {
     std::vector<uint64_t> values = fuzz::boundary_values(fields[f].width, seed.size());
     if (fields[f].width == 1) values = {0, '0', '1', '5', 'x', 'L', 'g', 0xff};
@@ -103,7 +103,7 @@ TEST(StructuredSweep, EveryTarHeaderSizeAndTypeAtEveryBoundaryIsReadOrRefusedNam
       fuzz::edit_tar(bytes, fields, {{f, value}});
       testing::write_file(path, bytes);
       const std::string error = outcome(fields[f].name, [&] {
-        const WdsSource wds(path);
+        const WdsSource wds(path, DataOrigin::train_data);
         std::vector<uint8_t> scratch;
         for (int64_t i = 0; i < wds.size(); ++i) wds.read(i, scratch);
       });
@@ -129,7 +129,7 @@ TEST(StructuredSweep, EveryIdxHeaderFieldAtEveryBoundaryIsReadOrRefusedQuickly) 
       write("train-images-idx3-ubyte", im);
       write("train-labels-idx1-ubyte", lb);
       const auto start = std::chrono::steady_clock::now();
-      const std::string error = outcome(what, [&] { read_all(IdxSource(folder.dir.string(), DataSplit::train)); });
+      const std::string error = outcome(what, [&] { read_all(IdxSource(folder.dir.string(), DataSplit::train, DataOrigin::train_data)); });
       EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << what;
       if (!error.empty()) EXPECT_NE(error.find("idx"), std::string::npos) << what << ": " << error;
     };

@@ -24,11 +24,11 @@ using testing::expect_error;
 std::vector<uint8_t> text_bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
 TEST(Wds, BracesExpandAsBraceexpand) {
-  EXPECT_EQ(expand_braces("/d/train-{000..002}.tar"),
+  EXPECT_EQ(expand_braces("/d/train-{000..002}.tar", DataOrigin::train_data),
             (std::vector<std::string>{"/d/train-000.tar", "/d/train-001.tar", "/d/train-002.tar"}));
-  EXPECT_EQ(expand_braces("{a,b}-{1..2}"), (std::vector<std::string>{"a-1", "a-2", "b-1", "b-2"}));
-  EXPECT_EQ(expand_braces("plain.tar"), (std::vector<std::string>{"plain.tar"}));
-  expect_error([] { expand_braces("x-{5..2}.tar"); }, {"FIRST <= LAST"});
+  EXPECT_EQ(expand_braces("{a,b}-{1..2}", DataOrigin::train_data), (std::vector<std::string>{"a-1", "a-2", "b-1", "b-2"}));
+  EXPECT_EQ(expand_braces("plain.tar", DataOrigin::train_data), (std::vector<std::string>{"plain.tar"}));
+  expect_error([] { expand_braces("x-{5..2}.tar", DataOrigin::train_data); }, {"FIRST <= LAST"});
 }
 
 struct Shards {
@@ -43,7 +43,7 @@ struct Shards {
 TEST(Wds, FashionMnistShardsGiveIdxsImagesAndLabels) {
   const char* const fashion = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(fs::path(fashion) / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
-  const IdxSource idx(fashion, DataSplit::train);
+  const IdxSource idx(fashion, DataSplit::train, DataOrigin::train_data);
   const Shards shards;
   std::vector<uint8_t> scratch;
   for (int s = 0; s < 3; ++s) {
@@ -56,7 +56,7 @@ TEST(Wds, FashionMnistShardsGiveIdxsImagesAndLabels) {
     }
     testing::write_file((shards.dir / ("train-00" + std::to_string(s) + ".tar")).string(), testing::make_tar(members));
   }
-  const WdsSource wds((shards.dir / "train-{000..002}.tar").string());
+  const WdsSource wds((shards.dir / "train-{000..002}.tar").string(), DataOrigin::train_data);
   ASSERT_EQ(wds.size(), 60);
   EXPECT_EQ(wds.num_classes(), 10);
   EXPECT_EQ(wds.shuffle_groups(), (std::vector<int64_t>{20, 20, 20}));
@@ -95,14 +95,14 @@ TEST(Wds, BadShardsAreRefusedNamingThem) {
   const std::vector<uint8_t> png = testing::read_file(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/images/rgb.png");
   const std::string path = (shards.dir / "s-0.tar").string();
   testing::write_file(path, testing::make_tar({{"a.png", png}, {"a.cls", text_bytes("1")}, {"b.jpg", png}}));
-  expect_error([&] { WdsSource w(path); }, {path, "the sample 'b' has no b.cls member"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {path, "the sample 'b' has no b.cls member"});
   testing::write_file(path, testing::make_tar({{"a.png", png}, {"a.cls", text_bytes("cat")}}));
-  expect_error([&] { WdsSource w(path); }, {"a.cls holds 'cat', not a class index"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {"a.cls holds 'cat', not a class index"});
   std::vector<uint8_t> cut = testing::make_tar({{"a.png", png}, {"a.cls", text_bytes("1")}});
   cut.resize(700);
   testing::write_file(path, cut);
-  expect_error([&] { WdsSource w(path); }, {path, "past the end of the shard (truncated)"});
-  expect_error([&] { WdsSource w((shards.dir / "s-{0..1}.tar").string()); }, {"cannot open", "s-1.tar", "braces expand to 2 shards"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {path, "past the end of the shard (truncated)"});
+  expect_error([&] { WdsSource w((shards.dir / "s-{0..1}.tar").string(), DataOrigin::train_data); }, {"cannot open", "s-1.tar", "braces expand to 2 shards"});
 }
 
 TEST(Wds, ALabelOutsideTheModelsClassesNamesTheMember) {
@@ -113,7 +113,7 @@ TEST(Wds, ALabelOutsideTheModelsClassesNamesTheMember) {
                                                {"b.cls", text_bytes("4")}, {"c.png", png}, {"c.cls", text_bytes("0")}}));
   DatasetContext context;
   context.shape = DataShape{3, 8, 3};
-  const DataSpec spec = parse_data_spec("wds:" + path, "--data");
+  const DataSpec spec = parse_data_spec("wds:" + path, DataOrigin::train_data);
   expect_error([&] { make_dataset(spec, context); },
                {path + " member b has label 4, but the model has 3 classes (labels 0 to 2)", "the data has 5 classes",
                 "classes=5"});
@@ -127,13 +127,13 @@ TEST(Wds, ClassesTxtBesideTheShardsNamesTheClasses) {
   const std::string path = (shards.dir / "s-0.tar").string();
   testing::write_file(path, testing::make_tar({{"a.png", png}, {"a.cls", text_bytes("2")}}));
   testing::write_file((shards.dir / "classes.txt").string(), text_bytes("cat\r\ndog\nfox\nowl\n\n"));
-  const WdsSource wds(path);
+  const WdsSource wds(path, DataOrigin::train_data);
   EXPECT_EQ(wds.class_names(), (std::vector<std::string>{"cat", "dog", "fox", "owl"}));
   EXPECT_EQ(wds.num_classes(), 4);  // the list's, not the largest label + 1
   testing::write_file((shards.dir / "classes.txt").string(), text_bytes("cat\ndog\n"));
-  expect_error([&] { WdsSource w(path); }, {"classes.txt names 2 classes", "the shards hold label 2"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {"classes.txt names 2 classes", "the shards hold label 2"});
   testing::write_file((shards.dir / "classes.txt").string(), text_bytes("cat\n\nfox\n"));
-  expect_error([&] { WdsSource w(path); }, {"classes.txt line 2 is empty"});
+  expect_error([&] { WdsSource w(path, DataOrigin::train_data); }, {"classes.txt line 2 is empty"});
 }
 
 }  // namespace

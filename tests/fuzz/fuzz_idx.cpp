@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   write("train-images-idx3-ubyte", images, gzip);
   write("train-labels-idx1-ubyte", labels, gzip);
   ddpx::fuzz::expect_clean_refusal([&] {
-    const ddpx::IdxSource idx(ddpx::fuzz::scratch_dir().string(), ddpx::DataSplit::train);
+    const ddpx::IdxSource idx(ddpx::fuzz::scratch_dir().string(), ddpx::DataSplit::train, ddpx::DataOrigin::train_data);
     std::vector<uint8_t> scratch;
     for (int64_t i = 0; i < idx.size(); ++i) idx.read(i, scratch);
   });

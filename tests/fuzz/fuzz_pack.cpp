@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> file = ddpx::fuzz::raw_or_edited(data, size, seed, fields, ddpx::fuzz::edit_pack);
   const auto path = ddpx::fuzz::write_scratch_file("input.pack", file.data(), file.size());
   ddpx::fuzz::expect_clean_refusal([&] {
-    const ddpx::PackSource pack(path.string());
+    const ddpx::PackSource pack(path.string(), ddpx::DataOrigin::train_data);
     std::vector<uint8_t> scratch;
     for (int64_t i = 0; i < pack.size(); ++i) {
       const ddpx::SampleBytes bytes = pack.read(i, scratch);

@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> file = ddpx::fuzz::raw_or_edited(data, size, seed, fields, ddpx::fuzz::edit_tar);
   const auto path = ddpx::fuzz::write_scratch_file("input.tar", file.data(), file.size());
   ddpx::fuzz::expect_clean_refusal([&] {
-    const ddpx::WdsSource wds(path.string());
+    const ddpx::WdsSource wds(path.string(), ddpx::DataOrigin::train_data);
     std::vector<uint8_t> scratch;
     for (int64_t i = 0; i < wds.size(); ++i) wds.read(i, scratch);
   });

@@ -35,7 +35,7 @@ inline std::vector<uint8_t> fashion_png(const IdxSource& idx, int64_t i) {
 }
 
 inline void write_fashion_folder(const std::filesystem::path& dir, DataSplit split, int64_t count) {
-  const IdxSource idx(kFashionMnist, split);
+  const IdxSource idx(kFashionMnist, split, DataOrigin::train_data);
   for (int c = 0; c < 10; ++c) std::filesystem::create_directories(dir / std::to_string(c));
   for (int64_t i : fashion_indices(idx, count))
     write_file((dir / std::to_string(idx.label(i)) / (std::to_string(100000 + i) + ".png")).string(),
@@ -44,7 +44,7 @@ inline void write_fashion_folder(const std::filesystem::path& dir, DataSplit spl
 
 // One shard; class_sorted: all of class 0 first, then class 1, ... (stable within a class).
 inline void write_fashion_shard(const std::filesystem::path& path, DataSplit split, int64_t count, bool class_sorted) {
-  const IdxSource idx(kFashionMnist, split);
+  const IdxSource idx(kFashionMnist, split, DataOrigin::train_data);
   std::vector<int64_t> order = fashion_indices(idx, count);
   if (class_sorted)
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return idx.label(a) < idx.label(b); });

@@ -53,6 +53,9 @@ fs::path tiny_idx() {
   return dir;
 }
 
+// with_data_classes() on the options' data, opened once as a run opens it.
+TrainOptions resolved_classes(const TrainOptions& o) { return with_data_classes(o, open_run_data(o)); }
+
 TEST(DataClasses, AModelWithoutClassesTakesTheDatasCount) {
   EXPECT_EQ(model_spec_with_classes("vit_b_32", 10), "vit_b_32:classes=10");
   EXPECT_EQ(model_spec_with_classes("mlp:width=64", 3), "mlp:width=64,classes=3");
@@ -60,20 +63,24 @@ TEST(DataClasses, AModelWithoutClassesTakesTheDatasCount) {
   EXPECT_FALSE(model_spec_names_classes("mlp:width=64"));
   TrainOptions o;
   o.model = "mlp:image=4,channels=1,layers=1,width=8";  // the MLP's default: 10 classes
-  o.data = parse_data_spec("idx:" + tiny_idx().string(), "--data");
-  TrainOptions resolved = with_data_classes(o);
-  EXPECT_EQ(resolved.model, "mlp:image=4,channels=1,layers=1,width=8,classes=3");
+  o.data = parse_data_spec("idx:" + tiny_idx().string(), DataOrigin::train_data);
+  TrainOptions resolved = resolved_classes(o);
+  // A typed count, the spec left as typed: the model is made with it, the records spell it.
+  EXPECT_EQ(resolved.model, o.model);
+  EXPECT_EQ(resolved.model_classes, 3);
+  EXPECT_EQ(make_run_model(resolved)->num_classes(), 3);
+  EXPECT_EQ(trained_model_spec(resolved), "mlp:image=4,channels=1,layers=1,width=8,classes=3");
   EXPECT_TRUE(resolved.class_names.empty());  // idx files other than Fashion-MNIST's name none
   o.model = "mlp:image=4,channels=1,layers=1,width=8,classes=5";  // given: kept
-  EXPECT_EQ(with_data_classes(o).model, o.model);
+  EXPECT_EQ(trained_model_spec(resolved_classes(o)), o.model);
   o.model = "mlp:image=4,channels=1,layers=1,width=8";
   o.load = "weights.safetensors";  // --load alone: the file's head decides
-  EXPECT_EQ(with_data_classes(o).model, o.model);
+  EXPECT_EQ(trained_model_spec(resolved_classes(o)), o.model);
   o.reset_head = true;  // fine-tuning: a new head of the data's classes
-  EXPECT_EQ(with_data_classes(o).model, "mlp:image=4,channels=1,layers=1,width=8,classes=3");
+  EXPECT_EQ(trained_model_spec(resolved_classes(o)), "mlp:image=4,channels=1,layers=1,width=8,classes=3");
   TrainOptions synthetic;
   synthetic.model = "mlp_tiny_test";
-  EXPECT_EQ(with_data_classes(synthetic).model, "mlp_tiny_test");
+  EXPECT_EQ(trained_model_spec(resolved_classes(synthetic)), "mlp_tiny_test");
 }
 
 TEST(DataClasses, FashionMnistsNamesReachTheReportMetricsCheckpointWeightsAndEval) {
@@ -153,15 +160,15 @@ TEST(DataClasses, LoadedWeightsDecideTheClassCount) {
   o.model = "mlp:image=4,channels=1,layers=1,width=8";  // the MLP's default would be 10 classes
   o.data = DataSource::learnable;
   o.load = weights;
-  EXPECT_EQ(with_data_classes(o).model, "mlp:image=4,channels=1,layers=1,width=8,classes=4");
-  o.data = parse_data_spec("idx:" + tiny_idx().string(), "--data");  // the file, not the data's 3 classes
-  EXPECT_EQ(with_data_classes(o).model, "mlp:image=4,channels=1,layers=1,width=8,classes=4");
+  EXPECT_EQ(trained_model_spec(resolved_classes(o)), "mlp:image=4,channels=1,layers=1,width=8,classes=4");
+  o.data = parse_data_spec("idx:" + tiny_idx().string(), DataOrigin::train_data);  // the file, not the data's 3 classes
+  EXPECT_EQ(trained_model_spec(resolved_classes(o)), "mlp:image=4,channels=1,layers=1,width=8,classes=4");
   o.model = "mlp:image=4,channels=1,layers=1,width=8,classes=5";
-  testing::expect_error([&] { (void)with_data_classes(o); },
+  testing::expect_error([&] { (void)resolved_classes(o); },
                         {"--model mlp:image=4,channels=1,layers=1,width=8,classes=5 has 5 classes",
                          "holds a classifier head of 4 classes", "--reset-head"});
   o.model = four;
-  EXPECT_EQ(with_data_classes(o).model, four);
+  EXPECT_EQ(trained_model_spec(resolved_classes(o)), four);
 
   const testing::CliResult r = testing::run_ddpx("train --device cpu --model mlp:image=4,channels=1,layers=1,width=8 "
                                                  "--data learnable --steps 2 --batch 4 --warmup 0 --load " + weights);

@@ -57,10 +57,10 @@ TEST(DataResume, RelabelledClassesAreRefusedAndChangedFilesNeedAllowDataChange) 
   EXPECT_EQ(removed.status, 2) << removed.output;
   EXPECT_NE(removed.output.find("checkpoint: 6 samples, 3 classes"), std::string::npos) << removed.output;
 
-  // An output inside the data folder (a report among the class folders) is refused before the run.
+  // An output inside the data folder (a report among the class folders) is refused before the run, naming --data.
   const testing::CliResult inside = run_ddpx(train + " --steps 5 --report " + (data / "c0" / "r.json").string());
   EXPECT_EQ(inside.status, 2) << inside.output;
-  EXPECT_NE(inside.output.find("is inside the data folder:"), std::string::npos) << inside.output;
+  EXPECT_NE(inside.output.find("is inside --data folder:"), std::string::npos) << inside.output;
   fs::remove_all(dir);
 }
 

@@ -62,7 +62,7 @@ std::string MlpConfig::spec() const {
                      width, num_classes);
 }
 
-MlpConfig parse_mlp_spec(std::string_view spec) {
+MlpConfig parse_mlp_spec(std::string_view spec, std::optional<int64_t> classes) {
   const auto [base, overrides] = split_model_spec(spec);
   MlpConfig config;
   if (base == "mlp") {
@@ -75,6 +75,7 @@ MlpConfig parse_mlp_spec(std::string_view spec) {
          fmt::join(mlp_model_names(), ", "));
   }
   if (!overrides.empty()) config.name = std::string(spec);
+  if (classes) config.num_classes = *classes;  // the run's count; a classes= below wins
   apply_spec_overrides(spec, overrides,
                        {{"image", &config.image_size}, {"channels", &config.channels}, {"layers", &config.num_layers},
                         {"width", &config.width}, {"classes", &config.num_classes}});

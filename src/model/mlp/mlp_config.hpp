@@ -10,6 +10,7 @@
 // an input of at most 2^31 features, at most 2^36 parameters. Errors name the value and the spec.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,7 +37,8 @@ struct MlpConfig {
 
 // A named shape (mlp_tiny_test, mlp_s, mlp_l), optionally followed by ":key=value,..." overrides, or
 // "mlp:key=value,..." (defaults: mlp_s's). Keys: image, channels, layers, width, classes.
-MlpConfig parse_mlp_spec(std::string_view spec);
+// `classes`: the head's class count where the spec names no classes= (model_registry.hpp's make_model).
+MlpConfig parse_mlp_spec(std::string_view spec, std::optional<int64_t> classes = std::nullopt);
 
 // The named shapes, for the registry.
 std::vector<std::string> mlp_model_names();

@@ -93,7 +93,7 @@ std::string VitConfig::spec() const {
                      image_size, patch_size, channels, num_layers, num_heads, hidden_dim, mlp_dim, num_classes);
 }
 
-VitConfig parse_vit_spec(std::string_view spec) {
+VitConfig parse_vit_spec(std::string_view spec, std::optional<int64_t> classes) {
   const auto [base, overrides] = split_model_spec(spec);
   VitConfig config;
   if (base == "custom") {
@@ -109,6 +109,7 @@ VitConfig parse_vit_spec(std::string_view spec) {
          base, fmt::join(vit_model_names(), ", "));
   }
   if (!overrides.empty()) config.name = std::string(spec);
+  if (classes) config.num_classes = *classes;  // the run's count; a classes= below wins
   apply_spec_overrides(spec, overrides,
                        {{"image", &config.image_size}, {"patch", &config.patch_size}, {"channels", &config.channels},
                         {"layers", &config.num_layers}, {"heads", &config.num_heads}, {"hidden", &config.hidden_dim},

@@ -4,6 +4,7 @@
 // most 2^36 parameters, so no count derived from it overflows. Errors name the value and the model spec.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +40,8 @@ struct VitConfig {
 // Accepts a torchvision name (vit_b_16, vit_b_32, vit_l_16, vit_l_32, vit_h_14), a test shape (vit_tiny_test,
 // vit_small_test), or either followed by ":key=value,..." overrides, or "custom:key=value,...". Keys: image,
 // patch, channels, layers, heads, hidden, mlp, classes.
-VitConfig parse_vit_spec(std::string_view spec);
+// `classes`: the head's class count where the spec names no classes= (model_registry.hpp's make_model).
+VitConfig parse_vit_spec(std::string_view spec, std::optional<int64_t> classes = std::nullopt);
 
 // Names accepted by parse_vit_spec() without overrides: the ViT family's variants in the model registry.
 std::vector<std::string> vit_model_names();
