@@ -359,6 +359,12 @@ void to_json(json& j, const RunConfig& v) {
   if (!v.classes.empty()) j["classes"] = v.classes;
   if (!v.data_fingerprint.empty()) j["data_fingerprint"] = v.data_fingerprint;
   if (v.allow_data_change) j["allow_data_change"] = true;
+  if (!v.lr_schedule.empty())
+    j["lr_schedule"] = v.lr_schedule, j["lr_warmup_method"] = v.lr_warmup_method, j["lr_step_unit"] = v.lr_step_unit;
+  if (v.repeated_augment > 1) j["repeated_augment"] = v.repeated_augment;
+  if (v.ema_decay != 0)
+    j["ema_decay"] = v.ema_decay, j["ema_decay_used"] = v.ema_decay_used, j["ema_every"] = v.ema_every,
+    j["ema_copy_epochs"] = v.ema_copy_epochs, j["ema_adjust"] = v.ema_adjust;
 }
 
 void from_json(const json& j, RunConfig& v) {
@@ -389,6 +395,15 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "classes", v.classes);
   jf::optional(j, record, "data_fingerprint", v.data_fingerprint);
   jf::optional(j, record, "allow_data_change", v.allow_data_change);
+  jf::optional(j, record, "lr_schedule", v.lr_schedule);
+  jf::optional(j, record, "lr_warmup_method", v.lr_warmup_method);
+  jf::optional(j, record, "lr_step_unit", v.lr_step_unit);
+  jf::optional(j, record, "repeated_augment", v.repeated_augment);
+  jf::optional(j, record, "ema_decay", v.ema_decay);
+  jf::optional(j, record, "ema_decay_used", v.ema_decay_used);
+  jf::optional(j, record, "ema_every", v.ema_every);
+  jf::optional(j, record, "ema_copy_epochs", v.ema_copy_epochs);
+  jf::optional(j, record, "ema_adjust", v.ema_adjust);
   for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
     const GradientTensorInfo& before = v.gradient_tensors[k - 1];
     DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,
