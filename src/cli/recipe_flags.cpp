@@ -50,7 +50,8 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
                 "(torchvision's --norm-weight-decay 0 --bias-weight-decay 0 --transformer-embedding-decay 0)")
       ->group(group);
   cmd->add_option("--ema-decay", flags.recipe.ema_decay,
-                  "keep an exponential moving average of the weights (avg = D avg + (1 - D) w each step, "
+                  "keep an exponential moving average of the weights (avg = D avg + (1 - D) w after each step, or "
+                  "on --ema-every's cadence; "
                   "torchvision's --model-ema), evaluated beside them, saved as <--save>.ema.safetensors and in checkpoints "
                   "(--resume continues it with the same D)")
       ->group(group);

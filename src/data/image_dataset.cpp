@@ -85,8 +85,8 @@ ImageDataset::ImageDataset(std::unique_ptr<SampleSource> source, const DatasetCo
                                                     source_->size())
                           : 0),
       auto_buffer_raised_(context.images.shuffle_buffer == kAutoShuffleBuffer && shuffle_buffer_ > kBaseShuffleBuffer),
-      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups(), shuffle_buffer_,
-                context.training ? repeated_augment(context, *source_, flag_text) : 0) {
+      repeats_(context.training ? repeated_augment(context, *source_, flag_text) : 0),
+      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups(), shuffle_buffer_, repeats_) {
   DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
                "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
   require_labels_in_model(*source_, shape_.num_classes, flag_text_);
@@ -140,6 +140,9 @@ std::string ImageDataset::describe() const {
                                                          "of class {}", longest_label_run_.first,
                                                          longest_label_run_.second)
                                            : "")
+                     : repeats_ > 1 ? fmt::format(", each sample {} times per epoch in torch.randperm's order "
+                                                  "(--repeated-augment; an epoch of {} samples)",
+                                                  repeats_, source_->size() / 256 * 256)
                      : source_->shuffle_groups().empty() ? ", shuffled per epoch"
                                                          : ", shards shuffled per epoch, samples in stored order",
                      buffer_spans_few_classes()

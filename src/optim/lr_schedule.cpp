@@ -54,6 +54,8 @@ LrFormula LrSchedule::formula(double base_lr) const {
   }
   f.warmup_constant = warmup_method == LrWarmupMethod::constant;
   if (unit == LrStepUnit::epoch) {
+    DDPX_INTERNAL_ASSERT(micro_batches_per_epoch >= 1 && micro_batches_per_step >= 1,
+                         "a schedule stepped per epoch used before the run plan gave it the epoch's size");
     f.micro_batches_per_step = micro_batches_per_step;
     f.micro_batches_per_unit = micro_batches_per_epoch;
   }
@@ -80,9 +82,10 @@ std::string LrSchedule::describe() const {
   if (kind == LrScheduleKind::exponential) text += fmt::format(" x{} per {}", step_gamma, at);
   if (kind == LrScheduleKind::cosine || kind == LrScheduleKind::linear)
     text += fmt::format(" to {} at {} {}", min_lr, at, total_steps);
-  if (warmup_steps > 0)
-    text += fmt::format(", {} warm-up {} {} {} {}x", lr_warmup_method_name(warmup_method), warmup_steps, units,
-                        warmup_method == LrWarmupMethod::constant ? "at" : "from", warmup_start_factor);
+  if (warmup_steps > 0)  // the linear warm-up's text as before the method existed (checkpoints compare it)
+    text += warmup_method == LrWarmupMethod::constant
+                ? fmt::format(", constant warm-up {} {} at {}x", warmup_steps, units, warmup_start_factor)
+                : fmt::format(", warm-up {} {} from {}x", warmup_steps, units, warmup_start_factor);
   if (unit == LrStepUnit::epoch) text += ", stepped per epoch";
   return text;
 }

@@ -102,9 +102,10 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
       // The schedule is a function of the absolute step, so a resume continues it exactly, with the same flags.
       {"--lr-schedule (with --lr-warmup-steps/-epochs, --lr-warmup-start, --lr-warmup-method, --min-lr, "
        "--lr-step-unit)", schedule, true,
-       json{{"lr_schedule", schedule},
-            {"lr_warmup_method", lr_warmup_method_name(optimizer.schedule.warmup_method)},
-            {"lr_step_unit", lr_step_unit_name(optimizer.schedule.unit)}},
+       when(optimizer.schedule.varies(),
+            json{{"lr_schedule", schedule},
+                 {"lr_warmup_method", lr_warmup_method_name(optimizer.schedule.warmup_method)},
+                 {"lr_step_unit", lr_step_unit_name(optimizer.schedule.unit)}}),
        when(optimizer.schedule.varies(), extra("lr_schedule", schedule))},
       // The sampler decides which samples every rank sees (Note [Repeated augmentation]): the run's math.
       {"--repeated-augment", std::to_string(options.repeated_augment), true,
