@@ -62,7 +62,10 @@ TEST(RepeatedAugment, BatchesAreAPureFunctionOfTheMicroBatchAndCopiesDiffer) {
   std::vector<SamplePick> first(8), again(8);
   a.pick(37, 1, first.data());  // a resumed run asks for micro-batch 37 first
   for (int64_t m = 0; m <= 37; ++m) b.pick(m, 1, again.data());
-  for (size_t t = 0; t < 8; ++t) EXPECT_EQ(first[t].index, again[t].index), EXPECT_EQ(first[t].position, again[t].position);
+  for (size_t t = 0; t < 8; ++t) {
+    EXPECT_EQ(first[t].index, again[t].index);
+    EXPECT_EQ(first[t].position, again[t].position);
+  }
   // Consecutive copies of one sample land on ranks 0, 1, 0 at positions 0, 1, 2: three augmentation keys.
   SamplePick r0, r1;
   const EpochSampler one(600, 2, 1, 5, true, "test", {}, 0, 3);

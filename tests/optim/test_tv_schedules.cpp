@@ -56,11 +56,11 @@ TEST(TorchvisionSchedules, EveryOptimizerStepMatchesTrainPyStepping) {
 }
 
 TEST(TorchvisionSchedules, PerEpochTheRateChangesOnlyAtTheFirstStepOfAnEpoch) {
-  // 5 micro-batches an epoch, 2 a step (--grad-accum 2): steps 1-3 start in epoch 0 (micro-batches 0, 2, 4), step
-  // 4 in epoch 1 (6), step 6 in epoch 2 (10): the epoch of a step is that of its first micro-batch.
+  // 5 micro-batches an epoch, 2 a step (--grad-accum 2): steps 1-3 start in epoch 0 (micro-batches 0, 2, 4), steps
+  // 4-5 in epoch 1 (6, 8), steps 6-8 in epoch 2 (10, 12, 14): the epoch of a step is that of its first micro-batch.
   LrSchedule s = parse_lr_schedule("exponential:0.5");
   s.unit = LrStepUnit::epoch, s.total_steps = 4, s.micro_batches_per_step = 2, s.micro_batches_per_epoch = 5;
-  const std::vector<double> expected{1, 1, 1, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125, 0.125};
+  const std::vector<double> expected{1, 1, 1, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125, 0.125};
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(s.rate_at(1.0, static_cast<int64_t>(i) + 1), expected[i]);
   EXPECT_EQ(s.describe(), "exponential x0.5 per epoch, stepped per epoch");
   s.warmup_steps = 1, s.warmup_method = LrWarmupMethod::constant, s.warmup_start_factor = 0.25;
