@@ -78,8 +78,9 @@ TEST(RepeatedAugment, BatchesAreAPureFunctionOfTheMicroBatchAndCopiesDiffer) {
 TEST(RepeatedAugment, TooLittleDataForTheBatchNamesTheFlag) {
   expect_error([] { EpochSampler(255, 1, 1, 0, true, "--data idx:x", {}, 0, 3); },
                {"--repeated-augment 3", "--data idx:x", "255 samples", "at least 256 samples per rank"});
-  expect_error([] { EpochSampler(600, 2, 200, 0, true, "--data idx:x", {}, 0, 2); },
-               {"--repeated-augment 2", "256 per rank", "--batch of 200", "lower --batch to 256"});
+  expect_error([] { EpochSampler(600, 2, 300, 0, true, "--data idx:x", {}, 0, 2); },
+               {"--repeated-augment 2", "256 per rank", "--batch of 300", "lower --batch to 256"});
+  EXPECT_EQ(EpochSampler(600, 2, 256, 0, true, "--data idx:x", {}, 0, 2).batches_per_epoch(), 1);
 }
 
 }  // namespace
