@@ -10,9 +10,11 @@ namespace ddpx::cli {
 void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
   auto* group = "Schedule and regularization";
   cmd->add_option("--lr-schedule", flags.lr_schedule,
-                  "constant | cosine | linear | step:EVERY[:GAMMA] after the warm-up, torch.optim.lr_scheduler's "
-                  "CosineAnnealingLR(T_max = the steps after the warm-up, eta_min = --min-lr), LinearLR down to "
-                  "--min-lr, StepLR(EVERY, GAMMA = 0.1); on CUDA a varying rate steps without CUDA graphs")
+                  "constant | cosine | linear | step:EVERY[:GAMMA] | exponential:GAMMA after the warm-up, "
+                  "torch.optim.lr_scheduler's CosineAnnealingLR(T_max = the steps after the warm-up, eta_min = "
+                  "--min-lr), LinearLR down to --min-lr, StepLR(EVERY, GAMMA = 0.1), ExponentialLR(GAMMA) "
+                  "(torchvision's --lr-scheduler cosineannealinglr|steplr|exponentiallr); on CUDA a varying rate "
+                  "steps without CUDA graphs")
       ->group(group);
   cmd->add_option("--lr-warmup-steps", flags.lr_warmup_steps,
                   "linear warm-up over the first N optimizer steps from --lr-warmup-start x --lr to --lr "
@@ -25,7 +27,17 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
   cmd->add_option("--lr-warmup-start", flags.lr_warmup_start,
                   "the warm-up's first rate as a fraction of --lr (torchvision's --lr-warmup-decay)")
       ->group(group);
-  cmd->add_option("--min-lr", flags.min_lr, "the rate cosine and linear end at")->group(group);
+  cmd->add_option("--lr-warmup-method", flags.lr_warmup_method,
+                  "linear | constant: the warm-up rises from --lr-warmup-start x --lr to --lr (LinearLR), or stays at "
+                  "--lr-warmup-start x --lr and jumps to --lr after it (ConstantLR); torchvision's --lr-warmup-method")
+      ->group(group);
+  cmd->add_option("--lr-step-unit", flags.lr_step_unit,
+                  "step | epoch: the rate changes after every optimizer step, or only at epoch boundaries as "
+                  "torchvision's train.py steps its scheduler; with epoch the horizon, the warm-up "
+                  "(--lr-warmup-epochs) and step:EVERY count epochs (sources with epochs)")
+      ->group(group);
+  cmd->add_option("--min-lr", flags.min_lr, "the rate cosine and linear end at (torchvision's --lr-min)")
+      ->group(group);
   cmd->add_option("--label-smoothing", flags.recipe.label_smoothing,
                   "targets (1 - E) onehot + E / classes, torch's cross_entropy(label_smoothing=E)")
       ->group(group);
@@ -38,9 +50,29 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
                 "(torchvision's --norm-weight-decay 0 --bias-weight-decay 0 --transformer-embedding-decay 0)")
       ->group(group);
   cmd->add_option("--ema-decay", flags.recipe.ema_decay,
-                  "keep an exponential moving average of the weights (avg = D avg + (1 - D) w each step, "
+                  "keep an exponential moving average of the weights (avg = D avg + (1 - D) w after each step, or "
+                  "on --ema-every's cadence; "
                   "torchvision's --model-ema), evaluated beside them, saved as <--save>.ema.safetensors and in checkpoints "
                   "(--resume continues it with the same D)")
+      ->group(group);
+  cmd->add_option("--ema-every", flags.recipe.ema_cadence.every,
+                  "update the average after the optimizer steps i of each epoch with i % N == 0 (the run's steps "
+                  "where the data has no epochs); torchvision's --model-ema-steps (its default is 32, ddpx's 1)")
+      ->group(group);
+  cmd->add_option("--ema-copy-epochs", flags.recipe.ema_cadence.copy_epochs,
+                  "during the first E epochs each update copies the weights instead of averaging (torchvision "
+                  "does this during its --lr-warmup-epochs)")
+      ->group(group);
+  cmd->add_option("--ema-adjust", flags.ema_adjust,
+                  "none | torchvision: use --ema-decay D as given, or 1 - min(1, (1 - D) x ranks x --batch x "
+                  "--grad-accum x --ema-every / --epochs) as torchvision's train.py does with --model-ema-decay; "
+                  "needs --epochs; the run report shows both")
+      ->group(group);
+  cmd->add_option("--repeated-augment", flags.repeated_augment,
+                  "R >= 2: each epoch shows every sample R times, consecutively in torch.randperm's order (seed "
+                  "--seed + epoch), spread over the ranks and augmented differently each time, with an epoch of "
+                  "len // 256 x 256 samples (torchvision's --ra-sampler --ra-reps R); 0 or 1: off; idx, folder "
+                  "and pack sources")
       ->group(group);
   cmd->add_option("--eval-every", flags.eval_every,
                   "N | epoch: evaluate on --val every N steps or at each epoch's end, and at the last step: loss, "
@@ -73,12 +105,19 @@ void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options) {
   schedule.warmup_steps = flags.lr_warmup_steps;
   schedule.warmup_start_factor = flags.lr_warmup_start;
   schedule.min_lr = flags.min_lr;
+  schedule.warmup_method = parse_lr_warmup_method(flags.lr_warmup_method);
+  schedule.unit = parse_lr_step_unit(flags.lr_step_unit);
   // The horizon (and a warm-up in epochs) are the run plan's, resolved once the run's length is known
   // (train/run_plan.hpp); here the schedule is checked as far as it goes without it.
   options.optimizer.schedule = schedule;
   options.lr_warmup_epochs = flags.lr_warmup_epochs;
   options.optimizer.validate();  // the schedule's checks name --lr-warmup-steps, --min-lr, ...
   options.recipe = flags.recipe;
+  options.recipe.ema_adjust = parse_ema_adjust(flags.ema_adjust);
+  DDPX_REQUIRE(flags.repeated_augment >= 0,
+               "--repeated-augment {}: give the repetitions of each sample per epoch, 2 or more (torchvision's "
+               "--ra-reps, 3 in its recipes), or 0 to turn it off", flags.repeated_augment);
+  options.repeated_augment = flags.repeated_augment;
   options.reset_head = flags.reset_head;
   options.metrics = flags.metrics;
   options.eval_every = flags.eval_every;

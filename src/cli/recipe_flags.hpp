@@ -1,5 +1,5 @@
-// The training recipe's flags of `ddpx train` (--lr-schedule and its warm-up, --label-smoothing,
-// --clip-grad-norm, --no-decay, --ema-decay, --mixup, --cutmix, --randaugment): registered in one group, parsed
+// The training recipe's flags of `ddpx train` (--lr-schedule and its warm-up, --lr-step-unit, --label-smoothing,
+// --clip-grad-norm, --no-decay, --ema-decay and its cadence, --mixup, --cutmix, --randaugment, --repeated-augment): registered in one group, parsed
 // once into the OptimizerSpec's LrSchedule, TrainOptions::recipe and (--randaugment, which the loader applies)
 // TrainOptions::image_pipeline.
 // Guarantee: apply_recipe_flags() validates what it sets and throws ddpx::Error naming the flag and value before
@@ -16,6 +16,9 @@ struct RecipeFlags {
   std::string lr_schedule = "constant";
   int64_t lr_warmup_steps = 0, lr_warmup_epochs = 0;
   double lr_warmup_start = 0.01, min_lr = 0;
+  std::string lr_warmup_method = "linear", lr_step_unit = "step";
+  std::string ema_adjust = "none";
+  int64_t repeated_augment = 0;
   RecipeOptions recipe;
   bool reset_head = false;
   std::string metrics, eval_every;

@@ -34,6 +34,9 @@ std::unique_ptr<Dataset> make_npy(const DataSpec& spec, const DatasetContext& co
   DDPX_REQUIRE(!spec.images.empty() && !spec.labels.empty(),
                "--images and --labels must be given together (got --images '{}', --labels '{}')", spec.images,
                spec.labels);
+  DDPX_REQUIRE(context.repeated_augment <= 1,
+               "--repeated-augment {}: --images {} is read in order, unshuffled and unaugmented; repeated augmentation "
+               "needs an image source (idx:, folder:, pack:)", context.repeated_augment, spec.images);
   return std::make_unique<NpyDataset>(spec.images, spec.labels, context.shape);
 }
 std::unique_ptr<SampleSource> open_idx(const DataSpec& spec) {

@@ -61,6 +61,9 @@ struct DatasetContext {
   uint64_t seed = 0;
   ImagePipelineSettings images;
   bool training = true;  // false: --val (no shuffle, the eval transform)
+  // --repeated-augment R: torchvision's repeated-augmentation sampler for the training data (Note [Repeated
+  // augmentation], data/epoch_sampler.hpp); 0 or 1: off. Image sources read sample by sample; others refuse it.
+  int64_t repeated_augment = 0;
 };
 
 class Dataset {

@@ -1,29 +1,51 @@
 // DistributedSampler-like epochs; see Note [Epochs and the sampler] in epoch_sampler.hpp.
 #include "data/epoch_sampler.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
 #include "core/error.hpp"
 #include "core/internal_assert.hpp"
 #include "core/rng.hpp"
+#include "data/torch_randperm.hpp"
 
 namespace ddpx {
 
 EpochSampler::EpochSampler(int64_t samples, int world, int64_t batch, uint64_t seed, bool shuffle,
-                           const std::string& what, std::vector<int64_t> groups, int64_t shuffle_buffer)
+                           const std::string& what, std::vector<int64_t> groups, int64_t shuffle_buffer,
+                           int64_t repeats)
     : samples_(samples),
       world_(world),
       batch_(batch),
       seed_(seed),
       shuffle_(shuffle),
       group_sizes_(std::move(groups)),
-      shuffle_buffer_(shuffle_buffer) {
+      shuffle_buffer_(shuffle_buffer),
+      repeats_(repeats > 1 ? repeats : 1) {
   int64_t start = 0;
   for (int64_t size : group_sizes_) group_starts_.push_back(start), start += size;
   DDPX_INTERNAL_ASSERT(group_sizes_.empty() || start == samples, "groups of {} samples for {}", start, samples);
   DDPX_REQUIRE(samples > 0, "{}: holds no samples", what);
   DDPX_REQUIRE(world >= 1 && batch >= 1, "{}: world {} and batch {} must be positive", what, world, batch);
+  if (repeats_ > 1) {
+    DDPX_INTERNAL_ASSERT(shuffle && group_sizes_.empty(), "repeated augmentation of an unshuffled or grouped source");
+    DDPX_REQUIRE(samples < kTorchRandpermMax / repeats_,
+                 "--repeated-augment {}: {} samples are more than torchvision's sampler is reproduced for ({})",
+                 repeats_, samples, kTorchRandpermMax / repeats_);
+    // torchvision's RASampler: each rank keeps floor(N // 256 * 256 / W) of its ceil(N R / W).
+    share_ = (samples * repeats_ + world - 1) / world;
+    const int64_t kept = samples / 256 * 256 / world;
+    batches_per_epoch_ = kept / batch;
+    DDPX_REQUIRE(batches_per_epoch_ >= 1,
+                 "--repeated-augment {}: {} has {} samples; torchvision's repeated-augmentation sampler uses {} of them "
+                 "(a multiple of 256) per epoch, {} per rank over {} rank(s), fewer than one --batch of {}; {}", repeats_,
+                 what, samples, samples / 256 * 256, kept, world, batch,
+                 kept == 0 ? "it needs at least 256 samples per rank: use more data or leave --repeated-augment off"
+                           : fmt::format("lower --batch to {} or less", kept));
+    return;
+  }
   share_ = (samples + world - 1) / world;
   batches_per_epoch_ = share_ / batch;
   DDPX_REQUIRE(batches_per_epoch_ >= 1,
@@ -32,6 +54,13 @@ EpochSampler::EpochSampler(int64_t samples, int world, int64_t batch, uint64_t s
 }
 
 std::vector<int64_t> EpochSampler::order(int64_t epoch) const {
+  if (repeats_ > 1) {  // Note [Repeated augmentation]: torch's randperm from seed + epoch, each entry R times
+    std::vector<int64_t> repeated;
+    repeated.reserve(static_cast<size_t>(samples_ * repeats_));
+    for (int64_t index : torch_randperm(samples_, seed_ + static_cast<uint64_t>(epoch)))
+      repeated.insert(repeated.end(), static_cast<size_t>(repeats_), index);
+    return repeated;
+  }
   std::vector<int64_t> order(static_cast<size_t>(samples_));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (!shuffle_) return order;
@@ -97,25 +126,26 @@ void EpochSampler::pick(int64_t micro_batch, int rank, SamplePick* out) const {
   const std::shared_ptr<const std::vector<int64_t>> order = cached_order(epoch);
   for (int64_t t = 0; t < batch_; ++t) {
     const int64_t position = (k * batch_ + t) * world_ + rank;  // < share * world: the padded order
-    out[t] = {(*order)[static_cast<size_t>(position % samples_)], epoch, position};
+    out[t] = {(*order)[static_cast<size_t>(position % static_cast<int64_t>(order->size()))], epoch, position};
   }
 }
 
 EpochSamplers::EpochSamplers(int64_t samples, uint64_t seed, bool shuffle, std::string what,
-                             std::vector<int64_t> groups, int64_t shuffle_buffer)
+                             std::vector<int64_t> groups, int64_t shuffle_buffer, int64_t repeats)
     : samples_(samples),
       seed_(seed),
       shuffle_(shuffle),
       what_(std::move(what)),
       groups_(std::move(groups)),
-      shuffle_buffer_(shuffle_buffer) {}
+      shuffle_buffer_(shuffle_buffer),
+      repeats_(repeats) {}
 
 const EpochSampler& EpochSamplers::get(int world, int64_t batch) const {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < keys_.size(); ++i)
     if (keys_[i] == std::pair<int, int64_t>{world, batch}) return *samplers_[i];
   samplers_.push_back(std::make_unique<EpochSampler>(samples_, world, batch, seed_, shuffle_, what_, groups_,
-                                                            shuffle_buffer_));
+                                                     shuffle_buffer_, repeats_));
   keys_.emplace_back(world, batch);
   return *samplers_.back();
 }

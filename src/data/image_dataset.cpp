@@ -60,6 +60,16 @@ int64_t resolved_shuffle_buffer(int64_t requested, int64_t longest_run, int64_t 
   return std::max(kBaseShuffleBuffer, std::min(10 * longest_run, samples));
 }
 
+// --repeated-augment R, refused on sources streamed shard by shard (Note [Repeated augmentation]).
+int64_t repeated_augment(const DatasetContext& context, const SampleSource& source, const std::string& flag_text) {
+  if (context.repeated_augment <= 1) return 0;
+  DDPX_REQUIRE(source.shuffle_groups().empty(),
+               "--repeated-augment {}: {} is read shard by shard (a stream through a shuffle buffer), so torchvision's "
+               "sampler's order cannot be followed; use a source read sample by sample (idx:, folder:, pack:) or "
+               "leave --repeated-augment off", context.repeated_augment, flag_text);
+  return context.repeated_augment;
+}
+
 }  // namespace
 
 ImageDataset::ImageDataset(std::shared_ptr<const SampleSource> source, const DatasetContext& context,
@@ -75,7 +85,8 @@ ImageDataset::ImageDataset(std::shared_ptr<const SampleSource> source, const Dat
                                                     source_->size())
                           : 0),
       auto_buffer_raised_(context.images.shuffle_buffer == kAutoShuffleBuffer && shuffle_buffer_ > kBaseShuffleBuffer),
-      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups(), shuffle_buffer_) {
+      repeats_(context.training ? repeated_augment(context, *source_, flag_text) : 0),
+      samplers_(source_->size(), seed_, shuffle_, flag_text_, source_->shuffle_groups(), shuffle_buffer_, repeats_) {
   DDPX_REQUIRE(shape_.channels == 1 || shape_.channels == 3,
                "{}: the model takes {} channels; image sources give 1 (gray) or 3 (RGB)", flag_text_, shape_.channels);
   require_labels_in_model(*source_, shape_.num_classes, flag_text_);
@@ -129,6 +140,9 @@ std::string ImageDataset::describe() const {
                                                          "of class {}", longest_label_run_.first,
                                                          longest_label_run_.second)
                                            : "")
+                     : repeats_ > 1 ? fmt::format(", each sample {} times per epoch in torch.randperm's order "
+                                                  "(--repeated-augment; an epoch of {} samples)",
+                                                  repeats_, source_->size() / 256 * 256)
                      : source_->shuffle_groups().empty() ? ", shuffled per epoch"
                                                          : ", shards shuffled per epoch, samples in stored order",
                      buffer_spans_few_classes()

@@ -54,6 +54,7 @@ class ImageDataset : public Dataset {
   std::pair<int64_t, int32_t> longest_label_run_;  // (length, label)
   int64_t shuffle_buffer_;  // the training stream's, resolved (sources with shuffle groups); 0 otherwise
   bool auto_buffer_raised_ = false;  // auto, raised above 1000 for the runs
+  int64_t repeats_ = 0;  // --repeated-augment R (training data; Note [Repeated augmentation]); 0: off
   bool buffer_spans_few_classes() const;  // the buffer mixes fewer than 10 such runs
   EpochSamplers samplers_;
 };

@@ -18,8 +18,29 @@ std::string_view lr_schedule_name(LrScheduleKind kind) {
     case LrScheduleKind::cosine: return "cosine";
     case LrScheduleKind::linear: return "linear";
     case LrScheduleKind::step: return "step";
+    case LrScheduleKind::exponential: return "exponential";
   }
   return "?";
+}
+
+std::string_view lr_warmup_method_name(LrWarmupMethod method) {
+  return method == LrWarmupMethod::constant ? "constant" : "linear";
+}
+
+std::string_view lr_step_unit_name(LrStepUnit unit) { return unit == LrStepUnit::epoch ? "epoch" : "step"; }
+
+LrWarmupMethod parse_lr_warmup_method(std::string_view text) {
+  if (text == "linear") return LrWarmupMethod::linear;
+  DDPX_REQUIRE(text == "constant", "unknown --lr-warmup-method '{}'; choose linear (LinearLR from --lr-warmup-start "
+               "x --lr up to --lr) or constant (ConstantLR: --lr-warmup-start x --lr through the warm-up)", text);
+  return LrWarmupMethod::constant;
+}
+
+LrStepUnit parse_lr_step_unit(std::string_view text) {
+  if (text == "step") return LrStepUnit::step;
+  DDPX_REQUIRE(text == "epoch", "unknown --lr-step-unit '{}'; choose step (the rate changes every optimizer step) or "
+               "epoch (only at epoch boundaries, as torchvision's train.py)", text);
+  return LrStepUnit::epoch;
 }
 
 LrFormula LrSchedule::formula(double base_lr) const {
@@ -29,6 +50,14 @@ LrFormula LrSchedule::formula(double base_lr) const {
     case LrScheduleKind::cosine: f.shape = LrShape::cosine; break;
     case LrScheduleKind::linear: f.shape = LrShape::linear; break;
     case LrScheduleKind::step: f.shape = LrShape::step; break;
+    case LrScheduleKind::exponential: f.shape = LrShape::exponential; break;
+  }
+  f.warmup_constant = warmup_method == LrWarmupMethod::constant;
+  if (unit == LrStepUnit::epoch) {
+    DDPX_INTERNAL_ASSERT(micro_batches_per_epoch >= 1 && micro_batches_per_step >= 1,
+                         "a schedule stepped per epoch used before the run plan gave it the epoch's size");
+    f.micro_batches_per_step = micro_batches_per_step;
+    f.micro_batches_per_unit = micro_batches_per_epoch;
   }
   f.warmup_steps = warmup_steps;
   f.step_every = step_every > 0 ? step_every : 1;
@@ -47,10 +76,17 @@ double LrSchedule::rate_at(double base_lr, int64_t step) const {
 
 std::string LrSchedule::describe() const {
   std::string text(lr_schedule_name(kind));
-  if (kind == LrScheduleKind::step) text += fmt::format(" every {} steps x{}", step_every, step_gamma);
+  const std::string_view units = unit == LrStepUnit::epoch ? "epochs" : "steps";
+  const std::string_view at = unit == LrStepUnit::epoch ? "epoch" : "step";
+  if (kind == LrScheduleKind::step) text += fmt::format(" every {} {} x{}", step_every, units, step_gamma);
+  if (kind == LrScheduleKind::exponential) text += fmt::format(" x{} per {}", step_gamma, at);
   if (kind == LrScheduleKind::cosine || kind == LrScheduleKind::linear)
-    text += fmt::format(" to {} at step {}", min_lr, total_steps);
-  if (warmup_steps > 0) text += fmt::format(", warm-up {} steps from {}x", warmup_steps, warmup_start_factor);
+    text += fmt::format(" to {} at {} {}", min_lr, at, total_steps);
+  if (warmup_steps > 0)  // the linear warm-up's text as before the method existed (checkpoints compare it)
+    text += warmup_method == LrWarmupMethod::constant
+                ? fmt::format(", constant warm-up {} {} at {}x", warmup_steps, units, warmup_start_factor)
+                : fmt::format(", warm-up {} {} from {}x", warmup_steps, units, warmup_start_factor);
+  if (unit == LrStepUnit::epoch) text += ", stepped per epoch";
   return text;
 }
 
@@ -70,6 +106,13 @@ void LrSchedule::validate(double base_lr) const {
   DDPX_REQUIRE(min_lr == 0 || kind == LrScheduleKind::cosine || kind == LrScheduleKind::linear,
                "--min-lr applies to --lr-schedule cosine or linear, but this run uses --lr-schedule {}",
                lr_schedule_name(kind));
+  DDPX_INTERNAL_ASSERT(unit == LrStepUnit::step || total_steps == 0 ||
+                           (micro_batches_per_epoch >= 1 && micro_batches_per_step >= 1),
+                       "a schedule stepped per epoch planned without the epoch's size ({} micro-batches, {} a step)",
+                       micro_batches_per_epoch, micro_batches_per_step);
+  if (kind == LrScheduleKind::exponential)
+    DDPX_REQUIRE(std::isfinite(step_gamma) && step_gamma > 0 && step_gamma <= 1,
+                 "--lr-schedule exponential:{}: gamma must be in (0, 1]", step_gamma);
   if (kind == LrScheduleKind::step) {
     DDPX_REQUIRE(step_every >= 1, "--lr-schedule step:{}: the step size must be a positive number of steps",
                  step_every);
@@ -94,15 +137,23 @@ LrSchedule parse_lr_schedule(std::string_view text) {
   const std::string_view name = text.substr(0, text.find(':'));
   const bool has_arguments = name.size() < text.size();
   if (name == "constant" || name == "cosine" || name == "linear") {
-    DDPX_REQUIRE(!has_arguments, "--lr-schedule {}: '{}' takes no arguments (only step:EVERY[:GAMMA] does)", text,
+    DDPX_REQUIRE(!has_arguments, "--lr-schedule {}: '{}' takes no arguments (only step:EVERY[:GAMMA] and exponential:GAMMA do)", text,
                  name);
     schedule.kind = name == "constant" ? LrScheduleKind::constant
                     : name == "cosine" ? LrScheduleKind::cosine
                                        : LrScheduleKind::linear;
     return schedule;
   }
+  if (name == "exponential") {
+    schedule.kind = LrScheduleKind::exponential;
+    DDPX_REQUIRE(has_arguments && parse_number(text.substr(name.size() + 1), schedule.step_gamma) &&
+                     std::isfinite(schedule.step_gamma) && schedule.step_gamma > 0 && schedule.step_gamma <= 1,
+                 "--lr-schedule {}: exponential needs its gamma, a number in (0, 1] the rate is multiplied by each "
+                 "scheduler step (e.g. exponential:0.9)", text);
+    return schedule;
+  }
   DDPX_REQUIRE(name == "step", "unknown --lr-schedule '{}'; choose one of: constant, cosine, linear, "
-               "step:EVERY[:GAMMA]", text);
+               "step:EVERY[:GAMMA], exponential:GAMMA", text);
   schedule.kind = LrScheduleKind::step;
   const std::string_view rest = has_arguments ? text.substr(name.size() + 1) : std::string_view();
   const std::string_view every = rest.substr(0, rest.find(':'));

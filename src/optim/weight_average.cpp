@@ -12,7 +12,8 @@ WeightAverage::WeightAverage(double decay, size_t num_elements)
       keep_(static_cast<float>(decay)),
       blend_(static_cast<float>(1.0 - decay)),
       values_(num_elements, 0.f) {
-  validate_ema_decay(decay);
+  DDPX_REQUIRE(std::isfinite(decay) && decay >= 0 && decay < 1, "the weight average's decay {} (from --ema-decay and "
+               "--ema-adjust) must be in [0, 1)", decay);
 }
 
 void WeightAverage::update(const float* params, size_t n) {

@@ -127,7 +127,17 @@ constexpr auto kRunConfigFields = std::tuple{
     field("gradient_tensors", &RunConfig::gradient_tensors, Read::optional, Write::unless_default),
     field("classes", &RunConfig::classes, Read::optional, Write::unless_default),
     field("data_fingerprint", &RunConfig::data_fingerprint, Read::optional, Write::unless_default),
-    field("allow_data_change", &RunConfig::allow_data_change, Read::optional, Write::unless_default)};
+    field("allow_data_change", &RunConfig::allow_data_change, Read::optional, Write::unless_default),
+    // The schedule's and the weight average's settings: written together by hand (to_json), only where they apply.
+    field("lr_schedule", &RunConfig::lr_schedule, Read::optional, Write::by_hand),
+    field("lr_warmup_method", &RunConfig::lr_warmup_method, Read::optional, Write::by_hand),
+    field("lr_step_unit", &RunConfig::lr_step_unit, Read::optional, Write::by_hand),
+    field("repeated_augment", &RunConfig::repeated_augment, Read::optional, Write::by_hand),
+    field("ema_decay", &RunConfig::ema_decay, Read::optional, Write::by_hand),
+    field("ema_decay_used", &RunConfig::ema_decay_used, Read::optional, Write::by_hand),
+    field("ema_every", &RunConfig::ema_every, Read::optional, Write::by_hand),
+    field("ema_copy_epochs", &RunConfig::ema_copy_epochs, Read::optional, Write::by_hand),
+    field("ema_adjust", &RunConfig::ema_adjust, Read::optional, Write::by_hand)};
 
 constexpr auto kRankRunFields = std::tuple{
     field("info", &RankRun::info), field("steps", &RankRun::steps),
@@ -374,6 +384,12 @@ void to_json(json& j, const RunConfig& v) {
   jf::write_fields(j, v, kRunConfigFields);
   if (v.steps > 0) j["seed"] = v.seed, j["steps"] = v.steps, j["warmup"] = v.warmup;
   if (!v.optimizer.name.empty()) j["optimizer"] = v.optimizer;
+  if (!v.lr_schedule.empty())
+    j["lr_schedule"] = v.lr_schedule, j["lr_warmup_method"] = v.lr_warmup_method, j["lr_step_unit"] = v.lr_step_unit;
+  if (v.repeated_augment > 1) j["repeated_augment"] = v.repeated_augment;
+  if (v.ema_decay != 0)
+    j["ema_decay"] = v.ema_decay, j["ema_decay_used"] = v.ema_decay_used, j["ema_every"] = v.ema_every,
+    j["ema_copy_epochs"] = v.ema_copy_epochs, j["ema_adjust"] = v.ema_adjust;
 }
 
 void from_json(const json& j, RunConfig& v) {

@@ -216,6 +216,14 @@ struct RunConfig {
   // empty where the data has none; allow_data_change: --allow-data-change was given (a resume on other data).
   std::string data_fingerprint;
   bool allow_data_change = false;
+  // torchvision's recipe parts ("" / 0 where not used, and in reports written before they were recorded): the
+  // schedule as the start-up line states it (its warm-up method, --lr-step-unit), --repeated-augment, and the weight
+  // average: --ema-decay as given and the decay used (--ema-adjust torchvision), --ema-every, --ema-copy-epochs.
+  std::string lr_schedule, lr_warmup_method, lr_step_unit;
+  int64_t repeated_augment = 0;
+  double ema_decay = 0, ema_decay_used = 0;
+  int64_t ema_every = 0, ema_copy_epochs = 0;
+  std::string ema_adjust;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.

@@ -42,6 +42,20 @@ void restore_weight_average(const std::filesystem::path& dir, CheckpointState& c
                "--resume {}: the checkpoint was trained with --ema-decay {}, this run has {}; resume with --ema-decay "
                "{} so the weight average continues", dir.string(), saved_decay,
                run_decay == 0 ? std::string("none") : fmt::format("--ema-decay {}", run_decay), saved_decay);
+  // --ema-every, --ema-copy-epochs, --ema-adjust: the average continues only on the same cadence (run_settings.cpp
+  // writes "ema_cadence" when any differs from its default).
+  const RecipeOptions& recipe = options.recipe;
+  const std::string cadence =
+      recipe.ema_cadence.every_step() && recipe.ema_adjust == EmaAdjust::none
+          ? std::string()
+          : fmt::format("every {}, copy {} epoch(s), adjust {}", recipe.ema_cadence.every,
+                        recipe.ema_cadence.copy_epochs, ema_adjust_name(recipe.ema_adjust));
+  const std::string saved_cadence = extra.value("ema_cadence", std::string());
+  DDPX_REQUIRE(saved_cadence == cadence,
+               "--resume {}: the checkpoint's weight average was updated {}, this run's {}; resume with the same "
+               "--ema-every, --ema-copy-epochs and --ema-adjust", dir.string(),
+               saved_cadence.empty() ? std::string("every step (the defaults)") : saved_cadence,
+               cadence.empty() ? std::string("every step (the defaults)") : cadence);
   loaded.weight_average = std::move(found->second);
   loaded.weight_average_updates = extra["ema_updates"].get<int64_t>();
 }
@@ -152,11 +166,17 @@ LoadedCheckpoint load_training_checkpoint(const std::filesystem::path& dir, cons
       DDPX_REQUIRE(ckpt.extra.value("lr_schedule", std::string("constant")) ==
                        (options.optimizer.schedule.varies() ? options.optimizer.schedule.describe() : "constant"),
                    "--resume {}: the checkpoint was trained with --lr-schedule {}, this run has {}; resume with the "
-                   "same --lr-schedule, --lr-warmup-steps, --lr-warmup-start, --min-lr and --steps so the rate "
-                   "continues", dir.string(), ckpt.extra.value("lr_schedule", std::string("constant")),
+                   "same --lr-schedule, --lr-warmup-steps/-epochs, --lr-warmup-start, --lr-warmup-method, --min-lr, "
+                   "--lr-step-unit and --steps/--epochs so the rate continues", dir.string(), ckpt.extra.value("lr_schedule", std::string("constant")),
                    options.optimizer.schedule.varies() ? options.optimizer.schedule.describe() : "constant");
     same("grad_accum", "--grad-accum", options.grad_accum,
          "; resume with the same accumulation so the data stream continues");
+    // Both ways (the key is written only when on): the sampler decides the data stream (Note [Repeated augmentation]).
+    const int64_t saved_repeats = ckpt.extra.value("repeated_augment", int64_t{0});
+    const int64_t repeats = options.repeated_augment > 1 ? options.repeated_augment : 0;
+    DDPX_REQUIRE(saved_repeats == repeats,
+                 "--resume {}: the checkpoint was trained with --repeated-augment {}, this run has {}; resume with the "
+                 "same --repeated-augment so the data stream continues", dir.string(), saved_repeats, repeats);
     require_same_data(dir, ckpt.extra, options);
   }
   // Epochs (image sources, npy) are cut per world size: the same stream continues only with as many ranks.

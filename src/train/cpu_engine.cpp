@@ -49,7 +49,7 @@ class CpuEngine : public StepEngine {
       undecayed_ = options.optimizer;
       undecayed_.weight_decay = 0.f;
     }
-    if (recipe.ema_decay != 0) weight_average_.emplace(recipe.ema_decay, layout_.buffer_size());
+    if (recipe.ema_decay != 0) weight_average_.emplace(recipe.ema_decay_in_use(), layout_.buffer_size());
     if (recipe.mix.enabled()) {
       mixed_images_.resize(static_cast<size_t>(options.batch * image_numel_));
       mixed_labels_.resize(static_cast<size_t>(options.batch));
@@ -147,7 +147,7 @@ class CpuEngine : public StepEngine {
     if (options_.recipe.clip_grad_norm != 0)
       grad_norm_ = clip_grad_norm_cpu(grads_.data(), grads_.size(), static_cast<float>(options_.recipe.clip_grad_norm));
     update(step, 0, params_.size());
-    if (weight_average_) weight_average_->update(params_.data(), params_.size());
+    update_weight_average(step);
     state_.step = step;
     times_.optimizer = ms_since(t0) + zero_ms_;
   }
@@ -163,7 +163,7 @@ class CpuEngine : public StepEngine {
     // The spans are applied already: a bad step is noted here, the run stops at the trainer's next check, and
     // nothing non-finite is ever saved (io/tensor_integrity.hpp).
     numerics_.observe(span_step_, loss_, grads_);
-    if (weight_average_) weight_average_->update(params_.data(), params_.size());
+    update_weight_average(span_step_);
     state_.step = span_step_;
     times_.optimizer = zero_ms_;
   }
@@ -189,6 +189,14 @@ class CpuEngine : public StepEngine {
   EnginePhaseTimes last_phase_times() override { return times_; }
 
  private:
+  // --ema-decay, on --ema-every's cadence; --ema-copy-epochs: the next update copies again (optim/ema_cadence.hpp).
+  void update_weight_average(int64_t step) {
+    const EmaCadence& cadence = options_.recipe.ema_cadence;
+    if (!weight_average_ || !cadence.updates_at(step)) return;
+    weight_average_->update(params_.data(), params_.size());
+    if (cadence.copies_at(step)) weight_average_->restart();
+  }
+
   std::vector<float> logits_with(const float* params, const float* images, int64_t batch) {
     std::vector<float> logits(static_cast<size_t>(batch * classes_));
     for (int64_t start = 0; start < batch; start += options_.batch) {

@@ -264,7 +264,7 @@ class CudaEngine : public StepEngine, public GraphCapture {
                      clip_scalars_.get() + 1, compute_);
     }
     update(step, 0, layout_.buffer_size(), compute_);
-    update_weight_average();
+    update_weight_average(step);
     numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
     record(kStepEnd);
     if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = step;
@@ -314,7 +314,7 @@ class CudaEngine : public StepEngine, public GraphCapture {
       DDPX_CUDA_CHECK(cudaEventRecord(updates_done_, update_));
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, updates_done_, 0));
     }
-    update_weight_average();
+    update_weight_average(span_step_);
     // After every span (the reducer's were joined by its finish_step): their kernels noted any bad gradient.
     numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
     record(kStepEnd);
@@ -573,8 +573,8 @@ class CudaEngine : public StepEngine, public GraphCapture {
     }
     if (recipe.ema_decay != 0) {
       weight_average_ = DeviceBuffer<float>(layout_.buffer_size(), "weight EMA (--ema-decay)");
-      ema_keep_ = static_cast<float>(recipe.ema_decay);
-      ema_blend_ = static_cast<float>(1.0 - recipe.ema_decay);
+      ema_keep_ = static_cast<float>(recipe.ema_decay_in_use());
+      ema_blend_ = static_cast<float>(1.0 - recipe.ema_decay_in_use());
     }
     if (recipe.mix.enabled()) {
       mixed_images_ = DeviceBuffer<float>(static_cast<size_t>(options_.batch * image_numel_), "mixed images");
@@ -609,12 +609,16 @@ class CudaEngine : public StepEngine, public GraphCapture {
     return mixed_images_.get();
   }
 
-  // --ema-decay: the first update copies the weights, every later one blends (optim/weight_average.hpp).
-  void update_weight_average() {
-    if (!weight_average_.get()) return;
+  // --ema-decay: the first update copies the weights, every later one blends (optim/weight_average.hpp), on
+  // --ema-every's cadence, --ema-copy-epochs restarting it (optim/ema_cadence.hpp). A cadence other than every step
+  // keeps steps out of CUDA graphs (train/step_graphs.cpp), so the host decides here at every step.
+  void update_weight_average(int64_t step) {
+    const EmaCadence& cadence = options_.recipe.ema_cadence;
+    if (!weight_average_.get() || !cadence.updates_at(step)) return;
     weight_average_update(weight_average_.get(), model_->params(), static_cast<int64_t>(layout_.buffer_size()),
                           ema_keep_, ema_blend_, ema_updates_ == 0, compute_);
     ++ema_updates_;
+    if (cadence.copies_at(step)) ema_updates_ = 0;
   }
 
   void record(PhaseEvent which) {

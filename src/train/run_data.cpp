@@ -21,6 +21,7 @@ DatasetContext training_data_context(const TrainOptions& options, const Model& m
   context.shape = DataShape{model.input_shape().channels, model.input_shape().image_size, model.num_classes()};
   context.seed = options.seed;
   context.images = options.image_pipeline;
+  context.repeated_augment = options.repeated_augment;
   return context;
 }
 

@@ -35,9 +35,33 @@ int64_t run_steps(const TrainOptions& options, int64_t batches_per_epoch) {
   return steps;
 }
 
-LrSchedule planned_schedule(const TrainOptions& options, const RunPlan& plan) {
+// --lr-step-unit epoch: the schedule counts epochs (core/lr_formula.hpp), as torchvision's train.py steps it.
+LrSchedule per_epoch_schedule(const TrainOptions& options, const RunPlan& plan, int64_t batches_per_epoch,
+                              LrSchedule schedule) {
+  require_epochs(options, batches_per_epoch, "--lr-step-unit epoch");
+  DDPX_REQUIRE(schedule.warmup_steps == 0,
+               "--lr-warmup-steps {} counts optimizer steps, but --lr-step-unit epoch changes the rate once per epoch: "
+               "give the warm-up in epochs (--lr-warmup-epochs)", schedule.warmup_steps);
+  DDPX_REQUIRE(options.lr_warmup_epochs >= 0, "--lr-warmup-epochs {}: must be positive (0: no warm-up)",
+               options.lr_warmup_epochs);
+  schedule.micro_batches_per_step = options.grad_accum;
+  schedule.micro_batches_per_epoch = batches_per_epoch;
+  // The horizon: --epochs, or the epochs a run given in --steps reaches into.
+  schedule.total_steps = options.epochs > 0 ? options.epochs
+                                            : (plan.steps * options.grad_accum + batches_per_epoch - 1) / batches_per_epoch;
+  schedule.warmup_steps = options.lr_warmup_epochs;
+  DDPX_REQUIRE(schedule.warmup_steps < schedule.total_steps,
+               "--lr-warmup-epochs {} is not shorter than the run ({}, {} epoch(s) with --lr-step-unit epoch): the "
+               "schedule would never reach --lr; give a shorter warm-up or a longer run", options.lr_warmup_epochs,
+               plan.length_text, schedule.total_steps);
+  schedule.validate(typed_decimal(options.optimizer.lr));  // --lr-schedule, --min-lr, --lr-warmup-start
+  return schedule;
+}
+
+LrSchedule planned_schedule(const TrainOptions& options, const RunPlan& plan, int64_t batches_per_epoch) {
   LrSchedule schedule = options.optimizer.schedule;
   schedule.total_steps = plan.steps;
+  if (schedule.unit == LrStepUnit::epoch) return per_epoch_schedule(options, plan, batches_per_epoch, schedule);
   if (options.lr_warmup_epochs != 0) {
     DDPX_REQUIRE(options.lr_warmup_epochs > 0, "--lr-warmup-epochs {}: must be positive (0: no warm-up)",
                  options.lr_warmup_epochs);
@@ -60,6 +84,27 @@ LrSchedule planned_schedule(const TrainOptions& options, const RunPlan& plan) {
   return schedule;
 }
 
+// --ema-every and --ema-copy-epochs count within epochs where the data has them; --ema-adjust torchvision needs
+// the run's epochs and the world size (optim/ema_cadence.hpp).
+void plan_weight_average(const TrainOptions& options, int64_t batches_per_epoch, int world, RunPlan& plan) {
+  const RecipeOptions& recipe = options.recipe;
+  plan.ema_cadence = recipe.ema_cadence;
+  if (recipe.ema_decay == 0) return;
+  if (recipe.ema_cadence.copy_epochs != 0)
+    require_epochs(options, batches_per_epoch, fmt::format("--ema-copy-epochs {}", recipe.ema_cadence.copy_epochs));
+  if (options.data.has_epochs() && batches_per_epoch > 0) {
+    plan.ema_cadence.micro_batches_per_step = options.grad_accum;
+    plan.ema_cadence.micro_batches_per_epoch = batches_per_epoch;
+  }
+  if (recipe.ema_adjust == EmaAdjust::torchvision) {
+    DDPX_REQUIRE(options.epochs > 0,
+                 "--ema-adjust torchvision divides by the run's epochs (1 - (1 - D) x world x batch x --ema-every / "
+                 "epochs): give the run in --epochs, or --ema-adjust none");
+    plan.ema_decay_adjusted = torchvision_ema_decay(recipe.ema_decay, world, options.batch * options.grad_accum,
+                                                    recipe.ema_cadence.every, options.epochs);
+  }
+}
+
 EvalEvery planned_evaluation(const TrainOptions& options, const RunPlan& plan) {
   if (!options.val) return {};
   // --val alone: each epoch's end in a run given in epochs (where an epoch is at least one step), and the last step.
@@ -79,34 +124,42 @@ EvalEvery planned_evaluation(const TrainOptions& options, const RunPlan& plan) {
 }  // namespace
 
 bool plan_needs_epochs(const TrainOptions& options) {
-  return options.epochs != 0 || options.lr_warmup_epochs != 0 || options.eval_every == "epoch";
+  const RecipeOptions& recipe = options.recipe;
+  return options.epochs != 0 || options.lr_warmup_epochs != 0 || options.eval_every == "epoch" ||
+         options.optimizer.schedule.unit == LrStepUnit::epoch || options.repeated_augment > 1 ||
+         (recipe.ema_decay != 0 && !recipe.ema_cadence.every_step());
 }
 
-RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch) {
+RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch, int world) {
   DDPX_REQUIRE(options.grad_accum >= 1, "--grad-accum must be >= 1, got {}", options.grad_accum);
   RunPlan plan;
   if (plan_needs_epochs(options)) {
     if (options.lr_warmup_epochs != 0)
       require_epochs(options, batches_per_epoch, fmt::format("--lr-warmup-epochs {}", options.lr_warmup_epochs));
+    if (options.repeated_augment > 1)
+      require_epochs(options, batches_per_epoch, fmt::format("--repeated-augment {}", options.repeated_augment));
     plan.steps_per_epoch = batches_per_epoch / options.grad_accum;
   }
   plan.steps = run_steps(options, batches_per_epoch);
   plan.length_text = options.epochs > 0 ? fmt::format("--epochs {} = {} steps", options.epochs, plan.steps)
                                         : fmt::format("--steps {}", plan.steps);
-  plan.schedule = planned_schedule(options, plan);
+  plan.schedule = planned_schedule(options, plan, batches_per_epoch);
   plan.eval = planned_evaluation(options, plan);
+  plan_weight_average(options, batches_per_epoch, world, plan);
   return plan;
 }
 
-int64_t epoch_batches(const TrainOptions& options, const Dataset& train) {
+int64_t epoch_batches(const TrainOptions& options, const Dataset& train, int world) {
   if (!plan_needs_epochs(options) || !options.data.has_epochs()) return 0;
-  return train.batches_per_epoch(detect_world().world_size, options.batch);
+  return train.batches_per_epoch(world, options.batch);
 }
 
 TrainOptions with_plan(const TrainOptions& requested, const RunPlan& plan) {
   TrainOptions options = requested;
   options.steps = plan.steps;
   options.optimizer.schedule = plan.schedule;
+  options.recipe.ema_cadence = plan.ema_cadence;
+  options.recipe.ema_decay_adjusted = plan.ema_decay_adjusted;
   return options;
 }
 

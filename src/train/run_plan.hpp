@@ -11,16 +11,25 @@
 //    --grad-accum, rounded down.
 //  - the schedule's horizon is that length; its warm-up is --lr-warmup-steps W, or --lr-warmup-epochs E' (E' x the
 //    steps of one epoch; any run on a source with epochs), and must be shorter than the run.
+//  - --lr-step-unit epoch (torchvision's train.py): the schedule counts epochs, its horizon --epochs (or the
+//    epochs --steps reaches into), its warm-up --lr-warmup-epochs (--lr-warmup-steps refused), step:EVERY in epochs.
+//  - --repeated-augment R: the data's sampler (Note [Repeated augmentation], data/epoch_sampler.hpp) sets the
+//    batches per epoch, so --epochs and everything counted in epochs follow it; refused on endless sources.
+//  - --ema-every, --ema-copy-epochs count within the data's epochs (optim/ema_cadence.hpp); --ema-adjust torchvision
+//    needs --epochs and takes the world size given here.
 //  - --val: --eval-every N (steps) or epoch (each epoch's last step); without --eval-every, at the end of the run,
 //    and at each epoch's end when the run is given in --epochs. The last step always evaluates.
 // Guarantees: plan_run() throws ddpx::Error naming the flag (--epochs, --lr-warmup-epochs, --lr-warmup-steps,
-// --eval-every, --lr-schedule, --min-lr) for every plan that cannot run; a returned plan has steps >= 1, a schedule
+// --eval-every, --lr-schedule, --min-lr, --lr-step-unit, --repeated-augment, --ema-copy-epochs, --ema-adjust) for
+// every plan that cannot run; a returned plan has steps >= 1, a schedule
 // whose horizon is `steps` and that passed LrSchedule::validate, and an evaluation cadence with no zero divisor.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "data/dataset.hpp"
+#include "optim/ema_cadence.hpp"
 #include "optim/lr_schedule.hpp"
 #include "train/run_evaluation.hpp"
 #include "train/train_options.hpp"
@@ -32,18 +41,20 @@ struct RunPlan {
   int64_t steps_per_epoch = 0;  // optimizer steps of one epoch; 0 where not needed or the source has no epochs
   LrSchedule schedule;          // the horizon is `steps`, the warm-up resolved from steps or epochs
   EvalEvery eval;               // --val's cadence (none: the last step only)
+  EmaCadence ema_cadence;       // --ema-every/--ema-copy-epochs with the epoch's size (when the data has epochs)
+  std::optional<double> ema_decay_adjusted;  // --ema-adjust torchvision's decay; nullopt: --ema-decay as given
   // How the length was given, for messages: "--steps 100" or "--epochs 2 (= 234 steps)".
   std::string length_text;
 };
 
 // batches_per_epoch: the micro-batches each rank runs per epoch at this run's world size (Dataset::
-// batches_per_epoch), 0 for an endless source; read only when the plan needs epochs.
-RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch);
+// batches_per_epoch), 0 for an endless source; read only when the plan needs epochs. world: the run's ranks.
+RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch, int world = 1);
 bool plan_needs_epochs(const TrainOptions& options);
 // What plan_run() takes as batches_per_epoch: the training dataset's (made from the data opened once,
-// train/run_data.hpp) at this job's world size where the plan needs epochs (--epochs, --lr-warmup-epochs,
+// train/run_data.hpp) at the run's world size where the plan needs epochs (--epochs, --lr-warmup-epochs,
 // --eval-every epoch), else 0 (nothing is counted).
-int64_t epoch_batches(const TrainOptions& options, const Dataset& train);
+int64_t epoch_batches(const TrainOptions& options, const Dataset& train, int world);
 
 // The options the run's parts read, with the plan's length and schedule: the one place a run's --steps and the
 // schedule's horizon are assigned.

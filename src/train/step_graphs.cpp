@@ -15,7 +15,8 @@ StepGraphOptions step_graph_options(const TrainOptions& options) {
           .optimizer = options.optimizer,
           .comm_hook = options.comm_hook,
           .warmup_steps = options.warmup_steps,
-          .host_draw_per_batch = options.recipe.mix.enabled()};
+          .host_draw_per_batch = options.recipe.mix.enabled(),
+          .host_ema_cadence = options.recipe.ema_decay != 0 && !options.recipe.ema_cadence.every_step()};
 }
 
 StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool engine_captures, int64_t start_step,
@@ -39,8 +40,12 @@ StepGraphSchedule plan_step_graphs(const StepGraphOptions& options, bool engine_
     DDPX_REQUIRE(!options.host_draw_per_batch,
                  "--cuda-graph on: --mixup/--cutmix draw each batch's mix on the host, which a replayed graph would "
                  "repeat; use --cuda-graph auto (it leaves graphs off for such runs) or off");
+    DDPX_REQUIRE(!options.host_ema_cadence,
+                 "--cuda-graph on: --ema-every above 1 and --ema-copy-epochs decide each step's weight-average update on "
+                 "the host, which a replayed graph would not; use --cuda-graph auto (it leaves graphs off for such "
+                 "runs) or off");
   }
-  schedule.enabled = exact && hook_capturable && !options.host_draw_per_batch;
+  schedule.enabled = exact && hook_capturable && !options.host_draw_per_batch && !options.host_ema_cadence;
   if (!schedule.enabled) return schedule;
   schedule.timed_variants = timed_variants;
   // Captured at trainer step start_step + after, i.e. synchronized step after - 1: at least 1 (one eager step

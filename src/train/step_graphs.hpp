@@ -26,6 +26,7 @@ struct StepGraphOptions {
   CommHookSpec comm_hook;   // named in --cuda-graph on's refusal
   int64_t warmup_steps = 5;
   bool host_draw_per_batch = false;  // --mixup/--cutmix
+  bool host_ema_cadence = false;     // --ema-every N > 1 or --ema-copy-epochs: the host decides each step's update
 };
 StepGraphOptions step_graph_options(const TrainOptions& options);
 

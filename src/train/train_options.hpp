@@ -41,6 +41,9 @@ struct TrainOptions {
   int64_t epochs = 0;  // --epochs N (image sources, npy): steps = N x batches per epoch / grad_accum; 0: --steps
   // --lr-warmup-epochs N: the schedule's warm-up in epochs (train/run_plan.hpp); 0: --lr-warmup-steps decides
   int64_t lr_warmup_epochs = 0;
+  // --repeated-augment R: torchvision's repeated-augmentation sampler (Note [Repeated augmentation],
+  // data/epoch_sampler.hpp) for the training data; 0 or 1: off
+  int64_t repeated_augment = 0;
   int64_t warmup_steps = 5;               // excluded from the throughput figures
   // --calibrate-steps N: with a reducer, up to N warm-up steps run without it during backward, to measure the
   // plain step DDP's cost is taken against (Note [Calibration steps], train/calibration.hpp); 0: off

@@ -498,7 +498,8 @@ TrainSummary run_training(const TrainOptions& requested) {
   const TrainOptions with_classes = with_data_classes(requested, data);
   const std::unique_ptr<Model> model = make_run_model(with_classes);
   const RunDatasets datasets = make_run_datasets(data, with_classes, *model);
-  const RunPlan plan = plan_run(with_classes, epoch_batches(with_classes, *datasets.train));
+  const int world = detect_world().world_size;  // the job opens after the plan, which needs its size
+  const RunPlan plan = plan_run(with_classes, epoch_batches(with_classes, *datasets.train, world), world);
   const TrainOptions options = with_plan(with_classes, plan);
   options.validate();
   const FlatLayout& layout = model->layout();

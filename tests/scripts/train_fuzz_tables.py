@@ -40,14 +40,20 @@ VALUES = {
     "--optimizer": (["sgd", "adamw"], [], ["adam"]),
     "--lr": (["0.01", "1e-3"], ["0", "1e30"], ["-1", "nan", "fast"]),
     "--weight-decay": (["0", "0.05"], ["1"], ["-0.1"]),
-    "--lr-schedule": (["constant", "cosine", "linear", "step:2", "step:1:0.5"], ["step:100000"],
-                      ["step:0", "exp", "step:2:-1"]),
+    "--lr-schedule": (["constant", "cosine", "linear", "step:2", "step:1:0.5", "exponential:0.9"], ["step:100000"],
+                      ["step:0", "exp", "step:2:-1", "exponential", "exponential:2"]),
     "--lr-warmup-steps": (["0", "1", "2"], ["100000"], ["-1"]),
     "--lr-warmup-start": (["0.1", "1"], ["0"], ["-1", "2"]),
     "--min-lr": (["0", "1e-5"], [], ["-1"]),
     "--label-smoothing": (["0", "0.1"], ["0.99"], ["1.5", "-0.1"]),
     "--clip-grad-norm": (["1", "0.5"], ["0", "1e-30"], ["-1"]),
     "--ema-decay": (["0.9", "0.999"], ["0", "1"], ["1.5", "-0.5"]),
+    "--ema-every": (["1", "2"], ["100000"], ["0", "-1"]),
+    "--ema-copy-epochs": (["0", "1"], ["100000"], ["-1"]),
+    "--ema-adjust": (["none", "torchvision"], [], ["timm"]),
+    "--lr-warmup-method": (["linear", "constant"], [], ["cosine"]),
+    "--lr-step-unit": (["step", "epoch"], [], ["epochs"]),
+    "--repeated-augment": (["0", "2", "3"], ["1", "100000"], ["-1"]),  # the stand-in data is below 256 samples
     "--eval-every": (["1", "2", "epoch"], ["100000"], ["0", "-1", "sometimes"]),
     "--mixup": (["0.2", "1"], ["0"], ["-1"]),
     "--cutmix": (["1"], ["0"], ["-1"]),
@@ -94,6 +100,8 @@ NEEDS = {
     "--min-lr": ["--lr-schedule", "cosine"], "--checkpoint-every": ["--checkpoint-dir", "{dir}/ck"],
     "--keep-checkpoints": ["--checkpoint-dir", "{dir}/ck"], "--val": ["--eval-every", "1"],
     "--powersgd-start": ["--comm-hook", "powersgd:1"],
+    "--ema-every": ["--ema-decay", "0.9"], "--ema-copy-epochs": ["--ema-decay", "0.9"],
+    "--ema-adjust": ["--ema-decay", "0.9"],
 }
 
 SOURCES = ["idx", "folder", "pack", "wds", "npy", "learnable"]

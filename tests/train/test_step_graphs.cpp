@@ -79,6 +79,21 @@ TEST(StepGraphs, MixingRunsReplayNoGraph) {
   EXPECT_NE(error.find("--cuda-graph on: --mixup/--cutmix"), std::string::npos) << error;
 }
 
+TEST(StepGraphs, WeightAverageOnAHostCadenceReplaysNoGraph) {
+  // --ema-every N > 1 or --ema-copy-epochs: the host decides each step's update, which a replay would not.
+  StepGraphOptions cadence = graph_run("allreduce", 5);
+  cadence.host_ema_cadence = true;
+  EXPECT_FALSE(plan_step_graphs(cadence, true, 0, 0).enabled);
+  cadence.cuda_graph = GraphPolicy::on;
+  const std::string error = error_of(cadence, true, 0);
+  EXPECT_NE(error.find("--cuda-graph on: --ema-every above 1 and --ema-copy-epochs"), std::string::npos) << error;
+  TrainOptions options;
+  options.recipe.ema_decay = 0.9;
+  EXPECT_FALSE(step_graph_options(options).host_ema_cadence);  // every step: graphs as before
+  options.recipe.ema_cadence.every = 32;
+  EXPECT_TRUE(step_graph_options(options).host_ema_cadence);
+}
+
 TEST(StepGraphs, PowerSgdsFirstCompressedStepIsNeverTheCapturedOne) {
   // Trainer step s is synchronized step s - 1; PowerSGD with START 2 compresses (and allocates) first at
   // synchronized step 2 = trainer step 3, so the capture may come at trainer step 4 at the earliest.
