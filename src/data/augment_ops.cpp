@@ -2,8 +2,7 @@
 //
 // Note [torch's linspace in float32]
 // The ops' magnitudes are torch.linspace(0, max, bins) in float32 (31 bins for RandAugment and TrivialAugmentWide,
-// 10 for AutoAugment), and torch 1.13's CPU kernel does not compute
-// start + i * step: it computes `step = (end - start) / (steps - 1)` in float, then (AVX2 build) fills 16 values at
+// 10 for AutoAugment), and torch 1.13's CPU kernel does not compute start + i * step: it computes `step = (end - start) / (steps - 1)` in float, then (AVX2 build) fills 16 values at
 // a time as two vectors of 8 whose lanes are base + k * step (k * step rounded, then the sum), base being the
 // scalar formula at the vector's first index; the rest one by one with the scalar formula, which the compiler
 // contracts into one fused multiply-add: fma(step, i, start) below steps / 2, fma(-step, steps - 1 - i, end) from
@@ -11,7 +10,7 @@
 // near an integer follows it, hence the emulation (tools/make_rand_augment_fixtures.py dumps torch's tables; the
 // test compares them all).
 //
-// Note [Where RandAugment can differ from torchvision]
+// Note [Where the augmentation ops can differ from torchvision]
 // The geometric ops are F.affine / F.rotate on a tensor: the inverse matrix in double (Python's math), cast to
 // float32, divided by (w/2, h/2), multiplied with the pixel-centre grid [x, y, 1] by a float32 GEMM, and
 // grid_sample(nearest, zeros, align_corners=False) unnormalizes ((g + 1) * size / 2 - 0.5) and rounds half to
@@ -21,7 +20,9 @@
 // tie can pick the neighbouring pixel there, so torchvision itself differs between BLAS builds at those pixels. The
 // test's fixtures come from Debian's torch 1.13 on OpenBLAS and are compared byte for byte (also checked while
 // writing this: all 31 bins, both signs, every op on 224 x 224 and 160 x 200 photographs and noise, 1,869 images,
-// every byte equal). This file is compiled with -ffp-contract=off so the compiler fuses nothing the formulas do not.
+// every byte equal; the fixtures of TrivialAugmentWide's wide magnitudes, rotations to 135 degrees and shears to
+// 0.99, and of AutoAugment's 10-bin ones, tools/make_auto_augment_fixtures.py, are equal byte for byte too). This
+// file is compiled with -ffp-contract=off so the compiler fuses nothing the formulas do not.
 #include "data/augment_ops.hpp"
 
 #include <algorithm>

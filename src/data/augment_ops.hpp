@@ -11,7 +11,7 @@
 //    computed with torch's float32 arithmetic in torch's order, so the uint8 result equals torchvision's exactly:
 //    blends truncate (_blend's .to(uint8)), AutoContrast scales by reciprocal x 255 as Tensor.__rtruediv__ does,
 //    Sharpness keeps the one-pixel border, Equalize is integer, Invert is 255 - v. Two documented limits (Note
-//    [Where RandAugment can differ from torchvision]): the geometric ops' sampling positions follow torch's float32
+//    [Where the augmentation ops can differ from torchvision]): the geometric ops' sampling positions follow torch's float32
 //    grid with OpenBLAS's FMA order, so against a torch on another BLAS a pixel whose position lies within float
 //    rounding of a half-pixel tie may take the neighbouring source pixel; Contrast's mean is exact up to 65,793
 //    pixels (a 256 x 256 image), beyond that it is the correctly rounded mean where torch sums in float32.
