@@ -3,7 +3,8 @@
 // weights whatever the loader's worker count, other weights than without them, 2 ranks of batch b equal to 1 rank
 // of 2b (the draws are keyed by the sample's place in the epoch, not by rank); on idx with --steps, a run killed
 // mid-run and resumed equals the uninterrupted one bit for bit; two automatic augmentations, an unknown policy, a
-// bad probability and a non-image source are refused naming the flags. (--val is never augmented:
+// bad probability, a non-image source and --random-erase with --normalize device (the erasing is on the host's
+// float image) are refused naming the flags. (--val is never augmented:
 // tests/data/test_auto_augment.cpp and test_random_erasing.cpp compare its batches.)
 #include <gtest/gtest.h>
 
@@ -13,9 +14,13 @@
 #include <string>
 
 #include "cli_runner.hpp"
+#include "data/data_spec.hpp"
+#include "data/random_erasing.hpp"
+#include "error_expect.hpp"
 #include "fashion_files.hpp"
 #include "saved_weights.hpp"
 #include "support/scratch_dir.hpp"
+#include "train/train_options.hpp"
 
 namespace ddpx {
 namespace {
@@ -118,6 +123,20 @@ TEST(AugmentTraining, KilledAndResumedEqualsTheUninterruptedRunAndBadFlagsAreRef
   EXPECT_NE(erase_only.output.find("--random-erase 0.3 erases part of the images the loader decodes"),
             std::string::npos) << erase_only.output;
   fs::remove_all(dir);
+}
+
+// A CUDA run that normalizes on the device gets uint8 batches: the erasing (after Normalize, on the loader threads)
+// would not happen there, so the two are refused together; host normalization (the default) takes it.
+TEST(AugmentTraining, RandomErasingWithDeviceNormalizationIsRefused) {
+  TrainOptions options;
+  options.device = Device::cuda;
+  options.data = parse_data_spec(std::string("idx:") + testing::kFashionMnist + ":test", "--data");
+  options.image_pipeline.random_erasing = parse_random_erase("0.25");
+  options.normalize_on = NormalizeOn::device;
+  testing::expect_error([&] { options.validate(); },
+                        {"--random-erase 0.25 with --normalize device", "drop --normalize device"});
+  options.normalize_on = NormalizeOn::host;
+  EXPECT_NO_THROW(options.validate());
 }
 
 }  // namespace
