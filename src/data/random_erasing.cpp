@@ -32,7 +32,7 @@ RandomErasingSpec parse_random_erase(std::string_view text) {
   const bool number = !text.empty() && error == std::errc() && end == text.data() + text.size();
   DDPX_REQUIRE(number && std::isfinite(value) && value >= 0 && value <= 1,
                "--random-erase '{}': give the probability P of erasing a training image, 0 to 1 (torchvision's "
-               "--random-erase, RandomErasing(p=P); its ViT recipes use 0.25; 0: off)", text);
+               "--random-erase, RandomErasing(p=P); 0: off)", text);
   return RandomErasingSpec{value};
 }
 

@@ -53,7 +53,7 @@ VALUES = {
     "--cutmix": (["1"], ["0"], ["-1"]),
     "--randaugment": (["2,9", "1,0"], ["16,30"], ["0,5", "2,31", "x"]),
     "--auto-augment-policy": (["imagenet", "cifar10", "svhn"], [], ["ImageNet", "ta_wide", ""]),
-    "--random-erase": (["0.25", "0.5"], ["0", "1"], ["-0.1", "1.5", "nan", "x"]),
+    "--random-erase": (["0.25", "0.5"], ["0", "1"], ["-0.1", "1.5", "nan", "x", ""]),
     "--load": (["{w}", "{w4}"], [], ["{dir}/missing.safetensors", "{dir}"]),
     "--save": (["{dir}/w.safetensors"], ["/dev/null"], ["{dir}/no/such/dir/w.safetensors", "{dir}"]),
     "--checkpoint-every": (["1", "2"], ["100000"], ["0", "-1"]),

@@ -3,7 +3,7 @@
 // weights whatever the loader's worker count, other weights than without them, 2 ranks of batch b equal to 1 rank
 // of 2b (the draws are keyed by the sample's place in the epoch, not by rank); on idx with --steps, a run killed
 // mid-run and resumed equals the uninterrupted one bit for bit; two automatic augmentations, an unknown policy, a
-// bad probability, a non-image source and --random-erase with --normalize device (the erasing is on the host's
+// bad probability, an empty value, a non-image source and --random-erase with --normalize device (the erasing is on the host's
 // float image) are refused naming the flags. (--val is never augmented:
 // tests/data/test_auto_augment.cpp and test_random_erasing.cpp compare its batches.)
 #include <gtest/gtest.h>
@@ -112,6 +112,12 @@ TEST(AugmentTraining, KilledAndResumedEqualsTheUninterruptedRunAndBadFlagsAreRef
   const CliResult odds = run_ddpx(idx + " --random-erase 1.5");
   EXPECT_EQ(odds.status, 2) << odds.output;
   EXPECT_NE(odds.output.find("--random-erase '1.5': give the probability P"), std::string::npos) << odds.output;
+  for (const char* flag : {"--auto-augment-policy", "--random-erase", "--randaugment"}) {
+    const CliResult empty = run_ddpx(idx + " " + flag + " ''");  // typed but empty: not silently off
+    EXPECT_EQ(empty.status, 2) << empty.output;
+    EXPECT_NE(empty.output.find(std::string(flag) + ": an empty value would silently mean off"), std::string::npos)
+        << empty.output;
+  }
   const CliResult synthetic = run_ddpx("train --device cpu --model " + kModel + " --data learnable --steps 2 "
                                        "--trivial-augment --random-erase 0.3");
   EXPECT_EQ(synthetic.status, 2) << synthetic.output;
