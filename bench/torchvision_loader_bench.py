@@ -7,7 +7,9 @@ ImageFolder (PIL decoding) + DataLoader(batch_size=32, num_workers=W, shuffle=Tr
 torchvision's ImageNet reference: train = RandomResizedCrop(size) + RandomHorizontalFlip + ToTensor + Normalize,
 eval = Resize(int(size / 0.875)) + CenterCrop(size) + ToTensor + Normalize (antialiased bilinear, PIL's); with
 --randaugment N,M the train transform gets RandAugment(num_ops=N, magnitude=M) after the flip, on the PIL image, as
-torchvision's reference recipe (presets.py, --auto-augment ra --ra-magnitude M) places it. Iterates
+torchvision's reference recipe (presets.py, --auto-augment ra --ra-magnitude M) places it; --trivial-augment
+TrivialAugmentWide() (--auto-augment ta_wide), --auto-augment-policy P AutoAugment(AutoAugmentPolicy(P))
+(--auto-augment imagenet), in the same place. Iterates
 until --images images were delivered (whole epochs repeated as needed; one warm-up batch excluded) and prints one
 JSON line: {"images": N, "seconds": S, "images_per_s": R, "cpu_seconds": C, "workers": W, "torch": version,
 "torchvision": version}; C is the CPU time (user + system, from /proc) of the main process and the workers over the
@@ -34,12 +36,23 @@ def cpu_seconds(pids):
     return total / ticks
 
 
-def randaugment_only(args):
-    num_ops, magnitude = (int(v) for v in args.randaugment.split(","))
+def automatic_augmentation(args):
+    """The augmentation the flags name (one at most), or None."""
+    if args.randaugment:
+        num_ops, magnitude = (int(v) for v in args.randaugment.split(","))
+        return transforms.RandAugment(num_ops=num_ops, magnitude=magnitude)
+    if args.trivial_augment:
+        return transforms.TrivialAugmentWide()
+    if args.auto_augment_policy:
+        return transforms.AutoAugment(transforms.AutoAugmentPolicy(args.auto_augment_policy))
+    return None
+
+
+def augment_only(args):
     crop = transforms.Compose([transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip()])
     plain = datasets.ImageFolder(args.dir)
     images = [crop(plain[i][0]) for i in range(min(args.batch, len(plain)))]
-    augment = transforms.RandAugment(num_ops=num_ops, magnitude=magnitude)
+    augment = automatic_augmentation(args)
     start, cpu_start = time.perf_counter(), time.process_time()
     for i in range(args.images):
         augment(images[i % len(images)])
@@ -55,25 +68,29 @@ def main():
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--images", type=int, default=400)
-    parser.add_argument("--transform", choices=["train", "eval", "randaugment-only"], default="train",
-                        help="randaugment-only: RandAugment(--randaugment) alone, in this process, on the train "
-                             "transform's outputs of the first --batch images (PIL, size x size), --images times")
+    parser.add_argument("--transform", choices=["train", "eval", "augment-only"], default="train",
+                        help="augment-only: the augmentation (--randaugment, --trivial-augment or "
+                             "--auto-augment-policy) alone, in this process, on the train transform's outputs of the "
+                             "first --batch images (PIL, size x size), --images times")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--randaugment", help="N,M: RandAugment(num_ops=N, magnitude=M) after the flip (train only)")
+    parser.add_argument("--trivial-augment", action="store_true", help="TrivialAugmentWide() after the flip")
+    parser.add_argument("--auto-augment-policy", choices=["imagenet", "cifar10", "svhn"],
+                        help="AutoAugment(AutoAugmentPolicy(P)) after the flip")
     args = parser.parse_args()
     torch.set_num_threads(1)
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     if args.transform == "train":
         steps = [transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip()]
-        if args.randaugment:
-            num_ops, magnitude = (int(v) for v in args.randaugment.split(","))
-            steps.append(transforms.RandAugment(num_ops=num_ops, magnitude=magnitude))
+        augment = automatic_augmentation(args)
+        if augment is not None:
+            steps.append(augment)
         transform = transforms.Compose(steps + [transforms.ToTensor(), normalize])
     else:
         transform = transforms.Compose([transforms.Resize(int(args.size / 0.875)), transforms.CenterCrop(args.size),
                                         transforms.ToTensor(), normalize])
-    if args.transform == "randaugment-only":
-        return randaugment_only(args)
+    if args.transform == "augment-only":
+        return augment_only(args)
     dataset = datasets.ImageFolder(args.dir, transform)
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=True, num_workers=args.workers,
                                          worker_init_fn=lambda _: torch.set_num_threads(1), persistent_workers=True,

@@ -3,9 +3,10 @@
 // --threads; torchvision's ImageFolder + DataLoader (PIL, the same transforms: bench/torchvision_loader_bench.py)
 // on the same files in the same call, with one worker and with --threads workers; and the decode-only limit
 // (libjpeg-turbo full-size decodes of the same files, file reads included, one thread). Ratios are per core
-// against torchvision's one-worker figure of the same transform. With --randaugment N,M a third transform, train +
-// RandAugment (data/rand_augment.hpp; torchvision's RandAugment on the PIL image after the flip, as its reference
-// recipe), and what RandAugment adds per image in core-microseconds on each path, against the train transform.
+// against torchvision's one-worker figure of the same transform. With --randaugment N,M (or --trivial-augment, or
+// --auto-augment-policy P) a third transform, train + that augmentation (data/auto_augment.hpp; torchvision's
+// RandAugment, TrivialAugmentWide or AutoAugment on the PIL image after the flip, as its reference recipe), and what
+// it adds per image in core-microseconds on each path, against the train transform.
 // Each figure also states the CPU time it took per image (core-us/img); with --rounds R the one-thread figures are
 // the best of R measurements (the ddpx ones back to back, torchvision's interleaved with its other figures).
 #include <fmt/format.h>
@@ -23,7 +24,7 @@
 #include "data/data_sources.hpp"
 #include "data/loader_throughput.hpp"
 #include "data/pack_writer.hpp"
-#include "data/rand_augment.hpp"
+#include "data/auto_augment.hpp"
 
 namespace ddpx::cli {
 namespace {
@@ -31,7 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct BenchFlags {
-  std::string source, pack_dir, python, script, randaugment;
+  std::string source, pack_dir, python, script, randaugment, auto_augment_policy;
+  bool trivial_augment = false;
   int size = 224, threads = 0, max_side = 256, rounds = 1;
   int64_t images = 512;
   bool no_torchvision = false;
@@ -55,15 +57,18 @@ struct AnchorRate {
   double per_second = 0, core_us_per_image = 0;  // wall-clock images/s; CPU time of its processes per image
 };
 
-// transform: "train", "eval", "train+ra" (train with --randaugment) or "randaugment-only" (RandAugment alone, in
-// the script's process: workers is then ignored).
+// transform: "train", "eval", "train+aug" (train with the automatic augmentation) or "augment-only" (the
+// augmentation alone, in the script's process: workers is then ignored).
 std::optional<AnchorRate> torchvision_rate(const BenchFlags& f, const std::string& dir, const std::string& transform,
                                        int workers, const std::string& log, std::vector<std::string>& notes) {
   std::vector<std::string> args = {f.python, f.script, dir, "--size", std::to_string(f.size), "--workers",
                                    std::to_string(workers), "--images", std::to_string(f.images), "--transform",
-                                   transform == "train+ra" ? "train" : transform};
-  if (transform == "train+ra" || transform == "randaugment-only")
-    args.insert(args.end(), {"--randaugment", f.randaugment});
+                                   transform == "train+aug" ? "train" : transform};
+  if (transform == "train+aug" || transform == "augment-only") {
+    if (!f.randaugment.empty()) args.insert(args.end(), {"--randaugment", f.randaugment});
+    if (f.trivial_augment) args.push_back("--trivial-augment");
+    if (!f.auto_augment_policy.empty()) args.insert(args.end(), {"--auto-augment-policy", f.auto_augment_policy});
+  }
   const int status = run_child_process(args, {}, log);
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
@@ -107,14 +112,20 @@ Command add_data_bench_command(CLI::App& app) {
   cmd->add_option("--randaugment", f->randaugment,
                   "N,M: also measure the train transform + RandAugment(N, M) (ddpx train's --randaugment; "
                   "torchvision's RandAugment in its transform) and print what it costs per image");
+  cmd->add_flag("--trivial-augment", f->trivial_augment,
+                "the same with TrivialAugmentWide (ddpx train's --trivial-augment)");
+  cmd->add_option("--auto-augment-policy", f->auto_augment_policy,
+                  "imagenet | cifar10 | svhn: the same with AutoAugment (ddpx train's --auto-augment-policy)");
   return {cmd, [f] {
             const DataSpec spec = parse_data_spec(f->source, DataOrigin::bench_source);
             DDPX_REQUIRE(spec.source == DataSource::folder, "{}: data-bench measures a folder:DIR of JPEGs",
                          spec.as_typed());
-            std::optional<RandAugmentSpec> rand_augment;
-            if (!f->randaugment.empty()) rand_augment = parse_rand_augment(f->randaugment);
+            std::optional<AutoAugmentSpec> augment;
+            const AutoAugmentSpec chosen =
+                choose_auto_augment(f->randaugment, f->trivial_augment, f->auto_augment_policy);
+            if (chosen.enabled()) augment = chosen;
             std::vector<std::string> transforms = {"train", "eval"};
-            if (rand_augment) transforms.push_back("train+ra");
+            if (augment) transforms.push_back("train+aug");
             const int threads = f->threads > 0 ? f->threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
             if (f->python.empty()) f->python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
             const bool temporary = f->pack_dir.empty();
@@ -140,8 +151,8 @@ Command add_data_bench_command(CLI::App& app) {
             const OpenedData raw_data = open_data(parse_data_spec("pack:" + raw_pack, DataOrigin::bench_source));
             const Throughput decode = measure_full_decodes(*folder, f->images);
 
-            std::optional<AnchorRate> tv[3][2];  // [train/eval/train+ra][1 worker / threads workers]
-            std::optional<AnchorRate> tv_alone;  // torchvision's RandAugment alone, in process
+            std::optional<AnchorRate> tv[3][2];  // [train/eval/train+aug][1 worker / threads workers]
+            std::optional<AnchorRate> tv_alone;  // torchvision's augmentation alone, in process
             if (!f->no_torchvision) {
               f->script = find_script(f->script);
               if (f->script.empty()) {
@@ -159,9 +170,9 @@ Command add_data_bench_command(CLI::App& app) {
                       best.per_second = std::max(best.per_second, rate->per_second);
                       best.core_us_per_image = std::min(best.core_us_per_image, rate->core_us_per_image);
                     }
-                for (int round = 0; rand_augment && round < f->rounds; ++round)
+                for (int round = 0; augment && round < f->rounds; ++round)
                   if (const std::optional<AnchorRate> rate = torchvision_rate(
-                          *f, spec.location, "randaugment-only", 0, (pack_dir / "torchvision-ra.log").string(), notes)) {
+                          *f, spec.location, "augment-only", 0, (pack_dir / "torchvision-aug.log").string(), notes)) {
                     AnchorRate& best = tv_alone ? *tv_alone : tv_alone.emplace(*rate);
                     best.per_second = std::max(best.per_second, rate->per_second);
                     best.core_us_per_image = std::min(best.core_us_per_image, rate->core_us_per_image);
@@ -182,7 +193,7 @@ Command add_data_bench_command(CLI::App& app) {
               DatasetContext context;
               context.shape = DataShape{3, f->size, std::max<int64_t>(folder->num_classes(), 1)};
               context.images.augmentation = t == 1 ? Augmentation::resize : Augmentation::crop_flip;
-              if (transforms[t] == "train+ra") context.images.rand_augment = *rand_augment;
+              if (transforms[t] == "train+aug") context.images.auto_augment = *augment;
               size_t path = 0;
               for (const auto& [name, opened] : std::vector<std::pair<const char*, const OpenedData*>>{
                        {"folder JPEG", &folder_data}, {"pack JPEG", &jpeg_data}, {"pack raw", &raw_data}}) {
@@ -196,7 +207,7 @@ Command add_data_bench_command(CLI::App& app) {
                 const double all = measure_batches(*dataset, threads, 32, f->images).per_second();
                 row(name, transforms[t], one, all, tv[t][0]);
                 if (t == 0) train_one.push_back(one);
-                if (transforms[t] == "train+ra") {
+                if (transforms[t] == "train+aug") {
                   const Throughput& before = train_one[path];
                   costs.push_back(fmt::format("{:<12} {:>6.0f} core-us per image ({:.0f} -> {:.0f} core-us, x{:.2f} "
                                               "the work per image)",
@@ -210,7 +221,7 @@ Command add_data_bench_command(CLI::App& app) {
                 fmt::print("{:<14} {:<8} {:>14.1f} {:>14} {:>16} {:>16.2f} {:>12.0f}\n", "torchvision", transforms[t],
                            tv[t][0]->per_second, tv[t][1] ? fmt::format("{:.1f}", tv[t][1]->per_second) : "-", "1.00",
                            tv[t][0]->per_second / decode.per_second(), tv[t][0]->core_us_per_image);
-              if (transforms[t] == "train+ra" && tv[0][0] && tv[t][0])
+              if (transforms[t] == "train+aug" && tv[0][0] && tv[t][0])
                 costs.push_back(fmt::format("{:<12} {:>6.0f} core-us per image ({:.0f} -> {:.0f} core-us, x{:.2f} "
                                             "the work per image; its main process and one worker)",
                                             "torchvision", tv[t][0]->core_us_per_image - tv[0][0]->core_us_per_image,
@@ -219,9 +230,9 @@ Command add_data_bench_command(CLI::App& app) {
             }
             fmt::print("{:<14} {:<8} {:>14.1f} {:>14} {:>16} {:>16} {:>12.0f}\n", "decode-only", "full",
                        decode.per_second(), "-", "-", "1.00", decode.core_us_per_image());
-            if (rand_augment) {
+            if (augment) {
               fmt::print("{} adds (CPU time of the one-thread figures, which load inflates less than images/s):\n",
-                         rand_augment->describe());
+                         augment->describe());
               for (const std::string& cost : costs) fmt::print("  {}\n", cost);
               // Alone: on the train transform's outputs of the raw pack's first 32 images, best of --rounds.
               DatasetContext context;
@@ -231,9 +242,9 @@ Command add_data_bench_command(CLI::App& app) {
               std::vector<uint8_t> pixels(static_cast<size_t>(32 * dataset->shape().image_numel()));
               std::vector<int32_t> labels(32);
               dataset->fill_pixels(0, 0, 1, 32, pixels.data(), labels.data());
-              Throughput alone = measure_rand_augment(*rand_augment, pixels.data(), 32, f->size, 3, f->images * 4);
+              Throughput alone = measure_auto_augment(*augment, pixels.data(), 32, f->size, 3, f->images * 4);
               for (int round = 1; round < f->rounds; ++round) {
-                const Throughput again = measure_rand_augment(*rand_augment, pixels.data(), 32, f->size, 3, f->images * 4);
+                const Throughput again = measure_auto_augment(*augment, pixels.data(), 32, f->size, 3, f->images * 4);
                 alone.seconds = std::min(alone.seconds, again.seconds);
                 alone.cpu_seconds = std::min(alone.cpu_seconds, again.cpu_seconds);
               }

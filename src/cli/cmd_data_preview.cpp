@@ -1,13 +1,15 @@
 // `ddpx data-preview SOURCE --out grid.png`: what the loader gives the model, for a person to look at and to
 // compare with their own pipeline. One batch of an image source (the first, or --step's) after the train
-// transform (the one `ddpx train --data SOURCE` applies, RandomResizedCrop + flip for photographs, --randaugment
-// when given) or with --eval the eval transform (`--val SOURCE`'s: Resize(int(size / 0.875)) + CenterCrop), drawn
+// transform (the one `ddpx train --data SOURCE` applies, RandomResizedCrop + flip for photographs, --randaugment,
+// --trivial-augment or --auto-augment-policy when given, and --random-erase's boxes painted in the colour an erased
+// pixel has after Normalize, the mean, and listed per tile) or with --eval the eval transform (`--val SOURCE`'s: Resize(int(size / 0.875)) + CenterCrop), drawn
 // as a grid with each tile's class index under it (data/batch_preview.hpp); beside it OUT with .json names each
 // tile's sample, label and class. --dump X.npy writes the same batch as the model's input, float32 [N, C, H, W]
 // after Normalize (torchvision's ToTensor + Normalize; `ddpx eval --images` reads it), --dump-labels Y.npy its
 // labels (int64 [N]). The batch is the one a 1-rank run of batch --count draws at that step with that --seed.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -28,11 +30,26 @@ namespace ddpx::cli {
 namespace {
 
 struct PreviewFlags {
-  std::string source, out, dump, dump_labels, randaugment, mean, std, jpeg_scaled_decode = "on";
-  bool eval = false;
+  std::string source, out, dump, dump_labels, randaugment, auto_augment_policy, random_erase, mean, std,
+      jpeg_scaled_decode = "on";
+  bool eval = false, trivial_augment = false;
   int64_t count = 16, size = 224, channels = 3, step = 0, columns = 0, val_resize_size = 0;
   uint64_t seed = 0;
 };
+
+// Each box in the mean colour (round(mean x 255)): the pixel a 0 after Normalize stands for.
+void paint_erased_boxes(const std::vector<ErasingBox>& boxes, const std::vector<float>& mean, int size, int channels,
+                        uint8_t* pixels) {
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const ErasingBox& box = boxes[i];
+    uint8_t* image = pixels + static_cast<int64_t>(i) * size * size * channels;
+    for (int y = box.top; y < box.top + box.height; ++y)
+      for (int x = box.left; x < box.left + box.width; ++x)
+        for (int c = 0; c < channels; ++c)
+          image[(static_cast<int64_t>(y) * size + x) * channels + c] = static_cast<uint8_t>(
+              std::lround(std::clamp(mean[static_cast<size_t>(c)], 0.f, 1.f) * 255.f));
+  }
+}
 
 std::string side_json_path(const std::string& out) {
   return std::filesystem::path(out).replace_extension(".json").string();
@@ -60,10 +77,15 @@ int run_preview(const PreviewFlags& f) {
   context.seed = f.seed;
   context.training = !f.eval;
   context.images.augmentation = f.eval ? Augmentation::resize : Augmentation::automatic;
-  if (!f.randaugment.empty()) {
-    DDPX_REQUIRE(!f.eval, "--randaugment {} with --eval: RandAugment is applied to training data only; drop one",
-                 f.randaugment);
-    context.images.rand_augment = parse_rand_augment(f.randaugment);
+  context.images.auto_augment = choose_auto_augment(f.randaugment, f.trivial_augment, f.auto_augment_policy);
+  DDPX_REQUIRE(!f.eval || !context.images.auto_augment.enabled(),
+               "{} with --eval: {} is applied to training data only; drop one", context.images.auto_augment.flag(),
+               context.images.auto_augment.describe());
+  if (!f.random_erase.empty()) {
+    context.images.random_erasing = parse_random_erase(f.random_erase);
+    DDPX_REQUIRE(!f.eval || !context.images.random_erasing.enabled(),
+                 "--random-erase {} with --eval: RandomErasing is applied to training data only; drop one",
+                 f.random_erase);
   }
   DDPX_REQUIRE(f.val_resize_size == 0 || f.eval, "--val-resize-size {} sets the eval transform's resize: add --eval",
                f.val_resize_size);
@@ -86,6 +108,10 @@ int run_preview(const PreviewFlags& f) {
   std::vector<int32_t> labels(static_cast<size_t>(f.count));
   dataset.fill_pixels(f.step, 0, 1, f.count, pixels.data(), labels.data());
   const std::vector<std::string> names = dataset.picked_names(f.step, 0, 1, f.count);
+  // --random-erase: the boxes fill_batch zeroes after Normalize, drawn in what 0 means there (the mean colour).
+  const std::vector<ErasingBox> erased = dataset.erasing_boxes(f.step, 0, 1, f.count);
+  paint_erased_boxes(erased, context.images.normalization.mean_for(f.channels), static_cast<int>(f.size),
+                     static_cast<int>(f.channels), pixels.data());
   const int columns = static_cast<int>(f.columns > 0 ? f.columns : std::ceil(std::sqrt(static_cast<double>(f.count))));
   const PreviewGrid grid = preview_grid(pixels.data(), f.count, static_cast<int>(f.size), static_cast<int>(f.channels),
                                         labels.data(), columns);
@@ -103,6 +129,9 @@ int run_preview(const PreviewFlags& f) {
                      {"class", static_cast<size_t>(label) < classes.size() ? nlohmann::json(classes[size_t(label)])
                                                                            : nlohmann::json(nullptr)},
                      {"sample", names[static_cast<size_t>(i)]}});
+    const ErasingBox& box = erased[static_cast<size_t>(i)];
+    if (!box.empty())
+      tiles.back()["erased"] = {{"top", box.top}, {"left", box.left}, {"height", box.height}, {"width", box.width}};
   }
   const nlohmann::json listing = {{"source", dataset.source().describe()},
                                   {"transform", dataset.describe()},
@@ -168,6 +197,12 @@ Command add_data_preview_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--columns", f->columns, "tiles per row (0: about square)")->capture_default_str();
   cmd->add_option("--randaugment", f->randaugment, "N,M: the train transform + RandAugment, as ddpx train's");
+  cmd->add_flag("--trivial-augment", f->trivial_augment, "the train transform + TrivialAugmentWide, as ddpx train's");
+  cmd->add_option("--auto-augment-policy", f->auto_augment_policy,
+                  "imagenet | cifar10 | svhn: the train transform + AutoAugment, as ddpx train's");
+  cmd->add_option("--random-erase", f->random_erase,
+                  "P: RandomErasing(p=P) as ddpx train's: in --dump the boxes are 0, in the grid the mean colour, "
+                  "and OUT.json lists each tile's box");
   cmd->add_option("--mean", f->mean, "with --dump: Normalize's mean, as ddpx train's --mean");
   cmd->add_option("--std", f->std, "with --dump: Normalize's std, as ddpx train's --std");
   cmd->add_option("--dump", f->dump,

@@ -2,10 +2,21 @@
 #include "cli/recipe_flags.hpp"
 
 #include "core/error.hpp"
-#include "data/rand_augment.hpp"
+#include "data/auto_augment.hpp"
+#include "data/random_erasing.hpp"
 #include "optim/lr_schedule.hpp"
 
 namespace ddpx::cli {
+namespace {
+
+// A typed-but-empty value would silently mean "off" (the flags' unset state): refused instead.
+const CLI::Validator kNotEmpty(
+    [](std::string& text) {
+      return text.empty() ? std::string("an empty value would silently mean off; leave the flag out for none") : "";
+    },
+    "");
+
+}  // namespace
 
 void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
   auto* group = "Schedule and regularization";
@@ -97,6 +108,24 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
                   "loader threads after the crop and flip, before normalization (torchvision's --auto-augment ra "
                   "--ra-magnitude M is 2,M); N 1 to 16, M 0 to 30; off by default; --val is never augmented; "
                   "docs/results.md says what it costs the loader")
+      ->check(kNotEmpty)
+      ->group(group);
+  cmd->add_flag("--trivial-augment", flags.trivial_augment,
+                "image sources' training data: torchvision's TrivialAugmentWide() (its --auto-augment ta_wide: one op "
+                "per image at a random one of 31 magnitudes, wide ranges) where --randaugment goes; not with "
+                "--randaugment or --auto-augment-policy")
+      ->group(group);
+  cmd->add_option("--auto-augment-policy", flags.auto_augment_policy,
+                  "imagenet | cifar10 | svhn: image sources' training data: torchvision's AutoAugment with that "
+                  "AutoAugmentPolicy (its --auto-augment imagenet) where --randaugment goes; one automatic "
+                  "augmentation per run")
+      ->check(kNotEmpty)
+      ->group(group);
+  cmd->add_option("--random-erase", flags.random_erase,
+                  "P: image sources' training data: torchvision's RandomErasing(p=P) (its --random-erase; erase a "
+                  "box of 2-33% of the image, aspect 0.3-3.3, to 0 after Normalize) on the loader threads; 0 to 1, "
+                  "0: off; not with --normalize device")
+      ->check(kNotEmpty)
       ->group(group);
 }
 
@@ -122,7 +151,9 @@ void apply_recipe_flags(const RecipeFlags& flags, TrainOptions& options) {
   options.metrics = flags.metrics;
   options.eval_every = flags.eval_every;
   options.recipe.validate();
-  if (!flags.randaugment.empty()) options.image_pipeline.rand_augment = parse_rand_augment(flags.randaugment);
+  options.image_pipeline.auto_augment =
+      choose_auto_augment(flags.randaugment, flags.trivial_augment, flags.auto_augment_policy);
+  if (!flags.random_erase.empty()) options.image_pipeline.random_erasing = parse_random_erase(flags.random_erase);
 }
 
 }  // namespace ddpx::cli

@@ -1,6 +1,7 @@
 // The training recipe's flags of `ddpx train` (--lr-schedule and its warm-up, --lr-step-unit, --label-smoothing,
-// --clip-grad-norm, --no-decay, --ema-decay and its cadence, --mixup, --cutmix, --randaugment, --repeated-augment): registered in one group, parsed
-// once into the OptimizerSpec's LrSchedule, TrainOptions::recipe and (--randaugment, which the loader applies)
+// --clip-grad-norm, --no-decay, --ema-decay and its cadence, --mixup, --cutmix, --randaugment, --trivial-augment,
+// --auto-augment-policy, --random-erase, --repeated-augment): registered in one group, parsed once into the
+// OptimizerSpec's LrSchedule, TrainOptions::recipe and (the augmentations, which the loader applies)
 // TrainOptions::image_pipeline.
 // Guarantee: apply_recipe_flags() validates what it sets and throws ddpx::Error naming the flag and value before
 // any training starts (a non-finite or negative value, --min-lr above --lr).
@@ -23,6 +24,9 @@ struct RecipeFlags {
   bool reset_head = false;
   std::string metrics, eval_every;
   std::string randaugment;  // "N,M"; empty: off
+  bool trivial_augment = false;
+  std::string auto_augment_policy;  // imagenet | cifar10 | svhn; empty: off
+  std::string random_erase;         // "P"; empty: off
 };
 
 void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags);

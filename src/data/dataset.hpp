@@ -5,14 +5,16 @@
 // data/epoch_sampler.hpp).
 // Image sources (idx, folder, pack, wds) also fill uint8 batches (fill_pixels: [batch, H, W, C], decoded, cropped
 // and resized on the loader's threads); fill_batch is then fill_pixels followed by normalize_pixels on the host
-// (data/pixel_normalization.hpp), and a CUDA engine may instead copy the uint8 batch and normalize on the device.
+// (data/pixel_normalization.hpp) and --random-erase's boxes, and a CUDA engine may instead copy the uint8 batch and
+// normalize on the device (not with --random-erase).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "data/rand_augment.hpp"
+#include "data/auto_augment.hpp"
+#include "data/random_erasing.hpp"
 
 namespace ddpx {
 
@@ -36,7 +38,8 @@ enum class Augmentation { automatic, crop_flip, resize };
 // --shuffle-buffer auto (parse_shuffle_buffer, data/data_spec.hpp).
 inline constexpr int64_t kAutoShuffleBuffer = -1;
 
-// The image pipeline's flags (--augment, --mean, --std, --max-pixels, --randaugment, --shuffle-buffer), parsed once
+// The image pipeline's flags (--augment, --mean, --std, --max-pixels, --randaugment, --trivial-augment,
+// --auto-augment-policy, --random-erase, --shuffle-buffer), parsed once
 // where the flags are read.
 struct ImagePipelineSettings {
   Augmentation augmentation = Augmentation::automatic;
@@ -45,7 +48,11 @@ struct ImagePipelineSettings {
   bool dct_scaling = true;  // JPEG crops decoded at 1/2..1/8 scale where they allow (data/image_decode.hpp)
   // The eval transform's resize side for photographs (torchvision's --val-resize-size); 0: int(size / 0.875).
   int64_t eval_resize = 0;
-  RandAugmentSpec rand_augment;  // --randaugment N,M: training data only (data/rand_augment.hpp); off by default
+  // --randaugment N,M, --trivial-augment or --auto-augment-policy P: training data only (data/auto_augment.hpp);
+  // off by default.
+  AutoAugmentSpec auto_augment;
+  // --random-erase P: training data only, on the normalized image (data/random_erasing.hpp); off by default.
+  RandomErasingSpec random_erasing;
   // Sources read shard by shard (wds): the slots of WebDataset's shuffle(n) buffer the training stream passes
   // through (Note [Shuffle buffer], data/epoch_sampler.hpp); 0 or 1: off; kAutoShuffleBuffer: 1000, raised where
   // the stored order has long runs of one class (ImageDataset says how). Training data only.

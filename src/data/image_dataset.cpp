@@ -70,6 +70,11 @@ int64_t repeated_augment(const DatasetContext& context, const SampleSource& sour
   return context.repeated_augment;
 }
 
+// The generator of one sample's draws, keyed by (seed, epoch, position) and a salt naming the stream.
+Rng sample_rng(uint64_t seed, uint64_t salt, const SamplePick& pick) {
+  return Rng(mix64(mix64(seed ^ salt) + static_cast<uint64_t>(pick.epoch)) ^ static_cast<uint64_t>(pick.position));
+}
+
 }  // namespace
 
 ImageDataset::ImageDataset(std::shared_ptr<const SampleSource> source, const DatasetContext& context,
@@ -112,7 +117,10 @@ ImageDataset::ImageDataset(std::shared_ptr<const SampleSource> source, const Dat
   transform_.channels = static_cast<int>(shape_.channels);
   transform_.max_pixels = context.images.max_pixels;
   transform_.dct_scaling = context.images.dct_scaling;
-  if (context.training) transform_.rand_augment = context.images.rand_augment;  // never on --val
+  if (context.training) {  // never on --val
+    transform_.auto_augment = context.images.auto_augment;
+    erasing_ = context.images.random_erasing;
+  }
   mean_ = context.images.normalization.mean_for(shape_.channels);
   std_ = context.images.normalization.std_for(shape_.channels);
   DDPX_REQUIRE(static_cast<int64_t>(mean_.size()) == shape_.channels && static_cast<int64_t>(std_.size()) == shape_.channels,
@@ -128,10 +136,11 @@ bool ImageDataset::buffer_spans_few_classes() const {
 }
 
 std::string ImageDataset::describe() const {
-  return fmt::format("{}, {}{}{}{}", source_->describe(),
+  return fmt::format("{}, {}{}{}{}{}", source_->describe(),
                      transform_.crop_flip ? fmt::format("RandomResizedCrop({}) + flip", transform_.size)
                                           : fmt::format("resize {} + center crop {}", transform_.resize, transform_.size),
-                     transform_.rand_augment.enabled() ? " + " + transform_.rand_augment.describe() : "",
+                     transform_.auto_augment.enabled() ? " + " + transform_.auto_augment.describe() : "",
+                     erasing_.enabled() ? " + Normalize + " + erasing_.describe() : "",
                      !shuffle_              ? ""
                      : shuffle_buffer_ > 1
                          ? fmt::format(", shuffled per epoch (shards, then a buffer of {} samples{})", shuffle_buffer_,
@@ -167,8 +176,7 @@ void ImageDataset::fill_pixels(int64_t step, int rank, int world, int64_t batch,
   const int64_t image_bytes = shape_.image_numel();
   for (int64_t t = 0; t < batch; ++t) {
     const SamplePick& pick = picks[static_cast<size_t>(t)];
-    Rng rng(mix64(mix64(seed_ ^ 0x61756775ULL) + static_cast<uint64_t>(pick.epoch)) ^
-            static_cast<uint64_t>(pick.position));
+    Rng rng = sample_rng(seed_, 0x61756775ULL, pick);
     transform_sample(*source_, pick.index, transform_, rng, scratch, pixels + t * image_bytes);
     labels[t] = source_->label(pick.index);
   }
@@ -187,6 +195,25 @@ void ImageDataset::fill_batch(int64_t step, int rank, int world, int64_t batch, 
   pixels.resize(static_cast<size_t>(batch * shape_.image_numel()));
   fill_pixels(step, rank, world, batch, pixels.data(), labels);
   normalize_pixels(pixels.data(), batch, shape_.image_size, shape_.channels, mean_, std_, images);
+  if (!erasing_.enabled()) return;
+  const std::vector<ErasingBox> boxes = erasing_boxes(step, rank, world, batch);
+  const int size = static_cast<int>(shape_.image_size);
+  for (int64_t t = 0; t < batch; ++t)
+    erase_box(boxes[static_cast<size_t>(t)], images + t * shape_.image_numel(), static_cast<int>(shape_.channels),
+              size, size);
+}
+
+std::vector<ErasingBox> ImageDataset::erasing_boxes(int64_t step, int rank, int world, int64_t batch) const {
+  std::vector<ErasingBox> boxes(static_cast<size_t>(batch));
+  if (!erasing_.enabled()) return boxes;
+  std::vector<SamplePick> picks(static_cast<size_t>(batch));
+  samplers_.get(world, batch).pick(step, rank, picks.data());
+  const int size = static_cast<int>(shape_.image_size);
+  for (size_t t = 0; t < picks.size(); ++t) {
+    Rng rng = sample_rng(seed_, 0x6572617365ULL, picks[t]);  // "erase": a stream apart from the pipeline's
+    boxes[t] = random_erasing_box(erasing_, size, size, rng);
+  }
+  return boxes;
 }
 
 }  // namespace ddpx

@@ -7,7 +7,8 @@
 //    10 x the longest run of one label in the stored order (at most the data's size), so a class-sorted shard
 //    mixes; the start-up line (describe) says so, and warns when a given buffer mixes fewer than 10 runs.
 //  - fill_batch is fill_pixels then normalize_pixels (host normalization, for the CPU engine and the CUDA engine's
-//    float path).
+//    float path), then, training with --random-erase, each image's erasing_boxes() set to 0 (torchvision's
+//    RandomErasing after Normalize), from a second generator keyed by the same (seed, epoch, position).
 //  - Labels outside the model's classes are refused when the dataset is built, naming the first such sample (file,
 //    member or record), its label and both class counts.
 #pragma once
@@ -17,6 +18,7 @@
 #include "data/dataset.hpp"
 #include "data/epoch_sampler.hpp"
 #include "data/image_pipeline.hpp"
+#include "data/random_erasing.hpp"
 #include "data/sample_source.hpp"
 
 namespace ddpx {
@@ -40,6 +42,9 @@ class ImageDataset : public Dataset {
   // The names (file, member or record) of the samples fill_pixels puts in that batch, in order.
   std::vector<std::string> picked_names(int64_t step, int rank, int world, int64_t batch) const;
   const TransformSpec& transform() const { return transform_; }
+  // --random-erase's box of each image fill_batch fills for that batch, in order (empty: not erased; all empty
+  // without --random-erase and on --val).
+  std::vector<ErasingBox> erasing_boxes(int64_t step, int rank, int world, int64_t batch) const;
 
  private:
   std::shared_ptr<const SampleSource> source_;
@@ -48,6 +53,7 @@ class ImageDataset : public Dataset {
   bool shuffle_;
   std::string flag_text_;  // "--data idx:DIR:train", for messages
   TransformSpec transform_;
+  RandomErasingSpec erasing_;  // training only
   std::vector<float> mean_, std_;
   // The training stream's longest run of one label in stored order (sources with shuffle groups; else 0): auto
   // sizes the buffer to mix 10 such runs, and describe() warns when a given buffer mixes fewer.

@@ -10,7 +10,7 @@
 #include "core/internal_assert.hpp"
 #include "data/image_decode.hpp"
 #include "data/image_transform.hpp"
-#include "data/rand_augment.hpp"
+#include "data/auto_augment.hpp"
 
 namespace ddpx {
 
@@ -55,8 +55,8 @@ void transform_sample(const SampleSource& source, int64_t index, const Transform
     convert_channels(scratch.resized.data(), static_cast<int>(out_pixels), region.view.channels, spec.channels, out);
   }
   // After the crop and flip, before normalization (torchvision's ViT recipe), on the model's channels.
-  if (spec.rand_augment.enabled())
-    rand_augment(spec.rand_augment, out, spec.size, spec.size, spec.channels, rng, scratch.augmented);
+  if (spec.auto_augment.enabled())
+    auto_augment(spec.auto_augment, out, spec.size, spec.size, spec.channels, rng, scratch.augmented);
 }
 
 }  // namespace ddpx

@@ -3,8 +3,9 @@
 // Guarantees:
 //  - Train (crop_flip): torchvision's RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3)) then
 //    RandomHorizontalFlip(0.5); eval: Resize(resize) then CenterCrop(size); both antialiased bilinear
-//    (data/image_transform.hpp); then, with TransformSpec::rand_augment, torchvision's RandAugment on the model's
-//    channels (data/rand_augment.hpp). The random draws come from `rng` only.
+//    (data/image_transform.hpp); then, with TransformSpec::auto_augment, torchvision's RandAugment,
+//    TrivialAugmentWide or AutoAugment on the model's channels (data/auto_augment.hpp). The random draws come from
+//    `rng` only.
 //  - An image with more than max_pixels pixels is refused from its header, before anything of its size is
 //    allocated (Note [Pixel limit]); a file that is not a decodable image is refused; errors name the sample
 //    (SampleSource::sample_name) and what to do.
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "data/rand_augment.hpp"
+#include "data/auto_augment.hpp"
 #include "data/sample_source.hpp"
 
 namespace ddpx {
@@ -25,7 +26,7 @@ struct TransformSpec {
   int channels = 3;       // the model's
   int64_t max_pixels = 178956970;
   bool dct_scaling = true;  // JPEG: decode at 1/2, 1/4, 1/8 where the crop allows (data/image_decode.hpp)
-  RandAugmentSpec rand_augment;  // --randaugment N,M (training only); off by default
+  AutoAugmentSpec auto_augment;  // --randaugment, --trivial-augment or --auto-augment-policy (training only)
 };
 
 // Per-thread buffers reused between samples.

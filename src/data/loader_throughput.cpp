@@ -49,7 +49,7 @@ Throughput measure_batches(const Dataset& dataset, int threads, int64_t batch, i
   return {batches * batch, seconds, cpu_seconds};
 }
 
-Throughput measure_rand_augment(const RandAugmentSpec& spec, const uint8_t* pixels, int count, int size, int channels,
+Throughput measure_auto_augment(const AutoAugmentSpec& spec, const uint8_t* pixels, int count, int size, int channels,
                                 int64_t images) {
   const size_t bytes = static_cast<size_t>(size) * static_cast<size_t>(size) * static_cast<size_t>(channels);
   std::vector<uint8_t> work(bytes), scratch;
@@ -59,7 +59,7 @@ Throughput measure_rand_augment(const RandAugmentSpec& spec, const uint8_t* pixe
     const uint8_t* image = pixels + static_cast<size_t>(i % count) * bytes;
     std::copy(image, image + bytes, work.begin());
     Rng rng(static_cast<uint64_t>(i));
-    rand_augment(spec, work.data(), size, size, channels, rng, scratch);
+    auto_augment(spec, work.data(), size, size, channels, rng, scratch);
   }
   return {images, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
           process_cpu_seconds() - cpu_start};

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "data/dataset.hpp"
-#include "data/rand_augment.hpp"
+#include "data/auto_augment.hpp"
 #include "data/sample_source.hpp"
 
 namespace ddpx {
@@ -24,9 +24,10 @@ struct Throughput {
 // Fills micro-batches 0, 1, ... of `batch` images on `threads` threads until at least `images` are done.
 Throughput measure_batches(const Dataset& dataset, int threads, int64_t batch, int64_t images);
 
-// RandAugment alone on one thread: `count` images (HWC uint8, size x size x channels, back to back) each augmented
-// in turn (a copy, then rand_augment with a generator per image) until `images` are done; the copies are timed too.
-Throughput measure_rand_augment(const RandAugmentSpec& spec, const uint8_t* pixels, int count, int size, int channels,
+// An automatic augmentation (RandAugment, TrivialAugmentWide or AutoAugment) alone on one thread: `count` images
+// (HWC uint8, size x size x channels, back to back) each augmented in turn (a copy, then auto_augment with a
+// generator per image) until `images` are done; the copies are timed too.
+Throughput measure_auto_augment(const AutoAugmentSpec& spec, const uint8_t* pixels, int count, int size, int channels,
                                 int64_t images);
 
 // Decodes samples 0, 1, ... (wrapping) of a JPEG/PNG source whole, on one thread, until `images` are done.

@@ -64,7 +64,7 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
   auto when = [](bool applies, json patch) { return applies ? std::move(patch) : json(); };
   const std::string schedule = optimizer.schedule.varies() ? optimizer.schedule.describe() : "constant";
   const RecipeOptions& recipe = options.recipe;
-  const RandAugmentSpec& rand_augment = options.image_pipeline.rand_augment;
+  const AutoAugmentSpec& auto_augment = options.image_pipeline.auto_augment;
   const std::vector<std::string>& classes = options.class_names;
   // A table, read down its columns: name, text, agreed, report, checkpoint.
   // clang-format off
@@ -132,8 +132,10 @@ RunSettings::RunSettings(const TrainOptions& options, const FlatLayout& layout, 
             extra("ema_cadence", fmt::format("every {}, copy {} epoch(s), adjust {}", recipe.ema_cadence.every,
                                              recipe.ema_cadence.copy_epochs, ema_adjust_name(recipe.ema_adjust))))},
       {"--data", options.data.text(), true, report("data", options.data.text()), extra("data", options.data.text())},
-      // RandAugment changes what every rank trains on (the loader applies it to the data: the run's math).
-      {"--randaugment", rand_augment.enabled() ? rand_augment.describe() : "off", true, {}, {}},
+      // The augmentations change what every rank trains on (the loader applies them to the data: the run's math).
+      {"--randaugment/--trivial-augment/--auto-augment-policy", auto_augment.describe(), true, {}, {}},
+      {"--random-erase", options.image_pipeline.random_erasing.enabled()
+                             ? options.image_pipeline.random_erasing.describe() : "off", true, {}, {}},
       // wds: the buffer decides the order of the samples (Note [Shuffle buffer]); a resume continues it only as is.
       {"--shuffle-buffer", shuffle_buffer_text(options.image_pipeline.shuffle_buffer), true, {},
        when(options.data.source == DataSource::wds,

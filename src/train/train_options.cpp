@@ -118,10 +118,18 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(image_pipeline.shuffle_buffer >= 0 || image_pipeline.shuffle_buffer == kAutoShuffleBuffer,
                "--shuffle-buffer {}: give a number of samples, 0 or more (0 or 1: off, the shards' stored order), or "
                "auto", image_pipeline.shuffle_buffer);
-  DDPX_REQUIRE(!image_pipeline.rand_augment.enabled() || data.is_image_source(),
-               "--randaugment {},{} augments the images the loader decodes: it needs an image source (--data "
-               "idx:, folder:, pack: or wds:), not --data {}", image_pipeline.rand_augment.num_ops,
-               image_pipeline.rand_augment.magnitude, data.source == DataSource::npy ? "npy (--images)" : data.text());
+  DDPX_REQUIRE(!image_pipeline.auto_augment.enabled() || data.is_image_source(),
+               "{} augments the images the loader decodes: it needs an image source (--data idx:, folder:, pack: or "
+               "wds:), not --data {}", image_pipeline.auto_augment.flag(),
+               data.source == DataSource::npy ? "npy (--images)" : data.text());
+  DDPX_REQUIRE(!image_pipeline.random_erasing.enabled() || data.is_image_source(),
+               "--random-erase {} erases part of the images the loader decodes: it needs an image source (--data "
+               "idx:, folder:, pack: or wds:), not --data {}", image_pipeline.random_erasing.probability,
+               data.source == DataSource::npy ? "npy (--images)" : data.text());
+  DDPX_REQUIRE(!image_pipeline.random_erasing.enabled() || !normalizes_on_device(*this),
+               "--random-erase {} with --normalize device: RandomErasing works on the normalized float image on the "
+               "loader threads (after Normalize, as torchvision's recipe); drop --normalize device (host is the "
+               "default)", image_pipeline.random_erasing.probability);
   // Flags that contradict each other first: a missing file is not the mistake to report when both are given.
   DDPX_REQUIRE(load.empty() || resume.empty(),
                "--load {} and --resume {} both set the weights; --resume continues a run (weights, optimizer, step), "

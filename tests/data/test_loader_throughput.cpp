@@ -16,7 +16,7 @@ TEST(LoaderThroughput, CountsTheImagesMadeAndTheCpuTimeTheyTook) {
   if (!std::filesystem::exists(fashion + "/t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
   DatasetContext context;
   context.shape = DataShape{1, 28, 10};
-  context.images.rand_augment = parse_rand_augment("2,9");  // some work per image
+  context.images.auto_augment = parse_rand_augment("2,9");  // some work per image
   const std::unique_ptr<Dataset> dataset = make_dataset(parse_data_spec("idx:" + fashion + ":test", DataOrigin::train_data), context);
   for (int threads : {1, 2}) {
     const Throughput t = measure_batches(*dataset, threads, 32, 1000);

@@ -9,55 +9,25 @@
 
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "data/auto_augment.hpp"
 #include "data/batch_loader.hpp"
 #include "data/data_spec.hpp"
 #include "data/dataset.hpp"
-#include "data/rand_augment.hpp"
 #include "error_expect.hpp"
+#include "fixture_images.hpp"
 
 namespace ddpx {
 namespace {
 
+using testing::base64;
 using testing::expect_error;
+using testing::op_named;
 
-nlohmann::json fixtures() {
-  std::ifstream in(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/rand_augment_torchvision.json");
-  return nlohmann::json::parse(in);
-}
-
-std::vector<uint8_t> base64(const std::string& text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-  };
-  std::vector<uint8_t> out;
-  int bits = 0, buffer = 0;
-  for (char c : text) {
-    const int v = value(c);
-    if (v < 0) break;  // '=' padding
-    buffer = (buffer << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<uint8_t>((buffer >> bits) & 0xff));
-    }
-  }
-  return out;
-}
-
-AugmentOp op_named(const std::string& name) {
-  for (int k = 0; k < kAugmentOps; ++k)
-    if (name == augment_op_name(static_cast<AugmentOp>(k))) return static_cast<AugmentOp>(k);
-  ADD_FAILURE() << "unknown op " << name;
-  return AugmentOp::identity;
-}
+nlohmann::json fixtures() { return testing::read_fixture("rand_augment_torchvision.json"); }
 
 TEST(RandAugment, MagnitudeTablesAreTorchvisionsFloat32Values) {
   const nlohmann::json all = fixtures();
@@ -107,20 +77,20 @@ TEST(RandAugment, EveryOpEqualsTorchvisionByteForByte) {
     changed += pixels != images[index];
     ++per_op[name];
   }
-  EXPECT_EQ(per_op.size(), static_cast<size_t>(kAugmentOps));
+  EXPECT_EQ(per_op.size(), static_cast<size_t>(kRandAugmentOps));
   for (const auto& [name, count] : per_op) EXPECT_GE(count, 4) << name;
   EXPECT_GT(changed, 150);  // the ops do change the images (bin 0, Identity, Color on gray do not): not vacuous
 }
 
 TEST(RandAugment, DrawsAreDeterministicPerSeedWithTorchvisionsOdds) {
-  const RandAugmentSpec spec = parse_rand_augment("2,9");
-  std::array<int, kAugmentOps> ops{};
+  const AutoAugmentSpec spec = parse_rand_augment("2,9");
+  std::array<int, kRandAugmentOps> ops{};
   int negative = 0, signed_draws = 0;
   constexpr int kImages = 7000;
   for (int i = 0; i < kImages; ++i) {
     Rng a(1000 + i), b(1000 + i);
-    const std::vector<AugmentDraw> first = draw_rand_augment(spec, 224, 224, a);
-    const std::vector<AugmentDraw> again = draw_rand_augment(spec, 224, 224, b);
+    const std::vector<AugmentDraw> first = draw_auto_augment(spec, 224, 224, a);
+    const std::vector<AugmentDraw> again = draw_auto_augment(spec, 224, 224, b);
     ASSERT_EQ(first.size(), 2u);
     for (size_t k = 0; k < first.size(); ++k) {
       EXPECT_EQ(first[k].op, again[k].op);
@@ -137,7 +107,7 @@ TEST(RandAugment, DrawsAreDeterministicPerSeedWithTorchvisionsOdds) {
     }
   }
   // 14,000 draws: each op 1,000 expected (sd ~31), half of the signed ones negative.
-  for (int k = 0; k < kAugmentOps; ++k) EXPECT_NEAR(ops[static_cast<size_t>(k)], 1000, 150) << k;
+  for (int k = 0; k < kRandAugmentOps; ++k) EXPECT_NEAR(ops[static_cast<size_t>(k)], 1000, 150) << k;
   EXPECT_NEAR(double(negative) / signed_draws, 0.5, 0.03);
   // torchvision's table at the default magnitude 9 on a 224 x 224 image.
   EXPECT_FLOAT_EQ(augment_op_magnitude(AugmentOp::rotate, 9, 31, 224, 224), 9.0);
@@ -168,7 +138,7 @@ TEST(RandAugment, LoaderBatchesDoNotDependOnWorkersAndValIsNotAugmented) {
   context.seed = 5;
   const DataSpec train = parse_data_spec(std::string("idx:") + kFashion + ":train", DataOrigin::train_data);
   const std::unique_ptr<Dataset> plain = make_dataset(train, context);
-  context.images.rand_augment = parse_rand_augment("2,9");
+  context.images.auto_augment = parse_rand_augment("2,9");
   const std::unique_ptr<Dataset> augmented = make_dataset(train, context);
   EXPECT_NE(augmented->describe().find("RandAugment(num_ops=2, magnitude=9)"), std::string::npos)
       << augmented->describe();
@@ -187,7 +157,7 @@ TEST(RandAugment, LoaderBatchesDoNotDependOnWorkersAndValIsNotAugmented) {
   const DataSpec test = parse_data_spec(std::string("idx:") + kFashion + ":test", DataOrigin::train_val);
   const std::unique_ptr<Dataset> val = make_dataset(test, context);
   EXPECT_EQ(val->describe().find("RandAugment"), std::string::npos) << val->describe();
-  context.images.rand_augment = RandAugmentSpec{};
+  context.images.auto_augment = AutoAugmentSpec{};
   EXPECT_EQ(loaded_pixels(*val, 1, 2, 16), loaded_pixels(*make_dataset(test, context), 2, 2, 16));
 }
 

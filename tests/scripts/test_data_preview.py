@@ -10,6 +10,9 @@ On a made-up image folder (2 classes; PNGs and a JPEG of several sizes, smooth g
   - the train transform is a pure function of --seed (same bytes twice, different with another seed);
   - a large JPEG at 32 pixels: with --jpeg-scaled-decode off its eval tensor is torchvision's within 1 level; on
     (the default: decoded at reduced scale) it differs, within the documented 1.5 levels on average;
+  - --trivial-augment / --auto-augment-policy imagenet --random-erase 1: the transform names them; each erased box
+    the tile list gives is 0 in the dumped tensor (after Normalize), the mean colour in the grid, and the rest of
+    the dumped image is the un-erased one's; --random-erase with --eval, and two policies, are refused;
   - a bad --count is refused naming the flag.
 Needs numpy, PIL and torchvision (Debian's /usr/bin/python3 has them: the script re-runs itself there); skips (77)
 without them. Usage: test_data_preview.py DDPX_BINARY"""
@@ -125,6 +128,38 @@ try:
     if np.array_equal(tensors["on"], tensors["off"]) or levels["on"].mean() >= 1.5:
         failures.append(f"--jpeg-scaled-decode on: mean {levels['on'].mean():.2f} levels (expected a scaled decode "
                         "within 1.5 levels on average)")
+
+    for extra in (["--trivial-augment"], ["--auto-augment-policy", "imagenet"]):
+        runs = [ddpx(f"folder:{work / 'data'}", "--count", "6", "--size", "24", "--seed", "3", *extra, *erase,
+                     "--out", str(work / f"aug{k}.png"), "--dump", str(work / f"aug{k}.npy"))
+                for k, erase in enumerate([[], ["--random-erase", "1"]])]
+        assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+        name = "TrivialAugmentWide" if extra[0] == "--trivial-augment" else "AutoAugment(policy=imagenet)"
+        if name not in runs[0].stdout or "RandomErasing(p=1)" not in runs[1].stdout:
+            failures.append(f"{extra}: the transform does not name the augmentations: {runs[1].stdout}")
+        plain, erased = np.load(work / "aug0.npy"), np.load(work / "aug1.npy")
+        tiles = json.loads((work / "aug1.json").read_text())["tiles"]
+        grid = np.asarray(Image.open(work / "aug1.png").convert("RGB")).astype(int)
+        boxes = 0
+        for i, tile in enumerate(tiles):
+            mask = np.zeros((24, 24), bool)
+            if "erased" in tile:
+                box = tile["erased"]
+                mask[box["top"]:box["top"] + box["height"], box["left"]:box["left"] + box["width"]] = True
+                boxes += 1
+                top, left = gap + (i // 3) * (24 + caption + gap), gap + (i % 3) * (24 + gap)
+                painted = grid[top:top + 24, left:left + 24][mask]
+                if not (painted == np.rint(MEAN * 255)).all():
+                    failures.append(f"{extra} tile {i}: the erased box is not the mean colour in the grid")
+            if not (erased[i][:, mask] == 0).all() or not np.array_equal(erased[i][:, ~mask], plain[i][:, ~mask]):
+                failures.append(f"{extra} tile {i}: the dump is not the un-erased image with the box at 0")
+        if boxes < 5:  # p = 1: a 24 x 24 image finds a box in ten tries nearly always
+            failures.append(f"{extra}: only {boxes} of 6 tiles erased with --random-erase 1")
+    for args, flag in ((["--eval", "--random-erase", "0.5"], "--random-erase"),
+                       (["--trivial-augment", "--randaugment", "2,9"], "--randaugment 2,9 and --trivial-augment")):
+        refused = ddpx(f"folder:{work / 'data'}", *args, "--out", str(work / "refused.png"))
+        if refused.returncode != 2 or flag not in refused.stderr:
+            failures.append(f"{args}: status {refused.returncode}, {refused.stderr.strip()}")
 
     bad = ddpx(f"folder:{work / 'data'}", "--count", "0", "--out", str(work / "bad.png"))
     if bad.returncode != 2 or "--count 0" not in bad.stderr:

@@ -58,6 +58,8 @@ VALUES = {
     "--mixup": (["0.2", "1"], ["0"], ["-1"]),
     "--cutmix": (["1"], ["0"], ["-1"]),
     "--randaugment": (["2,9", "1,0"], ["16,30"], ["0,5", "2,31", "x"]),
+    "--auto-augment-policy": (["imagenet", "cifar10", "svhn"], [], ["ImageNet", "ta_wide", ""]),
+    "--random-erase": (["0.25", "0.5"], ["0", "1"], ["-0.1", "1.5", "nan", "x", ""]),
     "--load": (["{w}", "{w4}"], [], ["{dir}/missing.safetensors", "{dir}"]),
     "--save": (["{dir}/w.safetensors"], ["/dev/null"], ["{dir}/no/such/dir/w.safetensors", "{dir}"]),
     "--checkpoint-every": (["1", "2"], ["100000"], ["0", "-1"]),
@@ -118,6 +120,7 @@ RECIPES = {
     "ema-clip": ["--ema-decay", "0.9", "--clip-grad-norm", "1", "--save", "{dir}/w.safetensors"],
     "val-every": ["--val", "{val}", "--eval-every", "1", "--metrics", "{dir}/metrics.jsonl"],
     "randaug-accum": ["--randaugment", "2,9", "--grad-accum", "2", "--report", "{dir}/run.json"],
+    "autoaug-erase": ["--auto-augment-policy", "imagenet", "--random-erase", "0.25"],
 }
 
 # Failures an open issue already names (matched on the case and its result): (name, issue row, predicate). Empty:

@@ -61,7 +61,8 @@ TEST(StartupSettings, HoldEverythingThatChangesTheMathOrTheSchedule) {
   EXPECT_EQ(value_of(settings, "--trace"), "not given");
   EXPECT_EQ(value_of(settings, "--images"), "none");
   EXPECT_EQ(value_of(settings, "--comm-hook"), "allreduce");
-  EXPECT_EQ(value_of(settings, "--randaugment"), "off");
+  EXPECT_EQ(value_of(settings, "--randaugment/--trivial-augment/--auto-augment-policy"), "off");
+  EXPECT_EQ(value_of(settings, "--random-erase"), "off");
   // Not in the table: settings ranks may differ in without changing results.
   EXPECT_EQ(value_of(settings, "--workers"), "(absent)");
   EXPECT_EQ(value_of(settings, "--log-every"), "(absent)");
@@ -118,7 +119,7 @@ TEST(RunSettings, OneRowPerSettingAndTheAgreedOnesAreTheStartupAgreementsTable) 
                           "--lr-schedule (with --lr-warmup-steps/-epochs, --lr-warmup-start, --lr-warmup-method, "
                           "--min-lr, --lr-step-unit)",
                           "--repeated-augment", "--label-smoothing", "--clip-grad-norm", "--no-decay",
-                          "--mixup/--cutmix", "--ema-decay", "--ema-every/--ema-copy-epochs/--ema-adjust", "--data", "--randaugment", "--shuffle-buffer", "--images", "--labels",
+                          "--mixup/--cutmix", "--ema-decay", "--ema-every/--ema-copy-epochs/--ema-adjust", "--data", "--randaugment/--trivial-augment/--auto-augment-policy", "--random-erase", "--shuffle-buffer", "--images", "--labels",
                           "the data's class names", "the data's fingerprint", "--allow-data-change",
                           "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
                           "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
@@ -167,8 +168,10 @@ TEST(RunSettings, EachAgreedRowReadsItsOwnSetting) {
       {"--ema-every/--ema-copy-epochs/--ema-adjust",
        [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.recipe.ema_cadence.every = 2; }},
       {"--data", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.data = DataSource::learnable; }},
-      {"--randaugment",
-       [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.rand_augment = parse_rand_augment("2,9"); }},
+      {"--randaugment/--trivial-augment/--auto-augment-policy",
+       [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.auto_augment = trivial_augment_wide(); }},
+      {"--random-erase",
+       [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.random_erasing = parse_random_erase("0.25"); }},
       {"--shuffle-buffer", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.shuffle_buffer = 64; }},
       {"--images", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.images = file; }},
       {"--labels", [&](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.labels = file; }},

@@ -1,8 +1,8 @@
-// torchvision's RandAugment on uint8 HWC images; see rand_augment.hpp.
+// torchvision's augmentation ops on uint8 HWC images; see augment_ops.hpp.
 //
 // Note [torch's linspace in float32]
-// RandAugment's magnitudes are torch.linspace(0, max, 31) in float32, and torch 1.13's CPU kernel does not compute
-// start + i * step: it computes `step = (end - start) / (steps - 1)` in float, then (AVX2 build) fills 16 values at
+// The ops' magnitudes are torch.linspace(0, max, bins) in float32 (31 bins for RandAugment and TrivialAugmentWide,
+// 10 for AutoAugment), and torch 1.13's CPU kernel does not compute start + i * step: it computes `step = (end - start) / (steps - 1)` in float, then (AVX2 build) fills 16 values at
 // a time as two vectors of 8 whose lanes are base + k * step (k * step rounded, then the sum), base being the
 // scalar formula at the vector's first index; the rest one by one with the scalar formula, which the compiler
 // contracts into one fused multiply-add: fma(step, i, start) below steps / 2, fma(-step, steps - 1 - i, end) from
@@ -10,7 +10,7 @@
 // near an integer follows it, hence the emulation (tools/make_rand_augment_fixtures.py dumps torch's tables; the
 // test compares them all).
 //
-// Note [Where RandAugment can differ from torchvision]
+// Note [Where the augmentation ops can differ from torchvision]
 // The geometric ops are F.affine / F.rotate on a tensor: the inverse matrix in double (Python's math), cast to
 // float32, divided by (w/2, h/2), multiplied with the pixel-centre grid [x, y, 1] by a float32 GEMM, and
 // grid_sample(nearest, zeros, align_corners=False) unnormalizes ((g + 1) * size / 2 - 0.5) and rounds half to
@@ -20,18 +20,16 @@
 // tie can pick the neighbouring pixel there, so torchvision itself differs between BLAS builds at those pixels. The
 // test's fixtures come from Debian's torch 1.13 on OpenBLAS and are compared byte for byte (also checked while
 // writing this: all 31 bins, both signs, every op on 224 x 224 and 160 x 200 photographs and noise, 1,869 images,
-// every byte equal). This file is compiled with -ffp-contract=off so the compiler fuses nothing the formulas do not.
-#include "data/rand_augment.hpp"
-
-#include <fmt/format.h>
+// every byte equal; the fixtures of TrivialAugmentWide's wide magnitudes, rotations to 135 degrees and shears to
+// 0.99, and of AutoAugment's 10-bin ones, tools/make_auto_augment_fixtures.py, are equal byte for byte too). This
+// file is compiled with -ffp-contract=off so the compiler fuses nothing the formulas do not.
+#include "data/augment_ops.hpp"
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
-#include "core/error.hpp"
 #include "core/internal_assert.hpp"
 
 namespace ddpx {
@@ -308,76 +306,81 @@ void equalize(uint8_t* pixels, int64_t count, int channels) {
   }
 }
 
-int parse_int(std::string_view text, bool& ok) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  ok = !text.empty() && error == std::errc() && end == text.data() + text.size();
-  return value;
+// How an op's magnitudes are made from its range (torchvision's _augmentation_space entries).
+enum class MagnitudeRule : uint8_t {
+  none,              // a 0-dim tensor: 0
+  linspace,          // linspace(0, end, bins)
+  translate_width,   // standard: linspace(0, 150 / 331 * width, bins); wide: linspace(0, end, bins)
+  translate_height,  // the same with the height
+  posterize,         // 8 - (arange(bins) / ((bins - 1) / end)).round().int()
+  solarize,          // linspace(255, 0, bins)
+};
+
+struct AugmentOpRow {
+  AugmentOp op;
+  const char* name;
+  bool is_signed;
+  MagnitudeRule rule;
+  double standard_end, wide_end;  // RandAugment's and AutoAugment's range; TrivialAugmentWide's
+};
+
+// The one table of the ops, in AugmentOp's order (torchvision's _augmentation_space order, then Invert).
+constexpr std::array<AugmentOpRow, kAugmentOps> kOps = {{
+    {AugmentOp::identity, "Identity", false, MagnitudeRule::none, 0, 0},
+    {AugmentOp::shear_x, "ShearX", true, MagnitudeRule::linspace, 0.3, 0.99},
+    {AugmentOp::shear_y, "ShearY", true, MagnitudeRule::linspace, 0.3, 0.99},
+    {AugmentOp::translate_x, "TranslateX", true, MagnitudeRule::translate_width, 150.0 / 331.0, 32.0},
+    {AugmentOp::translate_y, "TranslateY", true, MagnitudeRule::translate_height, 150.0 / 331.0, 32.0},
+    {AugmentOp::rotate, "Rotate", true, MagnitudeRule::linspace, 30.0, 135.0},
+    {AugmentOp::brightness, "Brightness", true, MagnitudeRule::linspace, 0.9, 0.99},
+    {AugmentOp::color, "Color", true, MagnitudeRule::linspace, 0.9, 0.99},
+    {AugmentOp::contrast, "Contrast", true, MagnitudeRule::linspace, 0.9, 0.99},
+    {AugmentOp::sharpness, "Sharpness", true, MagnitudeRule::linspace, 0.9, 0.99},
+    {AugmentOp::posterize, "Posterize", false, MagnitudeRule::posterize, 4, 6},
+    {AugmentOp::solarize, "Solarize", false, MagnitudeRule::solarize, 0, 0},
+    {AugmentOp::auto_contrast, "AutoContrast", false, MagnitudeRule::none, 0, 0},
+    {AugmentOp::equalize, "Equalize", false, MagnitudeRule::none, 0, 0},
+    {AugmentOp::invert, "Invert", false, MagnitudeRule::none, 0, 0},
+}};
+
+constexpr bool table_in_enum_order() {
+  for (size_t k = 0; k < kOps.size(); ++k)
+    if (static_cast<size_t>(kOps[k].op) != k) return false;
+  return true;
+}
+static_assert(table_in_enum_order(), "kOps must list the ops in AugmentOp's order");
+
+const AugmentOpRow& row_of(AugmentOp op) {
+  DDPX_INTERNAL_ASSERT(static_cast<int>(op) < kAugmentOps, "augmentation op {}", static_cast<int>(op));
+  return kOps[static_cast<size_t>(op)];
 }
 
 }  // namespace
 
-std::string RandAugmentSpec::describe() const {
-  return fmt::format("RandAugment(num_ops={}, magnitude={})", num_ops, magnitude);
-}
+const char* augment_op_name(AugmentOp op) { return row_of(op).name; }
 
-RandAugmentSpec parse_rand_augment(std::string_view text) {
-  const size_t comma = text.find(',');
-  bool ops_ok = false, magnitude_ok = false;
-  RandAugmentSpec spec;
-  if (comma != std::string_view::npos) {
-    spec.num_ops = parse_int(text.substr(0, comma), ops_ok);
-    spec.magnitude = parse_int(text.substr(comma + 1), magnitude_ok);
-  }
-  DDPX_REQUIRE(ops_ok && magnitude_ok,
-               "--randaugment '{}': give N,M (torchvision's RandAugment(num_ops=N, magnitude=M); its ViT recipe's "
-               "--auto-augment ra is 2,9)", text);
-  DDPX_REQUIRE(spec.num_ops >= 1 && spec.num_ops <= 16,
-               "--randaugment '{}': N = {} ops per image must be 1 to 16 (leave the flag out for none)", text,
-               spec.num_ops);
-  DDPX_REQUIRE(spec.magnitude >= 0 && spec.magnitude < spec.num_magnitude_bins,
-               "--randaugment '{}': the magnitude M = {} must be 0 to {} (an index into {} bins, as torchvision's)",
-               text, spec.magnitude, spec.num_magnitude_bins - 1, spec.num_magnitude_bins);
-  return spec;
-}
+bool augment_op_signed(AugmentOp op) { return row_of(op).is_signed; }
 
-const char* augment_op_name(AugmentOp op) {
-  static constexpr const char* kNames[kAugmentOps] = {
-      "Identity",   "ShearX", "ShearY",   "TranslateX", "TranslateY",   "Rotate",   "Brightness",
-      "Color",      "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize"};
-  return kNames[static_cast<int>(op)];
-}
+bool augment_op_has_magnitudes(AugmentOp op) { return row_of(op).rule != MagnitudeRule::none; }
 
-bool augment_op_signed(AugmentOp op) {
-  return op != AugmentOp::identity && op != AugmentOp::posterize && op != AugmentOp::solarize &&
-         op != AugmentOp::auto_contrast && op != AugmentOp::equalize;
-}
-
-double augment_op_magnitude(AugmentOp op, int bin, int num_bins, int height, int width) {
+double augment_op_magnitude(AugmentOp op, int bin, int num_bins, int height, int width, AugmentRanges ranges) {
   DDPX_INTERNAL_ASSERT(bin >= 0 && bin < num_bins, "magnitude bin {} of {}", bin, num_bins);
-  auto linspace = [&](double end) { return static_cast<double>(torch_linspace_at(0.0, end, num_bins, bin)); };
-  switch (op) {
-    case AugmentOp::identity:
-    case AugmentOp::auto_contrast:
-    case AugmentOp::equalize:
+  const AugmentOpRow& row = row_of(op);
+  const bool wide = ranges == AugmentRanges::wide;
+  const double end = wide ? row.wide_end : row.standard_end;
+  auto linspace = [&](double to) { return static_cast<double>(torch_linspace_at(0.0, to, num_bins, bin)); };
+  switch (row.rule) {
+    case MagnitudeRule::none:
       return 0.0;
-    case AugmentOp::shear_x:
-    case AugmentOp::shear_y:
-      return linspace(0.3);
-    case AugmentOp::translate_x:
-      return linspace(150.0 / 331.0 * width);
-    case AugmentOp::translate_y:
-      return linspace(150.0 / 331.0 * height);
-    case AugmentOp::rotate:
-      return linspace(30.0);
-    case AugmentOp::brightness:
-    case AugmentOp::color:
-    case AugmentOp::contrast:
-    case AugmentOp::sharpness:
-      return linspace(0.9);
-    case AugmentOp::posterize:  // 8 - (arange(bins) / ((bins - 1) / 4)).round().int(), the division in float32
-      return 8 - static_cast<int>(std::nearbyint(static_cast<float>(bin) / static_cast<float>((num_bins - 1) / 4.0)));
-    case AugmentOp::solarize:
+    case MagnitudeRule::linspace:
+      return linspace(end);
+    case MagnitudeRule::translate_width:  // 150.0 / 331.0 * image_size[1], in that order
+      return linspace(wide ? end : end * width);
+    case MagnitudeRule::translate_height:
+      return linspace(wide ? end : end * height);
+    case MagnitudeRule::posterize:  // the division in float32
+      return 8 - static_cast<int>(std::nearbyint(static_cast<float>(bin) / static_cast<float>((num_bins - 1) / end)));
+    case MagnitudeRule::solarize:
       return static_cast<double>(torch_linspace_at(255.0, 0.0, num_bins, bin));
   }
   return 0.0;
@@ -385,7 +388,7 @@ double augment_op_magnitude(AugmentOp op, int bin, int num_bins, int height, int
 
 void apply_augment_op(AugmentOp op, double magnitude, uint8_t* pixels, int height, int width, int channels,
                       std::vector<uint8_t>& scratch) {
-  DDPX_INTERNAL_ASSERT(channels == 1 || channels == 3, "RandAugment on {} channels", channels);
+  DDPX_INTERNAL_ASSERT(channels == 1 || channels == 3, "an augmentation op on {} channels", channels);
   const int64_t count = static_cast<int64_t>(height) * width, values = count * channels;
   const double shear = std::atan(magnitude) * kRadiansToDegrees;  // math.degrees(math.atan(magnitude))
   switch (op) {
@@ -422,23 +425,10 @@ void apply_augment_op(AugmentOp op, double magnitude, uint8_t* pixels, int heigh
       return channels == 3 ? auto_contrast<3>(pixels, count) : auto_contrast<1>(pixels, count);
     case AugmentOp::equalize:
       return equalize(pixels, count, channels);
+    case AugmentOp::invert:  // F_t.invert: 255 - v on uint8
+      for (int64_t i = 0; i < values; ++i) pixels[i] = static_cast<uint8_t>(255 - pixels[i]);
+      return;
   }
-}
-
-std::vector<AugmentDraw> draw_rand_augment(const RandAugmentSpec& spec, int height, int width, Rng& rng) {
-  std::vector<AugmentDraw> draws(static_cast<size_t>(spec.num_ops));
-  for (AugmentDraw& draw : draws) {
-    draw.op = static_cast<AugmentOp>(rng.below(kAugmentOps));
-    draw.magnitude = augment_op_magnitude(draw.op, spec.magnitude, spec.num_magnitude_bins, height, width);
-    if (augment_op_signed(draw.op) && rng.below(2) == 1) draw.magnitude = -draw.magnitude;
-  }
-  return draws;
-}
-
-void rand_augment(const RandAugmentSpec& spec, uint8_t* pixels, int height, int width, int channels, Rng& rng,
-                  std::vector<uint8_t>& scratch) {
-  for (const AugmentDraw& draw : draw_rand_augment(spec, height, width, rng))
-    apply_augment_op(draw.op, draw.magnitude, pixels, height, width, channels, scratch);
 }
 
 }  // namespace ddpx

@@ -1,0 +1,65 @@
+// The torchvision fixtures' images for the augmentation tests (tools/make_rand_augment_fixtures.py and
+// tools/make_auto_augment_fixtures.py write them the same way): a fixture file parsed, its "images" (flattened HWC
+// uint8 with their shapes), base64 outputs decoded, and op names mapped to AugmentOp.
+#pragma once
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/augment_ops.hpp"
+
+namespace ddpx::testing {
+
+inline nlohmann::json read_fixture(const std::string& name) {
+  std::ifstream in(std::string(DDPX_SOURCE_DIR) + "/tests/fixtures/" + name);
+  return nlohmann::json::parse(in);
+}
+
+inline std::vector<uint8_t> base64(const std::string& text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+  };
+  std::vector<uint8_t> out;
+  int bits = 0, buffer = 0;
+  for (char c : text) {
+    const int v = value(c);
+    if (v < 0) break;  // '=' padding
+    buffer = (buffer << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<uint8_t>((buffer >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+struct FixtureImage {
+  std::vector<uint8_t> pixels;  // HWC
+  int height = 0, width = 0, channels = 0;
+};
+
+inline std::vector<FixtureImage> fixture_images(const nlohmann::json& all) {
+  std::vector<FixtureImage> images;
+  for (const nlohmann::json& image : all["images"])
+    images.push_back({image["pixels"].get<std::vector<uint8_t>>(), image["shape"][0].get<int>(),
+                      image["shape"][1].get<int>(), image["shape"][2].get<int>()});
+  return images;
+}
+
+inline AugmentOp op_named(const std::string& name) {
+  for (int k = 0; k < kAugmentOps; ++k)
+    if (name == augment_op_name(static_cast<AugmentOp>(k))) return static_cast<AugmentOp>(k);
+  ADD_FAILURE() << "unknown op " << name;
+  return AugmentOp::identity;
+}
+
+}  // namespace ddpx::testing
