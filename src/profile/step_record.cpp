@@ -359,6 +359,8 @@ void to_json(json& j, const RunConfig& v) {
   if (!v.classes.empty()) j["classes"] = v.classes;
   if (!v.data_fingerprint.empty()) j["data_fingerprint"] = v.data_fingerprint;
   if (v.allow_data_change) j["allow_data_change"] = true;
+  if (v.torchvision)
+    j["torchvision"] = json{{"command_line", true}, {"settings", v.torchvision_settings}, {"ddpx_args", v.torchvision_args}};
 }
 
 void from_json(const json& j, RunConfig& v) {
@@ -389,6 +391,14 @@ void from_json(const json& j, RunConfig& v) {
   jf::optional(j, record, "classes", v.classes);
   jf::optional(j, record, "data_fingerprint", v.data_fingerprint);
   jf::optional(j, record, "allow_data_change", v.allow_data_change);
+  if (j.contains("torchvision")) {
+    const json& tv = j.at("torchvision");
+    DDPX_REQUIRE(tv.is_object(), "run config: 'torchvision' must be an object, got {}", tv.type_name());
+    const char* tv_record = "run config's torchvision";
+    jf::require(tv, tv_record, "command_line", v.torchvision);
+    jf::require(tv, tv_record, "settings", v.torchvision_settings);
+    jf::require(tv, tv_record, "ddpx_args", v.torchvision_args);
+  }
   for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
     const GradientTensorInfo& before = v.gradient_tensors[k - 1];
     DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,

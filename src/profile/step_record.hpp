@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -216,6 +217,11 @@ struct RunConfig {
   // empty where the data has none; allow_data_change: --allow-data-change was given (a resume on other data).
   std::string data_fingerprint;
   bool allow_data_change = false;
+  // A torchvision command line (cli/torchvision_flags.hpp): its settings in effect, given or train.py's default
+  // ("--batch-size" -> "512"), and the ddpx flags they became; false / empty otherwise and in older reports.
+  bool torchvision = false;
+  std::map<std::string, std::string> torchvision_settings;
+  std::vector<std::string> torchvision_args;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.
