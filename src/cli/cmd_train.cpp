@@ -304,8 +304,9 @@ Command add_train_command(CLI::App& app) {
             }
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
-            DDPX_REQUIRE(o->image_pipeline.eval_resize >= 0, "--val-resize {}: give a side in pixels (0: "
-                         "int(size / 0.875))", o->image_pipeline.eval_resize);
+            DDPX_REQUIRE(o->image_pipeline.eval_resize >= 0 && o->image_pipeline.eval_resize <= 65536,
+                         "--val-resize {}: give a side in pixels, at most 65536 (0: int(size / 0.875))",
+                         o->image_pipeline.eval_resize);
             const TorchvisionTranslation& torchvision = remembered_torchvision_translation();
             if (torchvision.torchvision) check_torchvision_crops(torchvision, o->model);
             if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, launch_target(*o), *nodes);
