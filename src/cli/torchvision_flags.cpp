@@ -98,9 +98,10 @@ void warmup_method(const std::string& method, const TorchvisionSettings& all, Ou
 void auto_augment(const std::string& policy, const TorchvisionSettings& all, Out& out) {
   if (policy == "ra") return push(out, "--randaugment", "2," + value_of(all, "--ra-magnitude"));
   if (policy == "ta_wide") return out.emplace_back("--trivial-augment");
-  if (policy == "imagenet") return push(out, "--auto-augment-policy", "imagenet");
-  fail("--auto-augment {}: ddpx has ra (RandAugment), ta_wide (TrivialAugmentWide) and imagenet (AutoAugment's "
-       "ImageNet policy); augmix, cifar10 and svhn are not built", policy);
+  if (policy == "imagenet" || policy == "cifar10" || policy == "svhn")
+    return push(out, "--auto-augment-policy", policy);
+  fail("--auto-augment {}: ddpx has ra (RandAugment), ta_wide (TrivialAugmentWide) and imagenet, cifar10, svhn "
+       "(AutoAugment's policies); augmix is not built", policy);
 }
 
 void model_ema(const std::string& on, const TorchvisionSettings& all, Out& out) {
@@ -169,6 +170,10 @@ void resume(const std::string& from, const TorchvisionSettings&, Out& out) {
   push(out, "--resume", from);
 }
 
+void random_erase(const std::string& p, const TorchvisionSettings&, Out& out) {
+  if (number_of(p) != 0) push(out, "--random-erase", p);  // 0: off, ddpx's default (and not only image sources')
+}
+
 void print_freq(const std::string& every, const TorchvisionSettings&, Out& out) { push(out, "--log-every", every); }
 
 void positive_crop(const std::string&, const TorchvisionSettings&, Out&) {}  // checked against the model later
@@ -199,9 +204,9 @@ const std::vector<TorchvisionFlag> kTable = {
   {"--lr-warmup-epochs", Kind::whole, "0", "--lr-warmup-epochs", {"--lr-warmup-steps"}, SAME("--lr-warmup-epochs"), ""},
   {"--lr-warmup-method", Kind::text, "constant", "--lr-warmup-method linear|constant", {}, warmup_method, ""},
   {"--lr-warmup-decay", Kind::number, "0.01", "--lr-warmup-start", {"--lr-warmup-start"}, SAME("--lr-warmup-start"), ""},
-  {"--auto-augment", Kind::text, "", "ra: --randaugment 2,M; ta_wide: --trivial-augment; imagenet: --auto-augment-policy imagenet", {"--randaugment", "--trivial-augment", "--auto-augment-policy"}, auto_augment, ""},
+  {"--auto-augment", Kind::text, "", "ra: --randaugment 2,M; ta_wide: --trivial-augment; imagenet|cifar10|svhn: --auto-augment-policy P", {"--randaugment", "--trivial-augment", "--auto-augment-policy"}, auto_augment, ""},
   {"--ra-magnitude", Kind::whole, "9", "M of --randaugment 2,M", {}, nullptr, ""},
-  {"--random-erase", Kind::number, "0", "--random-erase P", {}, SAME("--random-erase"), ""},
+  {"--random-erase", Kind::number, "0", "--random-erase P (given when above 0)", {}, random_erase, ""},
   {"--clip-grad-norm", Kind::number, "", "--clip-grad-norm", {}, SAME("--clip-grad-norm"), ""},
   {"--ra-sampler", Kind::flag, "false", "--repeated-augment N (N = --ra-reps)", {"--repeated-augment"}, ra_sampler, ""},
   {"--ra-reps", Kind::whole, "3", "N of --repeated-augment", {}, nullptr, ""},
@@ -334,7 +339,7 @@ void remember_torchvision_translation(TorchvisionTranslation translation) { reme
 const TorchvisionTranslation& remembered_torchvision_translation() { return remembered(); }
 
 bool translated_config_key(const std::string& key) {
-  return remembered().torchvision && row_of("--" + key) != nullptr;
+  return remembered().torchvision && key != "backend" && row_of("--" + key) != nullptr;
 }
 
 bool is_torchvision_only(std::string_view name) {
@@ -387,7 +392,7 @@ TorchvisionTranslation translate_torchvision_args(const std::vector<std::string>
       if (lower != "pil" && lower != "tensor") row = nullptr;
     }
     if (row == nullptr) {
-      if (arg.starts_with("--")) tokens.push_back({name, std::nullopt, false});
+      if (arg.starts_with("--") && name != "--backend") tokens.push_back({name, std::nullopt, false});
       passthrough.push_back(arg);
       continue;
     }
@@ -413,7 +418,8 @@ TorchvisionTranslation translate_torchvision_args(const std::vector<std::string>
     for (const ConfigEntry& entry : read_config(file)) {
       const std::string spelling = "--" + entry.key;
       const TorchvisionFlag* row = row_of(spelling);
-      if (row == nullptr || spelling == "--backend") {
+      if (spelling == "--backend") continue;  // ddpx's communication backend: read_config_for's
+      if (row == nullptr) {
         config_tokens.push_back({spelling, std::nullopt, true});
         continue;
       }

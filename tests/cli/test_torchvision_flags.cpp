@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -14,7 +15,6 @@
 
 #include "cli/torchvision_flags.hpp"
 #include "core/error.hpp"
-#include "error_expect.hpp"
 #include "support/scratch_dir.hpp"
 
 namespace ddpx::cli {
@@ -165,12 +165,13 @@ TEST(TorchvisionFlags, LeftOutSettingsTakeTrainPysDefaultsAndAreListed) {
                                                {"--label-smoothing", "0"}, {"--mixup", "0"}, {"--cutmix", "0"},
                                                {"--lr-schedule", "step:30:0.1", "--lr-step-unit", "epoch"},
                                                {"--lr-warmup-epochs", "0"}, {"--lr-warmup-start", "0.01"},
-                                               {"--min-lr", "0"}, {"--random-erase", "0"}, {"--log-every", "10"}})
+                                               {"--min-lr", "0"}, {"--log-every", "10"}})
     EXPECT_TRUE(contains(t.args, expected)) << joined(expected) << " in " << joined(t.args);
   // Off by default: no EMA, no sampler, no augmentation policy, no --amp, no decay exemption, no warm-up method
   // (no warm-up), no --val-resize (ddpx's int(size / 0.875) is train.py's 256 at 224).
   for (const char* absent : {"--ema-decay", "--repeated-augment", "--randaugment", "--precision", "--no-decay",
-                             "--lr-warmup-method", "--val-resize", "--clip-grad-norm", "--resume", "--seed"})
+                             "--lr-warmup-method", "--val-resize", "--clip-grad-norm", "--resume", "--seed",
+                             "--random-erase", "--trivial-augment", "--auto-augment-policy"})
     EXPECT_EQ(std::count(t.args.begin(), t.args.end(), absent), 0) << absent << " in " << joined(t.args);
   const std::string line = t.line();
   EXPECT_NE(line.find("a torchvision command line"), std::string::npos) << line;
@@ -244,7 +245,10 @@ TEST(TorchvisionFlags, ConfigFilesMayUseTorchvisionKeysAndTheCommandLineWins) {
 TEST(TorchvisionFlags, WhatDdpxDoesNotImplementIsRefusedByName) {
   const std::string data = imagenet_like_dir();
   expect_error({"--auto-augment", "augmix"}, "--auto-augment augmix: ddpx has ra (RandAugment), ta_wide");
-  expect_error({"--auto-augment", "cifar10"}, "--auto-augment cifar10");
+  expect_error({"--auto-augment", "autoaugment"}, "augmix is not built");
+  EXPECT_TRUE(contains(translate({"--auto-augment", "ta_wide"}).args, {"--trivial-augment"}));
+  EXPECT_TRUE(contains(translate({"--auto-augment", "imagenet"}).args, {"--auto-augment-policy", "imagenet"}));
+  EXPECT_TRUE(contains(translate({"--auto-augment", "svhn"}).args, {"--auto-augment-policy", "svhn"}));
   expect_error({"--interpolation", "bicubic"}, "--interpolation bicubic: ddpx's loader resizes with antialiased "
                                                "bilinear only");
   expect_error({"--opt", "rmsprop"}, "--opt rmsprop: ddpx has sgd, sgd_nesterov and adamw");
