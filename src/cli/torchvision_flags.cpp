@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -55,9 +56,9 @@ void data_path(const std::string& dir, const TorchvisionSettings&, Out& out) {
   std::error_code error;
   for (const char* part : {"train", "val"})
     DDPX_REQUIRE(fs::is_directory(fs::path(dir) / part, error),
-                 "--data-path {}: torchvision's layout has {}/{}/ (one folder per class) and {}/val/; {}/{} is "
-                 "missing (or give ddpx's --data folder:DIR --val folder:DIR2 instead)",
-                 dir, dir, part, dir, dir, part);
+                 "--data-path {}: torchvision's layout is {}/train/ and {}/val/ (one folder per class in each); "
+                 "{}/{} is missing (or give ddpx's --data folder:DIR --val folder:DIR2 instead)",
+                 dir, dir, dir, dir, part);
   push(out, "--data", "folder:" + (fs::path(dir) / "train").string());
   push(out, "--val", "folder:" + (fs::path(dir) / "val").string());
 }
@@ -97,7 +98,10 @@ void warmup_method(const std::string& method, const TorchvisionSettings& all, Ou
 
 void auto_augment(const std::string& policy, const TorchvisionSettings& all, Out& out) {
   if (policy == "ra") return push(out, "--randaugment", "2," + value_of(all, "--ra-magnitude"));
-  if (policy == "ta_wide") return out.emplace_back("--trivial-augment");
+  if (policy == "ta_wide") {
+    out.emplace_back("--trivial-augment");
+    return;
+  }
   if (policy == "imagenet" || policy == "cifar10" || policy == "svhn")
     return push(out, "--auto-augment-policy", policy);
   fail("--auto-augment {}: ddpx has ra (RandAugment), ta_wide (TrivialAugmentWide) and imagenet, cifar10, svhn "
@@ -182,7 +186,8 @@ void positive_crop(const std::string&, const TorchvisionSettings&, Out&) {}  // 
 #define SAME(flag) [](const std::string& v, const TorchvisionSettings&, Out& out) { same(flag, v, out); }
 const std::vector<TorchvisionFlag> kTable = {
   {"--data-path", Kind::text, "", "--data folder:D/train --val folder:D/val", {"--data", "--val"}, data_path, ""},
-  {"--model", Kind::text, "", "--model (ddpx's names; train.py's resnet18 default is not a ddpx model)", {}, SAME("--model"), ""},
+  {"--model", Kind::text, "", "--model (ddpx's names; train.py's resnet18 default is not a ddpx model)", {},
+    SAME("--model"), ""},
   {"--device", Kind::text, "cuda", "--device (default cuda, as train.py)", {}, SAME("--device"), ""},
   {"--batch-size,-b", Kind::whole, "32", "--batch N (per rank, as torchvision's)", {"--batch"}, SAME("--batch"), ""},
   {"--epochs", Kind::whole, "90", "--epochs", {"--steps"}, SAME("--epochs"), ""},
@@ -191,48 +196,68 @@ const std::vector<TorchvisionFlag> kTable = {
   {"--lr", Kind::number, "0.1", "--lr", {}, SAME("--lr"), ""},
   {"--momentum", Kind::number, "0.9", "--momentum", {}, SAME("--momentum"), ""},
   {"--wd,--weight-decay", Kind::number, "1e-4", "--weight-decay", {}, SAME("--weight-decay"), ""},
-  {"--norm-weight-decay", Kind::number, "", "--no-decay when 0 for all three (unset: as --wd)", {"--no-decay"}, parameter_decays, ""},
+  {"--norm-weight-decay", Kind::number, "", "--no-decay when 0 for all three (unset: as --wd)", {"--no-decay"},
+    parameter_decays, ""},
   {"--bias-weight-decay", Kind::number, "", "see --norm-weight-decay", {}, nullptr, ""},
   {"--transformer-embedding-decay", Kind::number, "", "see --norm-weight-decay", {}, nullptr, ""},
   {"--label-smoothing", Kind::number, "0", "--label-smoothing", {}, SAME("--label-smoothing"), ""},
   {"--mixup-alpha", Kind::number, "0", "--mixup", {"--mixup"}, SAME("--mixup"), ""},
   {"--cutmix-alpha", Kind::number, "0", "--cutmix", {"--cutmix"}, SAME("--cutmix"), ""},
-  {"--lr-scheduler", Kind::text, "steplr", "--lr-schedule cosine|step:S:G|exponential:G --lr-step-unit epoch", {"--lr-schedule"}, lr_scheduler, ""},
+  {"--lr-scheduler", Kind::text, "steplr", "--lr-schedule cosine|step:S:G|exponential:G --lr-step-unit epoch",
+    {"--lr-schedule"}, lr_scheduler, ""},
   {"--lr-step-size", Kind::whole, "30", "S of step:S:G (epochs)", {}, nullptr, ""},
   {"--lr-gamma", Kind::number, "0.1", "G of step:S:G and exponential:G", {}, nullptr, ""},
   {"--lr-min", Kind::number, "0", "--min-lr", {"--min-lr"}, SAME("--min-lr"), ""},
   {"--lr-warmup-epochs", Kind::whole, "0", "--lr-warmup-epochs", {"--lr-warmup-steps"}, SAME("--lr-warmup-epochs"), ""},
   {"--lr-warmup-method", Kind::text, "constant", "--lr-warmup-method linear|constant", {}, warmup_method, ""},
-  {"--lr-warmup-decay", Kind::number, "0.01", "--lr-warmup-start", {"--lr-warmup-start"}, SAME("--lr-warmup-start"), ""},
-  {"--auto-augment", Kind::text, "", "ra: --randaugment 2,M; ta_wide: --trivial-augment; imagenet|cifar10|svhn: --auto-augment-policy P", {"--randaugment", "--trivial-augment", "--auto-augment-policy"}, auto_augment, ""},
+  {"--lr-warmup-decay", Kind::number, "0.01", "--lr-warmup-start", {"--lr-warmup-start"}, SAME("--lr-warmup-start"),
+    ""},
+  {"--auto-augment", Kind::text, "",
+    "ra: --randaugment 2,M; ta_wide: --trivial-augment; imagenet|cifar10|svhn: --auto-augment-policy P",
+    {"--randaugment", "--trivial-augment", "--auto-augment-policy"}, auto_augment, ""},
   {"--ra-magnitude", Kind::whole, "9", "M of --randaugment 2,M", {}, nullptr, ""},
   {"--random-erase", Kind::number, "0", "--random-erase P (given when above 0)", {}, random_erase, ""},
   {"--clip-grad-norm", Kind::number, "", "--clip-grad-norm", {}, SAME("--clip-grad-norm"), ""},
   {"--ra-sampler", Kind::flag, "false", "--repeated-augment N (N = --ra-reps)", {"--repeated-augment"}, ra_sampler, ""},
   {"--ra-reps", Kind::whole, "3", "N of --repeated-augment", {}, nullptr, ""},
-  {"--model-ema", Kind::flag, "false", "--ema-decay D --ema-every S --ema-copy-epochs <--lr-warmup-epochs> --ema-adjust torchvision", {"--ema-decay"}, model_ema, ""},
+  {"--model-ema", Kind::flag, "false",
+    "--ema-decay D --ema-every S --ema-copy-epochs <--lr-warmup-epochs> --ema-adjust torchvision", {"--ema-decay"},
+    model_ema, ""},
   {"--model-ema-steps", Kind::whole, "32", "S of --ema-every", {}, nullptr, ""},
   {"--model-ema-decay", Kind::number, "0.99998", "D of --ema-decay", {}, nullptr, ""},
-  {"--val-resize-size", Kind::whole, "", "--val-resize (unset: int(size / 0.875), 256 at 224 as train.py)", {"--val-resize"}, val_resize, ""},
-  {"--val-crop-size", Kind::whole, "", "must equal the model's image size (unset: it, 224 as train.py for 224 models)", {}, positive_crop, ""},
+  {"--val-resize-size", Kind::whole, "", "--val-resize (unset: int(size / 0.875), 256 at 224 as train.py)",
+    {"--val-resize"}, val_resize, ""},
+  {"--val-crop-size", Kind::whole, "", "must equal the model's image size (unset: it, 224 as train.py for 224 models)",
+    {}, positive_crop, ""},
   {"--train-crop-size", Kind::whole, "", "must equal the model's image size (unset: it)", {}, positive_crop, ""},
   {"--interpolation", Kind::text, "bilinear", "bilinear only", {}, interpolation, ""},
-  {"--amp", Kind::flag, "false", "--precision bf16 on cuda (bf16 autocast-like, no grad scaler; fp32 on cpu)", {"--precision"}, amp, ""},
-  {"--output-dir", Kind::text, "", "--checkpoint-dir D --checkpoint-every-epoch --report D/report.json --metrics D/metrics.jsonl --save D/model.safetensors", {"--checkpoint-dir", "--report", "--metrics", "--save"}, output_dir, ""},
+  {"--amp", Kind::flag, "false", "--precision bf16 on cuda (bf16 autocast-like, no grad scaler; fp32 on cpu)",
+    {"--precision"}, amp, ""},
+  {"--output-dir", Kind::text, "",
+    "--checkpoint-dir D --checkpoint-every-epoch --report D/report.json --metrics D/metrics.jsonl --save D/model.safetensors",
+    {"--checkpoint-dir", "--report", "--metrics", "--save"}, output_dir, ""},
   {"--resume", Kind::text, "", "--resume DIR|auto (a .pth is refused)", {}, resume, ""},
-  {"--test-only", Kind::flag, "false", "`ddpx eval` of --resume's checkpoint or --load's weights on D/val", {}, nullptr, ""},
+  {"--test-only", Kind::flag, "false", "`ddpx eval` of --resume's checkpoint or --load's weights on D/val", {}, nullptr,
+    ""},
   {"--print-freq", Kind::whole, "10", "--log-every", {"--log-every"}, print_freq, ""},
   {"--seed", Kind::whole, "", "--seed", {}, SAME("--seed"), ""},
   // Not implemented: refused by name with what to use instead.
-  {"--weights", Kind::text, "", "", {}, nullptr, "ddpx loads weights files, not torchvision's enum names: give --load FILE.safetensors (torchvision's tensor names; --reset-head for another number of classes)"},
-  {"--sync-bn", Kind::flag, "", "", {}, nullptr, "ddpx's models have no batch norm (ViTs use LayerNorm, per sample); leave it out"},
-  {"--cache-dataset", Kind::flag, "", "", {}, nullptr, "ddpx scans the folder once per run and keeps no cache; leave it out (ddpx pack writes a packed copy: --data pack:FILE)"},
-  {"--use-deterministic-algorithms", Kind::flag, "", "", {}, nullptr, "ddpx's CPU engine is deterministic already and its CUDA kernels have no switch; leave it out"},
-  {"--backend", Kind::text, "", "", {}, nullptr, "ddpx decodes with its own loader (PIL's pixels); ddpx's --backend is the communication backend (gloo, nccl, mpi)"},
+  {"--weights", Kind::text, "", "", {}, nullptr,
+    "ddpx loads weights files, not torchvision's enum names: give --load FILE.safetensors (torchvision's tensor names; --reset-head for another number of classes)"},
+  {"--sync-bn", Kind::flag, "", "", {}, nullptr,
+    "ddpx's models have no batch norm (ViTs use LayerNorm, per sample); leave it out"},
+  {"--cache-dataset", Kind::flag, "", "", {}, nullptr,
+    "ddpx scans the folder once per run and keeps no cache; leave it out (ddpx pack writes a packed copy: --data pack:FILE)"},
+  {"--use-deterministic-algorithms", Kind::flag, "", "", {}, nullptr,
+    "ddpx's CPU engine is deterministic already and its CUDA kernels have no switch; leave it out"},
+  {"--backend", Kind::text, "", "", {}, nullptr,
+    "ddpx decodes with its own loader (PIL's pixels); ddpx's --backend is the communication backend (gloo, nccl, mpi)"},
   {"--use-v2", Kind::flag, "", "", {}, nullptr, "ddpx's transforms are its own; leave it out"},
-  {"--world-size", Kind::whole, "", "", {}, nullptr, "ddpx takes the ranks from its launcher: --nproc-per-node N (and --nnodes), or torchrun's"},
+  {"--world-size", Kind::whole, "", "", {}, nullptr,
+    "ddpx takes the ranks from its launcher: --nproc-per-node N (and --nnodes), or torchrun's"},
   {"--dist-url", Kind::text, "", "", {}, nullptr, "give --master-addr and --master-port (with --nnodes), as torchrun"},
-  {"--start-epoch", Kind::whole, "", "", {}, nullptr, "a ddpx checkpoint records its step: --resume DIR continues from it"},
+  {"--start-epoch", Kind::whole, "", "", {}, nullptr,
+    "a ddpx checkpoint records its step: --resume DIR continues from it"},
   {"--augmix-severity", Kind::whole, "", "", {}, nullptr, "AugMix is not built (--auto-augment augmix is refused)"},
   {"--pretrained", Kind::flag, "", "", {}, nullptr, "give --load FILE.safetensors"},
 };

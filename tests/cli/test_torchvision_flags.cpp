@@ -260,7 +260,7 @@ TEST(TorchvisionFlags, WhatDdpxDoesNotImplementIsRefusedByName) {
   expect_error({"--norm-weight-decay", "0.1"}, "--norm-weight-decay 0.1, --bias-weight-decay unset, "
                                                "--transformer-embedding-decay unset: ddpx exempts");
   expect_error({"--norm-weight-decay", "0", "--bias-weight-decay", "0.05"}, "--bias-weight-decay 0.05");
-  expect_error({"--data-path", data + "/train"}, "--data-path " + data + "/train: torchvision's layout has");
+  expect_error({"--data-path", data + "/train"}, "--data-path " + data + "/train: torchvision's layout is");
   expect_error({"--backend", "PIL"}, "--backend (torchvision's train.py) is not implemented in ddpx");
   expect_error({"--test-only", "-j", "1"}, "--test-only: give the weights to evaluate");
   // Bad values name the torchvision flag.

@@ -107,7 +107,7 @@ TEST(TorchvisionCommandLine, RefusalsNameTheFlags) {
   expect_refusal(run_ddpx(base + "--sync-bn"), "--sync-bn (torchvision's train.py) is not implemented in ddpx");
   expect_refusal(run_ddpx(base + "-b 8 --batch 8"), "-b and --batch: both set --batch-size");
   expect_refusal(run_ddpx(base + "--auto-augment augmix"), "--auto-augment augmix");
-  expect_refusal(run_ddpx("train --data-path /nonexistent -b 8"), "--data-path /nonexistent: torchvision's layout");
+  expect_refusal(run_ddpx("train --data-path /nonexistent -b 8"), "--data-path /nonexistent: torchvision's layout is");
   // Needs the model: after the translation.
   expect_refusal(run_ddpx(base + "--train-crop-size 224 --epochs 1"),
                  "--train-crop-size 224: ddpx crops to the model's image size, 16 for --model vit_tiny_test");
