@@ -142,5 +142,22 @@ TEST(ValResize, SetsTheEvalResizeSideAndIsCheckedAgainstTheCrop) {
   EXPECT_NE(val_line(by_default.output), val_line(at_28.output));
 }
 
+// --checkpoint-every-epoch (what torchvision's --output-dir asks for): a checkpoint at each epoch's end.
+TEST(CheckpointEveryEpoch, WritesOneAtEachEpochsEnd) {
+  if (!testing::fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  const fs::path ck = testing::fresh_dir("train", "checkpoint_every_epoch") / "ck";
+  const std::string d = imagenet_like();
+  CliResult r = run_ddpx("train --device cpu --model vit_tiny_test --data folder:" + d + "/train --batch 16 "
+                         "--epochs 3 --workers 1 --quiet --keep-checkpoints 10 --checkpoint-dir " + ck.string() +
+                         " --checkpoint-every-epoch");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* name : {"checkpoint-4.safetensors", "checkpoint-8.safetensors", "checkpoint-12.safetensors"})
+    EXPECT_TRUE(fs::exists(ck / name)) << name;  // 64 images / 16 per step: 4 steps an epoch
+  EXPECT_FALSE(fs::exists(ck / "checkpoint-2.safetensors"));
+  r = run_ddpx("train --device cpu --model vit_tiny_test --data learnable --steps 2 --checkpoint-every-epoch");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--checkpoint-every-epoch needs --checkpoint-dir DIR"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace ddpx
