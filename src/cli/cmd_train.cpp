@@ -49,7 +49,8 @@ void add_optimizer_flags(CLI::App* cmd, const std::string& group) {
     cmd->add_option(flag, description)->check(CLI::Validator(CLI::Number).description(""))->type_name("FLOAT")->group(group);
   };
   add("--lr", fmt::format("learning rate (default: adamw {}, as PyTorch's AdamW; sgd {}, which ddpx's recipes and tests "
-                          "were tuned with, where PyTorch's SGD has 1e-3)", adamw.lr, sgd.lr));
+                          "were tuned with, where PyTorch's SGD has 1e-3; in a torchvision command line 0.1, "
+                          "train.py's, as its other defaults)", adamw.lr, sgd.lr));
   add("--momentum", fmt::format("SGD momentum (default {}: plain SGD, as PyTorch's)", sgd.momentum));
   add("--dampening", fmt::format("SGD dampening: momentum takes (1 - dampening) of each gradient, as PyTorch's "
                                  "(default {})", sgd.dampening));
@@ -166,7 +167,8 @@ Command add_train_command(CLI::App& app) {
   data.option("--labels", o->labels, ".npy labels [N] int64/int32");
   data.option("--workers", o->workers,
               "loader threads producing batches into pinned host memory (0, the default: GPU ranks use half of "
-              "their share of the node's CPUs, 1 to 16; CPU ranks use 2)");
+              "their share of the node's CPUs, 1 to 16; CPU ranks use 2). Threads, where torchvision's -j/--workers are "
+              "processes; in a torchvision command line the default is its 16");
   data.option("--prefetch", o->prefetch,
               "pinned batches in the loader ring (0: workers + 2, so every worker has a slot)");
   data.flag("--pin-loaders", o->pin_loaders,
@@ -204,7 +206,7 @@ Command add_train_command(CLI::App& app) {
   ckpt.option("--resume", o->resume,
               "continue from the checkpoint in this folder (or one file: D/checkpoint-<step>.safetensors); auto: "
               "from --checkpoint-dir's newest if it has one, else from step 0 (for torchrun --max_restarts, "
-              "Slurm requeue)");
+              "Slurm requeue). torchvision's --resume FILE.pth is not one: a ddpx run resumes its own checkpoints");
 
   ckpt.flag("--allow-data-change", o->allow_data_change,
             "with --resume: continue although files of --data were added, removed or replaced since the checkpoint "
@@ -215,7 +217,8 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   add_node_flags(cmd, *nodes, dp.name());
   dp.flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)");
-  dp.option("--backend", modes->backend, backend_help());  // from dist/backend_registry
+  dp.option("--backend", modes->backend,
+            backend_help() + " (the communication backend, not torchvision's --backend PIL|tensor)");
   dp.option("--ranks-per-gpu", o->ranks_per_gpu,
             "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
             "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU");
