@@ -421,7 +421,8 @@ TorchvisionTranslation translate_torchvision_args(const std::vector<std::string>
       passthrough.push_back(arg);
       continue;
     }
-    any_torchvision_only = any_torchvision_only || is_torchvision_only(name);
+    // (--backend PIL|tensor is torchvision's only: ddpx's backends are gloo, nccl, mpi.)
+    any_torchvision_only = any_torchvision_only || is_torchvision_only(name) || name == "--backend";
     std::string value;
     if (row->kind == Kind::flag) {
       DDPX_REQUIRE(!attached, "{} is a switch: give it without a value", name);

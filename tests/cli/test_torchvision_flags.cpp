@@ -68,7 +68,8 @@ TEST(TorchvisionFlags, DdpxsOwnCommandLineIsUnchanged) {
   EXPECT_TRUE(t.ddpx_args.empty());
 }
 
-// Every row: a value typed in a torchvision command line (with -j 2 to make it one) and the ddpx flags it gives.
+// Every row: a value typed in a torchvision command line (after --ra-reps 3, train.py's default, which makes it
+// one) and the ddpx flags it gives.
 struct RowCase {
   Args typed;
   Args expected;  // consecutive in the translated args; empty: nothing of its own (checked, or read by another row)
@@ -136,7 +137,7 @@ TEST(TorchvisionFlags, EveryRowIsTried) {
     const std::string name(std::string_view(row.spellings).substr(0, row.spellings.find(',')));
     if (!row.refusal.empty()) {
       // A refused row: typed, an error naming it and what to use instead.
-      Args args = {"-j", "2", name};
+      Args args = {"--ra-reps", "3", name};
       if (row.kind != TorchvisionFlag::Kind::flag) args.push_back(name == "--backend" ? "PIL" : "1");
       expect_error(args, name + " (torchvision's train.py) is not implemented in ddpx: " + std::string(row.refusal));
       tried.insert(name);
@@ -144,7 +145,7 @@ TEST(TorchvisionFlags, EveryRowIsTried) {
     }
     const auto it = cases.find(name);
     ASSERT_NE(it, cases.end()) << name << " has no case in row_cases()";
-    Args args = {"-j", "2"};
+    Args args = {"--ra-reps", "3"};
     args.insert(args.end(), it->second.typed.begin(), it->second.typed.end());
     const TorchvisionTranslation t = translate(args);
     EXPECT_TRUE(t.torchvision) << name;
@@ -271,8 +272,8 @@ TEST(TorchvisionFlags, WhatDdpxDoesNotImplementIsRefusedByName) {
   expect_error({"--wd"}, "--wd needs a value");
   expect_error({"--amp=true", "-j", "1"}, "--amp is a switch");
   // Equal to --wd counts as unset (torchvision's None): no exemption, no refusal.
-  EXPECT_EQ(std::count(translate({"--wd", "0.05", "--norm-weight-decay", "0.05"}).args.begin(),
-                       translate({"--wd", "0.05", "--norm-weight-decay", "0.05"}).args.end(), "--no-decay"), 0);
+  const Args as_wd = translate({"--wd", "0.05", "--norm-weight-decay", "0.05"}).args;
+  EXPECT_EQ(std::count(as_wd.begin(), as_wd.end(), "--no-decay"), 0) << joined(as_wd);
 }
 
 TEST(TorchvisionFlags, TestOnlyEvaluatesTheCheckpointOnTheValidationSet) {
