@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -16,9 +17,11 @@
 #include "cli/flag_group.hpp"
 #include "cli/launch.hpp"
 #include "cli/recipe_flags.hpp"
+#include "cli/torchvision_flags.hpp"
 #include "comm_plan/hook_catalogue.hpp"
 #include "core/error.hpp"
 #include "data/data_sources.hpp"
+#include "dist/bootstrap.hpp"
 #include "dist/backend_registry.hpp"
 #include "model/model_registry.hpp"
 #include "train/trainer.hpp"
@@ -46,7 +49,8 @@ void add_optimizer_flags(CLI::App* cmd, const std::string& group) {
     cmd->add_option(flag, description)->check(CLI::Validator(CLI::Number).description(""))->type_name("FLOAT")->group(group);
   };
   add("--lr", fmt::format("learning rate (default: adamw {}, as PyTorch's AdamW; sgd {}, which ddpx's recipes and tests "
-                          "were tuned with, where PyTorch's SGD has 1e-3)", adamw.lr, sgd.lr));
+                          "were tuned with, where PyTorch's SGD has 1e-3; in a torchvision command line 0.1, "
+                          "train.py's, as its other defaults)", adamw.lr, sgd.lr));
   add("--momentum", fmt::format("SGD momentum (default {}: plain SGD, as PyTorch's)", sgd.momentum));
   add("--dampening", fmt::format("SGD dampening: momentum takes (1 - dampening) of each gradient, as PyTorch's "
                                  "(default {})", sgd.dampening));
@@ -66,6 +70,16 @@ OptimizerSpec optimizer_spec_of(CLI::App* cmd, const std::string& name) {
     if (flag == "--nesterov") return option->as<bool>() ? 1.0 : 0.0;
     return option->as<double>();
   });
+}
+
+// torchvision's --train-crop-size and --val-crop-size are the model's input here (ddpx's models take one size).
+void check_torchvision_crops(const TorchvisionTranslation& torchvision, const std::string& model) {
+  const int64_t size = make_model_from_flag("--model", model)->input_shape().image_size;
+  for (const auto& [flag, crop] : {std::pair{"--train-crop-size", torchvision.train_crop},
+                                   std::pair{"--val-crop-size", torchvision.val_crop}})
+    DDPX_REQUIRE(crop == 0 || crop == size,
+                 "{} {}: ddpx crops to the model's image size, {} for --model {}; give {} {} (or a model of that "
+                 "size: NAME:image={})", flag, crop, size, model, flag, size, crop);
 }
 
 }  // namespace
@@ -121,6 +135,10 @@ Command add_train_command(CLI::App& app) {
               "RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip) | resize (Resize "
               "to int(size / 0.875) for photographs, as torchvision, to size for idx, + CenterCrop(size)); "
               "antialiased bilinear");
+  data.option("--val-resize", o->image_pipeline.eval_resize,
+              "folder, pack and wds --val: the eval transform's resize side before the center crop to the model's "
+              "size (torchvision's --val-resize-size; at least the model's image size; 0, the default: "
+              "int(size / 0.875), 256 for 224)");
   data.option("--mean", modes->mean,
               "image sources: per-channel mean of torchvision's Normalize, comma-separated (default ImageNet's "
               "0.485,0.456,0.406; one-channel models 0.449)");
@@ -149,7 +167,8 @@ Command add_train_command(CLI::App& app) {
   data.option("--labels", o->labels, ".npy labels [N] int64/int32");
   data.option("--workers", o->workers,
               "loader threads producing batches into pinned host memory (0, the default: GPU ranks use half of "
-              "their share of the node's CPUs, 1 to 16; CPU ranks use 2)");
+              "their share of the node's CPUs, 1 to 16; CPU ranks use 2). Threads, where torchvision's -j/--workers are "
+              "processes; in a torchvision command line the default is its 16");
   data.option("--prefetch", o->prefetch,
               "pinned batches in the loader ring (0: workers + 2, so every worker has a slot)");
   data.flag("--pin-loaders", o->pin_loaders,
@@ -180,12 +199,14 @@ Command add_train_command(CLI::App& app) {
               "folder for resumable checkpoints (created, checked and locked against a second run before "
               "training; docs/cli.md says how checkpoints are written and committed)");
   ckpt.option("--checkpoint-every", o->checkpoint_every, "checkpoint every K steps (and at the end)");
+  ckpt.flag("--checkpoint-every-epoch", o->checkpoint_every_epoch,
+            "runs in epochs: checkpoint at the end of each epoch too (torchvision's --output-dir does)");
   ckpt.option("--keep-checkpoints", o->keep_checkpoints,
               "keep the newest K checkpoints (2: a damaged newest still leaves one to resume from)");
   ckpt.option("--resume", o->resume,
               "continue from the checkpoint in this folder (or one file: D/checkpoint-<step>.safetensors); auto: "
               "from --checkpoint-dir's newest if it has one, else from step 0 (for torchrun --max_restarts, "
-              "Slurm requeue)");
+              "Slurm requeue). torchvision's --resume FILE.pth is not one: a ddpx run resumes its own checkpoints");
 
   ckpt.flag("--allow-data-change", o->allow_data_change,
             "with --resume: continue although files of --data were added, removed or replaced since the checkpoint "
@@ -196,7 +217,8 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   add_node_flags(cmd, *nodes, dp.name());
   dp.flag("--ddp", o->ddp, "use the gradient reducer even with one rank (measures DDP's own overhead)");
-  dp.option("--backend", modes->backend, backend_help());  // from dist/backend_registry
+  dp.option("--backend", modes->backend,
+            backend_help() + " (the communication backend, not torchvision's --backend PIL|tensor)");
   dp.option("--ranks-per-gpu", o->ranks_per_gpu,
             "K ranks share each GPU (device = local rank / K; needs NCCL 2.30+, sets "
             "NCCL_MULTI_RANK_GPU_ENABLE=1); default one rank per GPU");
@@ -236,7 +258,7 @@ Command add_train_command(CLI::App& app) {
   for (const char* name : {"--batch", "--steps", "--warmup", "--calibrate-steps", "--workers", "--prefetch",
                            "--cpu-threads", "--checkpoint-every", "--keep-checkpoints", "--grad-accum", "--log-every", "--lr-warmup-steps",
                            "--seed", "--nproc-per-node", "--nnodes", "--node-rank", "--master-port",
-                           "--ranks-per-gpu", "--max-pixels", "--epochs", "--lr-warmup-epochs"}) {
+                           "--ranks-per-gpu", "--max-pixels", "--epochs", "--lr-warmup-epochs", "--val-resize"}) {
     const bool allow_negative = std::string_view(name) != "--seed";
     cmd->get_option(name)->check(CLI::Validator(
         [allow_negative](std::string& text) { return whole_number_problem(text, allow_negative); }, "INT"));
@@ -283,8 +305,25 @@ Command add_train_command(CLI::App& app) {
             }
             if (const CLI::Option* config = cmd->get_config_ptr(); config != nullptr && config->count() > 0)
               o->config_files = config->as<std::vector<std::string>>();
+            DDPX_REQUIRE(o->image_pipeline.eval_resize >= 0 && o->image_pipeline.eval_resize <= 65536,
+                         "--val-resize {}: give a side in pixels, at most 65536 (0: int(size / 0.875))",
+                         o->image_pipeline.eval_resize);
+            const TorchvisionTranslation& torchvision = remembered_torchvision_translation();
+            if (torchvision.torchvision) check_torchvision_crops(torchvision, o->model);
             if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, launch_target(*o), *nodes);
             o->command_line = remembered_command_line();  // for the run report
+            if (torchvision.torchvision) {
+              o->torchvision_settings = {torchvision.settings.begin(), torchvision.settings.end()};
+              o->torchvision_args = torchvision.ddpx_args;
+              if (detect_world().rank == 0) fmt::print("{}\n", torchvision.line());
+              // torchvision's --output-dir is made if missing (ddpx's outputs go in it).
+              if (!torchvision.output_dir.empty()) {
+                std::error_code error;
+                std::filesystem::create_directories(torchvision.output_dir, error);
+                DDPX_REQUIRE(!error, "--output-dir {}: cannot create the folder ({})", torchvision.output_dir,
+                             error.message());
+              }
+            }
             run_training(*o);
             return 0;
           }};

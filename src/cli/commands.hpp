@@ -8,6 +8,7 @@
 
 #include "cli/decimal_flags.hpp"
 #include "cli/subcommand_config.hpp"
+#include "cli/torchvision_flags.hpp"
 
 namespace ddpx::cli {
 
@@ -43,7 +44,8 @@ inline CommandSet register_commands(CLI::App& app) {
   set.commands.push_back(add_model_command(app));
   set.commands.push_back(add_eval_command(app));
   set.commands.push_back(add_train_command(app));
-  read_config_for(*set.commands.back().app);  // `train --config FILE` (CLI11 2.1 ignores subcommand configs)
+  // `train --config FILE` (CLI11 2.1 ignores subcommand configs); torchvision's keys were translated before.
+  read_config_for(*set.commands.back().app, translated_config_key);
   set.commands.push_back(add_report_command(app));
   set.commands.push_back(add_topo_command(app));
   set.commands.push_back(add_allreduce_command(app));

@@ -1,6 +1,8 @@
 // Help text layout and per-command examples (see help_format.hpp).
 #include "cli/help_format.hpp"
 
+#include "cli/torchvision_flags.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -155,6 +157,7 @@ void apply_help_format(CLI::App& root) {
     if (sub->get_footer() != global_footer) continue;  // the command wrote its own
     const auto examples = command_examples().find(sub->get_name());
     std::string footer = examples == command_examples().end() ? "" : "Examples:\n" + examples->second;
+    if (sub->get_name() == "train") footer += torchvision_help_text() + "\n";
     footer += "Run 'ddpx --help' for every command and the exit statuses.";
     sub->footer(footer);
   }

@@ -50,6 +50,32 @@ std::string out_of_memory_advice(const std::string& command) {
   return "`ddpx " + command + "` needed more memory than this process may use";
 }
 
+// `ddpx train ...` with torchvision's flags -> the ddpx command line (`ddpx eval ...` for --test-only); any other
+// command line as it is.
+std::vector<std::string> translated_command_line(CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1] != "train") return args;
+  CLI::App* train = app.get_subcommand("train");
+  const auto formatter = train->get_config_formatter();
+  const auto read_config = [&](const std::string& file) {
+    std::vector<ddpx::cli::ConfigEntry> entries;
+    for (const CLI::ConfigItem& item : ddpx::cli::read_config_items(file, *formatter)) {
+      if (item.name == "++" || item.name == "--") continue;  // section markers; read_config_for checks the rest
+      entries.push_back({item.name, item.inputs});
+    }
+    return entries;
+  };
+  ddpx::cli::TorchvisionTranslation translation =
+      ddpx::cli::translate_torchvision_args({args.begin() + 2, args.end()}, read_config);
+  std::vector<std::string> result = args;
+  if (translation.torchvision) {
+    result = {args[0]};
+    if (!translation.test_only) result.emplace_back("train");
+    result.insert(result.end(), translation.args.begin(), translation.args.end());
+  }
+  ddpx::cli::remember_torchvision_translation(std::move(translation));
+  return result;
+}
+
 std::string command_of(CLI::App& app) {
   const std::vector<CLI::App*> ran = app.get_subcommands();
   return ran.empty() ? std::string("ddpx") : ran.front()->get_name();
@@ -120,11 +146,25 @@ int main(int argc, char** argv) {
   ddpx::cli::remember_command_line(argc, argv);
   ddpx::cli::CommandSet commands = ddpx::cli::register_commands(app);
   ddpx::cli::apply_help_format(app);  // 120-column help, plain type names, each command's own examples
+  // torchvision's train.py command line becomes ddpx's before the parse (cli/torchvision_flags.hpp); the workers
+  // of --nproc-per-node re-run the command line as typed and translate it the same way.
+  std::vector<std::string> args(argv, argv + argc);
   try {
-    app.parse(argc, argv);
+    args = translated_command_line(app, args);
+  } catch (const ddpx::Error& e) {
+    fmt::print(stderr, "ddpx: error: {}\n", e.what());
+    return ddpx::exit_status::user_error;
+  } catch (const CLI::ConfigError& e) {
+    fmt::print(stderr, "ddpx: error: {}\n", e.what());
+    return ddpx::exit_status::user_error;
+  }
+  std::vector<const char*> parsed_argv;
+  for (const std::string& arg : args) parsed_argv.push_back(arg.c_str());
+  try {
+    app.parse(static_cast<int>(parsed_argv.size()), parsed_argv.data());
   } catch (const CLI::ParseError& e) {
     // A mistyped command or flag, or a unit after a number, named with its fix (cli/suggest.hpp).
-    if (const auto message = ddpx::cli::explain_parse_error(app, {argv + 1, argv + argc}, e)) {
+    if (const auto message = ddpx::cli::explain_parse_error(app, {args.begin() + 1, args.end()}, e)) {
       fmt::print(stderr, "ddpx: error: {}\n", *message);
       return ddpx::exit_status::user_error;
     }

@@ -63,34 +63,35 @@ std::vector<CLI::ConfigItem> json_items(const std::string& file, const std::stri
 
 }  // namespace
 
-void read_config_for(CLI::App& cmd) {
+std::vector<CLI::ConfigItem> read_config_items(const std::string& file, const CLI::Config& formatter) {
+  std::string text;
+  try {
+    text = read_small_file(file, kMaxConfigBytes, "--config");  // never blocks on a FIFO, never reads forever
+  } catch (const Error& e) {
+    throw CLI::ConfigError("--config " + file + ": cannot open the file (" + e.what() + "); check the path");
+  }
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte-order mark, as some editors write
+  if (is_json(file)) return json_items(file, text);
+  try {
+    std::istringstream in(text);
+    return formatter.from_config(in);
+  } catch (const CLI::ParseError& e) {
+    throw CLI::ConfigError("--config " + file + ": " + e.what());
+  }
+}
+
+void read_config_for(CLI::App& cmd, std::function<bool(const std::string&)> skip_key) {
   CLI::App* app = &cmd;
-  cmd.parse_complete_callback([app] {
+  cmd.parse_complete_callback([app, skip_key] {
     const CLI::Option* config = app->get_config_ptr();
     if (config == nullptr || config->count() == 0) return;
     const auto formatter = app->get_config_formatter();
     for (const std::string& file : config->as<std::vector<std::string>>()) {
-      std::string text;
-      try {
-        text = read_small_file(file, kMaxConfigBytes, "--config");  // never blocks on a FIFO, never reads forever
-      } catch (const Error& e) {
-        throw CLI::ConfigError("--config " + file + ": cannot open the file (" + e.what() + "); check the path");
-      }
-      if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte-order mark, as some editors write
-      std::vector<CLI::ConfigItem> items;
-      if (is_json(file)) {
-        items = json_items(file, text);
-      } else {
-        try {
-          std::istringstream in(text);
-          items = formatter->from_config(in);
-        } catch (const CLI::ParseError& e) {
-          throw CLI::ConfigError("--config " + file + ": " + e.what());
-        }
-      }
+      const std::vector<CLI::ConfigItem> items = read_config_items(file, *formatter);
       std::set<std::string> seen;
       for (const CLI::ConfigItem& item : items) {
         if (item.name == "++" || item.name == "--") continue;  // section markers
+        if (skip_key && skip_key(item.name)) continue;  // read already (torchvision's keys: torchvision_flags.hpp)
         if (!item.parents.empty() && !(item.parents.size() == 1 && item.parents[0] == app->get_name()))
           throw CLI::ConfigError("--config " + file + ": section '" + item.fullname() + "' is not [" +
                                  app->get_name() + "]; write the keys at the top or under [" + app->get_name() + "]");

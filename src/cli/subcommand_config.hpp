@@ -10,11 +10,19 @@
 // twice in one file (.cfg and .json alike), several values for a one-value flag, or a file that cannot be read, is a
 // CLI::ConfigError naming the file and the key (ddpx prints it and exits 2). With a CLI11 that reads subcommand config
 // files itself, the options it filled count as given and are not applied twice.
+// skip_key(key) true: the key was read already by the caller (`ddpx train`'s torchvision keys, which
+// cli/torchvision_flags.hpp translates before the parse) and is left alone here.
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 namespace ddpx::cli {
 
-void read_config_for(CLI::App& cmd);
+void read_config_for(CLI::App& cmd, std::function<bool(const std::string&)> skip_key = {});
+// One config file's items (.cfg through `formatter`, .json as above); the errors are read_config_for's.
+std::vector<CLI::ConfigItem> read_config_items(const std::string& file, const CLI::Config& formatter);
 
 }  // namespace ddpx::cli

@@ -121,28 +121,15 @@ std::optional<std::string> unit_message(const CLI::App& cmd, const std::vector<s
 }  // namespace
 
 const std::vector<FlagAlias>& flag_aliases() {
-  // torchvision's references/classification/train.py and timm's train.py, as their users type them.
+  // timm's train.py, as its users type it. torchvision's train.py flags are not here: `ddpx train` accepts them
+  // (cli/torchvision_flags.hpp), so they never reach this explanation.
   static const std::vector<FlagAlias> aliases = {
-      {"-b", "--batch", "images per rank per micro-batch, as torchvision's -b / --batch-size per GPU"},
-      {"--batch-size", "--batch", "images per rank per micro-batch, as torchvision's --batch-size per GPU"},
       {"--batch_size", "--batch", "images per rank per micro-batch"},
-      {"--wd", "--weight-decay", "SGD L2 / AdamW decoupled decay"},
       {"--sched", "--lr-schedule", "constant | cosine | linear | step:EVERY[:GAMMA]"},
-      {"--lr-scheduler", "--lr-schedule", "constant | cosine | linear | step:EVERY[:GAMMA]"},
       {"--smoothing", "--label-smoothing", "torch's cross_entropy(label_smoothing=E)"},
-      {"--model-ema", "--ema-decay", "give the decay: --ema-decay 0.9999 keeps the average"},
-      {"--model-ema-decay", "--ema-decay", "the same decay D"},
-      {"--weights", "--load", "a .safetensors file with torchvision's names; add --reset-head for other classes"},
-      {"--opt", "--optimizer", "sgd | adamw"},
-      {"--data-path", "--data", "a source: --data folder:DIR (torchvision's DIR/train), idx:, pack:, wds:"},
-      {"--amp", "--precision bf16", "bf16 compute with fp32 master weights, like autocast; needs --device cuda"},
       {"--warmup-epochs", "--lr-warmup-epochs", "the learning-rate warm-up in epochs"},
       {"--warmup-lr", "--lr-warmup-start", "a fraction of --lr, not a rate"},
       {"--clip-grad", "--clip-grad-norm", "the global L2 norm's cap"},
-      {"--mixup-alpha", "--mixup", "Beta(A, A)"},
-      {"--cutmix-alpha", "--cutmix", "Beta(B, B)"},
-      {"--output-dir", "--checkpoint-dir", "resumable checkpoints; --save W writes the final weights"},
-      {"-j", "--workers", "loader threads per rank"},
   };
   return aliases;
 }

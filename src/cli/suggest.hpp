@@ -5,9 +5,10 @@
 // as typed, and a fix); otherwise nullopt, and CLI11's own message stands. Suggestions come from the registered
 // commands and flags themselves (never a second list), by edit distance with a swap of two neighbouring letters
 // counting as one edit, and are offered only when close (at most 2 edits, 1 for names of up to 4 letters).
-// Before that, the names torchvision's and timm's training scripts use (-b, --batch-size, --wd, --sched, --opt,
-// --amp, ...) are looked up in one table of aliases and answered with the ddpx spelling (flag_aliases(); offered
-// only for a command that has the ddpx flag). Nothing here parses or runs a command.
+// Before that, the names timm's training script uses (--sched, --smoothing, --clip-grad, ...) are looked up in one
+// table of aliases and answered with the ddpx spelling (flag_aliases(); offered only for a command that has the
+// ddpx flag); torchvision's train.py flags are accepted by `ddpx train` itself (cli/torchvision_flags.hpp). Nothing
+// here parses or runs a command.
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -24,7 +25,7 @@ size_t edit_distance(std::string_view a, std::string_view b);
 // The candidate nearest to `typed` if it is close enough to be a slip (see the header); ties go to the first.
 std::optional<std::string> closest_name(std::string_view typed, const std::vector<std::string>& candidates);
 
-// Another framework's spelling of a ddpx flag: `typed` as torchvision or timm users type it, `ddpx` what to type
+// Another framework's spelling of a ddpx flag: `typed` as timm users type it, `ddpx` what to type
 // instead (a flag, with a value where the meaning needs one: "--precision bf16"), `note` what differs.
 struct FlagAlias {
   std::string_view typed, ddpx, note;

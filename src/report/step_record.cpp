@@ -390,11 +390,21 @@ void to_json(json& j, const RunConfig& v) {
   if (v.ema_decay != 0)
     j["ema_decay"] = v.ema_decay, j["ema_decay_used"] = v.ema_decay_used, j["ema_every"] = v.ema_every,
     j["ema_copy_epochs"] = v.ema_copy_epochs, j["ema_adjust"] = v.ema_adjust;
+  if (v.torchvision)
+    j["torchvision"] = json{{"command_line", true}, {"settings", v.torchvision_settings}, {"ddpx_args", v.torchvision_args}};
 }
 
 void from_json(const json& j, RunConfig& v) {
   const char* record = "run config";
   jf::read_fields(j, record, v, kRunConfigFields);
+  if (j.contains("torchvision")) {
+    const json& tv = j.at("torchvision");
+    DDPX_REQUIRE(tv.is_object(), "run config: 'torchvision' must be an object, got {}", tv.type_name());
+    const char* tv_record = "run config's torchvision";
+    jf::require(tv, tv_record, "command_line", v.torchvision);
+    jf::require(tv, tv_record, "settings", v.torchvision_settings);
+    jf::require(tv, tv_record, "ddpx_args", v.torchvision_args);
+  }
   for (size_t k = 1; k < v.gradient_tensors.size(); ++k) {
     const GradientTensorInfo& before = v.gradient_tensors[k - 1];
     DDPX_REQUIRE(v.gradient_tensors[k].offset >= before.offset + before.numel,

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -224,6 +225,11 @@ struct RunConfig {
   double ema_decay = 0, ema_decay_used = 0;
   int64_t ema_every = 0, ema_copy_epochs = 0;
   std::string ema_adjust;
+  // A torchvision command line (cli/torchvision_flags.hpp): its settings in effect, given or train.py's default
+  // ("--batch-size" -> "512"), and the ddpx flags they became; false / empty otherwise and in older reports.
+  bool torchvision = false;
+  std::map<std::string, std::string> torchvision_settings;
+  std::vector<std::string> torchvision_args;
   bool operator==(const RunConfig&) const = default;
 
   // batch * grad_accum * world: images consumed by one optimizer step across all ranks.

@@ -90,6 +90,8 @@ void TrainOptions::validate() const {
     DDPX_REQUIRE(range.last <= steps, "--profile-steps {}: the run has only --steps {}", profile_steps, steps);
   }
   DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);
+  DDPX_REQUIRE(!checkpoint_every_epoch || !checkpoint_dir.empty(),
+               "--checkpoint-every-epoch needs --checkpoint-dir DIR");
   DDPX_REQUIRE(checkpoint_every == 0 || !checkpoint_dir.empty(),
                "--checkpoint-every {} needs --checkpoint-dir DIR", checkpoint_every);
   DDPX_REQUIRE(log_every >= 1, "--log-every must be >= 1, got {}", log_every);

@@ -9,6 +9,7 @@
 // StepGraphOptions (train/step_graphs.hpp), the launcher LaunchTarget (cli/launch.hpp).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,7 @@ struct TrainOptions {
   std::string load, save, checkpoint_dir, resume;
   bool reset_head = false;  // --reset-head: --load all but the classifier head (io/param_safetensors.hpp)
   int64_t checkpoint_every = 0;
+  bool checkpoint_every_epoch = false;  // and at each epoch's end (torchvision's --output-dir)
   int keep_checkpoints = 2;  // the newest K checkpoints stay in --checkpoint-dir (train/checkpointing.hpp)
   // numerics: stop when the loss exceeds this x max(first loss, 1) (train/numerics_guard.hpp); 0: never
   double divergence_ratio = 1e4;
@@ -105,6 +107,10 @@ struct TrainOptions {
   int64_t log_every = 10;
   bool quiet = false;
   std::vector<std::string> config_files;  // --config files read: inputs no output may overwrite
+  // A torchvision command line (cli/torchvision_flags.hpp), for the run report: its settings in effect and the
+  // ddpx flags they became; empty for ddpx's own.
+  std::map<std::string, std::string> torchvision_settings;
+  std::vector<std::string> torchvision_args;
 
   // Throws ddpx::Error naming the flag. Checks values, and every input and output path: outputs under
   // io/output_file's policy, inputs regular files, no output the same file as an input or another output. Pure:

@@ -391,7 +391,10 @@ class Checkpoints {
     const TrainOptions& options = run_.options;
     const bool last = step == run_.plan.steps;
     const bool due = !options.checkpoint_dir.empty() &&
-                     ((options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || last);
+                     ((options.checkpoint_every > 0 && step % options.checkpoint_every == 0) ||
+                      (options.checkpoint_every_epoch && run_.plan.steps_per_epoch > 0 &&
+                       step % run_.plan.steps_per_epoch == 0) ||
+                      last);
     if (!due) return;
     require_good_numerics(run_);  // every rank: a bad step stops all of them here, together
     if (run_.job.lead()) prepare(step, last);

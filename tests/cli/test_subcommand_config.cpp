@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ struct ConfigRun {
   uint64_t seed = 0;
 };
 
-ConfigRun parse_config(const std::string& name, const std::string& text, std::vector<std::string> args = {}) {
+ConfigRun parse_config(const std::string& name, const std::string& text, std::vector<std::string> args = {},
+                       std::function<bool(const std::string&)> skip_key = {}) {
   std::string pattern = (std::filesystem::temp_directory_path() / "ddpx-config-test-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   const std::filesystem::path file = std::filesystem::path(pattern) / name;
@@ -32,7 +34,7 @@ ConfigRun parse_config(const std::string& name, const std::string& text, std::ve
   cmd->set_config("--config", "", "config file");
   cmd->add_option("--steps", run.steps);
   cmd->add_option("--seed", run.seed);
-  read_config_for(*cmd);
+  read_config_for(*cmd, skip_key);
   read_integers_in_decimal(app);
   try {
     args.insert(args.end(), {file.string(), "--config", "train"});  // reversed, as CLI11 takes it
@@ -42,6 +44,21 @@ ConfigRun parse_config(const std::string& name, const std::string& text, std::ve
   }
   std::filesystem::remove_all(pattern);
   return run;
+}
+
+// Keys the caller read already (`ddpx train`'s torchvision keys, translated before the parse) are left alone: not
+// refused as unknown, not applied; the others apply as ever.
+TEST(SubcommandConfig, KeysTheCallerReadAreLeftAlone) {
+  const auto torchvision_keys = [](const std::string& key) { return key == "batch-size" || key == "seed"; };
+  const ConfigRun cfg = parse_config("tv.cfg", "batch-size = 512\nseed = 9\nsteps = 7\n", {}, torchvision_keys);
+  EXPECT_EQ(cfg.error, "");
+  EXPECT_EQ(cfg.steps, 7);
+  EXPECT_EQ(cfg.seed, 0u);  // skipped: the caller applied it (a torchvision line puts --seed on the command line)
+  const ConfigRun json = parse_config("tv.json", R"({"batch-size": 512, "steps": 3})", {}, torchvision_keys);
+  EXPECT_EQ(json.error, "");
+  EXPECT_EQ(json.steps, 3);
+  // Without the predicate an unknown key is refused, as before.
+  EXPECT_NE(parse_config("tv.cfg", "batch-size = 512\n").error.find("unknown key 'batch-size'"), std::string::npos);
 }
 
 TEST(SubcommandConfig, BothFormsApplyTheirKeys) {

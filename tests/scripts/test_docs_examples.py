@@ -43,8 +43,14 @@ RUN_TIMEOUT_S = 180
 MISSING_BACKENDS = set()
 
 # (reason, predicate over the Command): the first that matches skips the command.
+# torchvision's train.py flags (cli/torchvision_flags.hpp): a command line using one defaults to --device cuda.
+TORCHVISION_ONLY = {"-b", "--batch-size", "--wd", "--opt", "--data-path", "--lr-scheduler", "--model-ema", "--amp",
+                    "--ra-sampler", "--output-dir", "--mixup-alpha", "--cutmix-alpha", "--auto-augment", "-j"}
 SKIP_RULES = [
     ("needs a CUDA GPU", lambda c: c.flag("--device") == "cuda"),
+    ("needs a CUDA GPU (a torchvision command line's default --device cuda)",
+     lambda c: c.sub == "train" and c.flag("--device") is None
+     and any(w.split("=", 1)[0] in TORCHVISION_ONLY or w.startswith("configs/torchvision/") for w in c.words)),
     ("needs a Slurm cluster (ctest -L slurm runs these)", lambda c: c.launcher == "srun"),
     ("several nodes (ctest -L multinode runs these)",
      lambda c: (c.flag("--nnodes") not in (None, "1")) or "-H" in c.launcher_args

@@ -35,6 +35,7 @@ VALUES = {
     "--std": (["0.5", "0.229,0.224,0.225"], ["0", "0,0,0"], ["-1"]),
     "--normalize": (["host"], ["device"], ["gpu"]),
     "--max-pixels": (["178956970"], ["1", "0"], ["-5"]),
+    "--val-resize": (["0", "32", "36"], ["1", "65536"], ["-1", "65537", "x"]),
     "--workers": (["1", "2"], ["0", "16"], ["17", "-1"]),
     "--prefetch": (["0", "2"], ["1", "64"], ["-1"]),
     "--optimizer": (["sgd", "adamw"], [], ["adam"]),
@@ -157,14 +158,22 @@ REGRESSIONS = [
 ]
 
 
-# The spellings a torchvision or timm user types, and the ddpx flag a refusal of each must name (issue 47 row 10):
+# The spellings a timm user types, and the ddpx flag a refusal of each must name (issue 47 row 10):
 # {typed: (value or None, the ddpx flag)}; cli/suggest.cpp's flag_aliases() names each.
 OTHER_SPELLINGS = {
-    "-b": ("4", "--batch"), "--batch-size": ("4", "--batch"), "--wd": ("0.1", "--weight-decay"),
-    "--sched": ("cosine", "--lr-schedule"), "--lr-scheduler": ("cosine", "--lr-schedule"),
-    "--smoothing": ("0.1", "--label-smoothing"), "--model-ema": (None, "--ema-decay"), "--weights": ("w", "--load"),
-    "--opt": ("adamw", "--optimizer"), "--data-path": ("/x", "--data"), "--amp": (None, "--precision"),
+    "--sched": ("cosine", "--lr-schedule"), "--smoothing": ("0.1", "--label-smoothing"),
+    "--clip-grad": ("1", "--clip-grad-norm"), "--batch_size": ("4", "--batch"),
 }
+# torchvision's train.py spellings are accepted (cli/torchvision_flags.hpp, issue 50 item 1): each makes a
+# torchvision command line, which trains or is refused naming a flag, never crashes.
+TORCHVISION_SPELLINGS = {
+    "-b": "4", "--batch-size": "4", "--wd": "0.1", "--lr-scheduler": "cosineannealinglr", "--model-ema": None,
+    "--opt": "adamw", "--amp": None, "--weights": "w", "--data-path": "/x", "--ra-sampler": None,
+    "--auto-augment": "augmix", "--output-dir": "tv_out", "-j": "1",
+}
+REGRESSIONS += [(f"torchvision_spelling_{typed.strip('-')}", "learnable", 1, "steps", False,
+                 [typed] + ([value] if value else []), "oracle", None)
+                for typed, value in TORCHVISION_SPELLINGS.items()]
 REGRESSIONS += [(f"other_spelling_{typed.strip('-')}", "learnable", 1, "steps", False,
                  [typed] + ([value] if value else []), "names:" + flag, None)
                 for typed, (value, flag) in OTHER_SPELLINGS.items()]

@@ -95,6 +95,9 @@ TrainOptions full_options(OptimizerKind kind) {
   options.recipe.ema_decay = 0.99;
   options.class_names = {"cat", "dog"};
   options.command_line = {"ddpx", "train", "--steps", "40"};
+  // A torchvision command line's record (cli/torchvision_flags.hpp): reaches the report's config as an object.
+  options.torchvision_settings = {{"--batch-size", "3"}, {"--lr", "0.1"}};
+  options.torchvision_args = {"--batch", "3", "--lr", "0.1"};
   return options;
 }
 const RunFacts kTwoGlooRanks{.start_step = 4, .hook_spec = "bf16", .bucket_plan_signature = "plan", .world = 2,
@@ -187,6 +190,8 @@ TEST(RunSettings, EachAgreedRowReadsItsOwnSetting) {
       {"--save", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.save = "w.safetensors"; }},
       {"--checkpoint-dir", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.checkpoint_dir = "ckpt"; }},
       {"--checkpoint-every", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.checkpoint_every = 7; }},
+      {"--checkpoint-every-epoch", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.checkpoint_every_epoch = true; }},
+      {"--val-resize", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.image_pipeline.eval_resize = 40; }},
       {"--comm-timeout", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.comm_timeout_s = 30; }},
       {"--report", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.report = "run.json"; }},
       {"--trace", [](TrainOptions& o, RunFacts&, const FlatLayout*&) { o.trace = "run.trace.json"; }},
@@ -244,6 +249,10 @@ TEST(RunSettings, EveryReportRowReachesTheRunReportsConfig) {
     EXPECT_TRUE(config.ddp);
     EXPECT_EQ(config.seed, 11u);
     EXPECT_EQ(config.steps, 40);
+    EXPECT_TRUE(config.torchvision);
+    EXPECT_EQ(config.torchvision_settings.at("--batch-size"), "3");
+    EXPECT_EQ(config.torchvision_args, (std::vector<std::string>{"--batch", "3", "--lr", "0.1"}));
+    EXPECT_EQ(written.get<RunConfig>(), config);  // and back
     EXPECT_EQ(config.warmup, options.warmup_steps);
     EXPECT_EQ(config.classes, options.class_names);
     EXPECT_EQ(config.command_line, options.command_line);

@@ -14,7 +14,7 @@ using testing::expect_error;
 
 TrainOptions epoch_data_run() {
   TrainOptions o;
-  o.data = parse_data_spec("idx:/usr/share/datasets/fashion-mnist:test", "--data");
+  o.data = parse_data_spec("idx:/usr/share/datasets/fashion-mnist:test", DataOrigin::train_data);
   o.optimizer.lr = 0.1f;
   return o;
 }
