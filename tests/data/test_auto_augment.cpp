@@ -255,7 +255,7 @@ TEST(AutoAugment, LoaderBatchesDoNotDependOnWorkersAndValIsNotAugmented) {
   DatasetContext context;
   context.shape = DataShape{1, 28, 10};
   context.seed = 5;
-  const DataSpec train = parse_data_spec(std::string("idx:") + kFashion + ":train", "--data");
+  const DataSpec train = parse_data_spec(std::string("idx:") + kFashion + ":train", DataOrigin::train_data);
   const std::vector<uint8_t> plain = loaded_pixels(*make_dataset(train, context), 2, 6, 16);
   for (const AutoAugmentSpec& spec : {trivial_augment_wide(), parse_auto_augment_policy("imagenet")}) {
     SCOPED_TRACE(spec.describe());
@@ -276,7 +276,7 @@ TEST(AutoAugment, LoaderBatchesDoNotDependOnWorkersAndValIsNotAugmented) {
     EXPECT_LT(changed, 96) << "every image changed: the identity outcomes are missing";
     // --val: the eval transform, no augmentation whatever the settings say.
     context.training = false;
-    const DataSpec test = parse_data_spec(std::string("idx:") + kFashion + ":test", "--val");
+    const DataSpec test = parse_data_spec(std::string("idx:") + kFashion + ":test", DataOrigin::train_val);
     const std::unique_ptr<Dataset> val = make_dataset(test, context);
     EXPECT_EQ(val->describe().find(spec.describe()), std::string::npos) << val->describe();
     DatasetContext bare = context;

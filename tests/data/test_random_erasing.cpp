@@ -140,7 +140,7 @@ TEST(RandomErasing, FillBatchZeroesEachBoxAfterNormalizeAndValIsNotErased) {
   DatasetContext context;
   context.shape = DataShape{1, 28, 10};
   context.seed = 9;
-  const DataSpec train = parse_data_spec(std::string("idx:") + kFashion + ":train", "--data");
+  const DataSpec train = parse_data_spec(std::string("idx:") + kFashion + ":train", DataOrigin::train_data);
   const std::vector<float> plain = loaded_floats(*make_dataset(train, context), 2, 4, 16);
   context.images.random_erasing = parse_random_erase("0.5");
   const std::unique_ptr<Dataset> erasing = make_dataset(train, context);
@@ -171,7 +171,7 @@ TEST(RandomErasing, FillBatchZeroesEachBoxAfterNormalizeAndValIsNotErased) {
   EXPECT_LT(erased, 64 * 3 / 4);
   // --val: never erased, whatever the settings say.
   context.training = false;
-  const DataSpec test = parse_data_spec(std::string("idx:") + kFashion + ":test", "--val");
+  const DataSpec test = parse_data_spec(std::string("idx:") + kFashion + ":test", DataOrigin::train_val);
   const std::unique_ptr<Dataset> val = make_dataset(test, context);
   EXPECT_EQ(val->describe().find("RandomErasing"), std::string::npos) << val->describe();
   DatasetContext bare = context;

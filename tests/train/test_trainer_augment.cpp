@@ -136,7 +136,7 @@ TEST(AugmentTraining, KilledAndResumedEqualsTheUninterruptedRunAndBadFlagsAreRef
 TEST(AugmentTraining, RandomErasingWithDeviceNormalizationIsRefused) {
   TrainOptions options;
   options.device = Device::cuda;
-  options.data = parse_data_spec(std::string("idx:") + testing::kFashionMnist + ":test", "--data");
+  options.data = parse_data_spec(std::string("idx:") + testing::kFashionMnist + ":test", DataOrigin::train_data);
   options.image_pipeline.random_erasing = parse_random_erase("0.25");
   options.normalize_on = NormalizeOn::device;
   testing::expect_error([&] { options.validate(); },
