@@ -67,8 +67,9 @@ void add_recipe_flags(CLI::App* cmd, RecipeFlags& flags) {
                   "(--resume continues it with the same D)")
       ->group(group);
   cmd->add_option("--ema-every", flags.recipe.ema_cadence.every,
-                  "update the average after the optimizer steps i of each epoch with i % N == 0 (the run's steps "
-                  "where the data has no epochs); torchvision's --model-ema-steps (its default is 32, ddpx's 1)")
+                  "N: update the average only after the optimizer steps i with i % N == 0, i counted from 0 in each "
+                  "epoch (in the run where the data has no epochs); torchvision's --model-ema-steps (its default is "
+                  "32, ddpx's 1)")
       ->group(group);
   cmd->add_option("--ema-copy-epochs", flags.recipe.ema_cadence.copy_epochs,
                   "during the first E epochs each update copies the weights instead of averaging (torchvision "

@@ -54,13 +54,8 @@ EpochSampler::EpochSampler(int64_t samples, int world, int64_t batch, uint64_t s
 }
 
 std::vector<int64_t> EpochSampler::order(int64_t epoch) const {
-  if (repeats_ > 1) {  // Note [Repeated augmentation]: torch's randperm from seed + epoch, each entry R times
-    std::vector<int64_t> repeated;
-    repeated.reserve(static_cast<size_t>(samples_ * repeats_));
-    for (int64_t index : torch_randperm(samples_, seed_ + static_cast<uint64_t>(epoch)))
-      repeated.insert(repeated.end(), static_cast<size_t>(repeats_), index);
-    return repeated;
-  }
+  // Note [Repeated augmentation]: torch's randperm from seed + epoch; pick() reads each entry R times in a row.
+  if (repeats_ > 1) return torch_randperm(samples_, seed_ + static_cast<uint64_t>(epoch));
   std::vector<int64_t> order(static_cast<size_t>(samples_));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (!shuffle_) return order;
@@ -126,7 +121,9 @@ void EpochSampler::pick(int64_t micro_batch, int rank, SamplePick* out) const {
   const std::shared_ptr<const std::vector<int64_t>> order = cached_order(epoch);
   for (int64_t t = 0; t < batch_; ++t) {
     const int64_t position = (k * batch_ + t) * world_ + rank;  // < share * world: the padded order
-    out[t] = {(*order)[static_cast<size_t>(position % static_cast<int64_t>(order->size()))], epoch, position};
+    // Padded with the order's front (repeated: entry i at positions i R .. i R + R - 1 of the N R long order).
+    const int64_t entry = position % (samples_ * repeats_) / repeats_;
+    out[t] = {(*order)[static_cast<size_t>(entry)], epoch, position};
   }
 }
 

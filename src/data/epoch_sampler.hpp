@@ -59,7 +59,7 @@ class EpochSampler {
   // Samples of micro-batch `micro_batch` (counted from the run's start) on `rank`; out has `batch` entries.
   void pick(int64_t micro_batch, int rank, SamplePick* out) const;
   // The epoch's order (before padding): a permutation of 0..N-1 drawn from (seed, epoch); repeated: torch's
-  // randperm with each entry R times.
+  // randperm, each entry of which pick() takes R times in a row.
   std::vector<int64_t> order(int64_t epoch) const;
 
  private:
