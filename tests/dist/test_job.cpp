@@ -74,9 +74,10 @@ TEST(DistJob, ABackendThatIsNotBuiltIsNamedWhenAskedForAlone) {
       DistJob job({.backend = BackendChoice(entry), .backend_when_alone = true});
       FAIL() << "expected the registry's error";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("backend '" + std::string(entry.name) + "' is not available"),
-                std::string::npos)
-          << e.what();
+      // The registry's refusal (dist/backend_registry.hpp), naming the backend.
+      const std::string message = e.what();
+      EXPECT_NE(message.find(std::string(entry.name)), std::string::npos) << message;
+      EXPECT_NE(message.find("is not available"), std::string::npos) << message;
     }
   }
 }
