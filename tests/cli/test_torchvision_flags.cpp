@@ -253,6 +253,13 @@ TEST(TorchvisionFlags, WhatDdpxDoesNotImplementIsRefusedByName) {
   expect_error({"--interpolation", "bicubic"}, "--interpolation bicubic: ddpx's loader resizes with antialiased "
                                                "bilinear only");
   expect_error({"--opt", "rmsprop"}, "--opt rmsprop: ddpx has sgd, sgd_nesterov and adamw");
+  expect_error({"--opt", "adamw", "--momentum", "0.9"}, "--momentum 0.9 with --opt adamw: train.py gives momentum "
+                                                       "to SGD only");
+  // AdamW's runs leave the momentum default out (ddpx refuses --momentum with adamw); SGD's take it.
+  const Args adamw = translate({"--opt", "adamw"}).args;
+  EXPECT_EQ(std::count(adamw.begin(), adamw.end(), "--momentum"), 0) << joined(adamw);
+  EXPECT_TRUE(contains(translate({"--opt", "sgd_nesterov"}).args, {"--optimizer", "sgd", "--nesterov"}));
+  EXPECT_TRUE(contains(translate({"--opt", "sgd_nesterov"}).args, {"--momentum", "0.9"}));
   expect_error({"--lr-scheduler", "onecycle", "-j", "1"}, "--lr-scheduler onecycle: torchvision's train.py has steplr");
   expect_error({"--lr-warmup-method", "cosine", "--lr-warmup-epochs", "2", "-j", "1"},
                "--lr-warmup-method cosine: torchvision's train.py has linear and constant");
