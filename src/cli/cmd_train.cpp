@@ -312,19 +312,19 @@ Command add_train_command(CLI::App& app) {
                          o->image_pipeline.eval_resize);
             const TorchvisionTranslation& torchvision = remembered_torchvision_translation();
             if (torchvision.torchvision) check_torchvision_crops(torchvision, o->model);
+            // torchvision's --output-dir is made if missing (ddpx's outputs go in it), once, before any rank starts.
+            if (!torchvision.output_dir.empty() && !std::filesystem::is_directory(torchvision.output_dir)) {
+              std::error_code error;
+              std::filesystem::create_directories(torchvision.output_dir, error);
+              DDPX_REQUIRE(!error || std::filesystem::is_directory(torchvision.output_dir),
+                           "--output-dir {}: cannot create the folder ({})", torchvision.output_dir, error.message());
+            }
             if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, launch_target(*o), *nodes);
             o->command_line = remembered_command_line();  // for the run report
             if (torchvision.torchvision) {
               o->torchvision_settings = {torchvision.settings.begin(), torchvision.settings.end()};
               o->torchvision_args = torchvision.ddpx_args;
               if (detect_world().rank == 0) fmt::print("{}\n", torchvision.line());
-              // torchvision's --output-dir is made if missing (ddpx's outputs go in it).
-              if (!torchvision.output_dir.empty()) {
-                std::error_code error;
-                std::filesystem::create_directories(torchvision.output_dir, error);
-                DDPX_REQUIRE(!error, "--output-dir {}: cannot create the folder ({})", torchvision.output_dir,
-                             error.message());
-              }
             }
             run_training(*o);
             return 0;
