@@ -104,7 +104,8 @@ Command add_train_command(CLI::App& app) {
   what.option("--model", o->model, model_names_help() + "; any name can take overrides (NAME:key=value,...)");
   what.option("--precision", modes->precision,
               "fp32 (true fp32) | tf32 (TF32 matrix units, attention included) | bf16 (bf16 compute, fp32 master "
-              "weights and gradients, like autocast); tf32 and bf16 need --device cuda");
+              "weights and gradients, like autocast); tf32 and bf16 need --device cuda. torchvision's --amp becomes bf16 "
+              "on cuda (its fp16 with a GradScaler is not built; on --device cpu it stays fp32)");
   what.option("--weight-grads", modes->weight_grads,
               "auto | fp32: the type the weight-gradient GEMMs write. auto: bf16 (as autocast rounds them) with "
               "--precision bf16 when no reducer reads the gradients and without --grad-accum, else fp32 "
