@@ -104,7 +104,8 @@ Command add_train_command(CLI::App& app) {
   what.option("--model", o->model, model_names_help() + "; any name can take overrides (NAME:key=value,...)");
   what.option("--precision", modes->precision,
               "fp32 (true fp32) | tf32 (TF32 matrix units, attention included) | bf16 (bf16 compute, fp32 master "
-              "weights and gradients, like autocast); tf32 and bf16 need --device cuda");
+              "weights and gradients, like autocast); tf32 and bf16 need --device cuda. torchvision's --amp becomes bf16 "
+              "on cuda (its fp16 with a GradScaler is not built; on --device cpu it stays fp32)");
   what.option("--weight-grads", modes->weight_grads,
               "auto | fp32: the type the weight-gradient GEMMs write. auto: bf16 (as autocast rounds them) with "
               "--precision bf16 when no reducer reads the gradients and without --grad-accum, else fp32 "
@@ -310,19 +311,19 @@ Command add_train_command(CLI::App& app) {
                          o->image_pipeline.eval_resize);
             const TorchvisionTranslation& torchvision = remembered_torchvision_translation();
             if (torchvision.torchvision) check_torchvision_crops(torchvision, o->model);
+            // torchvision's --output-dir is made if missing (ddpx's outputs go in it), once, before any rank starts.
+            if (!torchvision.output_dir.empty() && !std::filesystem::is_directory(torchvision.output_dir)) {
+              std::error_code error;
+              std::filesystem::create_directories(torchvision.output_dir, error);
+              DDPX_REQUIRE(!error || std::filesystem::is_directory(torchvision.output_dir),
+                           "--output-dir {}: cannot create the folder ({})", torchvision.output_dir, error.message());
+            }
             if (start_workers_here(*nproc, *nodes)) return launch_workers(*nproc, launch_target(*o), *nodes);
             o->command_line = remembered_command_line();  // for the run report
             if (torchvision.torchvision) {
               o->torchvision_settings = {torchvision.settings.begin(), torchvision.settings.end()};
               o->torchvision_args = torchvision.ddpx_args;
               if (detect_world().rank == 0) fmt::print("{}\n", torchvision.line());
-              // torchvision's --output-dir is made if missing (ddpx's outputs go in it).
-              if (!torchvision.output_dir.empty()) {
-                std::error_code error;
-                std::filesystem::create_directories(torchvision.output_dir, error);
-                DDPX_REQUIRE(!error, "--output-dir {}: cannot create the folder ({})", torchvision.output_dir,
-                             error.message());
-              }
             }
             run_training(*o);
             return 0;

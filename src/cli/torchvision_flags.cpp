@@ -178,6 +178,12 @@ void random_erase(const std::string& p, const TorchvisionSettings&, Out& out) {
   if (number_of(p) != 0) push(out, "--random-erase", p);  // 0: off, ddpx's default (and not only image sources')
 }
 
+// train.py hands momentum to SGD only; ddpx refuses it with AdamW, so AdamW's runs leave the default out.
+void momentum(const std::string& m, const TorchvisionSettings& all, Out& out) {
+  const std::string opt = value_of(all, "--opt");
+  if (opt.empty() || opt.starts_with("sgd")) push(out, "--momentum", m);
+}
+
 void print_freq(const std::string& every, const TorchvisionSettings&, Out& out) { push(out, "--log-every", every); }
 
 void positive_crop(const std::string&, const TorchvisionSettings&, Out&) {}  // checked against the model later
@@ -194,7 +200,7 @@ const std::vector<TorchvisionFlag> kTable = {
   {"--workers,-j", Kind::whole, "16", "--workers (loader threads per rank, not processes)", {}, SAME("--workers"), ""},
   {"--opt", Kind::text, "sgd", "--optimizer sgd|adamw (sgd_nesterov: sgd --nesterov)", {"--optimizer"}, optimizer, ""},
   {"--lr", Kind::number, "0.1", "--lr", {}, SAME("--lr"), ""},
-  {"--momentum", Kind::number, "0.9", "--momentum", {}, SAME("--momentum"), ""},
+  {"--momentum", Kind::number, "0.9", "--momentum (SGD only, as train.py)", {}, momentum, ""},
   {"--wd,--weight-decay", Kind::number, "1e-4", "--weight-decay", {}, SAME("--weight-decay"), ""},
   {"--norm-weight-decay", Kind::number, "", "--no-decay when 0 for all three (unset: as --wd)", {"--no-decay"},
     parameter_decays, ""},
@@ -329,11 +335,13 @@ std::pair<std::string, std::optional<std::string>> split_flag(const std::string&
   return {arg, std::nullopt};
 }
 
-// Newest checkpoint file of a ddpx checkpoint folder (--test-only --resume DIR).
+// The weights --test-only --resume DIR evaluates: DIR/model.safetensors where an --output-dir run saved its final
+// weights there, else the folder's newest checkpoint (`ddpx eval` reads a checkpoint without optimizer state).
 std::string newest_checkpoint(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code error;
   if (!fs::is_directory(dir, error)) return dir;
+  if (fs::is_regular_file(fs::path(dir) / "model.safetensors", error)) return (fs::path(dir) / "model.safetensors").string();
   std::string best;
   long long best_step = -1;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
@@ -471,6 +479,10 @@ TorchvisionTranslation translate_torchvision_args(const std::vector<std::string>
     if (it != given.end() && !it->second.from_config && token.from_config) continue;  // the command line wins
     given[setting] = {token.spelling, token.value ? *token.value : std::string(), token.from_config};
   }
+  if (const auto m = given.find("--momentum"), o = given.find("--opt");
+      m != given.end() && o != given.end() && o->second.spelling == "--opt" && o->second.value == "adamw")
+    fail("--momentum {} with --opt adamw: train.py gives momentum to SGD only (AdamW has betas); leave it out",
+         m->second.value);
   // The refused flags, by name.
   for (const auto& [setting, g] : given) {
     const TorchvisionFlag* row = row_of(setting);

@@ -14,7 +14,9 @@
 //  - Every torchvision flag ddpx does not implement, and every value it does not (--auto-augment augmix,
 //    --interpolation bicubic, --opt rmsprop, a .pth --resume), is an Error naming the flag and what to use instead;
 //    none is silently ignored. A bad number is an Error naming the torchvision flag.
-//  - Pure: reads only the --config files (through the reader given), writes nothing, prints nothing.
+//  - Reads only the --config files (through the reader given) and the folders --data-path and --test-only --resume
+//    name; writes nothing, prints nothing (`ddpx train` prints line() on rank 0 and creates --output-dir).
+//  - --test-only turns the command into `ddpx eval` of the run's weights on D/val (args then start with "eval").
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -253,6 +253,13 @@ TEST(TorchvisionFlags, WhatDdpxDoesNotImplementIsRefusedByName) {
   expect_error({"--interpolation", "bicubic"}, "--interpolation bicubic: ddpx's loader resizes with antialiased "
                                                "bilinear only");
   expect_error({"--opt", "rmsprop"}, "--opt rmsprop: ddpx has sgd, sgd_nesterov and adamw");
+  expect_error({"--opt", "adamw", "--momentum", "0.9"}, "--momentum 0.9 with --opt adamw: train.py gives momentum "
+                                                       "to SGD only");
+  // AdamW's runs leave the momentum default out (ddpx refuses --momentum with adamw); SGD's take it.
+  const Args adamw = translate({"--opt", "adamw"}).args;
+  EXPECT_EQ(std::count(adamw.begin(), adamw.end(), "--momentum"), 0) << joined(adamw);
+  EXPECT_TRUE(contains(translate({"--opt", "sgd_nesterov"}).args, {"--optimizer", "sgd", "--nesterov"}));
+  EXPECT_TRUE(contains(translate({"--opt", "sgd_nesterov"}).args, {"--momentum", "0.9"}));
   expect_error({"--lr-scheduler", "onecycle", "-j", "1"}, "--lr-scheduler onecycle: torchvision's train.py has steplr");
   expect_error({"--lr-warmup-method", "cosine", "--lr-warmup-epochs", "2", "-j", "1"},
                "--lr-warmup-method cosine: torchvision's train.py has linear and constant");
@@ -301,6 +308,54 @@ TEST(TorchvisionFlags, OnlyTorchvisionsOwnSpellingsMakeATorchvisionCommandLine) 
     EXPECT_TRUE(is_torchvision_only(theirs)) << theirs;
   // ddpx's --backend is the communication backend: gloo passes through.
   EXPECT_TRUE(contains(translate({"--backend", "gloo", "-j", "1"}).args, {"--backend", "gloo"}));
+}
+
+// configs/torchvision/*.cfg's key = value lines (the end-to-end runs are tests/train/test_torchvision_recipes.cpp).
+std::vector<ConfigEntry> read_cfg(const std::string& file) {
+  std::vector<ConfigEntry> entries;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos) entries.push_back({line.substr(0, eq), {line.substr(eq + 3)}});
+  }
+  return entries;
+}
+
+TEST(TorchvisionFlags, ThePublishedViTRecipesBecomeTheseDdpxFlags) {
+  const std::string dir = std::string(DDPX_SOURCE_DIR) + "/configs/torchvision/";
+  const auto translated = [&](const std::string& name) {
+    return translate_torchvision_args({"--config", dir + name + ".cfg"}, read_cfg).args;
+  };
+  const std::vector<Args> adamw_recipe = {
+      {"--epochs", "300"}, {"--batch", "512"}, {"--optimizer", "adamw"}, {"--lr", "0.003"},
+      {"--weight-decay", "0.3"}, {"--label-smoothing", "0.11"}, {"--mixup", "0.2"}, {"--cutmix", "1.0"},
+      {"--lr-schedule", "cosine", "--lr-step-unit", "epoch"}, {"--lr-warmup-epochs", "30"},
+      {"--lr-warmup-method", "linear"}, {"--lr-warmup-start", "0.033"}, {"--clip-grad-norm", "1"},
+      {"--repeated-augment", "3"}, {"--ema-decay", "0.99998", "--ema-every", "32", "--ema-copy-epochs", "30",
+                                     "--ema-adjust", "torchvision"},
+      {"--precision", "bf16"}, {"--device", "cuda"}};
+  for (const char* name : {"vit_b_16", "vit_b_32", "vit_l_32", "vit_h_14"}) {
+    const Args args = translated(name);
+    EXPECT_TRUE(contains(args, {"--model", name})) << name;
+    for (const Args& expected : adamw_recipe) EXPECT_TRUE(contains(args, expected)) << name << ": " << joined(expected);
+    EXPECT_EQ(std::count(args.begin(), args.end(), "--momentum"), 0) << name;
+    EXPECT_EQ(std::count(args.begin(), args.end(), "--no-decay"), 0) << name;
+  }
+  for (const char* name : {"vit_b_16", "vit_l_32", "vit_h_14"})
+    EXPECT_TRUE(contains(translated(name), {"--randaugment", "2,9"})) << name;
+  EXPECT_TRUE(contains(translated("vit_b_32"), {"--auto-augment-policy", "imagenet"}));
+  const Args l16 = translated("vit_l_16");
+  for (const Args& expected : std::vector<Args>{
+           {"--model", "vit_l_16"}, {"--epochs", "600"}, {"--batch", "128"}, {"--optimizer", "sgd"},
+           {"--lr", "0.5"}, {"--momentum", "0.9"}, {"--weight-decay", "0.00002"}, {"--no-decay"},
+           {"--lr-schedule", "cosine", "--lr-step-unit", "epoch"}, {"--lr-warmup-epochs", "5"},
+           {"--lr-warmup-method", "linear"}, {"--lr-warmup-start", "0.01"}, {"--label-smoothing", "0.1"},
+           {"--mixup", "0.2"}, {"--cutmix", "1.0"}, {"--trivial-augment"}, {"--random-erase", "0.1"},
+           {"--clip-grad-norm", "1"}, {"--repeated-augment", "3"}, {"--val-resize", "232"},
+           {"--ema-decay", "0.99998", "--ema-every", "32", "--ema-copy-epochs", "5", "--ema-adjust", "torchvision"}})
+    EXPECT_TRUE(contains(l16, expected)) << joined(expected) << " in " << joined(l16);
+  EXPECT_EQ(std::count(l16.begin(), l16.end(), "--precision"), 0);  // no --amp in vit_l_16's line
 }
 
 TEST(TorchvisionFlags, HelpListsTheAcceptedSpellingsWithoutLookingLikeFlagRows) {

@@ -126,7 +126,8 @@ TEST(RunSettings, OneRowPerSettingAndTheAgreedOnesAreTheStartupAgreementsTable) 
                           "the data's class names", "the data's fingerprint", "--allow-data-change",
                           "--comm-hook", "the bucket plan (--bucket-mb/--first-bucket-mb)", "--no-overlap",
                           "--cuda-graph", "--save", "--checkpoint-dir", "--checkpoint-every", "--comm-timeout",
-                          "--report", "--trace", "--warmup", "--calibrate-steps", "--val/--eval-every"}));
+                          "--report", "--trace", "--warmup", "--calibrate-steps", "--val/--eval-every",
+                          "--checkpoint-every-epoch", "--val-resize"}));
     for (const RunSetting& row : settings.rows())
       if (row.agreed) EXPECT_EQ(value_of(settings.agreed(), row.name), row.text) << row.name;
   }

@@ -51,12 +51,13 @@ TEST(TorchvisionCommandLine, TrainsWithEpochsValAndOutputDirThenResumesFromIt) {
                              " --model vit_tiny_test --device cpu -b 16 -j 1 --lr 0.01 --opt adamw --wd 0.05 "
                              "--lr-scheduler cosineannealinglr --label-smoothing 0.1 --print-freq 2 --output-dir " +
                              out.string();
-  CliResult r = run_ddpx(common + " --epochs 1");
+  CliResult r = run_ddpx(common + " --epochs 2");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(count_of(r.output, kTorchvision), 1u) << r.output;
   EXPECT_NE(r.output.find("--momentum 0.9"), std::string::npos) << r.output;  // a default taken, listed
-  for (const char* file : {"report.json", "metrics.jsonl", "model.safetensors"})
-    EXPECT_TRUE(fs::exists(out / file)) << file;
+  for (const char* file : {"report.json", "metrics.jsonl", "model.safetensors", "checkpoint-4.safetensors",
+                           "checkpoint-8.safetensors"})
+    EXPECT_TRUE(fs::exists(out / file)) << file;  // a checkpoint at each epoch's end (64 images / 16 a step)
   nlohmann::json config = report_config(out / "report.json");
   ASSERT_TRUE(config.contains("torchvision")) << config.dump();
   EXPECT_EQ(config["torchvision"]["command_line"], true);
@@ -66,9 +67,9 @@ TEST(TorchvisionCommandLine, TrainsWithEpochsValAndOutputDirThenResumesFromIt) {
   EXPECT_EQ(config["optimizer"]["name"], "adamw");
   EXPECT_EQ(config["optimizer"]["lr"], 0.01);
   EXPECT_EQ(config["optimizer"]["weight_decay"], 0.05);
-  EXPECT_EQ(config["steps"], 4);  // 64 images / 16 per step, 1 epoch
-  // torchvision's --resume DIR: ddpx's checkpoint folder is --output-dir.
-  r = run_ddpx(common + " --epochs 2 --resume " + out.string());
+  EXPECT_EQ(config["steps"], 8);
+  // The same command resumed from the first epoch's checkpoint in --output-dir (as an interrupted run would be).
+  r = run_ddpx(common + " --epochs 2 --resume " + (out / "checkpoint-4.safetensors").string());
   ASSERT_EQ(r.status, 0) << r.output;
   config = report_config(out / "report.json");
   EXPECT_EQ(config["steps"], 8);
