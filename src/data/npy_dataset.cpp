@@ -5,14 +5,27 @@
 
 #include <cmath>
 #include <cstring>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "io/npy.hpp"
 
 namespace ddpx {
+namespace {
+
+// read_npy's own refusals (no such file, not a .npy, a bad header) name the flag that gave the file too.
+HostTensor read_flag_npy(std::string_view flag, const std::string& path) {
+  try {
+    return read_npy(path);
+  } catch (const Error& error) {
+    fail("{} {}: {}", flag, path, error.what());
+  }
+}
+
+}  // namespace
 
 std::vector<float> read_npy_images(const std::string& path, const DataShape& shape) {
-  HostTensor images = read_npy(path);
+  HostTensor images = read_flag_npy("--images", path);
   DDPX_REQUIRE(images.dtype == TensorDType::f32,
                "--images {}: holds {} values; ddpx reads float32 images: save them with np.save(path, "
                "x.astype(np.float32))", path, dtype_name(images.dtype));
@@ -31,7 +44,7 @@ std::vector<float> read_npy_images(const std::string& path, const DataShape& sha
 }
 
 std::vector<int32_t> read_npy_labels(const std::string& path, int64_t count, const DataShape& shape) {
-  HostTensor labels = read_npy(path);
+  HostTensor labels = read_flag_npy("--labels", path);
   DDPX_REQUIRE(labels.dtype == TensorDType::i32 || labels.dtype == TensorDType::i64 || labels.dtype == TensorDType::u8,
                "--labels {}: dtype {} is not an integer type (int64 or int32 class indices expected)", path,
                dtype_name(labels.dtype));

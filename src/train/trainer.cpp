@@ -497,14 +497,20 @@ TrainSummary run_training(const TrainOptions& requested) {
   // --data and --val, each opened once (train/run_data.hpp); the data's class names (and count, where --model gives
   // none), the model, the datasets made from the opened data; then the run's plan: its length from --steps or
   // --epochs and what follows from it (the schedule's horizon and warm-up, --val's cadence), resolved once here.
+  // The datasets are made once: before the plan where it counts the data's batches per epoch, else after the flags
+  // are validated (so that a missing --images file is named by validate(), as before).
   const RunData data = open_run_data(requested);
   const TrainOptions with_classes = with_data_classes(requested, data);
   const std::unique_ptr<Model> model = make_run_model(with_classes);
-  const RunDatasets datasets = make_run_datasets(data, with_classes, *model);
+  std::optional<RunDatasets> made;
+  if (plan_needs_epochs(with_classes)) made = make_run_datasets(data, with_classes, *model);
   const int world = detect_world().world_size;  // the job opens after the plan, which needs its size
-  const RunPlan plan = plan_run(with_classes, epoch_batches(with_classes, *datasets.train, world), world);
+  const RunPlan plan =
+      plan_run(with_classes, made ? epoch_batches(with_classes, *made->train, world) : 0, world);
   const TrainOptions options = with_plan(with_classes, plan);
   options.validate();
+  if (!made) made = make_run_datasets(data, options, *model);
+  const RunDatasets& datasets = *made;
   const FlatLayout& layout = model->layout();
   const DistOptions dist_settings = dist_options(options);
   DistJob job(dist_job_options(dist_settings));

@@ -88,5 +88,19 @@ TEST(ModelRegistry, ForwardFlopsMatchTorchvisionsFigures) {
   for (const std::string& name : known_model_names()) EXPECT_GT(make_model(name)->forward_flops_per_image(), 0) << name;
 }
 
+// The class count a run decides (the data's, --load's file's) reaches every family as a typed value: taken where the
+// spec names no classes=, a classes= the user typed wins, and the model's spec() spells the head it has.
+TEST(ModelRegistry, AClassCountIsATypedValueTheSpecsClassesWins) {
+  for (const ModelFamily& family : model_families()) {
+    const std::unique_ptr<Model> seven = make_model(family.test_variant, 7);
+    EXPECT_EQ(seven->num_classes(), 7) << family.name;
+    EXPECT_EQ(make_model(seven->spec())->num_classes(), 7) << seven->spec();
+    EXPECT_EQ(make_model(family.test_variant, make_model(family.test_variant)->num_classes())->spec(),
+              family.test_variant) << "the variant's own count keeps its name";
+  }
+  EXPECT_EQ(make_model("mlp:image=4,channels=1,layers=1,width=8,classes=5", 3)->num_classes(), 5);
+  testing::expect_error([] { (void)make_model_from_flag("--model", "mlp_tiny_test", 0); }, {"--model mlp_tiny_test"});
+}
+
 }  // namespace
 }  // namespace ddpx
