@@ -2,9 +2,9 @@
 // if `offset <= limit && size <= limit - offset`. Never `offset + size <= limit`: a crafted offset near 2^64 wraps
 // that sum to a small number and passes (issue 48: a pack entry at 2^64 - 8 of 24 bytes crashed in crc32).
 // Guarantees: range_fits() and range_between() never overflow, for every u64 input; checked_mul() and
-// checked_add() report a wrapped product or sum instead of returning it. Every reader of src/data, src/io and
-// src/profile checks offsets and sizes it reads from a file through these (docs/design.md, "What holds for data
-// files").
+// checked_add() report a wrapped product or sum instead of returning it. Every reader of src/data, src/io and the
+// report's folders checks offsets and sizes it reads from a file through these (docs/design.md, "What holds for
+// data files").
 #pragma once
 #include <cstdint>
 #include <optional>

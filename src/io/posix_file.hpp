@@ -1,15 +1,15 @@
 // Thin POSIX file wrappers for tensor files: positioned reads, checked writes, fsync, and atomic replacement.
 // Guarantees: every failing system call throws ddpx::Error naming the file and the OS reason; a short read is
-// an error (never silently fewer bytes). InputFile is the one way ddpx opens a file it reads (data files, idx,
-// packs, shards, images, metrics, traces, configs; scripts/check_includes.py fails CI on a reader of src/data,
-// src/io or src/profile that calls open/fopen/ifstream itself): it is opened without blocking (O_NONBLOCK,
-// cleared once the file is known to be regular) and must be a regular file, so a FIFO without a writer or a
-// device (/dev/zero, /dev/urandom, a tape) or a folder is refused at once, naming the file, instead of hanging,
-// reading without end or reading as empty. Its size is taken at open and re-checked when a read comes up short:
-// a file that shrinks while it is read is an error naming the file and both sizes, never a crash (no mmap).
-// replace_file_atomically() leaves either the old file or the complete
-// new one at the target path, even if the process dies at any point (write temp, fsync, rename, fsync dir).
-// Objects are single-owner (movable, not copyable) and not shared between threads.
+// an error (never silently fewer bytes). InputFile is the one way ddpx opens a file it reads (data files, idx, packs,
+// shards, images, metrics, traces, configs; scripts/check_includes.py fails CI on a reader of its READER_FOLDERS
+// (src/data, src/io, src/report, src/analysis, ...) that calls open/fopen/ifstream itself): it is opened without
+// blocking (O_NONBLOCK, cleared once the file is known to be regular) and must be a regular file, so a FIFO without a
+// writer or a device (/dev/zero, /dev/urandom, a tape) or a folder is refused at once, naming the file, instead of
+// hanging, reading without end or reading as empty. Its size is taken at open and re-checked when a read comes up
+// short: a file that shrinks while it is read is an error naming the file and both sizes, never a crash (no mmap).
+// replace_file_atomically() leaves either the old file or the complete new one at the target path, even if the process
+// dies at any point (write temp, fsync, rename, fsync dir). Objects are single-owner (movable, not copyable) and not
+// shared between threads.
 #pragma once
 #include <cstddef>
 #include <cstdint>
