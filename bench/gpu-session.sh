@@ -12,6 +12,7 @@
 #   tta      bench/time_to_accuracy.py: ddpx against PyTorch (autocast bf16, torch.compile) to 90 and 91%
 #   targets  bench/gpu-run.sh's step-target rows, PyTorch in the same call
 # Usage (repo root, GPU machine; the same command for every call): bash bench/gpu-session.sh [STEP ...]
+# Knobs: BUDGET_S; CHECK_REGEX and CHECK_JOBS (check: ctest -R and -j); PARTS (multirank: bench/nccl-multirank.sh's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RESULTS=${OUT:-out}
@@ -51,7 +52,11 @@ step_check() {
   local env=()
   nccl_ready && env=(env LD_LIBRARY_PATH="$NCCL_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") &&
     echo "NCCL 2.30 loaded for the suite: the multi-rank GPU cases run on this one GPU"
-  "${env[@]}" ctest --test-dir build -j 4 --timeout 300 --output-on-failure >"$OUT/ctest.log" 2>&1
+  # CHECK_REGEX: only the tests it matches (ctest -R), when a call has no time for the whole suite.
+  local only=()
+  [[ -n ${CHECK_REGEX:-} ]] && only=(-R "$CHECK_REGEX") && echo "only the tests matching: $CHECK_REGEX"
+  "${env[@]}" ctest --test-dir build -j "${CHECK_JOBS:-4}" --timeout 300 --output-on-failure "${only[@]}" \
+    >"$OUT/ctest.log" 2>&1
   local status=$?
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped\)" "$OUT/ctest.log" | tail -25
   build/src/cli/ddpx topo 2>&1 | head -12
