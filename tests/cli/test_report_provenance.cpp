@@ -24,9 +24,11 @@ TEST(Version, PrintsTheVersionAndTheCommitOfTheBuild) {
   const auto r = run_ddpx("--version");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.substr(0, r.output.find('\n') + 1), "ddpx " + ddpx_version() + " (commit " + ddpx_commit() + ")\n");
-  // The second line says which --device this binary can use here (scripts/run.sh reads it); no GPU here.
+  // The second line says which --device this binary can use here (scripts/run.sh reads it); no GPU here. The third
+  // names the communication backends built (tests/scripts/build_features.py reads it).
   EXPECT_TRUE(std::regex_search(r.output, std::regex("\ndevices: cpu( \\(built without CUDA\\)| \\(built with CUDA; no GPU "
-                                                     "visible\\)|, cuda \\([0-9]+ GPUs?\\))\n$")))
+                                                     "visible\\)|, cuda \\([0-9]+ GPUs?\\))\nbackends: [a-z, ;-]+"
+                                                     "( \\(not built: [a-z, ]+\\))?\n$")))
       << r.output;
   EXPECT_FALSE(ddpx_version().empty());
   // A short hash (optionally -dirty) in a git checkout, "unknown" outside one.
