@@ -12,7 +12,8 @@
 #   tta      bench/time_to_accuracy.py: ddpx against PyTorch (autocast bf16, torch.compile) to 90 and 91%
 #   targets  bench/gpu-run.sh's step-target rows, PyTorch in the same call
 # Usage (repo root, GPU machine; the same command for every call): bash bench/gpu-session.sh [STEP ...]
-# Knobs: BUDGET_S; CHECK_REGEX and CHECK_JOBS (check: ctest -R and -j); PARTS (multirank: bench/nccl-multirank.sh's).
+# Knobs: BUDGET_S; CHECK_REGEX and CHECK_JOBS (check: ctest -R and -j); PARTS (multirank: bench/nccl-multirank.sh's);
+# MULTIRANK_RESERVE_S: the seconds multirank keeps for itself after waiting for NCCL (default 200).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RESULTS=${OUT:-out}
@@ -63,7 +64,7 @@ step_check() {
   return $status
 }
 step_multirank() {
-  WAIT_S=$(($(left) - 200)) bash bench/nccl-build.sh wait || return 1
+  WAIT_S=$(($(left) - ${MULTIRANK_RESERVE_S:-200})) bash bench/nccl-build.sh wait || return 1
   OUT=$OUT NCCL_LIB=$NCCL_LIB timeout $(($(left) - 10)) bash bench/nccl-multirank.sh | tail -60
 }
 step_tta() {
