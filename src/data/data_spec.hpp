@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "data/data_origin.hpp"
+#include "data/data_split.hpp"
 
 namespace ddpx {
 
 // One per registry row (data/data_sources.cpp); image sources give uint8 images, epochs and a sampler.
 enum class DataSource { synthetic, learnable, synthetic_device, npy, idx, folder, pack, wds };
-enum class DataSplit { train, test };  // idx: the train-* or t10k-* files
 
 struct DataSpec {
   DataSpec() = default;

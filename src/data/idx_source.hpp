@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "data/data_spec.hpp"
+#include "data/data_origin.hpp"
+#include "data/data_split.hpp"
 #include "data/sample_source.hpp"
 
 namespace ddpx {
