@@ -1,6 +1,7 @@
 // The torchvision fixtures' images for the augmentation tests (tools/make_rand_augment_fixtures.py and
 // tools/make_auto_augment_fixtures.py write them the same way): a fixture file parsed, its "images" (flattened HWC
-// uint8 with their shapes), base64 outputs decoded, and op names mapped to AugmentOp.
+// uint8 with their shapes), base64 outputs decoded, and op names mapped to AugmentOp; and loaded_pixels(), the
+// loader's uint8 batches of a dataset, which the augmentations' loader tests compare across worker counts.
 #pragma once
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "data/augment_ops.hpp"
+#include "data/batch_loader.hpp"
+#include "data/dataset.hpp"
 
 namespace ddpx::testing {
 
@@ -60,6 +63,21 @@ inline AugmentOp op_named(const std::string& name) {
     if (name == augment_op_name(static_cast<AugmentOp>(k))) return static_cast<AugmentOp>(k);
   ADD_FAILURE() << "unknown op " << name;
   return AugmentOp::identity;
+}
+
+// The first `steps` uint8 batches of `batch` images (rank 0 of 1) that `workers` loader threads produce, back to back.
+inline std::vector<uint8_t> loaded_pixels(const Dataset& dataset, int workers, int64_t steps, int64_t batch) {
+  BatchLoader::Options options;
+  options.workers = workers;
+  options.pixel_batches = true;
+  BatchLoader loader(dataset, 0, 1, batch, 0, options);
+  std::vector<uint8_t> all;
+  for (int64_t s = 0; s < steps; ++s) {
+    const HostBatch& b = loader.acquire();
+    all.insert(all.end(), b.pixels, b.pixels + batch * dataset.shape().image_numel());
+    loader.release(b);
+  }
+  return all;
 }
 
 }  // namespace ddpx::testing

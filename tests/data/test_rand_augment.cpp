@@ -25,6 +25,7 @@ namespace {
 
 using testing::base64;
 using testing::expect_error;
+using testing::loaded_pixels;
 using testing::op_named;
 
 nlohmann::json fixtures() { return testing::read_fixture("rand_augment_torchvision.json"); }
@@ -117,20 +118,6 @@ TEST(RandAugment, DrawsAreDeterministicPerSeedWithTorchvisionsOdds) {
 }
 
 const char* const kFashion = "/usr/share/datasets/fashion-mnist";
-
-std::vector<uint8_t> loaded_pixels(const Dataset& dataset, int workers, int64_t steps, int64_t batch) {
-  BatchLoader::Options options;
-  options.workers = workers;
-  options.pixel_batches = true;
-  BatchLoader loader(dataset, 0, 1, batch, 0, options);
-  std::vector<uint8_t> all;
-  for (int64_t s = 0; s < steps; ++s) {
-    const HostBatch& b = loader.acquire();
-    all.insert(all.end(), b.pixels, b.pixels + batch * dataset.shape().image_numel());
-    loader.release(b);
-  }
-  return all;
-}
 
 TEST(RandAugment, LoaderBatchesDoNotDependOnWorkersAndValIsNotAugmented) {
   DatasetContext context;
