@@ -4,11 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <memory>
 
 #include "core/error.hpp"
 #include "data/dataset.hpp"
-#include "dist/bootstrap.hpp"
 #include "optim/hyperparameter.hpp"
 
 namespace ddpx {
