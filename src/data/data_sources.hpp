@@ -1,6 +1,6 @@
-// The data-source registry: one row per source (name, syntax, help, how it is built). A new source is one class
-// and one row in data_sources.cpp; --data's parser, --help and make_dataset() read the rows, nothing else lists
-// the sources.
+// The data-source registry: one row per source (name, syntax, help, how it is built; the row's type is in
+// data/data_source_row.hpp). A new source is one class and one row in data_sources.cpp; --data's parser, --help
+// and make_dataset() read the rows, nothing else lists the sources.
 // Guarantees:
 //  - every DataSource value has exactly one row (checked by the tests);
 //  - open_data() is the one opener of a spec's files: a command opens each source once into an OpenedData (the
@@ -15,26 +15,13 @@
 #include <string_view>
 #include <vector>
 
+#include "data/data_source_row.hpp"
 #include "data/data_spec.hpp"
 #include "data/dataset.hpp"
 #include "data/sample_source.hpp"
 
 namespace ddpx {
 
-struct DataSourceRow {
-  DataSource source;
-  std::string_view name;     // the text before the first ':' in --data
-  std::string_view syntax;   // as --help shows it
-  std::string_view help;
-  bool takes_location;       // NAME:LOCATION
-  // Exactly one of the two: a dataset of its own (synthetic, npy), or an image source's samples, which
-  // make_dataset() wraps in an ImageDataset (sampler, image pipeline) and `ddpx pack`/`data-bench` read directly.
-  std::unique_ptr<Dataset> (*make)(const DataSpec& spec, const DatasetContext& context);
-  std::unique_ptr<SampleSource> (*open)(const DataSpec& spec);
-};
-
-const std::vector<DataSourceRow>& data_source_rows();
-const DataSourceRow& data_source_row(DataSource source);
 std::string data_sources_help();  // "synthetic (...) | learnable (...) | idx:DIR[:train|test] (...) | ..."
 // A spec opened once: what every part of a command reads of its data.
 struct OpenedData {

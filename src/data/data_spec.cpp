@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
-#include "data/data_sources.hpp"
+#include "data/data_source_row.hpp"
 #include "data/dataset.hpp"
 
 namespace ddpx {

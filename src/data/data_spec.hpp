@@ -1,6 +1,6 @@
 // DataSpec: what --data (or --val) names, parsed once into a type where the flags are read.
 // Guarantees:
-//  - parse_data_spec() accepts exactly the syntaxes of the registry's rows (data/data_sources.hpp) and throws
+//  - parse_data_spec() accepts exactly the syntaxes of the registry's rows (data/data_source_row.hpp) and throws
 //    ddpx::Error naming the flag, the text and every accepted syntax otherwise; the spec keeps the flag it came
 //    from (`origin`, data/data_origin.hpp) and every source opened from it names that flag in its errors.
 //  - text() is the canonical spelling: parse_data_spec(spec.text(), origin) == spec for every accepted spec (the
@@ -14,12 +14,10 @@
 #include <vector>
 
 #include "data/data_origin.hpp"
+#include "data/data_source_kind.hpp"
 #include "data/data_split.hpp"
 
 namespace ddpx {
-
-// One per registry row (data/data_sources.cpp); image sources give uint8 images, epochs and a sampler.
-enum class DataSource { synthetic, learnable, synthetic_device, npy, idx, folder, pack, wds };
 
 struct DataSpec {
   DataSpec() = default;
