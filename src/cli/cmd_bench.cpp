@@ -360,13 +360,12 @@ int run_bench(BenchFlags f) {
 }  // namespace
 
 Command add_bench_command(CLI::App& app) {
-  auto f = std::make_shared<BenchFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
+  const auto [f, cmd] = new_command<BenchFlags>(
+      app, "bench",
       "Run the seed's experiment: precision x hook x bucket size x GPU count, each row its own `ddpx train` with\n"
       "its own workers (plus the PyTorch anchor when torch is importable); write bench.md, bench.csv,\n"
-      "bench.json and bench.svg into --out. Flags after '--' go to every `ddpx train` run.");
-  cmd->option_defaults()->always_capture_default();
+      "bench.json and bench.svg into --out. Flags after '--' go to every `ddpx train` run.",
+      HelpDefaults::shown);
   cmd->add_option("--device", f->device, "cuda | cpu (then ranks run under mpirun, fp32 only)");
   cmd->add_option("--models", f->models, "comma list of --model values: " + model_names_help());
   cmd->add_option("--precisions", f->precisions, "comma list of fp32, tf32, bf16 (default fp32,bf16; cpu: fp32)");
@@ -385,7 +384,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--ranks-per-gpu", f->ranks_per_gpu,
                   "K ranks share each GPU in every row (--gpus counts ranks then; NCCL 2.30+)");
   cmd->add_option("train_flags", f->train_flags, "flags for every `ddpx train` run, after '--'");
-  return {cmd, [f] { return run_bench(*f); }};
+  return command_running(cmd, f, run_bench);
 }
 
 }  // namespace ddpx::cli

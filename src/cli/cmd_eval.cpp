@@ -304,10 +304,9 @@ int run_eval(const EvalOptions& e) {
 }  // namespace
 
 Command add_eval_command(CLI::App& app) {
-  auto e = std::make_shared<EvalOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "eval", "Score saved weights on any data train reads (loss, top-1/top-5, per class), or logits of .npy images");
-  cmd->option_defaults()->always_capture_default();
+  const auto [e, cmd] = new_command<EvalOptions>(
+      app, "eval", "Score saved weights on any data train reads (loss, top-1/top-5, per class), or logits of .npy images",
+      HelpDefaults::shown);
   cmd->add_option("--weights", e->weights,
                   ".safetensors with torchvision names (from `ddpx train --save`: its model, class names and eval "
                   "transform are used)")

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "cli/decimal_flags.hpp"
@@ -16,6 +18,32 @@ struct Command {
   CLI::App* app;
   std::function<int()> run;
 };
+
+// How a subcommand's --help shows flag defaults: `shown` for every flag (the house's way: CLI11's
+// always_capture_default on the subcommand), or `per_flag` where a flag asks for it (->capture_default_str()).
+enum class HelpDefaults { shown, per_flag };
+
+// The start every add_*_command shares: the subcommand `name` with its --help description, and the one flags
+// object that CLI11 parses into and the command's run reads later (shared: it outlives add_*_command).
+template <typename Flags>
+struct NewCommand {
+  std::shared_ptr<Flags> flags;
+  CLI::App* cmd;
+};
+
+template <typename Flags>
+NewCommand<Flags> new_command(CLI::App& app, const std::string& name, const std::string& description,
+                              HelpDefaults defaults) {
+  NewCommand<Flags> made{std::make_shared<Flags>(), app.add_subcommand(name, description)};
+  if (defaults == HelpDefaults::shown) made.cmd->option_defaults()->always_capture_default();
+  return made;
+}
+
+// The Command that calls run(flags) when the user picked `cmd`, after CLI11 filled the flags.
+template <typename Flags, typename Run>
+Command command_running(CLI::App* cmd, std::shared_ptr<Flags> flags, Run run) {
+  return {cmd, [flags = std::move(flags), run = std::move(run)] { return run(*flags); }};
+}
 
 struct CommandSet {
   std::vector<Command> commands;
