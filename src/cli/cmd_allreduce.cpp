@@ -246,13 +246,8 @@ int run_allreduce(const AllreduceFlags& f) {
 
 }  // namespace
 
-Command add_allreduce_command(CLI::App& app) {
-  const auto [f, cmd] = new_command<AllreduceFlags>(
-      app, "allreduce",
-      "Measure all-reduce like nccl-tests' all_reduce_perf, in its output format (out-of-place and in-place time,\n"
-      "algbw, busbw, #wrong per size; NCCL on GPUs, MPI on CPUs), and write the peak table that run reports\n"
-      "compare their buckets with.",
-      HelpDefaults::shown);
+Command add_allreduce_command(CLI::App* cmd) {
+  const auto f = command_flags<AllreduceFlags>(cmd, HelpDefaults::shown);
   cmd->add_option("--nproc-per-node,--nproc_per_node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--sizes", f->sizes,

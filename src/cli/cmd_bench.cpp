@@ -359,13 +359,8 @@ int run_bench(BenchFlags f) {
 
 }  // namespace
 
-Command add_bench_command(CLI::App& app) {
-  const auto [f, cmd] = new_command<BenchFlags>(
-      app, "bench",
-      "Run the seed's experiment: precision x hook x bucket size x GPU count, each row its own `ddpx train` with\n"
-      "its own workers (plus the PyTorch anchor when torch is importable); write bench.md, bench.csv,\n"
-      "bench.json and bench.svg into --out. Flags after '--' go to every `ddpx train` run.",
-      HelpDefaults::shown);
+Command add_bench_command(CLI::App* cmd) {
+  const auto f = command_flags<BenchFlags>(cmd, HelpDefaults::shown);
   cmd->add_option("--device", f->device, "cuda | cpu (then ranks run under mpirun, fp32 only)");
   cmd->add_option("--models", f->models, "comma list of --model values: " + model_names_help());
   cmd->add_option("--precisions", f->precisions, "comma list of fp32, tf32, bf16 (default fp32,bf16; cpu: fp32)");

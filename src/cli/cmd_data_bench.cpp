@@ -87,13 +87,8 @@ std::optional<AnchorRate> torchvision_rate(const BenchFlags& f, const std::strin
 
 }  // namespace
 
-Command add_data_bench_command(CLI::App& app) {
-  const auto [f, cmd] = new_command<BenchFlags>(
-      app, "data-bench",
-      "Measure the input side: images/s of the folder's JPEGs, a JPEG pack and a raw pack of them, with the train "
-      "(RandomResizedCrop + flip) and eval (resize + center crop) transforms, per core and on --threads, beside "
-      "torchvision's ImageFolder + DataLoader on the same files and the decode-only limit",
-      HelpDefaults::per_flag);
+Command add_data_bench_command(CLI::App* cmd) {
+  const auto f = command_flags<BenchFlags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("SOURCE", f->source, "folder:DIR of JPEGs (bench/make_jpeg_folder.py makes one from photographs)")
       ->required();
   cmd->add_option("--size", f->size, "output side of the transforms")->capture_default_str();

@@ -167,13 +167,8 @@ int run_preview(const PreviewFlags& f) {
 
 }  // namespace
 
-Command add_data_preview_command(CLI::App& app) {
-  const auto [f, cmd] = new_command<PreviewFlags>(
-      app, "data-preview",
-      "Draw one batch of an image source as the model gets it (after the train transform, or the eval one with "
-      "--eval) into a PNG grid with each tile's class index, list the tiles in OUT.json, and optionally dump the "
-      "batch as .npy to compare with another pipeline",
-      HelpDefaults::per_flag);
+Command add_data_preview_command(CLI::App* cmd) {
+  const auto f = command_flags<PreviewFlags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("SOURCE", f->source, "an image source as --data takes it: folder:DIR, idx:DIR[:train|test], "
                                        "pack:FILE, wds:SHARDS")
       ->required();

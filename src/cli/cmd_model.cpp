@@ -14,15 +14,14 @@
 
 namespace ddpx::cli {
 
-Command add_model_command(CLI::App& app) {
+Command add_model_command(CLI::App* cmd) {
   struct Flags {
     std::string spec = "vit_l_32";
     bool brief = false, list = false;
     std::string init;
     uint64_t seed = 0;
   };
-  const auto [f, cmd] = new_command<Flags>(
-      app, "model", "Print a model's tensors (reference names and shapes) and its size", HelpDefaults::per_flag);
+  const auto f = command_flags<Flags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("--model", f->spec,
                   model_names_help() + "; any name can take overrides (vit_l_32:classes=10, mlp_s:width=512)")
       ->capture_default_str();

@@ -91,13 +91,8 @@ int run_predict(const PredictFlags& f) {
 
 }  // namespace
 
-Command add_predict_command(CLI::App& app) {
-  const auto [f, cmd] = new_command<PredictFlags>(
-      app, "predict",
-      "Predict data-parallel scaling before renting the machines: from one-rank run reports and a link model,\n"
-      "simulate the overlapped DDP step at N ranks for each hook and bucket cap, and print steps/s, scaling\n"
-      "efficiency, exposed communication and a verdict per row, plus the bucket cap and hook to use.",
-      HelpDefaults::per_flag);
+Command add_predict_command(CLI::App* cmd) {
+  const auto f = command_flags<PredictFlags>(cmd, HelpDefaults::per_flag);
   cmd->footer(
       "How it works: buckets (re-cut from the report's gradient tensors at each cap) become ready at the times the\n"
       "report measured during backward; each bucket's all-reduce calls (fp32, 2-byte casts, or PowerSGD's P and Q)\n"

@@ -158,13 +158,8 @@ int run_tune(const TuneFlags& f) {
 
 }  // namespace
 
-Command add_tune_command(CLI::App& app) {
-  const auto [f, cmd] = new_command<TuneFlags>(
-      app, "tune",
-      "Try bucket sizes, first-bucket sizes and hooks in short `ddpx train` trials, keep the fastest and write it\n"
-      "as a config file for `ddpx train --config FILE`. Flags after '--' go to every trial (they must start\n"
-      "several ranks, e.g. --nproc-per-node 2, or use --ddp).",
-      HelpDefaults::shown);
+Command add_tune_command(CLI::App* cmd) {
+  const auto f = command_flags<TuneFlags>(cmd, HelpDefaults::shown);
   cmd->add_option("--trials-steps", f->trial_steps, "training steps per trial, warm-up included");
   cmd->add_option("--repeats", f->repeats,
                   "runs of each distinct configuration, in rounds; a trial wins only when its slowest run beats the "
