@@ -102,21 +102,6 @@ std::vector<std::string> train_flags_for(const BenchFlags& f, const RowSpec& row
   return flags;
 }
 
-// The anchor script: --pytorch-script, else bench/pt_vit_anchor.py under the current directory or a folder above
-// this executable (a build folder inside the repository).
-std::string find_anchor_script(const std::string& given) {
-  if (!given.empty()) {
-    DDPX_REQUIRE(fs::exists(given), "--pytorch-script {}: no such file", given);
-    return given;
-  }
-  const fs::path relative = fs::path("bench") / "pt_vit_anchor.py";
-  if (fs::exists(relative)) return fs::absolute(relative).string();
-  for (fs::path dir = fs::path(this_executable()).parent_path(); !dir.empty() && dir != dir.root_path();
-       dir = dir.parent_path())
-    if (fs::exists(dir / relative)) return (dir / relative).string();
-  return "";
-}
-
 // steps/s from the anchor's JSON line ({"engine": "pytorch", ..., "steps_per_s": ...}); nullopt if absent.
 std::optional<double> anchor_steps_per_s(const std::string& log_path) {
   std::ifstream in(log_path);
@@ -228,7 +213,7 @@ int run_bench(BenchFlags f) {
   std::string script;
   bool with_pytorch = false;
   if (pytorch_auto && on_gpus) {
-    script = find_anchor_script(f.pytorch_script);
+    script = find_helper_script(f.pytorch_script, "--pytorch-script", "bench/pt_vit_anchor.py");
     const bool torch_ok = !script.empty() && run_child_process({"python3", "-c", "import torch, torchvision"}, {},
                                                                (fs::path(f.out) / "pytorch-check.log").string()) == 0;
     with_pytorch = torch_ok;
