@@ -28,28 +28,33 @@ std::vector<std::string> split_list(std::string_view text, std::string_view flag
   return items;
 }
 
-std::vector<double> parse_number_list(std::string_view text, std::string_view flag) {
-  std::vector<double> numbers;
+namespace {
+
+// Every item of the comma list as a T (std::from_chars over the whole item) that passes `valid`; else an error
+// naming the flag and the item and saying what each item must be (`expected`).
+template <typename T, typename Valid>
+std::vector<T> parse_list_of(std::string_view text, std::string_view flag, Valid valid, std::string_view expected) {
+  std::vector<T> values;
   for (const std::string& item : split_list(text, flag)) {
-    double value = 0;
+    T value{};
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    DDPX_REQUIRE(ec == std::errc() && end == item.data() + item.size() && std::isfinite(value) && value > 0,
-                 "{}: '{}' is not a positive number (expected e.g. 5,25,100)", flag, item);
-    numbers.push_back(value);
+    DDPX_REQUIRE(ec == std::errc() && end == item.data() + item.size() && valid(value), "{}: '{}' is not {}", flag,
+                 item, expected);
+    values.push_back(value);
   }
-  return numbers;
+  return values;
+}
+
+}  // namespace
+
+std::vector<double> parse_number_list(std::string_view text, std::string_view flag) {
+  return parse_list_of<double>(text, flag, [](double value) { return std::isfinite(value) && value > 0; },
+                               "a positive number (expected e.g. 5,25,100)");
 }
 
 std::vector<int> parse_count_list(std::string_view text, std::string_view flag) {
-  std::vector<int> counts;
-  for (const std::string& item : split_list(text, flag)) {
-    int value = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    DDPX_REQUIRE(ec == std::errc() && end == item.data() + item.size() && value >= 1,
-                 "{}: '{}' is not a whole number >= 1 (expected e.g. 1,2,4)", flag, item);
-    counts.push_back(value);
-  }
-  return counts;
+  return parse_list_of<int>(text, flag, [](int value) { return value >= 1; },
+                            "a whole number >= 1 (expected e.g. 1,2,4)");
 }
 
 int64_t parse_byte_size(std::string_view text, std::string_view flag) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -61,6 +62,19 @@ std::string this_executable() {
   DDPX_REQUIRE(length > 0, "cannot find this program's path (/proc/self/exe): {}", std::strerror(errno));
   path.resize(static_cast<size_t>(length));
   return path;
+}
+
+std::string find_helper_script(const std::string& given, std::string_view flag, const std::string& relative) {
+  namespace fs = std::filesystem;
+  if (!given.empty()) {
+    DDPX_REQUIRE(fs::exists(given), "{} {}: no such file", flag, given);
+    return given;
+  }
+  if (fs::exists(relative)) return fs::absolute(relative).string();
+  for (fs::path dir = fs::path(this_executable()).parent_path(); !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path())
+    if (fs::exists(dir / relative)) return (dir / relative).string();
+  return "";
 }
 
 std::string file_tail(const std::string& path, int lines) {

@@ -6,6 +6,7 @@
 // contains a '/'. Not thread-safe (fork); the caller keeps at most one child running.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddpx::cli {
@@ -15,6 +16,12 @@ int run_child_process(const std::vector<std::string>& argv, const std::vector<st
 
 // This program's own path (/proc/self/exe), for re-running `ddpx` subcommands.
 std::string this_executable();
+
+// A helper script a command runs (the PyTorch anchor, the torchvision loader bench): `given`, the flag's value (an
+// error naming `flag` when there is no such file), else `relative` (e.g. "bench/pt_vit_anchor.py") under the
+// current directory or under a folder above this executable (a build folder inside the repository); "" when it is
+// found nowhere.
+std::string find_helper_script(const std::string& given, std::string_view flag, const std::string& relative);
 
 // The last `lines` lines of a text file ("" when it cannot be read), for error messages.
 std::string file_tail(const std::string& path, int lines);

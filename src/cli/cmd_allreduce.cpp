@@ -246,14 +246,8 @@ int run_allreduce(const AllreduceFlags& f) {
 
 }  // namespace
 
-Command add_allreduce_command(CLI::App& app) {
-  auto f = std::make_shared<AllreduceFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "allreduce",
-      "Measure all-reduce like nccl-tests' all_reduce_perf, in its output format (out-of-place and in-place time,\n"
-      "algbw, busbw, #wrong per size; NCCL on GPUs, MPI on CPUs), and write the peak table that run reports\n"
-      "compare their buckets with.");
-  cmd->option_defaults()->always_capture_default();
+Command add_allreduce_command(CLI::App* cmd) {
+  const auto f = command_flags<AllreduceFlags>(cmd, HelpDefaults::shown);
   cmd->add_option("--nproc-per-node,--nproc_per_node", f->nproc, "start this many ranks on this node (GPUs: one per GPU; CPU: mpirun)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--sizes", f->sizes,
@@ -275,7 +269,7 @@ Command add_allreduce_command(CLI::App& app) {
                   "seconds any collective may wait for a peer; a dead or stalled rank is then named and the job "
                   "ends (as ddpx train's)");
   add_node_flags(cmd, f->nodes, "Several nodes");
-  return {cmd, [f] { return run_allreduce(*f); }};
+  return command_running(cmd, f, run_allreduce);
 }
 
 }  // namespace ddpx::cli

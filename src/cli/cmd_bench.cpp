@@ -102,21 +102,6 @@ std::vector<std::string> train_flags_for(const BenchFlags& f, const RowSpec& row
   return flags;
 }
 
-// The anchor script: --pytorch-script, else bench/pt_vit_anchor.py under the current directory or a folder above
-// this executable (a build folder inside the repository).
-std::string find_anchor_script(const std::string& given) {
-  if (!given.empty()) {
-    DDPX_REQUIRE(fs::exists(given), "--pytorch-script {}: no such file", given);
-    return given;
-  }
-  const fs::path relative = fs::path("bench") / "pt_vit_anchor.py";
-  if (fs::exists(relative)) return fs::absolute(relative).string();
-  for (fs::path dir = fs::path(this_executable()).parent_path(); !dir.empty() && dir != dir.root_path();
-       dir = dir.parent_path())
-    if (fs::exists(dir / relative)) return (dir / relative).string();
-  return "";
-}
-
 // steps/s from the anchor's JSON line ({"engine": "pytorch", ..., "steps_per_s": ...}); nullopt if absent.
 std::optional<double> anchor_steps_per_s(const std::string& log_path) {
   std::ifstream in(log_path);
@@ -228,7 +213,7 @@ int run_bench(BenchFlags f) {
   std::string script;
   bool with_pytorch = false;
   if (pytorch_auto && on_gpus) {
-    script = find_anchor_script(f.pytorch_script);
+    script = find_helper_script(f.pytorch_script, "--pytorch-script", "bench/pt_vit_anchor.py");
     const bool torch_ok = !script.empty() && run_child_process({"python3", "-c", "import torch, torchvision"}, {},
                                                                (fs::path(f.out) / "pytorch-check.log").string()) == 0;
     with_pytorch = torch_ok;
@@ -359,14 +344,8 @@ int run_bench(BenchFlags f) {
 
 }  // namespace
 
-Command add_bench_command(CLI::App& app) {
-  auto f = std::make_shared<BenchFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "Run the seed's experiment: precision x hook x bucket size x GPU count, each row its own `ddpx train` with\n"
-      "its own workers (plus the PyTorch anchor when torch is importable); write bench.md, bench.csv,\n"
-      "bench.json and bench.svg into --out. Flags after '--' go to every `ddpx train` run.");
-  cmd->option_defaults()->always_capture_default();
+Command add_bench_command(CLI::App* cmd) {
+  const auto f = command_flags<BenchFlags>(cmd, HelpDefaults::shown);
   cmd->add_option("--device", f->device, "cuda | cpu (then ranks run under mpirun, fp32 only)");
   cmd->add_option("--models", f->models, "comma list of --model values: " + model_names_help());
   cmd->add_option("--precisions", f->precisions, "comma list of fp32, tf32, bf16 (default fp32,bf16; cpu: fp32)");
@@ -385,7 +364,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--ranks-per-gpu", f->ranks_per_gpu,
                   "K ranks share each GPU in every row (--gpus counts ranks then; NCCL 2.30+)");
   cmd->add_option("train_flags", f->train_flags, "flags for every `ddpx train` run, after '--'");
-  return {cmd, [f] { return run_bench(*f); }};
+  return command_running(cmd, f, run_bench);
 }
 
 }  // namespace ddpx::cli

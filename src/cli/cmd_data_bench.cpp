@@ -39,19 +39,6 @@ struct BenchFlags {
   bool no_torchvision = false;
 };
 
-std::string find_script(const std::string& given) {
-  if (!given.empty()) {
-    DDPX_REQUIRE(fs::exists(given), "--torchvision-script {}: no such file", given);
-    return given;
-  }
-  const fs::path relative = fs::path("bench") / "torchvision_loader_bench.py";
-  if (fs::exists(relative)) return fs::absolute(relative).string();
-  for (fs::path dir = fs::path(this_executable()).parent_path(); !dir.empty() && dir != dir.root_path();
-       dir = dir.parent_path())
-    if (fs::exists(dir / relative)) return (dir / relative).string();
-  return "";
-}
-
 // torchvision's images/s for one transform and worker count; nullopt (and a note) when it could not run.
 struct AnchorRate {
   double per_second = 0, core_us_per_image = 0;  // wall-clock images/s; CPU time of its processes per image
@@ -87,13 +74,8 @@ std::optional<AnchorRate> torchvision_rate(const BenchFlags& f, const std::strin
 
 }  // namespace
 
-Command add_data_bench_command(CLI::App& app) {
-  auto f = std::make_shared<BenchFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "data-bench",
-      "Measure the input side: images/s of the folder's JPEGs, a JPEG pack and a raw pack of them, with the train "
-      "(RandomResizedCrop + flip) and eval (resize + center crop) transforms, per core and on --threads, beside "
-      "torchvision's ImageFolder + DataLoader on the same files and the decode-only limit");
+Command add_data_bench_command(CLI::App* cmd) {
+  const auto f = command_flags<BenchFlags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("SOURCE", f->source, "folder:DIR of JPEGs (bench/make_jpeg_folder.py makes one from photographs)")
       ->required();
   cmd->add_option("--size", f->size, "output side of the transforms")->capture_default_str();
@@ -154,7 +136,8 @@ Command add_data_bench_command(CLI::App& app) {
             std::optional<AnchorRate> tv[3][2];  // [train/eval/train+aug][1 worker / threads workers]
             std::optional<AnchorRate> tv_alone;  // torchvision's augmentation alone, in process
             if (!f->no_torchvision) {
-              f->script = find_script(f->script);
+              f->script =
+                  find_helper_script(f->script, "--torchvision-script", "bench/torchvision_loader_bench.py");
               if (f->script.empty()) {
                 notes.push_back("torchvision column empty: bench/torchvision_loader_bench.py not found");
               } else {

@@ -167,13 +167,8 @@ int run_preview(const PreviewFlags& f) {
 
 }  // namespace
 
-Command add_data_preview_command(CLI::App& app) {
-  auto f = std::make_shared<PreviewFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "data-preview",
-      "Draw one batch of an image source as the model gets it (after the train transform, or the eval one with "
-      "--eval) into a PNG grid with each tile's class index, list the tiles in OUT.json, and optionally dump the "
-      "batch as .npy to compare with another pipeline");
+Command add_data_preview_command(CLI::App* cmd) {
+  const auto f = command_flags<PreviewFlags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("SOURCE", f->source, "an image source as --data takes it: folder:DIR, idx:DIR[:train|test], "
                                        "pack:FILE, wds:SHARDS")
       ->required();
@@ -209,7 +204,7 @@ Command add_data_preview_command(CLI::App& app) {
                   "also write the batch as the model's input: float32 [N, C, H, W] after Normalize (.npy; ddpx "
                   "eval --images reads it)");
   cmd->add_option("--dump-labels", f->dump_labels, "also write the batch's labels: int64 [N] (.npy)");
-  return {cmd, [f] { return run_preview(*f); }};
+  return command_running(cmd, f, run_preview);
 }
 
 }  // namespace ddpx::cli

@@ -303,11 +303,8 @@ int run_eval(const EvalOptions& e) {
 
 }  // namespace
 
-Command add_eval_command(CLI::App& app) {
-  auto e = std::make_shared<EvalOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "eval", "Score saved weights on any data train reads (loss, top-1/top-5, per class), or logits of .npy images");
-  cmd->option_defaults()->always_capture_default();
+Command add_eval_command(CLI::App* cmd) {
+  const auto e = command_flags<EvalOptions>(cmd, HelpDefaults::shown);
   cmd->add_option("--weights", e->weights,
                   ".safetensors with torchvision names (from `ddpx train --save`: its model, class names and eval "
                   "transform are used)")

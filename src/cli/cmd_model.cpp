@@ -14,39 +14,40 @@
 
 namespace ddpx::cli {
 
-Command add_model_command(CLI::App& app) {
-  auto spec = std::make_shared<std::string>("vit_l_32");
-  auto brief = std::make_shared<bool>(false);
-  auto list = std::make_shared<bool>(false);
-  auto init = std::make_shared<std::string>();
-  auto seed = std::make_shared<uint64_t>(0);
-  CLI::App* cmd = app.add_subcommand("model", "Print a model's tensors (reference names and shapes) and its size");
-  cmd->add_option("--model", *spec,
+Command add_model_command(CLI::App* cmd) {
+  struct Flags {
+    std::string spec = "vit_l_32";
+    bool brief = false, list = false;
+    std::string init;
+    uint64_t seed = 0;
+  };
+  const auto f = command_flags<Flags>(cmd, HelpDefaults::per_flag);
+  cmd->add_option("--model", f->spec,
                   model_names_help() + "; any name can take overrides (vit_l_32:classes=10, mlp_s:width=512)")
       ->capture_default_str();
-  cmd->add_flag("--brief", *brief, "only the summary line");
-  cmd->add_flag("--list", *list, "list the model families and their names (the registry), then exit");
-  cmd->add_option("--init", *init,
+  cmd->add_flag("--brief", f->brief, "only the summary line");
+  cmd->add_flag("--list", f->list, "list the model families and their names (the registry), then exit");
+  cmd->add_option("--init", f->init,
                   "also write the initial weights `ddpx train --seed S` starts from to this .safetensors (reference "
                   "names; bench/recipe_torch_compare.py starts PyTorch there)");
-  cmd->add_option("--seed", *seed, "the seed of --init")->capture_default_str();
-  return {cmd, [spec, brief, list, init, seed] {
-            if (*list) {
+  cmd->add_option("--seed", f->seed, "the seed of --init")->capture_default_str();
+  return {cmd, [f] {
+            if (f->list) {
               for (const ModelFamily& family : model_families())
                 fmt::print("{}: {}\n  names: {}\n  custom: {}\n", family.name, family.summary,
                            fmt::join(family.variants, ", "), family.custom_syntax);
               return 0;
             }
-            const std::unique_ptr<Model> model = make_model(*spec);
+            const std::unique_ptr<Model> model = make_model(f->spec);
             const FlatLayout& layout = model->layout();
-            if (!init->empty()) {
+            if (!f->init.empty()) {
               std::vector<float> params(layout.buffer_size(), 0.f);
-              model->init_params(params.data(), *seed);
-              save_params_safetensors(*init, layout, params.data(),
-                                      {{"ddpx.model", layout.spec()}, {"ddpx.init_seed", std::to_string(*seed)}},
+              model->init_params(params.data(), f->seed);
+              save_params_safetensors(f->init, layout, params.data(),
+                                      {{"ddpx.model", layout.spec()}, {"ddpx.init_seed", std::to_string(f->seed)}},
                                       "--init");
             }
-            if (!*brief) {
+            if (!f->brief) {
               fmt::print("{:<58} {:>18} {:>12} {:>12}\n", "tensor (backward order)", "shape", "offset", "numel");
               for (const auto& t : layout.tensors())
                 fmt::print("{:<58} {:>18} {:>12} {:>12}\n", t.name, fmt::format("[{}]", fmt::join(t.shape, ", ")),

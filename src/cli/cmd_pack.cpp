@@ -12,19 +12,13 @@
 
 namespace ddpx::cli {
 
-Command add_pack_command(CLI::App& app) {
+Command add_pack_command(CLI::App* cmd) {
   struct Flags {
     std::string source, out, store = "jpeg:90";
     int max_side = 256, threads = 0;
     int64_t max_pixels = 178956970;
   };
-  auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand(
-      "pack",
-      "Write an image source as one packed file for --data pack:OUT: images decoded once, the longer side cut to "
-      "--max-side (FFCV's idea), stored raw (fastest to read) or re-encoded as JPEG, with an index and a CRC-32 "
-      "per record, read with pread. Layout: docs/pack-format.md. OUT may not be any of SOURCE's files, nor lie "
-      "inside a folder: source");
+  const auto f = command_flags<Flags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("SOURCE", f->source, "an image source: folder:DIR, idx:DIR[:train|test] or pack:FILE")->required();
   cmd->add_option("OUT", f->out, "the pack file to write (replaced atomically when complete)")->required();
   cmd->add_option("--max-side", f->max_side,

@@ -91,13 +91,8 @@ int run_predict(const PredictFlags& f) {
 
 }  // namespace
 
-Command add_predict_command(CLI::App& app) {
-  auto f = std::make_shared<PredictFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "predict",
-      "Predict data-parallel scaling before renting the machines: from one-rank run reports and a link model,\n"
-      "simulate the overlapped DDP step at N ranks for each hook and bucket cap, and print steps/s, scaling\n"
-      "efficiency, exposed communication and a verdict per row, plus the bucket cap and hook to use.");
+Command add_predict_command(CLI::App* cmd) {
+  const auto f = command_flags<PredictFlags>(cmd, HelpDefaults::per_flag);
   cmd->footer(
       "How it works: buckets (re-cut from the report's gradient tensors at each cap) become ready at the times the\n"
       "report measured during backward; each bucket's all-reduce calls (fp32, 2-byte casts, or PowerSGD's P and Q)\n"
@@ -135,7 +130,7 @@ Command add_predict_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--first-bucket-mb", f->first_bucket_mb, "first bucket's cap (default: the base report's)");
   cmd->add_option("--json", f->json_out, "also write the rows, recommendations and inputs as JSON here");
-  return {cmd, [f] { return run_predict(*f); }};
+  return command_running(cmd, f, run_predict);
 }
 
 }  // namespace ddpx::cli

@@ -153,7 +153,7 @@ int check_trace_command(const std::string& path) {
 
 }  // namespace
 
-Command add_report_command(CLI::App& app) {
+Command add_report_command(CLI::App* cmd) {
   struct Flags {
     std::string report, peak, trace, check_trace, metrics, curves, html, csv;
     bool json = false;
@@ -161,10 +161,7 @@ Command add_report_command(CLI::App& app) {
     int64_t torch_batch = 1, torch_gradients = 0;
     std::string one_rank_report;
   };
-  auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand(
-      "report", "Analyse a saved run report (ddpx train --report FILE): breakdown, bandwidth, verdict, trace; "
-                "or check a trace file (--check-trace)");
+  const auto f = command_flags<Flags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("report", f->report, "the JSON written by `ddpx train --report` (optional with --check-trace)");
   cmd->add_option("--peak", f->peak, "peak bus bandwidth by size from `ddpx allreduce --json` (for % of peak)");
   cmd->add_option("--trace", f->trace, "also write a Chrome/Perfetto trace of the recorded steps here");

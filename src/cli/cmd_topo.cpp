@@ -122,14 +122,8 @@ int run_topo(const TopoFlags& flags) {
 
 }  // namespace
 
-Command add_topo_command(CLI::App& app) {
-  auto flags = std::make_shared<TopoFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "topo",
-      "Print the GPU and NIC link matrix (X, NV#, PIX, PXB, PHB, NODE, SYS, as `nvidia-smi topo -m`; NICs from\n"
-      "sysfs), CPU affinity, NUMA affinity, GPU NUMA ID, peer access, and the transport NCCL will use between\n"
-      "each pair of GPUs.\n"
-      "NVML is loaded at run time; without a driver or GPUs it says so and exits 0.");
+Command add_topo_command(CLI::App* cmd) {
+  const auto flags = command_flags<TopoFlags>(cmd, HelpDefaults::per_flag);
   cmd->add_option("--json", flags->json_out, "also write the table as JSON (read back with --from-json)");
   cmd->add_option("--from-json", flags->from_json, "print a table recorded with --json instead of probing")
       ->check(CLI::ExistingFile);
@@ -138,7 +132,7 @@ Command add_topo_command(CLI::App& app) {
   cmd->add_option("--nccl-log", flags->nccl_log,
                   "NCCL_DEBUG=INFO output of a run: print the transport NCCL actually used")
       ->check(CLI::ExistingFile);
-  return {cmd, [flags] { return run_topo(*flags); }};
+  return command_running(cmd, flags, run_topo);
 }
 
 }  // namespace ddpx::cli

@@ -84,17 +84,12 @@ void check_torchvision_crops(const TorchvisionTranslation& torchvision, const st
 
 }  // namespace
 
-Command add_train_command(CLI::App& app) {
+Command add_train_command(CLI::App* cmd) {
   auto o = std::make_shared<TrainOptions>();
   auto modes = std::make_shared<ModeFlags>();
   auto nproc = std::make_shared<int>(0);
   auto nodes = std::make_shared<NodeFlags>();
   auto recipe = std::make_shared<RecipeFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "train",
-      "Train a ViT, data-parallel when started on several ranks.\n"
-      "Prints a progress line every --log-every steps and, at the end, a summary and the step breakdown\n"
-      "(data wait, forward, backward, exposed communication, optimizer) with a verdict on what bounds the step.");
   cmd->set_config("--config", "", "read flags from a file (key = value per line, e.g. written by `ddpx tune`)");
   // A later flag overrides an earlier one (and a --config file), as users of scripts expect.
   cmd->option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);

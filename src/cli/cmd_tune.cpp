@@ -158,14 +158,8 @@ int run_tune(const TuneFlags& f) {
 
 }  // namespace
 
-Command add_tune_command(CLI::App& app) {
-  auto f = std::make_shared<TuneFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "tune",
-      "Try bucket sizes, first-bucket sizes and hooks in short `ddpx train` trials, keep the fastest and write it\n"
-      "as a config file for `ddpx train --config FILE`. Flags after '--' go to every trial (they must start\n"
-      "several ranks, e.g. --nproc-per-node 2, or use --ddp).");
-  cmd->option_defaults()->always_capture_default();
+Command add_tune_command(CLI::App* cmd) {
+  const auto f = command_flags<TuneFlags>(cmd, HelpDefaults::shown);
   cmd->add_option("--trials-steps", f->trial_steps, "training steps per trial, warm-up included");
   cmd->add_option("--repeats", f->repeats,
                   "runs of each distinct configuration, in rounds; a trial wins only when its slowest run beats the "
@@ -178,7 +172,7 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--out", f->out, "config file to write (key = value; .json for JSON)")->required();
   cmd->add_option("--ddpx", f->executable, "program the trials run as `PROGRAM train ...` (default: this ddpx)");
   cmd->add_option("train_flags", f->train_flags, "flags for every trial's `ddpx train`, after '--'");
-  return {cmd, [f] { return run_tune(*f); }};
+  return command_running(cmd, f, run_tune);
 }
 
 }  // namespace ddpx::cli

@@ -89,6 +89,20 @@ DecodedRegion crop_raw(const ImageView& image, const DecodeRequest& request) {
   return {crop, CropBox{0, 0, box.height, box.width}};
 }
 
+DecodedRegion decode_sample(const SampleBytes& bytes, const DecodeRequest& request, std::vector<uint8_t>& buffer) {
+  switch (bytes.format) {
+    case SampleFormat::raw:
+      return crop_raw(ImageView{bytes.data, bytes.height, bytes.width, bytes.channels,
+                                static_cast<int64_t>(bytes.width) * bytes.channels},
+                      request);
+    case SampleFormat::jpeg:
+      return decode_jpeg(bytes.data, bytes.size, request, buffer);
+    case SampleFormat::png:
+      return decode_png(bytes.data, bytes.size, request, buffer);
+  }
+  DDPX_INTERNAL_FAIL("sample format {} has no decoder", static_cast<int>(bytes.format));
+}
+
 DecodedRegion decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& request, std::vector<uint8_t>& buffer) {
   jpeg_decompress_struct info;
   JpegErrors errors;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "data/image_transform.hpp"
+#include "data/sample_source.hpp"
 
 namespace ddpx {
 
@@ -48,6 +49,10 @@ DecodedRegion decode_png(const uint8_t* data, size_t size, const DecodeRequest& 
 
 // Raw pixels through the same rules (limit, crop bounds) as the decoders.
 DecodedRegion crop_raw(const ImageView& image, const DecodeRequest& request);
+
+// One sample as SampleSource::read gives it, by its format: raw pixels through crop_raw, a JPEG or PNG file
+// through its decoder (into `buffer`).
+DecodedRegion decode_sample(const SampleBytes& bytes, const DecodeRequest& request, std::vector<uint8_t>& buffer);
 
 // Refuses width x height above the limit (or zero); shared by every format.
 void check_pixel_limit(int64_t height, int64_t width, const DecodeRequest& request);

@@ -27,20 +27,7 @@ void transform_sample(const SampleSource& source, int64_t index, const Transform
   request.dct_scaling = spec.dct_scaling;
   request.max_pixels = spec.max_pixels;
   request.name = [&] { return source.sample_name(index); };
-  DecodedRegion region;
-  switch (bytes.format) {
-    case SampleFormat::raw:
-      region = crop_raw(ImageView{bytes.data, bytes.height, bytes.width, bytes.channels,
-                                  static_cast<int64_t>(bytes.width) * bytes.channels},
-                        request);
-      break;
-    case SampleFormat::jpeg:
-      region = decode_jpeg(bytes.data, bytes.size, request, scratch.decoded);
-      break;
-    case SampleFormat::png:
-      region = decode_png(bytes.data, bytes.size, request, scratch.decoded);
-      break;
-  }
+  const DecodedRegion region = decode_sample(bytes, request, scratch.decoded);
   DDPX_REQUIRE(region.view.channels == 1 || region.view.channels == 3,
                "{}: {} channels; ddpx reads gray or RGB images", source.sample_name(index), region.view.channels);
   const bool flip = spec.crop_flip && rng.uniform() < 0.5;

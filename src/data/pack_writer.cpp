@@ -32,19 +32,7 @@ PackedRecord pack_record(const SampleSource& source, int64_t index, const PackOp
   request.dct_scaling = false;
   request.max_pixels = options.max_pixels;
   request.name = [&] { return source.sample_name(index); };
-  DecodedRegion region;
-  switch (bytes.format) {
-    case SampleFormat::raw:
-      region = crop_raw(ImageView{bytes.data, bytes.height, bytes.width, bytes.channels,
-                                  static_cast<int64_t>(bytes.width) * bytes.channels}, request);
-      break;
-    case SampleFormat::jpeg:
-      region = decode_jpeg(bytes.data, bytes.size, request, decoded);
-      break;
-    case SampleFormat::png:
-      region = decode_png(bytes.data, bytes.size, request, decoded);
-      break;
-  }
+  const DecodedRegion region = decode_sample(bytes, request, decoded);
   ImageView image = region.view;
   std::vector<uint8_t> resized;
   const int longer = std::max(image.height, image.width);

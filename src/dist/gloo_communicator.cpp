@@ -74,7 +74,7 @@ std::string GlooCommunicator::local_address_towards(const std::string& host) {
 
 GlooCommunicator::GlooCommunicator(int rank, int size, int local_rank, const BytesAllGather& exchange,
                                    const GlooOptions& options)
-    : rank_(rank), size_(size), local_rank_(local_rank), timeout_(options.timeout) {
+    : RankedCommunicator("gloo", BufferMemory::host, rank, size, local_rank), timeout_(options.timeout) {
   DDPX_REQUIRE(size >= 1 && rank >= 0 && rank < size, "gloo backend: rank {} is not within world size {}", rank,
                size);
   DDPX_REQUIRE(timeout_.count() > 0, "gloo backend: the timeout must be positive, got {} ms", timeout_.count());

@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "dist/bootstrap.hpp"
-#include "dist/communicator.hpp"
 #include "dist/gloo_mesh.hpp"
+#include "dist/ranked_communicator.hpp"
 
 namespace ddpx {
 
@@ -52,18 +52,10 @@ struct GlooOptions {
   std::string reach;           // MASTER_ADDR, used to find listen_address when it is empty
 };
 
-class GlooCommunicator : public Communicator {
+class GlooCommunicator : public RankedCommunicator {
  public:
   GlooCommunicator(int rank, int size, int local_rank, const BytesAllGather& exchange, const GlooOptions& options);
   ~GlooCommunicator() override;
-  GlooCommunicator(const GlooCommunicator&) = delete;
-  GlooCommunicator& operator=(const GlooCommunicator&) = delete;
-
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  int local_rank() const override { return local_rank_; }
-  std::string backend_name() const override { return "gloo"; }
-  BufferMemory buffer_memory() const override { return BufferMemory::host; }
 
   void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
   void broadcast(void* buf, size_t count, CommDType dtype, int root, void* stream) override;
@@ -81,7 +73,6 @@ class GlooCommunicator : public Communicator {
   template <typename Run>
   void run(std::string_view operation, Run&& body);
 
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
   std::shared_ptr<gloo::Context> roll_call_context_;  // a second mesh, used once, after a failure

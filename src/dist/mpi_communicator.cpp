@@ -28,7 +28,7 @@ void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent, int local_rank) {
+MpiCommunicator::MpiCommunicator(MPI_Comm parent, int local_rank) : RankedCommunicator("mpi", BufferMemory::host) {
   DDPX_REQUIRE(MpiSession::initialized(), "the MPI backend needs MPI to be initialized first (create a "
                                           "ddpx::MpiSession, or run under mpirun)");
   require_mpi_thread_support();

@@ -17,22 +17,14 @@
 #include <memory>
 
 #include "dist/bootstrap.hpp"
-#include "dist/communicator.hpp"
+#include "dist/ranked_communicator.hpp"
 
 namespace ddpx {
 
-class MpiCommunicator : public Communicator {
+class MpiCommunicator : public RankedCommunicator {
  public:
   explicit MpiCommunicator(MPI_Comm parent = MPI_COMM_WORLD, int local_rank = -1);  // -1: from MPI's split
   ~MpiCommunicator() override;
-  MpiCommunicator(const MpiCommunicator&) = delete;
-  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
-
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  int local_rank() const override { return local_rank_; }
-  std::string backend_name() const override { return "mpi"; }
-  BufferMemory buffer_memory() const override { return BufferMemory::host; }
 
   void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
   void all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype, ReduceOp op,
@@ -48,7 +40,6 @@ class MpiCommunicator : public Communicator {
   void check(int status, std::string_view operation) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
   MPI_Datatype f16_type_ = MPI_DATATYPE_NULL, bf16_type_ = MPI_DATATYPE_NULL;
   MPI_Op f16_sum_ = MPI_OP_NULL, f16_max_ = MPI_OP_NULL, bf16_sum_ = MPI_OP_NULL, bf16_max_ = MPI_OP_NULL;
   std::atomic<bool> aborted_{false};

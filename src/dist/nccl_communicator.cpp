@@ -51,7 +51,7 @@ NcclUniqueIdBytes NcclCommunicator::new_unique_id() {
 }
 
 NcclCommunicator::NcclCommunicator(const NcclUniqueIdBytes& id, int rank, int size, int local_rank)
-    : rank_(rank), size_(size), local_rank_(local_rank) {
+    : RankedCommunicator("nccl", BufferMemory::cuda, rank, size, local_rank) {
   DDPX_REQUIRE(size >= 1 && rank >= 0 && rank < size, "nccl backend: rank {} is not within a world of size {}",
                rank, size);
   DDPX_REQUIRE(cudaGetDevice(&device_) == cudaSuccess, "nccl backend, rank {}: no current CUDA device", rank);

@@ -16,26 +16,18 @@
 #include <memory>
 
 #include "dist/bootstrap.hpp"
-#include "dist/communicator.hpp"
+#include "dist/ranked_communicator.hpp"
 
 namespace ddpx {
 
 using NcclUniqueIdBytes = std::array<char, 128>;  // NCCL_UNIQUE_ID_BYTES
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public RankedCommunicator {
  public:
   static NcclUniqueIdBytes new_unique_id();
 
   NcclCommunicator(const NcclUniqueIdBytes& id, int rank, int size, int local_rank);
   ~NcclCommunicator() override;
-  NcclCommunicator(const NcclCommunicator&) = delete;
-  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
-
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  int local_rank() const override { return local_rank_; }
-  std::string backend_name() const override { return "nccl"; }
-  BufferMemory buffer_memory() const override { return BufferMemory::cuda; }
 
   void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
   void all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype, ReduceOp op,
@@ -51,7 +43,6 @@ class NcclCommunicator : public Communicator {
  private:
   void check(int result, std::string_view operation) const;
   void* comm_ = nullptr;  // ncclComm_t
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
   int device_ = 0;  // current at construction; abort() selects it on the calling thread
   std::atomic<bool> aborted_{false};
 };

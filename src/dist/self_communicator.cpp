@@ -33,7 +33,7 @@ void SelfCommunicator::all_gather(const void* send, void* recv, size_t count_per
   require_alive("all_gather");
   if (send == recv || count_per_rank == 0) return;
   size_t bytes = count_per_rank * comm_dtype_size(dtype);
-  if (memory_ == BufferMemory::host) {
+  if (buffer_memory() == BufferMemory::host) {
     std::memmove(recv, send, bytes);
     return;
   }

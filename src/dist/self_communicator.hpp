@@ -9,19 +9,13 @@
 #include <memory>
 
 #include "dist/bootstrap.hpp"
-#include "dist/communicator.hpp"
+#include "dist/ranked_communicator.hpp"
 
 namespace ddpx {
 
-class SelfCommunicator : public Communicator {
+class SelfCommunicator : public RankedCommunicator {
  public:
-  explicit SelfCommunicator(BufferMemory memory = BufferMemory::host) : memory_(memory) {}
-
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  int local_rank() const override { return 0; }
-  std::string backend_name() const override { return "self"; }
-  BufferMemory buffer_memory() const override { return memory_; }
+  explicit SelfCommunicator(BufferMemory memory = BufferMemory::host) : RankedCommunicator("self", memory) {}
 
   void all_reduce(void* buf, size_t count, CommDType dtype, ReduceOp op, void* stream) override;
   void all_reduce_out_of_place(const void* send, void* recv, size_t count, CommDType dtype, ReduceOp op,
@@ -33,7 +27,6 @@ class SelfCommunicator : public Communicator {
 
  private:
   void require_alive(std::string_view operation) const;
-  BufferMemory memory_;
   std::atomic<bool> aborted_{false};
 };
 

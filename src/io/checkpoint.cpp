@@ -68,6 +68,19 @@ class MetadataReader {
       fail("checkpoint '{}': metadata '{}' is not valid JSON ({})", path_.string(), key, e.what());
     }
   }
+  // Metadata `key` as a JSON array of strings (tensor or state names), in its order.
+  std::vector<std::string> strings(const std::string& key) const {
+    const nlohmann::json list = json(key);
+    DDPX_REQUIRE(list.is_array(), "checkpoint '{}': metadata '{}' must be a JSON array, got {}", path_.string(), key,
+                 list.dump());
+    std::vector<std::string> names;
+    for (const auto& name : list) {
+      DDPX_REQUIRE(name.is_string(), "checkpoint '{}': metadata '{}' must hold strings, got {}", path_.string(), key,
+                   list.dump());
+      names.push_back(name.get<std::string>());
+    }
+    return names;
+  }
   // An RNG state as ddpx's first checkpoints described one: {"state", "inc", "spare_bits" as decimal u64 strings,
   // "has_spare"}.
   void require_rng(const nlohmann::json& item, size_t index) const {
@@ -106,14 +119,7 @@ CheckpointInfo parse_info(const SafetensorsReader& reader) {
   info.model_spec = metadata.text("model");
   info.optimizer = metadata.text("optimizer");
   info.optimizer_options = metadata.json("optimizer_options");
-  const nlohmann::json state_names = metadata.json("optimizer_state");
-  DDPX_REQUIRE(state_names.is_array(), "checkpoint '{}': metadata 'optimizer_state' must be a JSON array, got {}",
-               reader.path().string(), state_names.dump());
-  for (const auto& name : state_names) {
-    DDPX_REQUIRE(name.is_string(), "checkpoint '{}': metadata 'optimizer_state' must hold strings, got {}",
-                 reader.path().string(), state_names.dump());
-    info.optimizer_state.push_back(name.get<std::string>());
-  }
+  info.optimizer_state = metadata.strings("optimizer_state");
   info.optimizer_step = metadata.count("optimizer_step");
   info.state.step = metadata.count("step");
   // Files before this build may hold RNG states (none that ddpx wrote did): checked as before, then not needed.
@@ -125,16 +131,8 @@ CheckpointInfo parse_info(const SafetensorsReader& reader) {
   }
   info.state.data_position = metadata.json("data_position");
   info.state.extra = metadata.json("extra");
-  if (reader.metadata().contains("buffers")) {
-    const nlohmann::json buffers = metadata.json("buffers");
-    DDPX_REQUIRE(buffers.is_array(), "checkpoint '{}': metadata 'buffers' must be a JSON array, got {}",
-                 reader.path().string(), buffers.dump());
-    for (const auto& name : buffers) {
-      DDPX_REQUIRE(name.is_string(), "checkpoint '{}': metadata 'buffers' must hold strings, got {}",
-                   reader.path().string(), buffers.dump());
-      info.state.buffers.push_back({name.get<std::string>(), {}});
-    }
-  }
+  if (reader.metadata().contains("buffers"))
+    for (std::string& name : metadata.strings("buffers")) info.state.buffers.push_back({std::move(name), {}});
   return info;
 }
 

@@ -264,6 +264,13 @@ class CudaEngine : public StepEngine, public GraphCapture {
                      clip_scalars_.get() + 1, compute_);
     }
     update(step, 0, layout_.buffer_size(), compute_);
+    end_step(step);
+  }
+
+  // The end of optimizer step `step`, whole or span-wise, once every update is on compute_: the weight average,
+  // the numerics check (every update's kernels have noted any bad gradient by then), the step's last event, and
+  // which step the event ring and the checked numerics belong to.
+  void end_step(int64_t step) {
     update_weight_average(step);
     numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
     record(kStepEnd);
@@ -314,13 +321,8 @@ class CudaEngine : public StepEngine, public GraphCapture {
       DDPX_CUDA_CHECK(cudaEventRecord(updates_done_, update_));
       DDPX_CUDA_CHECK(cudaStreamWaitEvent(compute_, updates_done_, 0));
     }
-    update_weight_average(span_step_);
     // After every span (the reducer's were joined by its finish_step): their kernels noted any bad gradient.
-    numerics_check_step(numerics_.get(), loss_.get(), static_cast<float>(options_.divergence_ratio), compute_);
-    record(kStepEnd);
-    if (!capturing_ && first_checked_step_ == 0) first_checked_step_ = span_step_;
-    step_ = span_step_;
-    if (!capturing_) ring_step_[ring_pos_ % kEventRing] = span_step_, ++ring_pos_;
+    end_step(span_step_);
   }
 
   float last_loss() override {
@@ -393,21 +395,9 @@ class CudaEngine : public StepEngine, public GraphCapture {
 
   EnginePhaseTimes last_phase_times() override {
     // Events of the step before the previous one: complete by now in a steady pipeline (query, don't wait).
-    EnginePhaseTimes t;
-    const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
-    int64_t step = 0;
-    if (graph_mode_) {
-      // The previous step replayed the other parity's graph; its event nodes hold that step's times until that
-      // graph is replayed again (after this call).
-      if (!replayed_[1 - parity_]) return t;
-      events = &graph_events_[1 - parity_];
-      step = graph_step_[1 - parity_];
-    } else {
-      if (ring_pos_ < 2) return t;
-      events = &events_[(ring_pos_ - 2) % kEventRing];
-      step = ring_step_[(ring_pos_ - 2) % kEventRing];
-    }
-    return times_of(*events, step);
+    // In graph mode, the previous step replayed the other parity's graph; its event nodes hold that step's times
+    // until that graph is replayed again (after this call).
+    return times_of_step_before(2);
   }
 
   // The phase times held by one set of events, of optimizer step `step`.
@@ -435,20 +425,20 @@ class CudaEngine : public StepEngine, public GraphCapture {
 
   // The step just run: eager, the ring entry it recorded (ring_pos_ has moved past it); a replay, the event nodes
   // of its parity's graph. Waits for the step's last event.
-  EnginePhaseTimes completed_step_times() override {
-    EnginePhaseTimes t;
-    const std::array<cudaEvent_t, kNumPhaseEvents>* events = nullptr;
-    int64_t step = 0;
+  EnginePhaseTimes completed_step_times() override { return times_of_step_before(1); }
+
+  // The phase times of the step `back` steps before now (1: the step just run, 2: the one before it), from the
+  // ring of eager steps' events or, in graph mode, the event nodes of that step's parity's graph; all zero when
+  // there was no such step.
+  EnginePhaseTimes times_of_step_before(int back) {
     if (graph_mode_) {
-      if (!replayed_[parity_]) return t;
-      events = &graph_events_[parity_];
-      step = graph_step_[parity_];
-    } else {
-      if (ring_pos_ < 1) return t;
-      events = &events_[(ring_pos_ - 1) % kEventRing];
-      step = ring_step_[(ring_pos_ - 1) % kEventRing];
+      const int parity = back == 1 ? parity_ : 1 - parity_;
+      if (!replayed_[parity]) return {};
+      return times_of(graph_events_[parity], graph_step_[parity]);
     }
-    return times_of(*events, step);
+    if (ring_pos_ < back) return {};
+    const int64_t slot = (ring_pos_ - back) % kEventRing;
+    return times_of(events_[slot], ring_step_[slot]);
   }
 
   void synchronize() override {

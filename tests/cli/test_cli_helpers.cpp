@@ -1,9 +1,11 @@
 // The CLI's helpers: list and size flags, trial throughput from the run report, owned-flag checks, the all-reduce check values,
 // PCI bus id matching and child processes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "cli/arg_lists.hpp"
@@ -137,6 +139,32 @@ TEST(ChildProcess, StatusEnvironmentAndOutputInTheLog) {
   EXPECT_EQ(file_tail(log, 5), "ddpx: could not execute the program (not found or not executable)\n");
   EXPECT_EQ(run_child_process({"sh", "-c", "kill -TERM $$"}, {}, log), 128 + 15);
   std::filesystem::remove_all(dir);
+}
+
+// bench's PyTorch anchor and data-bench's torchvision script: the flag's file, else the repository's copy (under
+// the current directory, or above the executable: test_cli sits in the build folder inside the repository).
+TEST(ChildProcess, HelperScriptsAreTheFlagsFileElseTheRepositorysCopy) {
+  namespace fs = std::filesystem;
+  EXPECT_EQ(find_helper_script(DDPX_CLI_TEST_DIR "/train_without_summary.sh", "--pytorch-script", "bench/x.py"),
+            DDPX_CLI_TEST_DIR "/train_without_summary.sh");
+  const std::string missing =
+      error_of([] { find_helper_script("/no/such/anchor.py", "--pytorch-script", "bench/x.py"); });
+  EXPECT_NE(missing.find("--pytorch-script /no/such/anchor.py: no such file"), std::string::npos) << missing;
+
+  const fs::path here = fs::current_path();
+  const fs::path dir = fs::temp_directory_path() / ("ddpx-helper-script-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "bench");
+  { std::ofstream(dir / "bench" / "mine.py") << "print(1)\n"; }
+  fs::current_path(dir);
+  const std::string in_cwd = find_helper_script("", "--torchvision-script", "bench/mine.py");
+  const std::string above_executable = find_helper_script("", "--pytorch-script", "bench/pt_vit_anchor.py");
+  const std::string nowhere = find_helper_script("", "--pytorch-script", "bench/no_such_script.py");
+  fs::current_path(here);
+  fs::remove_all(dir);
+  EXPECT_EQ(in_cwd, (dir / "bench" / "mine.py").string());
+  EXPECT_TRUE(above_executable.ends_with("/bench/pt_vit_anchor.py")) << above_executable;
+  EXPECT_TRUE(fs::exists(above_executable)) << above_executable;
+  EXPECT_EQ(nowhere, "");
 }
 
 TEST(Launch, CpuOversubscriptionIsNotedNotRefused) {

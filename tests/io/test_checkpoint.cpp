@@ -237,6 +237,23 @@ TEST(Checkpoint, RefusesFilesThatAreNotDdpxCheckpoints) {
   metadata.erase("rng_states");
   write_safetensors(checkpoint_file(dir.path()), plain, metadata);
   EXPECT_EQ(read_checkpoint_info(dir.path()).state.step, 2);
+  // optimizer_state and buffers: JSON arrays of names, read and refused alike.
+  EXPECT_EQ(read_checkpoint_info(dir.path()).optimizer_state, std::vector<std::string>{"momentum"});
+  metadata["buffers"] = R"(["ema"])";
+  write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+  const CheckpointInfo with_buffers = read_checkpoint_info(dir.path());
+  ASSERT_EQ(with_buffers.state.buffers.size(), 1u);
+  EXPECT_EQ(with_buffers.state.buffers[0].first, "ema");
+  for (const std::string key : {"optimizer_state", "buffers"}) {
+    const std::string good = metadata[key];
+    metadata[key] = R"({"momentum": 1})";
+    write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+    expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "'" + key + "'", "JSON array"});
+    metadata[key] = R"(["momentum", 2])";
+    write_safetensors(checkpoint_file(dir.path()), plain, metadata);
+    expect_error([&] { read_checkpoint_info(dir.path()); }, {"checkpoint.safetensors", "'" + key + "'", "strings"});
+    metadata[key] = good;
+  }
   metadata["rng_states"] = "[]";
   metadata["ddpx_checkpoint_version"] = "9";
   write_safetensors(checkpoint_file(dir.path()), plain, metadata);

@@ -95,9 +95,7 @@ class MlpNetwork final : public CudaNetwork {
                         GradWrite write, const std::function<void(size_t, size_t)>& on_ready) override {
     // After zero_grads() every slot is written once, nothing added: the weight matmuls with beta 0, the bias
     // column sums (head: column_sum; hidden: inside GELU backward) with overwrite (cuda_model.hpp).
-    weight_grad_beta_ = write.overwrite ? 0.f : 1.f;
-    overwrite_grads_ = write.overwrite;
-    bf16_weight_grads_ = write.bf16_weights && !std::is_same_v<T, float>;
+    writing_ = gradient_writing<T>(write.overwrite, write.bf16_weights);
     forward(images, batch, logits_.get());
     const int64_t C = config_.num_classes;
     class_cross_entropy<T>(write.targets, logits_.get(), labels, batch, C, grad_scale, loss, dlogits_.get(),
@@ -118,7 +116,7 @@ class MlpNetwork final : public CudaNetwork {
       const LinearOffsets& o = layout_.hidden[l];
       // d_out becomes d(pre-activation) in place; the layer's bias gradient is its column sums.
       gelu_backward<T>(pre_[l].get(), d_out, batch, o.out, grads_ + o.bias, scratch_.get(), scratch_floats_,
-                       stream_, overwrite_grads_);
+                       stream_, writing_.overwrite);
       const T* x = l > 0 ? post_[l - 1].get() : input_of(images);
       weight_gradient(d_out, x, o, "hidden layer weight gradient");
       if (l > 0) {
@@ -139,7 +137,7 @@ class MlpNetwork final : public CudaNetwork {
   void column_sum(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) {
     ColumnSumArgs<In> args;
     args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.outputs[0] = out;
-    args.overwrite = overwrite_grads_;
+    args.overwrite = writing_.overwrite;
     args.scratch = scratch_.get(), args.scratch_floats = scratch_floats_;
     column_sum_add(args, stream_);
   }
@@ -161,7 +159,7 @@ class MlpNetwork final : public CudaNetwork {
     call.m = o.out, call.n = o.in, call.k = batch_;
     call.a = {dy, o.out, true};
     call.b = {x, o.in, false};
-    set_weight_gradient_output<T>(call, grads_, o.weight, o.in, weight_grad_beta_, bf16_weight_grads_);
+    set_weight_gradient_output<T>(call, grads_, o.weight, o.in, writing_.weight_beta, writing_.bf16_weights);
     matmul_.run(call, stream_, what);
   }
 
@@ -179,9 +177,7 @@ class MlpNetwork final : public CudaNetwork {
   const MlpConfig& config_;
   int64_t max_batch_;
   int64_t batch_ = 0;
-  float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
-  bool overwrite_grads_ = false;  // the same choice for the bias column sums
-  bool bf16_weight_grads_ = false;  // this forward_backward's weight GEMMs write bf16 (weight_gradient)
+  GradientWriting writing_;  // this forward_backward's (weight_gradient_output.hpp)
   cudaStream_t stream_;
   MatmulEngine matmul_;
   const float* params_;  // fp32 master: the fp32-output (head) bias

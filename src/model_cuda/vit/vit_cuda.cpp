@@ -122,9 +122,7 @@ class VitCudaModel final : public CudaNetwork {
 
   void forward_backward(const float* images, const int32_t* labels, int64_t batch, float grad_scale, float* loss,
                         GradWrite write, const std::function<void(size_t, size_t)>& on_ready) override {
-    weight_grad_beta_ = write.overwrite ? 0.f : 1.f;
-    overwrite_grads_ = write.overwrite;
-    bf16_weight_grads_ = write.bf16_weights && !std::is_same_v<T, float>;
+    writing_ = gradient_writing<T>(write.overwrite, write.bf16_weights);
     forward(images, batch, logits_);
     const int64_t D = config_.hidden_dim, S = config_.seq_len(), C = config_.num_classes, rows = batch * S;
     class_cross_entropy<T>(write.targets, logits_, labels, batch, C, grad_scale, loss, dlogits_, row_loss_, stream_);
@@ -157,7 +155,7 @@ class VitCudaModel final : public CudaNetwork {
     ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = S * D, ln.accumulate = false;
     ln.dgamma = grads_ + layout_.final_ln_weight, ln.dbeta = grads_ + layout_.final_ln_bias;
     ln.dx_column_sum = grads_ + layout_.blocks.back().fc2_bias;  // d(last block output) only has class rows
-    ln.overwrite_param_grads = overwrite_grads_;
+    ln.overwrite_param_grads = writing_.overwrite;
     ln.rows = batch, ln.dim = D;
     ln.scratch = scratch_, ln.scratch_floats = scratch_floats_;
     layernorm_backward(ln, stream_);
@@ -199,7 +197,7 @@ class VitCudaModel final : public CudaNetwork {
   ColumnSumArgs<In> column_sum_args(const In* in, int64_t ld, int64_t rows, int64_t cols, float* out) const {
     ColumnSumArgs<In> args;
     args.in = in, args.ld = ld, args.rows = rows, args.cols = cols, args.outputs[0] = out;
-    args.overwrite = overwrite_grads_;
+    args.overwrite = writing_.overwrite;
     args.scratch = scratch_, args.scratch_floats = scratch_floats_;
     return args;
   }
@@ -242,10 +240,10 @@ class VitCudaModel final : public CudaNetwork {
   }
 
   // A weight GEMM's output: the tensor's fp32 slots (beta 1 adds, 0 writes), or in bf16 mode with
-  // bf16_weight_grads_ bf16 into their first half (Note [bf16 weight gradients in their fp32 slots],
+  // writing_.bf16_weights bf16 into their first half (Note [bf16 weight gradients in their fp32 slots],
   // cuda_model.hpp; CudaModel allows it only where the step writes, beta 0).
   void weight_gradient_output(MatmulCall& call, size_t weight, int64_t ld) {
-    set_weight_gradient_output<T>(call, grads_, weight, ld, weight_grad_beta_, bf16_weight_grads_);
+    set_weight_gradient_output<T>(call, grads_, weight, ld, writing_.weight_beta, writing_.bf16_weights);
   }
 
   // Note [K-major TF32 weight gradients]
@@ -313,7 +311,7 @@ class VitCudaModel final : public CudaNetwork {
     ln.x = x, ln.ld_x = D, ln.mean = mean, ln.rstd = rstd, ln.gamma = params_ + weight;
     ln.dy = dy, ln.ld_dy = D, ln.dx = d_res_, ln.dx_copy = d_res_t_, ln.ld_dx = D, ln.accumulate = true;
     ln.dgamma = grads_ + weight, ln.dbeta = grads_ + bias, ln.dx_column_sum = dx_bias_grad;
-    ln.overwrite_param_grads = overwrite_grads_;
+    ln.overwrite_param_grads = writing_.overwrite;
     ln.rows = batch_ * config_.seq_len(), ln.dim = D;
     ln.scratch = scratch, ln.scratch_floats = fold_scratch_floats_;
     ln.fold_into = &folds;
@@ -353,7 +351,7 @@ class VitCudaModel final : public CudaNetwork {
     weight_gradient(d_res_t_, D, a.gelu_out, M, o.fc2_weight, "mlp.3 weight gradient");
     input_gradient(d_res_t_, D, o.fc2_weight, M, d_wide_, false, "mlp.3 input gradient");
     gelu_backward<T>(a.fc1_out, d_wide_, rows, M, grads_ + o.fc1_bias, fold_scratch_.gelu, fold_scratch_floats_,
-                     stream_, overwrite_grads_, &folds);
+                     stream_, writing_.overwrite, &folds);
     weight_gradient(d_wide_, M, a.ln2_out, D, o.fc1_weight, "mlp.0 weight gradient");
     input_gradient(d_wide_, M, o.fc1_weight, D, d_narrow_, std::is_same_v<T, float>, "mlp.0 input gradient");
     layer_norm_backward(a.mid, a.ln2_mean, a.ln2_rstd, o.ln2_weight, o.ln2_bias, d_narrow_, grads_ + o.proj_bias,
@@ -431,9 +429,7 @@ class VitCudaModel final : public CudaNetwork {
   const VitConfig& config_;
   int64_t max_batch_;
   int64_t batch_ = 0;
-  float weight_grad_beta_ = 1.f;  // 0 in a forward_backward whose grads start zero, else 1 (accumulate)
-  bool overwrite_grads_ = false;  // the same choice for the column-sum writers (biases, LayerNorm, embeddings)
-  bool bf16_weight_grads_ = false;  // this forward_backward's weight GEMMs write bf16 (weight_gradient_output)
+  GradientWriting writing_;  // this forward_backward's (weight_gradient_output.hpp)
   cudaStream_t stream_;
   MatmulEngine matmul_;
   const float* params_;  // fp32 master: LayerNorm parameters, class token, position embedding, fp32-output biases
