@@ -74,6 +74,8 @@ void TrainOptions::validate_length() const {
 void TrainOptions::validate_flags() const {
   // --device/--precision, --batch, --cpu-threads, the optimizer (its schedule's horizon is the plan's)
   engine_options(*this, /*reducer_reads_gradients=*/ddp).validate();
+  // A run given in --steps has its length already (the plan's message; --epochs: the plan counts the steps).
+  DDPX_REQUIRE(epochs != 0 || steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
   DDPX_REQUIRE(calibrate_steps >= 0 && calibrate_steps <= 1000000,
                "--calibrate-steps must be 0 (off) or a number of warm-up steps, got {}", calibrate_steps);
