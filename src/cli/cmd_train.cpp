@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -318,7 +319,9 @@ Command add_train_command(CLI::App* cmd) {
             if (torchvision.torchvision) {
               o->torchvision_settings = {torchvision.settings.begin(), torchvision.settings.end()};
               o->torchvision_args = torchvision.ddpx_args;
-              if (detect_world().rank == 0) fmt::print("{}\n", torchvision.line());
+              // Once per job: by a single process, or by rank 0 of the ranks a launcher started.
+              if (const std::optional<LaunchedRank> launched = launched_rank(); !launched || launched->rank == 0)
+                fmt::print("{}\n", torchvision.line());
             }
             run_training(*o);
             return 0;

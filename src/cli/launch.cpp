@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,29 +64,27 @@ bool start_workers_here(int nproc, const NodeFlags& nodes) {
                    "--nnodes {}: this process was started by an MPI launcher ({} is set), which already spans the "
                    "nodes; start the ranks one way: `mpirun -H host1,host2 -np N ddpx ...` without --nnodes, or "
                    "`ddpx ... --nnodes N` once per node without mpirun", nodes.nnodes, mpi_variable);
-    if (running_as_worker()) {
-      const WorldInfo world = detect_world();
+    if (const std::optional<LaunchedRank> launched = launched_rank())
       fail("--nnodes {}: this process is already rank {} of {} started by {}; start the ranks one way: either "
            "`ddpx ... --nnodes N --nproc-per-node G` once per node, or {} without --nnodes", nodes.nnodes,
-           world.rank, world.world_size, launcher_name(world.launcher), launcher_name(world.launcher));
-    }
+           launched->rank, launched->world_size, launched->launcher, launched->launcher);
     return true;
   }
   if (nproc <= 1) return false;
-  if (!running_as_worker()) return true;
+  const std::optional<LaunchedRank> launched = launched_rank();
+  if (!launched) return true;
   if (const char* marker = std::getenv(kWorkerMarker); marker && std::string(marker) == "1") return false;
-  const WorldInfo world = detect_world();
   fail("--nproc-per-node {}: this process is already rank {} of {} started by {}; start the ranks one way: either "
        "`ddpx ... --nproc-per-node N` on its own, or {} without --nproc-per-node",
-       nproc, world.rank, world.world_size, launcher_name(world.launcher), launcher_name(world.launcher));
+       nproc, launched->rank, launched->world_size, launched->launcher, launched->launcher);
 }
 
 void require_single_process(const std::string& command) {
-  const WorldInfo world = detect_world();
-  if (world.world_size == 1) return;
+  const std::optional<LaunchedRank> launched = launched_rank();
+  if (!launched) return;
   fail("ddpx {} runs as one process and starts the ranks of every run itself, but this process is rank {} of {} "
        "started by {}; run `ddpx {} ...` as one process (in an sbatch script: directly, or `srun -n 1 ddpx {} ...`)",
-       command, world.rank, world.world_size, launcher_name(world.launcher), command, command);
+       command, launched->rank, launched->world_size, launched->launcher, command, command);
 }
 
 std::string cpu_oversubscription_note(int nproc, unsigned hardware_threads) {

@@ -11,8 +11,9 @@
 //  - The variable is parsed once; a malformed value is a ddpx::Error naming it at the first fault point.
 //  - Cost when unset: one load of a parsed flag per call. Fault points sit at phase boundaries and in file writes,
 //    never inside a step's kernels; per-step points compare an integer (test_fault_step).
-// Phases used: start (before the communicator), agreement, broadcast, step-K (the K-th synchronized step this
-// process begins; steps replayed from a CUDA graph do not count),
+// Phases used: start (before the communicator), plan (ddpx train: after the job opened, before the run's plan),
+// agreement, broadcast, step-K (the K-th synchronized step this process begins; steps replayed from a CUDA graph
+// do not count),
 // write-<file name> (after the bytes of an atomic file replacement are written, before it is renamed in place),
 // finalize (before MPI_Finalize).
 #pragma once

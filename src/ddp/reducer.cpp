@@ -22,7 +22,7 @@ Reducer::Reducer(Communicator& comm, float* grad_buffer, size_t buffer_elems, st
       plan_(std::move(plan)),
       hook_(std::move(hook)),
       options_(options),
-      watchdog_(options.watchdog ? *options.watchdog : CommWatchdog::unbounded()) {
+      watchdog_(options.watchdog) {
   DDPX_REQUIRE(grad_buffer_ != nullptr, "Reducer: the gradient buffer is null");
   DDPX_REQUIRE(hook_ != nullptr, "Reducer: no communication hook given (use make_comm_hook(\"allreduce\"))");
   DDPX_REQUIRE(plan_.size() > 0 && plan_.tensors() == tensors,

@@ -14,8 +14,8 @@
 //    ending with tensors never marked, begin/mark/finish out of sequence, a hook's failure (bucket and step).
 //  - On CUDA, begin/mark/finish never synchronize the host, so a synchronized step can be captured in a CUDA graph
 //    once every hook has run one eager step.
-//  - With a bounded watchdog (ReducerOptions::watchdog; without one the reducer holds CommWatchdog::unbounded(),
-//    which never fires), each synchronized step's communication is watched from its first launch (see watchdog.hpp),
+//  - With a bounded watchdog (ReducerOptions::watchdog, always present: CommWatchdog::unbounded(), which never
+//    fires, unless the caller gives its job's), each synchronized step's communication is watched from its first launch (see watchdog.hpp),
 //    a replayed CUDA graph's from after_replay(); host (CPU) buckets re-arm it at every launch, and it only counts
 //    time with a collective in flight, so a long backward pass between two buckets is never a timeout. Once it has
 //    fired, begin_step, finish_step and before_replay throw its message; so do mark_ready and finish_step when a
@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -47,7 +48,8 @@ struct ReducerOptions {
   bool overlap = true;
   GradDevice device = GradDevice::cpu;
   void* comm_stream = nullptr;          // CUDA: the stream hooks run on; nullptr: the reducer creates one
-  CommWatchdog* watchdog = nullptr;     // --comm-timeout's; null: CommWatchdog::unbounded(), which never fires
+  // --comm-timeout's (the job's); by default CommWatchdog::unbounded(), which never fires. Never null.
+  std::reference_wrapper<CommWatchdog> watchdog = CommWatchdog::unbounded();
   AfterReduce after_reduce;             // optional: runs on each bucket once reduced (bucket_launcher.hpp)
 };
 
@@ -100,7 +102,7 @@ class Reducer {
   BucketPlan plan_;
   std::unique_ptr<CommHook> hook_;
   ReducerOptions options_;
-  CommWatchdog& watchdog_;  // options_.watchdog, or the unbounded one: always present, never asked about
+  CommWatchdog& watchdog_;  // options_.watchdog: always present, never asked about
   std::vector<BucketView> views_;
   // Shared with the after-reduce wrapper the launcher holds (its thread may read it on the CPU).
   std::shared_ptr<std::atomic<bool>> after_reduce_on_ = std::make_shared<std::atomic<bool>>(true);

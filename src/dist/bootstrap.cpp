@@ -59,7 +59,13 @@ EnvLookup process_environment() {
   };
 }
 
-bool launched_as_worker(const EnvLookup& env) { return detect_world(env).world_size > 1; }
+std::optional<LaunchedRank> launched_rank(const EnvLookup& env) {
+  const WorldInfo world = detect_world(env);
+  if (world.world_size <= 1) return std::nullopt;
+  return LaunchedRank{.rank = world.rank, .world_size = world.world_size, .launcher = launcher_name(world.launcher)};
+}
+
+bool launched_as_worker(const EnvLookup& env) { return launched_rank(env).has_value(); }
 
 WorldInfo detect_world(const EnvLookup& env) {
   WorldInfo world;

@@ -19,6 +19,9 @@
 //  - Which backends exist, what each needs, the rule for --backend auto and make_communicator() are
 //    dist/backend_registry.hpp's.
 #pragma once
+#include <optional>
+#include <string>
+
 #include "dist/world_info.hpp"
 
 namespace ddpx {
@@ -32,8 +35,20 @@ EnvLookup process_environment();
 
 WorldInfo detect_world(const EnvLookup& env = process_environment());
 
-// True when a launcher above started this process as one rank of a job of two or more. A launcher's variables
-// that describe a world of one (an sbatch script's single task, a stray RANK=0 WORLD_SIZE=1) do not count.
+// "Was this process started as a rank by a launcher above?", answered with what the messages that refuse to start
+// the ranks a second time name: "rank 1 of 2 started by torchrun". The one place outside DistJob that reads the
+// world (the CLI asks it before any job opens: the launch guards of cli/launch.hpp, the line only rank 0 prints).
+struct LaunchedRank {
+  int rank = 0;
+  int world_size = 2;
+  std::string launcher;  // launcher_name(): "torchrun", "Open MPI", "PMI", "Slurm"
+};
+// This process's rank when a launcher above started it as one rank of a job of two or more; nullopt for a single
+// process. A launcher's variables that describe a world of one (an sbatch script's single task, a stray RANK=0
+// WORLD_SIZE=1) do not count. Malformed rank variables are detect_world()'s errors.
+std::optional<LaunchedRank> launched_rank(const EnvLookup& env = process_environment());
+
+// launched_rank().has_value().
 bool launched_as_worker(const EnvLookup& env = process_environment());
 
 }  // namespace ddpx

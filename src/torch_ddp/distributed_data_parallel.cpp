@@ -400,7 +400,7 @@ DdpEngine::DdpEngine(::torch::nn::Module& module, DdpOptions options)
   ReducerOptions reducer_options;
   reducer_options.overlap = s.options.overlap;
   reducer_options.device = s.cuda ? GradDevice::cuda : GradDevice::cpu;
-  reducer_options.watchdog = &s.job->watchdog();
+  reducer_options.watchdog = s.job->watchdog();
   s.reducer = std::make_unique<Reducer>(s.job->communicator(), s.flat.data_ptr<float>(), buffer_elems, tensors,
                                         std::move(plan), make_comm_hook(hook_spec), reducer_options);
   if (s.cuda) s.reducer->set_ready_timing(false);  // see record_synchronized_step

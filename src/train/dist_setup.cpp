@@ -88,7 +88,7 @@ std::unique_ptr<ReducerPort> attach_reducer(DistJob& job, const DistOptions& opt
   ReducerOptions reducer_options;
   reducer_options.overlap = options.overlap;
   reducer_options.device = engine.is_cuda() ? GradDevice::cuda : GradDevice::cpu;
-  reducer_options.watchdog = &job.watchdog();
+  reducer_options.watchdog = job.watchdog();
   if (span_updates)
     reducer_options.after_reduce = [&engine](size_t begin, size_t end, void* stream, const ReducedGradients* wire) {
       engine.optimizer_span(begin, end, stream, wire);

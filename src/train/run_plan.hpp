@@ -48,7 +48,8 @@ struct RunPlan {
 };
 
 // batches_per_epoch: the micro-batches each rank runs per epoch at this run's world size (Dataset::
-// batches_per_epoch), 0 for an endless source; read only when the plan needs epochs. world: the run's ranks.
+// batches_per_epoch), 0 for an endless source; read only when the plan needs epochs. world: the job's ranks
+// (DistJob::world(): the trainer plans after the job opens, Note [The job opens before the plan]).
 RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch, int world = 1);
 bool plan_needs_epochs(const TrainOptions& options);
 // What plan_run() takes as batches_per_epoch: the training dataset's (made from the data opened once,

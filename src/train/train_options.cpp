@@ -57,9 +57,25 @@ void TrainOptions::require_distinct_paths() const {
 }
 
 void TrainOptions::validate() const {
-  // --device/--precision, --batch, --cpu-threads, the optimizer
-  engine_options(*this, /*reducer_reads_gradients=*/ddp).validate();
+  validate_flags();
+  validate_length();
+}
+
+void TrainOptions::validate_length() const {
   DDPX_REQUIRE(steps > 0, "--steps must be positive, got {}", steps);
+  if (!profile_steps.empty())
+    DDPX_REQUIRE(parse_profile_steps(profile_steps).last <= steps, "--profile-steps {}: the run has only --steps {}",
+                 profile_steps, steps);
+  DDPX_REQUIRE(report.empty() || steps > warmup_steps,
+               "--report {} needs steps past the warm-up (only those are measured): --steps {} is not more than "
+               "--warmup {}; raise --steps or lower --warmup", report, steps, warmup_steps);
+}
+
+void TrainOptions::validate_flags() const {
+  // --device/--precision, --batch, --cpu-threads, the optimizer (its schedule's horizon is the plan's)
+  engine_options(*this, /*reducer_reads_gradients=*/ddp).validate();
+  // A run given in --steps has its length already (the plan's message; --epochs: the plan counts the steps).
+  DDPX_REQUIRE(epochs != 0 || steps > 0, "--steps must be positive, got {}", steps);
   DDPX_REQUIRE(warmup_steps >= 0, "--warmup must be >= 0, got {}", warmup_steps);
   DDPX_REQUIRE(calibrate_steps >= 0 && calibrate_steps <= 1000000,
                "--calibrate-steps must be 0 (off) or a number of warm-up steps, got {}", calibrate_steps);
@@ -83,11 +99,10 @@ void TrainOptions::validate() const {
   DDPX_REQUIRE(std::isfinite(comm_timeout_s) && comm_timeout_s >= 0.001 && comm_timeout_s <= 1e7,
                "--comm-timeout must be between 0.001 and 1e7 seconds, got {}", comm_timeout_s);
   if (!profile_steps.empty()) {
-    const StepRange range = parse_profile_steps(profile_steps);
+    (void)parse_profile_steps(profile_steps);  // the range against the run's length: validate_length()
     DDPX_REQUIRE(device == Device::cuda,
                  "--profile-steps {} needs --device cuda (it starts and stops the CUDA profiler for nsys "
                  "--capture-range=cudaProfilerApi)", profile_steps);
-    DDPX_REQUIRE(range.last <= steps, "--profile-steps {}: the run has only --steps {}", profile_steps, steps);
   }
   DDPX_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0, got {}", checkpoint_every);
   DDPX_REQUIRE(!checkpoint_every_epoch || !checkpoint_dir.empty(),
@@ -109,9 +124,6 @@ void TrainOptions::validate() const {
     require_checkpoint_folder(checkpoint_dir, "--checkpoint-dir");  // ddpx owns the names inside: no link followed
   }
   require_distinct_paths();
-  DDPX_REQUIRE(report.empty() || steps > warmup_steps,
-               "--report {} needs steps past the warm-up (only those are measured): --steps {} is not more than "
-               "--warmup {}; raise --steps or lower --warmup", report, steps, warmup_steps);
   DDPX_REQUIRE(images.empty() == labels.empty(), "--images and --labels must be given together");
   DDPX_REQUIRE(!reset_head || !load.empty(),
                "--reset-head needs --load W (it loads every tensor of W but the classifier head)");

@@ -115,7 +115,12 @@ struct TrainOptions {
   // Throws ddpx::Error naming the flag. Checks values, and every input and output path: outputs under
   // io/output_file's policy, inputs regular files, no output the same file as an input or another output. Pure:
   // creates nothing (the trainer creates and locks --checkpoint-dir, see train/run_outputs.hpp).
+  // validate() = validate_flags() then validate_length(). The trainer calls them apart: validate_flags() before the
+  // job opens (train/trainer.cpp: a mistyped flag never waits for a rendezvous), validate_length() after the run's
+  // plan (train/run_plan.hpp) has set `steps` from --steps or --epochs at the job's world size.
   void validate() const;
+  void validate_flags() const;   // every check that does not read the run's length
+  void validate_length() const;  // the checks against `steps`: --steps, --profile-steps, --report vs --warmup
   void require_distinct_paths() const;  // part of validate(): outputs vs inputs and each other (io/same_file.hpp)
 };
 

@@ -13,6 +13,7 @@
 
 #include "core/byte_size.hpp"
 #include "core/error.hpp"
+#include "core/test_fault.hpp"
 #include "data/batch_loader.hpp"
 #include "data/data_sources.hpp"
 #include "data/dataset.hpp"
@@ -494,26 +495,28 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
 
 TrainSummary run_training(const TrainOptions& requested) {
   (void)make_model_from_flag("--model", requested.model);  // a spec the registry refuses, named by its flag first
-  // --data and --val, each opened once (train/run_data.hpp); the data's class names (and count, where --model gives
-  // none), the model, the datasets made from the opened data; then the run's plan: its length from --steps or
-  // --epochs and what follows from it (the schedule's horizon and warm-up, --val's cadence), resolved once here.
-  // The datasets are made once: before the plan where it counts the data's batches per epoch, else after the flags
-  // are validated (so that a missing --images file is named by validate(), as before).
+  // Note [The job opens before the plan]: what needs no world is done before the job opens, so that a mistyped flag
+  // or a missing file never waits for a rendezvous: --data and --val, each opened once (train/run_data.hpp); the
+  // data's class names (and count, where --model gives none); the model; the flags (validate_flags(), which names a
+  // missing --images file before the .npy reader would); the datasets, made once from the opened data. Then the job
+  // opens (collective), and its world sizes the run's plan: the length from --steps or --epochs (an epoch is the
+  // batches each of the job's ranks runs) and what follows from it (the schedule's horizon and warm-up, --val's
+  // cadence), resolved once here. An error from here on (the plan's, validate_length()'s, a rank's own) ends this
+  // rank with its message; the launcher (ddpx's, torchrun, mpirun) then stops the others, and a rank still waiting
+  // in a collective is bounded by the job's watchdog (--comm-timeout).
   const RunData data = open_run_data(requested);
   const TrainOptions with_classes = with_data_classes(requested, data);
   const std::unique_ptr<Model> model = make_run_model(with_classes);
-  std::optional<RunDatasets> made;
-  if (plan_needs_epochs(with_classes)) made = make_run_datasets(data, with_classes, *model);
-  const int world = detect_world().world_size;  // the job opens after the plan, which needs its size
-  const RunPlan plan =
-      plan_run(with_classes, made ? epoch_batches(with_classes, *made->train, world) : 0, world);
-  const TrainOptions options = with_plan(with_classes, plan);
-  options.validate();
-  if (!made) made = make_run_datasets(data, options, *model);
-  const RunDatasets& datasets = *made;
+  with_classes.validate_flags();
+  const RunDatasets datasets = make_run_datasets(data, with_classes, *model);
   const FlatLayout& layout = model->layout();
-  const DistOptions dist_settings = dist_options(options);
+  const DistOptions dist_settings = dist_options(with_classes);  // nothing the plan sets
   DistJob job(dist_job_options(dist_settings));
+  test_fault_point("plan");  // a test hook (core/test_fault.hpp): a rank failing after the job opened
+  const RunPlan plan =
+      plan_run(with_classes, epoch_batches(with_classes, *datasets.train, job.world()), job.world());
+  const TrainOptions options = with_plan(with_classes, plan);
+  options.validate_length();
   const RunLog log{.lead = job.lead(), .quiet = options.quiet};
   const std::unique_ptr<DirectoryLock> checkpoint_lock = lock_checkpoint_dir(options, job.rank());
   if (options.model_classes && !options.load.empty() && !options.reset_head)

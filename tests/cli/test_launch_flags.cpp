@@ -62,6 +62,22 @@ TEST(LaunchFlags, NnodesInsideAnotherLaunchersWorldIsRefusedNamingBoth) {
                  "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1");
 }
 
+// ddpx tune and bench start the ranks of every run themselves: inside another launcher's job they refuse, naming
+// the rank and the launcher (dist/bootstrap.hpp's launched_rank()); a launcher's world of one is one process.
+TEST(LaunchFlags, TuneAndBenchInsideAJobAreRefusedNamingTheRank) {
+  expect_refused("tune --out tune_inside_a_job.cfg",
+                 "ddpx tune runs as one process and starts the ranks of every run itself, but this process is rank 1 "
+                 "of 2 started by torchrun", "RANK=1 WORLD_SIZE=2");
+  expect_refused("tune --out tune_inside_a_job.cfg", "this process is rank 2 of 4 started by Slurm",
+                 "SLURM_PROCID=2 SLURM_NTASKS=4 SLURM_LOCALID=0 SLURM_STEP_ID=0");
+  expect_refused("bench --device cpu --models vit_tiny_test",
+                 "ddpx bench runs as one process and starts the ranks of every run itself, but this process is rank "
+                 "3 of 4 started by Open MPI", "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4");
+  const CliResult alone = run_ddpx("tune --trials-steps 1 --out tune_inside_a_job.cfg", "SLURM_PROCID=0 SLURM_NTASKS=1");
+  EXPECT_EQ(alone.status, 2) << alone.output;
+  EXPECT_NE(alone.output.find("--trials-steps 1: at least 2 steps per trial"), std::string::npos) << alone.output;
+}
+
 #ifdef DDPX_MPIEXEC
 // The real mpirun: every rank refuses, so the job ends with the message instead of 2 x N workers.
 TEST(LaunchFlags, NnodesUnderMpirunIsRefused) {

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     std::vector<float> params = model.initial_params(7);
     std::vector<float> grads(model.buffer_elems());
     ReducerOptions options;
-    options.watchdog = &watchdog;
+    options.watchdog = watchdog;
     Reducer reducer(comm, grads.data(), grads.size(), model.tensors(),
                     BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}), make_comm_hook("allreduce"),
                     options);

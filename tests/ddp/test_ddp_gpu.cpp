@@ -418,7 +418,7 @@ struct WatchedReducer {
     reducer = std::make_unique<Reducer>(comm, grads.data, model.buffer_elems(), model.tensors(),
                                         BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}),
                                         make_comm_hook("allreduce"),
-                                        ReducerOptions{true, GradDevice::cuda, nullptr, &watchdog});
+                                        ReducerOptions{true, GradDevice::cuda, nullptr, watchdog});
   }
   ~WatchedReducer() {
     reducer.reset();

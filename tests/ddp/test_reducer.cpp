@@ -338,7 +338,7 @@ Reducer watched_cpu_reducer(Communicator& comm, CommWatchdog& watchdog, const To
                             std::vector<float>& grads) {
   return Reducer(comm, grads.data(), grads.size(), model.tensors(),
                  BucketPlan(model.tensors(), BucketPlanOptions{1248, 208, 4}), make_comm_hook("allreduce"),
-                 ReducerOptions{true, GradDevice::cpu, nullptr, &watchdog});
+                 ReducerOptions{true, GradDevice::cpu, nullptr, watchdog});
 }
 
 TEST(ReducerWatchdog, AStalledCollectiveIsAbortedAndReportedAsTheTimeout) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 #include "core/error.hpp"
 #include "dist/bootstrap.hpp"
@@ -55,6 +56,41 @@ TEST(Bootstrap, AWorldOfOneIsNotAWorker) {
   EXPECT_FALSE(launched_as_worker(fake_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}})));
   EXPECT_FALSE(launched_as_worker(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "1"}})));
   EXPECT_TRUE(launched_as_worker(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}})));
+}
+
+// launched_rank(): the CLI's one question before any job opens (cli/launch.cpp's refusals, the line rank 0 prints).
+// A single process (no launcher, or a launcher's world of one) is nullopt; a rank of a job says which, of how many,
+// started by whom, in the words the refusals print ("rank 1 of 2 started by torchrun").
+TEST(Bootstrap, LaunchedRankSaysWhichRankOfWhichLauncher) {
+  EXPECT_FALSE(launched_rank(fake_env({})).has_value());
+  EXPECT_FALSE(launched_rank(fake_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}})).has_value());
+  EXPECT_FALSE(launched_rank(fake_env({{"RANK", "0"}, {"WORLD_SIZE", "1"}})).has_value());
+  const std::optional<LaunchedRank> torchrun = launched_rank(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}}));
+  ASSERT_TRUE(torchrun.has_value());
+  EXPECT_EQ(torchrun->rank, 1);
+  EXPECT_EQ(torchrun->world_size, 2);
+  EXPECT_EQ(torchrun->launcher, "torchrun");
+  const std::optional<LaunchedRank> mpi =
+      launched_rank(fake_env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
+  ASSERT_TRUE(mpi.has_value());
+  EXPECT_EQ(mpi->rank, 0);  // rank 0 of a job is a launched rank too (it prints the lead's lines)
+  EXPECT_EQ(mpi->world_size, 4);
+  EXPECT_EQ(mpi->launcher, "Open MPI");
+  const std::optional<LaunchedRank> slurm = launched_rank(
+      fake_env({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}, {"SLURM_STEP_ID", "0"}}));
+  ASSERT_TRUE(slurm.has_value());
+  EXPECT_EQ(slurm->rank, 5);
+  EXPECT_EQ(slurm->launcher, "Slurm");
+  // torchrun's variables win over an allocation's (bootstrap.hpp's order), as in detect_world().
+  const std::optional<LaunchedRank> inside = launched_rank(
+      fake_env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
+  ASSERT_TRUE(inside.has_value());
+  EXPECT_EQ(inside->rank, 3);
+  EXPECT_EQ(inside->launcher, "torchrun");
+  // launched_as_worker() is the same answer.
+  EXPECT_TRUE(launched_as_worker(fake_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}})));
+  // A malformed rank variable is detect_world()'s error, naming it.
+  EXPECT_THROW((void)launched_rank(fake_env({{"RANK", "x"}, {"WORLD_SIZE", "2"}})), Error);
 }
 
 TEST(Bootstrap, RanksOnThisNodeFromEachLauncherElseTheWholeWorld) {

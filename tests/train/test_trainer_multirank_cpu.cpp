@@ -1,7 +1,7 @@
 // The trainer across CPU ranks (they run in CI; the GPU forms are test_trainer_cuda.cpp's): a failing rank ends the
-// job with its own error (MPI, Gloo), a Gloo rank killed or stopped mid-run ends the job, and --nproc-per-node
-// under another launcher. Two ranks equal one with the whole batch, on every model family, is
-// test_family_properties.cpp's.
+// job with its own error (MPI, Gloo), mid-run and between the job's opening and the run's plan; a Gloo rank killed
+// or stopped mid-run ends the job; and --nproc-per-node under another launcher. Two ranks equal one with the whole
+// batch, on every model family, is test_family_properties.cpp's.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -51,7 +51,40 @@ void expect_failing_rank_ends_the_job_with_its_own_error(const std::string& back
 }
 #endif
 
+#if defined(DDPX_HAVE_MPI) || defined(DDPX_HAVE_GLOO)
+// Note [The job opens before the plan] (train/trainer.cpp): the run's plan is made once the job has opened (its
+// world sizes an epoch). A user error there, the same on every rank (--epochs on an endless source), ends the job
+// with its message and status 2; so does an error on one rank only (the test fault point "plan" on rank 1) while
+// rank 0 goes on into the start-up agreement: the launcher stops rank 0. Neither waits for a collective: that wait
+// would end only at the watchdog's --comm-timeout (600 s here, past the test's timeout), and its message is absent.
+// backend: "gloo" (ddpx's launcher starts the ranks) or "mpi" (mpirun does).
+void expect_error_after_the_job_opens_ends_the_job(const std::string& backend) {
+  const std::string common = "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --workers 1 "
+                             "--comm-timeout 600 --backend " + backend;
+  const CliResult plan_error = run_cli(common + " --data synthetic --epochs 1");
+  EXPECT_EQ(plan_error.status, 2) << plan_error.output;
+  EXPECT_NE(plan_error.output.find("ddpx: error: --epochs 1 needs data with epochs"), std::string::npos)
+      << plan_error.output;
+  EXPECT_EQ(plan_error.output.find("communication timed out"), std::string::npos) << plan_error.output;
+  EXPECT_EQ(plan_error.output.find("ddpx train: preparing"), std::string::npos) << plan_error.output;
+
+  const CliResult one_rank = testing::run_ddpx(common + " --steps 2", "DDPX_TEST_FAULT=plan:1:throw");
+  EXPECT_NE(one_rank.status, 0) << one_rank.output;
+  EXPECT_NE(one_rank.output.find("ddpx: error: rank 1: injected fault at plan (DDPX_TEST_FAULT)"), std::string::npos)
+      << one_rank.output;
+  EXPECT_EQ(one_rank.output.find("communication timed out"), std::string::npos) << one_rank.output;
+  EXPECT_EQ(one_rank.output.find("summary:"), std::string::npos) << one_rank.output;  // rank 0 trained nothing
+  if (backend == "gloo")
+    EXPECT_NE(one_rank.output.find("ddpx launch: rank 1 exited with status 2 first"), std::string::npos)
+        << one_rank.output;
+}
+#endif
+
 #ifdef DDPX_HAVE_GLOO
+TEST(CpuTraining, AnErrorAfterTheJobOpensEndsTheGlooJobWithItsMessage) {
+  expect_error_after_the_job_opens_ends_the_job("gloo");
+}
+
 TEST(CpuTraining, AFailingGlooRankEndsTheJobWithItsOwnError) {
   expect_failing_rank_ends_the_job_with_its_own_error(" --backend gloo");
 }
@@ -78,6 +111,10 @@ TEST(CpuTraining, AStoppedGlooRankEndsTheJob) {
 #endif
 
 #ifdef DDPX_HAVE_MPI
+TEST(CpuTraining, AnErrorAfterTheJobOpensEndsTheMpiJobWithItsMessage) {
+  expect_error_after_the_job_opens_ends_the_job("mpi");
+}
+
 TEST(CpuTraining, AFailingMpiRankEndsTheJobWithItsOwnError) { expect_failing_rank_ends_the_job_with_its_own_error(""); }
 
 // A launcher's variables for a world of one (an sbatch script's single task) do not stop --nproc-per-node from
