@@ -1,6 +1,7 @@
 // The recipe's CUDA forms through the trainer, against the CPU engine (they passed on an H100 on 2026-12-05, and the
 // CUDA engine has taken the recipe's flags since). On every machine: the CUDA engine's options take every recipe
-// flag with the CPU engine's value checks; mixing runs never replay graphs. On a GPU (GPU-labelled, they skip without one): each feature alone, then all of them, trains
+// flag with the CPU engine's value checks; mixing runs never replay graphs. On a GPU (GPU-labelled, they skip without
+// one): each feature alone (the weight average also on --ema-every 3's cadence), then all of them, trains
 // vit_tiny_test and mlp_tiny_test in fp32 to the CPU engine's weights (and EMA) within the fp32 tolerance of
 // CudaFamilyTraining.MatchesTheCpuEngineInFp32; a replayed graph of a recipe step equals the eager step bit for bit.
 #include <gtest/gtest.h>
@@ -89,6 +90,10 @@ TrainOptions recipe_case(Device device, const std::string& model, const std::str
   if (all || feature == "clip") o.recipe.clip_grad_norm = 0.5;
   if (all || feature == "no_decay") o.recipe.no_decay = true;
   if (all || feature == "ema") o.recipe.ema_decay = 0.8;
+  if (feature == "ema_every") {  // --ema-every 3: the host picks the steps that update (never in a graph)
+    o.recipe.ema_decay = 0.8;
+    o.recipe.ema_cadence.every = 3;
+  }
   if (all || feature == "mix") o.recipe.mix = MixSettings{.mixup_alpha = 0.2, .cutmix_alpha = 1.0};
   o.save = scratch(model + "_" + feature + (device == Device::cuda ? "_cuda" : "_cpu") + ".safetensors").string();
   return o;
@@ -97,7 +102,7 @@ TrainOptions recipe_case(Device device, const std::string& model, const std::str
 TEST(CudaRecipe, EachFeatureTrainsAsTheCpuEngine) {
   DDPX_REQUIRE_GPU();
   for (const std::string model : {"vit_tiny_test", "mlp_tiny_test"}) {
-    for (const std::string feature : {"smoothing", "clip", "no_decay", "ema", "mix", "all"}) {
+    for (const std::string feature : {"smoothing", "clip", "no_decay", "ema", "ema_every", "mix", "all"}) {
       SCOPED_TRACE(model + " " + feature);
       TrainOptions gpu = recipe_case(Device::cuda, model, feature), cpu = recipe_case(Device::cpu, model, feature);
       run_training(gpu);
