@@ -23,6 +23,9 @@
 // --eval-every, --lr-schedule, --min-lr, --lr-step-unit, --repeated-augment, --ema-copy-epochs, --ema-adjust) for
 // every plan that cannot run; a returned plan has steps >= 1, a schedule
 // whose horizon is `steps` and that passed LrSchedule::validate, and an evaluation cadence with no zero divisor.
+// check_plan_flags() throws, with the same messages, every one of those errors that needs no world (the flags
+// against each other and against whether --data has epochs); plan_run() calls it first and keeps only the checks
+// that read the epoch's size (Note [The job opens before the plan], train/trainer.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -49,8 +52,15 @@ struct RunPlan {
 
 // batches_per_epoch: the micro-batches each rank runs per epoch at this run's world size (Dataset::
 // batches_per_epoch), 0 for an endless source; read only when the plan needs epochs. world: the job's ranks
-// (DistJob::world(): the trainer plans after the job opens, Note [The job opens before the plan]).
+// (DistJob::world(): a plan that needs epochs is made after the job opens, Note [The job opens before the plan]).
 RunPlan plan_run(const TrainOptions& options, int64_t batches_per_epoch, int world = 1);
+// The plan's checks that read no world, nor the data's size: --grad-accum, --steps, --epochs (on data with
+// epochs), the warm-up's flags, --lr-step-unit epoch, --repeated-augment, --eval-every epoch, --ema-copy-epochs,
+// --ema-adjust torchvision. The trainer calls it before the job opens; plan_run() calls it too.
+void check_plan_flags(const TrainOptions& options);
+// Whether the run's length or anything the plan sets is counted in epochs: then the plan needs the epoch's size,
+// which the job's world sets. Otherwise (--steps N) epoch_batches() is 0 and the plan is the same at every world:
+// the trainer makes it before the job opens.
 bool plan_needs_epochs(const TrainOptions& options);
 // What plan_run() takes as batches_per_epoch: the training dataset's (made from the data opened once,
 // train/run_data.hpp) at the run's world size where the plan needs epochs (--epochs, --lr-warmup-epochs,

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/byte_size.hpp"
@@ -491,6 +492,19 @@ TrainSummary finish_run(const RunParts& run, Progress& progress, ProfileWindow& 
   return summary;
 }
 
+// The run's plan at `world` and the options it sets, their length checked (validate_length()).
+struct PlannedRun {
+  RunPlan plan;
+  TrainOptions options;
+};
+
+PlannedRun planned_run(const TrainOptions& with_classes, const Dataset& train, int world) {
+  RunPlan plan = plan_run(with_classes, epoch_batches(with_classes, train, world), world);
+  TrainOptions options = with_plan(with_classes, plan);
+  options.validate_length();
+  return {std::move(plan), std::move(options)};
+}
+
 }  // namespace
 
 TrainSummary run_training(const TrainOptions& requested) {
@@ -498,25 +512,33 @@ TrainSummary run_training(const TrainOptions& requested) {
   // Note [The job opens before the plan]: what needs no world is done before the job opens, so that a mistyped flag
   // or a missing file never waits for a rendezvous: --data and --val, each opened once (train/run_data.hpp); the
   // data's class names (and count, where --model gives none); the model; the flags (validate_flags(), which names a
-  // missing --images file before the .npy reader would); the datasets, made once from the opened data. Then the job
-  // opens (collective), and its world sizes the run's plan: the length from --steps or --epochs (an epoch is the
-  // batches each of the job's ranks runs) and what follows from it (the schedule's horizon and warm-up, --val's
-  // cadence), resolved once here. An error from here on (the plan's, validate_length()'s, a rank's own) ends this
-  // rank with its message; the launcher (ddpx's, torchrun, mpirun) then stops the others, and a rank still waiting
-  // in a collective is bounded by the job's watchdog (--comm-timeout).
+  // missing --images file before the .npy reader would); the plan's checks that read no world (check_plan_flags():
+  // --epochs or --lr-step-unit epoch on endless data, the warm-up's flags against each other, --ema-adjust
+  // torchvision without --epochs, ...); the datasets, made once from the opened data. A run whose plan counts
+  // nothing in epochs (--steps N: plan_needs_epochs() false) is planned, and its length checked (validate_length():
+  // --lr-warmup-steps, --report against --steps), here too: its plan is the same at every world. Then the job opens
+  // (collective). A plan counted in epochs is made at its world (an epoch is the batches each of the job's ranks
+  // runs): the length and what follows from it (the schedule's horizon and warm-up, --val's cadence), resolved once,
+  // then validate_length(). An error from here on (such a plan's: an epoch of less than one --grad-accum step, a
+  // warm-up in epochs not shorter than the run; a rank's own) ends this rank with its message; the launcher (ddpx's,
+  // torchrun, mpirun) then stops the others, and a rank still waiting in a collective is bounded by the job's
+  // watchdog (--comm-timeout).
   const RunData data = open_run_data(requested);
   const TrainOptions with_classes = with_data_classes(requested, data);
   const std::unique_ptr<Model> model = make_run_model(with_classes);
   with_classes.validate_flags();
+  check_plan_flags(with_classes);
   const RunDatasets datasets = make_run_datasets(data, with_classes, *model);
   const FlatLayout& layout = model->layout();
   const DistOptions dist_settings = dist_options(with_classes);  // nothing the plan sets
+  std::optional<PlannedRun> planned_before_job;
+  if (!plan_needs_epochs(with_classes)) planned_before_job = planned_run(with_classes, *datasets.train, 1);
   DistJob job(dist_job_options(dist_settings));
   test_fault_point("plan");  // a test hook (core/test_fault.hpp): a rank failing after the job opened
-  const RunPlan plan =
-      plan_run(with_classes, epoch_batches(with_classes, *datasets.train, job.world()), job.world());
-  const TrainOptions options = with_plan(with_classes, plan);
-  options.validate_length();
+  const PlannedRun planned = planned_before_job ? std::move(*planned_before_job)
+                                                : planned_run(with_classes, *datasets.train, job.world());
+  const RunPlan& plan = planned.plan;
+  const TrainOptions& options = planned.options;
   const RunLog log{.lead = job.lead(), .quiet = options.quiet};
   const std::unique_ptr<DirectoryLock> checkpoint_lock = lock_checkpoint_dir(options, job.rank());
   if (options.model_classes && !options.load.empty() && !options.reset_head)

@@ -1,7 +1,8 @@
 // The run plan (train/run_plan.hpp): the run's length resolved once from --steps or --epochs, the schedule's horizon
 // and warm-up (in steps or epochs) and --val's cadence read from it; every schedule x warm-up x {--steps, --epochs}
 // combination trains through the CLI; --val alone evaluates at the end (and at each epoch's end in an epochs run);
-// --epochs 0, --steps 0 and --eval-every 0 are refused naming the flag. torchvision's recipe parts (TorchvisionRunPlan):
+// --epochs 0, --steps 0 and --eval-every 0 are refused naming the flag; the plan's errors that need no world come
+// before the job opens (RunPlanCli.PlanErrorsThatNeedNoWorldComeBeforeTheJobOpens). torchvision's recipe parts (TorchvisionRunPlan):
 // --lr-step-unit epoch counts the schedule's horizon, warm-up and step size in epochs (from --epochs, or the epochs a
 // --steps run reaches into), --ema-every and --ema-copy-epochs get the epoch's size, --ema-adjust torchvision's decay
 // takes the world size and --epochs, and the combinations that cannot run are refused naming the flag.
@@ -10,6 +11,8 @@
 #include <filesystem>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "cli_runner.hpp"
 #include "error_expect.hpp"
@@ -163,6 +166,62 @@ TEST(RunPlanCli, ZeroLengthsAndCadencesAreRefusedByName) {
     EXPECT_EQ(r.status, 2) << flags << "\n" << r.output;
     EXPECT_NE(r.output.find(needle), std::string::npos) << flags << "\n" << r.output;
   }
+}
+
+// Note [The job opens before the plan] (train/trainer.cpp): a plan error that needs no world (the flags against each
+// other and against whether --data has epochs; the whole plan of a --steps run) is raised before the job opens, so a
+// mistyped flag never waits for a rendezvous. DDPX_TEST_FAULT=start:0:throw fails the job's opening (dist/job.cpp,
+// before the communicator): an error raised before it prints its own message, one raised after it would print the
+// injected fault instead. The control: a plan counted in epochs is made at the job's world, so its error (an epoch of
+// 4 micro-batches of 2500 is less than one --grad-accum 8 step) comes after the fault: the hook is live.
+TEST(RunPlanCli, PlanErrorsThatNeedNoWorldComeBeforeTheJobOpens) {
+  const std::string fault = "DDPX_TEST_FAULT=start:0:throw";
+  const auto expect_before_the_job = [&](const std::string& args, const std::string& needle) {
+    const testing::CliResult r = run_ddpx("train --device cpu --workers 1 --comm-timeout 20 " + args, fault);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("ddpx: error: " + needle), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("injected fault"), std::string::npos) << args << "\n" << r.output;
+  };
+  const testing::ScratchDir dir("ddpx-plan-before-job");
+  const std::string report = (dir / "report.json").string();
+  const std::string endless = "--model mlp_tiny_test --data synthetic ";
+  for (const auto& [flags, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"--epochs 1", "--epochs 1 needs data with epochs"},
+           {"--epochs -2", "--epochs -2: give a positive number of epochs"},
+           {"--epochs 1 --steps 3", "--epochs 1 and --steps 3: give one"},
+           {"--lr-warmup-epochs 1", "--lr-warmup-epochs 1 needs data with epochs"},
+           {"--lr-step-unit epoch", "--lr-step-unit epoch needs data with epochs"},
+           {"--repeated-augment 3", "--repeated-augment 3 needs data with epochs"},
+           {"--ema-decay 0.99 --ema-copy-epochs 1", "--ema-copy-epochs 1 needs data with epochs"},
+           {"--ema-decay 0.99 --ema-adjust torchvision --steps 5", "--ema-adjust torchvision divides by the run's epochs"},
+           {"--val synthetic --eval-every epoch", "--eval-every epoch: the training data (--data synthetic) has no epochs"},
+           // A run given in --steps is planned before the job: its length's checks (validate_length()) come first too.
+           {"--steps 4 --lr-warmup-steps 4", "--lr-warmup-steps 4 is not shorter than the run (--steps 4)"},
+           {"--steps 4 --warmup 5 --report " + report, "--report " + report + " needs steps past the warm-up"}})
+    expect_before_the_job(endless + flags, needle);
+
+  if (!fs::exists(fs::path(kFashion) / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  const std::string epochs = "--model mlp:image=28,channels=1,layers=1,width=16,classes=10 --batch 2500 --data idx:" +
+                             std::string(kFashion) + ":test ";
+  for (const auto& [flags, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"--lr-warmup-epochs -1", "--lr-warmup-epochs -1: must be positive"},
+           {"--lr-warmup-epochs 1 --lr-warmup-steps 2", "--lr-warmup-epochs 1 and --lr-warmup-steps 2: give one"},
+           {"--epochs 2 --lr-step-unit epoch --lr-warmup-steps 2", "--lr-warmup-steps 2 counts optimizer steps"},
+           {"--epochs 2 --lr-step-unit epoch --lr-warmup-epochs -1", "--lr-warmup-epochs -1: must be positive"}})
+    expect_before_the_job(epochs + flags, needle);
+  const testing::CliResult at_the_world =
+      run_ddpx("train --device cpu --workers 1 --comm-timeout 20 " + epochs + "--epochs 1 --grad-accum 8", fault);
+  EXPECT_EQ(at_the_world.status, 2) << at_the_world.output;
+  EXPECT_NE(at_the_world.output.find("ddpx: error: rank 0: injected fault at start"), std::string::npos)
+      << at_the_world.output;
+  EXPECT_EQ(at_the_world.output.find("--grad-accum 8"), std::string::npos) << at_the_world.output;
+  // Without the fault the same run reaches its plan and is refused there, at the job's world of 1.
+  const testing::CliResult planned =
+      run_ddpx("train --device cpu --workers 1 --comm-timeout 20 " + epochs + "--epochs 1 --grad-accum 8");
+  EXPECT_EQ(planned.status, 2) << planned.output;
+  EXPECT_NE(planned.output.find("--epochs 1: 4 micro-batch(es) per rank do not make one step of --grad-accum 8"),
+            std::string::npos)
+      << planned.output;
 }
 
 TEST(TorchvisionRunPlan, PerEpochScheduleCountsEpochs) {

@@ -52,21 +52,31 @@ void expect_failing_rank_ends_the_job_with_its_own_error(const std::string& back
 #endif
 
 #if defined(DDPX_HAVE_MPI) || defined(DDPX_HAVE_GLOO)
-// Note [The job opens before the plan] (train/trainer.cpp): the run's plan is made once the job has opened (its
-// world sizes an epoch). A user error there, the same on every rank (--epochs on an endless source), ends the job
-// with its message and status 2; so does an error on one rank only (the test fault point "plan" on rank 1) while
-// rank 0 goes on into the start-up agreement: the launcher stops rank 0. Neither waits for a collective: that wait
-// would end only at the watchdog's --comm-timeout (600 s here, past the test's timeout), and its message is absent.
+// Note [The job opens before the plan] (train/trainer.cpp): a plan counted in epochs is made once the job has
+// opened (its world sizes an epoch). A user error there, the same on every rank (at 2 ranks, an epoch of Fashion-
+// MNIST's test split in batches of 2500 is 2 micro-batches per rank, less than one --grad-accum 3 step; at 1 rank it
+// would be 4), ends the job with its message and status 2; so does an error on one rank only (the test fault point
+// "plan" on rank 1) while rank 0 goes on into the start-up agreement: the launcher stops rank 0. Neither waits for a
+// collective: that wait would end only at the watchdog's --comm-timeout (600 s here, past the test's timeout), and
+// its message is absent. (Plan errors that need no world come before the job: test_run_plan.cpp's
+// RunPlanCli.PlanErrorsThatNeedNoWorldComeBeforeTheJobOpens.)
 // backend: "gloo" (ddpx's launcher starts the ranks) or "mpi" (mpirun does).
 void expect_error_after_the_job_opens_ends_the_job(const std::string& backend) {
-  const std::string common = "train --device cpu --model vit_tiny_test --nproc-per-node 2 --batch 4 --workers 1 "
-                             "--comm-timeout 600 --backend " + backend;
-  const CliResult plan_error = run_cli(common + " --data synthetic --epochs 1");
-  EXPECT_EQ(plan_error.status, 2) << plan_error.output;
-  EXPECT_NE(plan_error.output.find("ddpx: error: --epochs 1 needs data with epochs"), std::string::npos)
-      << plan_error.output;
-  EXPECT_EQ(plan_error.output.find("communication timed out"), std::string::npos) << plan_error.output;
-  EXPECT_EQ(plan_error.output.find("ddpx train: preparing"), std::string::npos) << plan_error.output;
+  const std::string job = "train --device cpu --nproc-per-node 2 --workers 1 --comm-timeout 600 --backend " + backend;
+  const std::string common = job + " --model vit_tiny_test --batch 4";
+  const char* const fashion = "/usr/share/datasets/fashion-mnist";
+  if (fs::exists(fs::path(fashion) / "t10k-images-idx3-ubyte.gz")) {
+    const CliResult plan_error = run_cli(fmt::format(
+        "{} --model mlp:image=28,channels=1,layers=1,width=16,classes=10 --data idx:{}:test --batch 2500 --epochs 1 "
+        "--grad-accum 3", job, fashion));
+    EXPECT_EQ(plan_error.status, 2) << plan_error.output;
+    EXPECT_NE(plan_error.output.find(
+                  "ddpx: error: --epochs 1: 2 micro-batch(es) per rank do not make one step of --grad-accum 3"),
+              std::string::npos)
+        << plan_error.output;
+    EXPECT_EQ(plan_error.output.find("communication timed out"), std::string::npos) << plan_error.output;
+    EXPECT_EQ(plan_error.output.find("ddpx train: preparing"), std::string::npos) << plan_error.output;
+  }
 
   const CliResult one_rank = testing::run_ddpx(common + " --steps 2", "DDPX_TEST_FAULT=plan:1:throw");
   EXPECT_NE(one_rank.status, 0) << one_rank.output;
