@@ -531,8 +531,9 @@ TrainSummary run_training(const TrainOptions& requested) {
   const RunDatasets datasets = make_run_datasets(data, with_classes, *model);
   const FlatLayout& layout = model->layout();
   const DistOptions dist_settings = dist_options(with_classes);  // nothing the plan sets
+  // A plan that counts nothing in epochs (--steps N) is the same at every world: made, and its length checked, now.
   std::optional<PlannedRun> planned_before_job;
-  if (!plan_needs_epochs(with_classes)) planned_before_job = planned_run(with_classes, *datasets.train, 1);
+  if (!plan_needs_epochs(with_classes)) planned_before_job = planned_run(with_classes, *datasets.train, /*world=*/1);
   DistJob job(dist_job_options(dist_settings));
   test_fault_point("plan");  // a test hook (core/test_fault.hpp): a rank failing after the job opened
   const PlannedRun planned = planned_before_job ? std::move(*planned_before_job)
