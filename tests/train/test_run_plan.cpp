@@ -2,10 +2,11 @@
 // and warm-up (in steps or epochs) and --val's cadence read from it; every schedule x warm-up x {--steps, --epochs}
 // combination trains through the CLI; --val alone evaluates at the end (and at each epoch's end in an epochs run);
 // --epochs 0, --steps 0 and --eval-every 0 are refused naming the flag; the plan's errors that need no world come
-// before the job opens (RunPlanCli.PlanErrorsThatNeedNoWorldComeBeforeTheJobOpens). torchvision's recipe parts (TorchvisionRunPlan):
-// --lr-step-unit epoch counts the schedule's horizon, warm-up and step size in epochs (from --epochs, or the epochs a
-// --steps run reaches into), --ema-every and --ema-copy-epochs get the epoch's size, --ema-adjust torchvision's decay
-// takes the world size and --epochs, and the combinations that cannot run are refused naming the flag.
+// before the job opens (RunPlanCli.PlanErrorsThatNeedNoWorldComeBeforeTheJobOpens). torchvision's recipe parts
+// (TorchvisionRunPlan): --lr-step-unit epoch counts the schedule's horizon, warm-up and step size in epochs (from
+// --epochs, or the epochs a --steps run reaches into), --ema-every and --ema-copy-epochs get the epoch's size,
+// --ema-adjust torchvision's decay takes the world size and --epochs, and the combinations that cannot run are
+// refused naming the flag.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -193,8 +194,10 @@ TEST(RunPlanCli, PlanErrorsThatNeedNoWorldComeBeforeTheJobOpens) {
            {"--lr-step-unit epoch", "--lr-step-unit epoch needs data with epochs"},
            {"--repeated-augment 3", "--repeated-augment 3 needs data with epochs"},
            {"--ema-decay 0.99 --ema-copy-epochs 1", "--ema-copy-epochs 1 needs data with epochs"},
-           {"--ema-decay 0.99 --ema-adjust torchvision --steps 5", "--ema-adjust torchvision divides by the run's epochs"},
-           {"--val synthetic --eval-every epoch", "--eval-every epoch: the training data (--data synthetic) has no epochs"},
+           {"--ema-decay 0.99 --ema-adjust torchvision --steps 5",
+            "--ema-adjust torchvision divides by the run's epochs"},
+           {"--val synthetic --eval-every epoch",
+            "--eval-every epoch: the training data (--data synthetic) has no epochs"},
            // A run given in --steps is planned before the job: its length's checks (validate_length()) come first too.
            {"--steps 4 --lr-warmup-steps 4", "--lr-warmup-steps 4 is not shorter than the run (--steps 4)"},
            {"--steps 4 --warmup 5 --report " + report, "--report " + report + " needs steps past the warm-up"}})
