@@ -1,7 +1,8 @@
 // The torchvision fixtures' images for the augmentation tests (tools/make_rand_augment_fixtures.py and
 // tools/make_auto_augment_fixtures.py write them the same way): a fixture file parsed, its "images" (flattened HWC
-// uint8 with their shapes), base64 outputs decoded, and op names mapped to AugmentOp; and loaded_pixels(), the
-// loader's uint8 batches of a dataset, which the augmentations' loader tests compare across worker counts.
+// uint8 with their shapes), base64 outputs decoded, and op names mapped to AugmentOp; and loaded_pixels() and
+// loaded_floats(), the loader's uint8 or float batches of a dataset, which the augmentations' loader tests compare
+// across worker counts.
 #pragma once
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "data/augment_ops.hpp"
@@ -65,19 +67,36 @@ inline AugmentOp op_named(const std::string& name) {
   return AugmentOp::identity;
 }
 
-// The first `steps` uint8 batches of `batch` images (rank 0 of 1) that `workers` loader threads produce, back to back.
-inline std::vector<uint8_t> loaded_pixels(const Dataset& dataset, int workers, int64_t steps, int64_t batch) {
+// The first `steps` batches of `batch` images (rank 0 of 1) that `workers` loader threads produce, back to back: the
+// loader's uint8 pixel batches (T = uint8_t, [batch, H, W, C]) or its float images after Normalize (T = float,
+// [batch, C, H, W]).
+template <typename T>
+std::vector<T> loaded_batches(const Dataset& dataset, int workers, int64_t steps, int64_t batch) {
+  static_assert(std::is_same_v<T, uint8_t> || std::is_same_v<T, float>);
   BatchLoader::Options options;
   options.workers = workers;
-  options.pixel_batches = true;
+  options.pixel_batches = std::is_same_v<T, uint8_t>;
   BatchLoader loader(dataset, 0, 1, batch, 0, options);
-  std::vector<uint8_t> all;
+  std::vector<T> all;
   for (int64_t s = 0; s < steps; ++s) {
     const HostBatch& b = loader.acquire();
-    all.insert(all.end(), b.pixels, b.pixels + batch * dataset.shape().image_numel());
+    const T* first;
+    if constexpr (std::is_same_v<T, uint8_t>)
+      first = b.pixels;
+    else
+      first = b.images;
+    all.insert(all.end(), first, first + batch * dataset.shape().image_numel());
     loader.release(b);
   }
   return all;
+}
+
+inline std::vector<uint8_t> loaded_pixels(const Dataset& dataset, int workers, int64_t steps, int64_t batch) {
+  return loaded_batches<uint8_t>(dataset, workers, steps, batch);
+}
+
+inline std::vector<float> loaded_floats(const Dataset& dataset, int workers, int64_t steps, int64_t batch) {
+  return loaded_batches<float>(dataset, workers, steps, batch);
 }
 
 }  // namespace ddpx::testing

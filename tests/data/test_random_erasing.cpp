@@ -23,6 +23,7 @@ namespace ddpx {
 namespace {
 
 using testing::expect_error;
+using testing::loaded_floats;
 
 TEST(RandomErasing, BoxEqualsGetParamsGivenTheSameDraws) {
   const nlohmann::json all = testing::read_fixture("auto_augment_torchvision.json");
@@ -122,19 +123,6 @@ TEST(RandomErasing, BadValuesAreRefusedNamingTheFlag) {
 }
 
 const char* const kFashion = "/usr/share/datasets/fashion-mnist";
-
-std::vector<float> loaded_floats(const Dataset& dataset, int workers, int64_t steps, int64_t batch) {
-  BatchLoader::Options options;
-  options.workers = workers;
-  BatchLoader loader(dataset, 0, 1, batch, 0, options);
-  std::vector<float> all;
-  for (int64_t s = 0; s < steps; ++s) {
-    const HostBatch& b = loader.acquire();
-    all.insert(all.end(), b.images, b.images + batch * dataset.shape().image_numel());
-    loader.release(b);
-  }
-  return all;
-}
 
 TEST(RandomErasing, FillBatchZeroesEachBoxAfterNormalizeAndValIsNotErased) {
   DatasetContext context;
