@@ -34,19 +34,16 @@ void check_length_flags(const TrainOptions& options) {
 // schedule's unit.
 void check_schedule_flags(const TrainOptions& options) {
   const LrSchedule& schedule = options.optimizer.schedule;
+  DDPX_REQUIRE(options.lr_warmup_epochs >= 0, "--lr-warmup-epochs {}: must be positive (0: no warm-up)",
+               options.lr_warmup_epochs);
   if (schedule.unit == LrStepUnit::epoch) {
     require_epochs(options, "--lr-step-unit epoch");
     DDPX_REQUIRE(schedule.warmup_steps == 0,
                  "--lr-warmup-steps {} counts optimizer steps, but --lr-step-unit epoch changes the rate once per "
                  "epoch: give the warm-up in epochs (--lr-warmup-epochs)", schedule.warmup_steps);
-    DDPX_REQUIRE(options.lr_warmup_epochs >= 0, "--lr-warmup-epochs {}: must be positive (0: no warm-up)",
-                 options.lr_warmup_epochs);
     return;
   }
-  if (options.lr_warmup_epochs == 0) return;
-  DDPX_REQUIRE(options.lr_warmup_epochs > 0, "--lr-warmup-epochs {}: must be positive (0: no warm-up)",
-               options.lr_warmup_epochs);
-  DDPX_REQUIRE(schedule.warmup_steps == 0,
+  DDPX_REQUIRE(options.lr_warmup_epochs == 0 || schedule.warmup_steps == 0,
                "--lr-warmup-epochs {} and --lr-warmup-steps {}: give one (both set the warm-up's length)",
                options.lr_warmup_epochs, schedule.warmup_steps);
 }
